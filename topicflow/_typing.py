@@ -1,0 +1,20 @@
+"""Shared type aliases and the Literal names of algorithm choices.
+
+The Literal spellings are the ones used in CLI flags, config keys and model JSON.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+FloatArray = NDArray[np.float64]
+Float32Array = NDArray[np.float32]
+IntArray = NDArray[np.int64]
+Int32Array = NDArray[np.int32]
+
+OnError = Literal["raise", "skip"]
+AlphaMode = Literal["auto", "symmetric", "fixed"]
+LearningMethod = Literal["batch", "online"]
+EStepKind = Literal["vb", "hybrid"]

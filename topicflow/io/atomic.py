@@ -1,0 +1,103 @@
+"""Atomic file and directory writes, and an advisory file lock.
+
+Everything topicflow writes goes to a temporary sibling first and is moved into place with
+``os.replace``, so a crash leaves either the old content or the new, never a half-written file.
+"""
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any, Iterator
+
+from topicflow.errors import LockedError, StoreExistsError
+
+
+def temporary_sibling(path: Path, tag: str = "tmp") -> Path:
+    """A fresh path beside ``path`` whose name marks it as unfinished work."""
+    return path.with_name(f".{path.name}.{tag}-{uuid.uuid4().hex[:12]}")
+
+
+def fsync_directory(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary sibling, fsync, then rename."""
+    path = Path(path)
+    tmp = temporary_sibling(path)
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    fsync_directory(path.parent)
+
+
+def atomic_write_json(path: Path, payload: Any) -> None:
+    """Write ``payload`` as indented, key-sorted JSON atomically."""
+    text = json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    atomic_write_bytes(Path(path), text.encode("utf-8"))
+
+
+def read_json(path: Path) -> Any:
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def check_output_path(path: Path, *, overwrite: bool, what: str = "store") -> None:
+    """Refuse to write over an existing path unless ``overwrite`` was asked for."""
+    if path.exists() and not overwrite:
+        raise StoreExistsError(
+            f"{what} path {str(path)!r} exists already; choose another path or pass --overwrite "
+            f"(overwrite=True) to replace it once the new {what} is complete.",
+            path=str(path),
+        )
+
+
+def commit_directory(tmp: Path, final: Path, *, overwrite: bool) -> None:
+    """Move a finished directory into place; an existing one is replaced only with ``overwrite``.
+
+    The old directory is renamed aside first and deleted after the new one is in place, so at
+    every moment ``final`` is either the complete old directory or the complete new one.
+    """
+    check_output_path(final, overwrite=overwrite)
+    aside = None
+    if final.exists():
+        aside = temporary_sibling(final, "old")
+        os.replace(final, aside)
+    os.replace(tmp, final)
+    fsync_directory(final.parent)
+    if aside is not None:
+        shutil.rmtree(aside, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: Path, *, what: str) -> Iterator[None]:
+    """Hold an advisory exclusive lock on ``path`` (created if missing) or fail at once."""
+    path = Path(path)
+    handle = open(path, "a+")
+    try:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.EACCES):
+                raise LockedError(
+                    f"{what} is locked by another topicflow process (lock file {str(path)!r}); "
+                    "wait for it to finish. If no such process runs, the lock is released "
+                    "automatically; nothing needs deleting.",
+                    path=str(path),
+                ) from exc
+            raise
+        yield
+    finally:
+        handle.close()

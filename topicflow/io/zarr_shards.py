@@ -1,0 +1,579 @@
+"""The sharded corpus store: a versioned zarr v3 layout (spec in docs/corpus-format.md).
+
+This module owns reading and writing the store's arrays and its manifest. It never tokenizes and never
+holds more than one shard in memory. ``manifest.json`` is the commit point: a shard or candidate set
+that it does not list does not exist, which is what makes ingest and append atomic.
+
+Layout::
+
+    STORE/
+      zarr.json                    root group; attributes.topicflow = {kind, format_version}
+      manifest.json                languages, tokenizer, vocabulary version, shard list (authoritative)
+      vocab/<lang>/                terms (str), doc_freq (int64), corpus_freq (int64)
+      candidates/<version>/<lang>/ out-of-vocabulary terms seen by appends (same arrays)
+      shards/<shard_id>/           doc_ids (str), labels (str)?, timestamps (int64)?
+      shards/<shard_id>/<lang>/    indptr (int64), term_ids (int32), counts (int32)
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+import dask
+import numpy as np
+import zarr
+
+from topicflow.errors import CorpusFormatError, FormatVersionError, StoreNotFoundError
+from topicflow.io.atomic import atomic_write_json, read_json
+from topicflow.models.blocks import DocBlock, MultiBlock, concat_blocks
+from topicflow.models.vocabulary import Vocabulary
+
+FORMAT_NAME = "topicflow-corpus"
+FORMAT_VERSION = 1
+DEFAULT_LANGUAGE = "default"
+MANIFEST = "manifest.json"
+
+#: (indptr, term_ids, counts) of one language of one shard.
+CsrArrays = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+@dataclass(frozen=True, slots=True)
+class ShardInfo:
+    """One shard as the manifest lists it.
+
+    Attributes
+    ----------
+    shard_id : str
+        Directory name under ``shards/``; zero-padded sequence number.
+    first_doc : int
+        Global position of the shard's first document.
+    n_docs : int
+    n_tokens : dict of str to int
+        Tokens per language.
+    checksum : str
+        ``sha256:<hex>`` over the shard's arrays (see :func:`shard_checksum`).
+    vocab_version : int
+        Vocabulary version the shard was encoded with.
+    """
+
+    shard_id: str
+    first_doc: int
+    n_docs: int
+    n_tokens: dict[str, int]
+    checksum: str
+    vocab_version: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.shard_id,
+            "first_doc": self.first_doc,
+            "n_docs": self.n_docs,
+            "n_tokens": dict(self.n_tokens),
+            "checksum": self.checksum,
+            "vocab_version": self.vocab_version,
+        }
+
+    @classmethod
+    def from_dict(cls, payload: Mapping[str, Any]) -> ShardInfo:
+        return cls(
+            shard_id=str(payload["id"]),
+            first_doc=int(payload["first_doc"]),
+            n_docs=int(payload["n_docs"]),
+            n_tokens={str(k): int(v) for k, v in payload["n_tokens"].items()},
+            checksum=str(payload["checksum"]),
+            vocab_version=int(payload.get("vocab_version", 1)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """The store's authoritative description; written atomically as ``manifest.json``."""
+
+    languages: tuple[str, ...]
+    tokenizer: dict[str, Any]
+    shards: tuple[ShardInfo, ...] = ()
+    shard_size: int = 1000
+    vocab_version: int = 1
+    has_labels: bool = False
+    has_timestamps: bool = False
+    #: Directory name under ``candidates/`` of the current candidate-term set, or None.
+    candidates: str | None = None
+    created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat())
+    #: One entry per ingest or append: what was read, kept and dropped.
+    history: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def n_docs(self) -> int:
+        return sum(s.n_docs for s in self.shards)
+
+    def n_tokens(self, language: str | None = None) -> int:
+        langs = self.languages if language is None else (language,)
+        return sum(s.n_tokens.get(lang, 0) for s in self.shards for lang in langs)
+
+    def next_shard_id(self, offset: int = 0) -> str:
+        return f"{len(self.shards) + offset:06d}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT_NAME,
+            "format_version": FORMAT_VERSION,
+            "languages": list(self.languages),
+            "tokenizer": self.tokenizer,
+            "shard_size": self.shard_size,
+            "vocab_version": self.vocab_version,
+            "has_labels": self.has_labels,
+            "has_timestamps": self.has_timestamps,
+            "candidates": self.candidates,
+            "created": self.created,
+            "n_docs": self.n_docs,
+            "n_tokens": {lang: self.n_tokens(lang) for lang in self.languages},
+            "shards": [s.to_dict() for s in self.shards],
+            "history": list(self.history),
+        }
+
+    @classmethod
+    def from_dict(cls, payload: Mapping[str, Any], *, path: str = "") -> Manifest:
+        check_format(payload, path=path, name=FORMAT_NAME, version=FORMAT_VERSION)
+        try:
+            return cls(
+                languages=tuple(payload["languages"]),
+                tokenizer=dict(payload["tokenizer"]),
+                shards=tuple(ShardInfo.from_dict(s) for s in payload["shards"]),
+                shard_size=int(payload["shard_size"]),
+                vocab_version=int(payload["vocab_version"]),
+                has_labels=bool(payload["has_labels"]),
+                has_timestamps=bool(payload["has_timestamps"]),
+                candidates=payload.get("candidates"),
+                created=str(payload.get("created", "")),
+                history=tuple(payload.get("history", ())),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CorpusFormatError(
+                f"manifest {path!r} is damaged ({exc!r}); re-create the store with `topicflow ingest`.",
+                path=path,
+            ) from exc
+
+
+def check_format(payload: Mapping[str, Any], *, path: str, name: str, version: int) -> None:
+    """Refuse files of another kind or of a newer format version, with a message saying what to do."""
+    if payload.get("format") != name:
+        raise CorpusFormatError(
+            f"{path!r} is not a {name} file (format={payload.get('format')!r}).", path=path
+        )
+    found = int(payload.get("format_version", 0))
+    if found > version:
+        raise FormatVersionError(
+            f"{path!r} was written with {name} format version {found}, newer than version {version} "
+            "that this topicflow reads; upgrade topicflow (pip install -U topicflow).",
+            path=path,
+        )
+
+
+# ----------------------------------------------------------------------------- arrays on disk
+
+
+def _write_array(group: zarr.Group, name: str, data: np.ndarray) -> None:
+    if data.dtype == object or data.dtype.kind in "UT":
+        array = group.create_array(name, shape=data.shape, dtype=str, chunks=(max(1, len(data)),))
+        if len(data):
+            array[:] = np.asarray(data, dtype=object)
+        return
+    group.create_array(name, data=data, chunks=(max(1, len(data)),))
+
+
+def _read_array(group: zarr.Group, name: str) -> np.ndarray:
+    array = group[name]
+    data = array[:]
+    if array.dtype.kind in "UT" or str(array.dtype).startswith("StringDType"):
+        return np.asarray(data, dtype=object)
+    return np.asarray(data)
+
+
+def _string_digest(values: np.ndarray) -> bytes:
+    return "\x00".join(str(v) for v in values).encode("utf-8")
+
+
+def shard_checksum(
+    bags: Mapping[str, CsrArrays],
+    doc_ids: np.ndarray,
+    labels: np.ndarray | None,
+    timestamps: np.ndarray | None,
+) -> str:
+    """``sha256:<hex>`` over a shard's arrays in a fixed order (languages sorted)."""
+    digest = hashlib.sha256()
+    digest.update(_string_digest(doc_ids))
+    if labels is not None:
+        digest.update(b"labels")
+        digest.update(_string_digest(labels))
+    if timestamps is not None:
+        digest.update(b"timestamps")
+        digest.update(np.ascontiguousarray(timestamps, dtype=np.int64).tobytes())
+    for lang in sorted(bags):
+        digest.update(lang.encode("utf-8"))
+        for array, dtype in zip(bags[lang], (np.int64, np.int32, np.int32)):
+            digest.update(np.ascontiguousarray(array, dtype=dtype).tobytes())
+    return "sha256:" + digest.hexdigest()
+
+
+def validate_csr(bag: CsrArrays, n_docs: int, n_terms: int, *, where: str) -> None:
+    """Check one language's CSR arrays before they are written; raise CorpusFormatError if wrong."""
+    indptr, term_ids, counts = bag
+    problems = []
+    if indptr.shape != (n_docs + 1,) or (n_docs >= 0 and len(indptr) and indptr[0] != 0):
+        problems.append(f"indptr has shape {indptr.shape}, expected ({n_docs + 1},) starting at 0")
+    elif np.any(np.diff(indptr) < 0) or indptr[-1] != len(term_ids):
+        problems.append("indptr is not nondecreasing up to the number of entries")
+    if len(term_ids) != len(counts):
+        problems.append("term_ids and counts differ in length")
+    if len(term_ids) and (term_ids.min() < 0 or term_ids.max() >= n_terms):
+        problems.append(f"term ids outside [0, {n_terms})")
+    if len(counts) and counts.min() <= 0:
+        problems.append("counts must be positive")
+    if problems:
+        raise CorpusFormatError(f"{where}: " + "; ".join(problems), shard=where)
+
+
+def write_shard(
+    shard_dir: Path,
+    bags: Mapping[str, CsrArrays],
+    doc_ids: np.ndarray,
+    *,
+    labels: np.ndarray | None = None,
+    timestamps: np.ndarray | None = None,
+) -> tuple[str, dict[str, int]]:
+    """Write one shard's arrays under ``shard_dir`` (which must not exist).
+
+    Returns
+    -------
+    checksum : str
+    n_tokens : dict of str to int
+        Tokens per language.
+    """
+    group = zarr.open_group(str(shard_dir), mode="w-")
+    _write_array(group, "doc_ids", np.asarray(doc_ids, dtype=object))
+    if labels is not None:
+        _write_array(group, "labels", np.asarray(labels, dtype=object))
+    if timestamps is not None:
+        _write_array(group, "timestamps", np.asarray(timestamps, dtype=np.int64))
+    n_tokens = {}
+    for lang, (indptr, term_ids, counts) in sorted(bags.items()):
+        sub = group.create_group(lang)
+        _write_array(sub, "indptr", np.asarray(indptr, dtype=np.int64))
+        _write_array(sub, "term_ids", np.asarray(term_ids, dtype=np.int32))
+        _write_array(sub, "counts", np.asarray(counts, dtype=np.int32))
+        n_tokens[lang] = int(np.asarray(counts, dtype=np.int64).sum())
+    return shard_checksum(bags, doc_ids, labels, timestamps), n_tokens
+
+
+def write_vocabulary(directory: Path, vocab: Vocabulary) -> None:
+    """Write a vocabulary's three arrays as a zarr group at ``directory``."""
+    group = zarr.open_group(str(directory), mode="w")
+    _write_array(group, "terms", np.asarray(vocab.terms, dtype=object))
+    _write_array(group, "doc_freq", np.asarray(vocab.doc_freq, dtype=np.int64))
+    _write_array(group, "corpus_freq", np.asarray(vocab.corpus_freq, dtype=np.int64))
+
+
+def read_vocabulary(directory: Path) -> Vocabulary:
+    group = zarr.open_group(str(directory), mode="r")
+    return Vocabulary(
+        terms=_read_array(group, "terms"),
+        doc_freq=_read_array(group, "doc_freq").astype(np.int64),
+        corpus_freq=_read_array(group, "corpus_freq").astype(np.int64),
+    )
+
+
+def init_store(path: Path) -> None:
+    """Create the root zarr group and its fixed subgroups at ``path`` (a fresh directory)."""
+    root = zarr.open_group(str(path), mode="w-")
+    root.attrs["topicflow"] = {"kind": FORMAT_NAME, "format_version": FORMAT_VERSION}
+    for name in ("vocab", "shards", "candidates"):
+        root.create_group(name)
+
+
+def write_manifest(path: Path, manifest: Manifest) -> None:
+    """Commit point of every store change: atomically replace ``manifest.json``."""
+    atomic_write_json(Path(path) / MANIFEST, manifest.to_dict())
+
+
+def read_manifest(path: Path) -> Manifest:
+    path = Path(path)
+    if not (path / MANIFEST).is_file():
+        if not path.exists():
+            raise StoreNotFoundError(
+                f"no corpus store at {str(path)!r}; create one with `topicflow ingest INPUT --out "
+                f"{path}` or `topicflow synth --out {path}`.",
+                path=str(path),
+            )
+        raise CorpusFormatError(
+            f"{str(path)!r} is not a topicflow corpus store (no {MANIFEST}); it may be an "
+            "interrupted ingest: run the ingest again.",
+            path=str(path),
+        )
+    try:
+        payload = read_json(path / MANIFEST)
+    except ValueError as exc:
+        raise CorpusFormatError(
+            f"manifest of {str(path)!r} is not valid JSON ({exc}); re-create the store.", path=str(path)
+        ) from exc
+    return Manifest.from_dict(payload, path=str(path))
+
+
+def load_block(
+    store: str, shard: ShardInfo, language: str, n_terms: int, with_meta: bool = True
+) -> DocBlock:
+    """Read one language of one shard as a :class:`DocBlock` (module-level so it pickles)."""
+    shard_dir = Path(store) / "shards" / shard.shard_id
+    where = f"{store}/shards/{shard.shard_id}"
+    try:
+        group = zarr.open_group(str(shard_dir), mode="r")
+        sub = group[language]
+        block = DocBlock(
+            indptr=_read_array(sub, "indptr").astype(np.int64, copy=False),
+            term_ids=_read_array(sub, "term_ids").astype(np.int32, copy=False),
+            counts=_read_array(sub, "counts").astype(np.int32, copy=False),
+            doc_ids=_read_array(group, "doc_ids"),
+            first_doc=shard.first_doc,
+            n_terms=n_terms,
+            language=language,
+            labels=_read_array(group, "labels") if with_meta and "labels" in group else None,
+            timestamps=(
+                _read_array(group, "timestamps") if with_meta and "timestamps" in group else None
+            ),
+        )
+    except (KeyError, FileNotFoundError) as exc:
+        raise CorpusFormatError(
+            f"shard {where!r} is missing or incomplete ({exc!r}); the store is damaged: re-ingest "
+            "or restore it from a copy.",
+            path=store,
+            shard=shard.shard_id,
+        ) from exc
+    if block.n_docs != shard.n_docs:
+        raise CorpusFormatError(
+            f"shard {where!r} holds {block.n_docs} documents but the manifest says {shard.n_docs}; "
+            "the store is damaged.",
+            path=store,
+            shard=shard.shard_id,
+        )
+    return block
+
+
+def load_multiblock(store: str, shard: ShardInfo, vocab_sizes: Mapping[str, int]) -> dict[str, DocBlock]:
+    """Every language of one shard, keyed by language."""
+    return {lang: load_block(store, shard, lang, n) for lang, n in vocab_sizes.items()}
+
+
+# ----------------------------------------------------------------------------- reading API
+
+
+class Corpus:
+    """A sharded corpus store opened for reading; nothing is loaded until asked for.
+
+    Examples
+    --------
+    >>> corpus = Corpus.open("news.zarr")                      # doctest: +SKIP
+    >>> len(corpus), corpus.n_tokens                             # doctest: +SKIP
+    >>> blocks = corpus.to_delayed()          # one Delayed[DocBlock] per shard, in order
+    >>> for batch in corpus.iter_minibatches(256): ...           # streaming algorithms
+    """
+
+    def __init__(self, path: Path, manifest: Manifest) -> None:
+        self.path = Path(path)
+        self.manifest = manifest
+        self._vocab: dict[str, Vocabulary] = {}
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> Corpus:
+        """Open the store at ``path``; raises StoreNotFoundError, CorpusFormatError, FormatVersionError."""
+        path = Path(path)
+        return cls(path, read_manifest(path))
+
+    def __repr__(self) -> str:
+        return (
+            f"Corpus({str(self.path)!r}, n_docs={len(self)}, n_tokens={self.n_tokens}, "
+            f"languages={list(self.languages)}, n_shards={self.n_shards})"
+        )
+
+    def __len__(self) -> int:
+        return self.manifest.n_docs
+
+    @property
+    def languages(self) -> tuple[str, ...]:
+        return self.manifest.languages
+
+    @property
+    def is_multilingual(self) -> bool:
+        return len(self.languages) > 1
+
+    @property
+    def shards(self) -> tuple[ShardInfo, ...]:
+        return self.manifest.shards
+
+    @property
+    def n_shards(self) -> int:
+        return len(self.manifest.shards)
+
+    @property
+    def n_tokens(self) -> int:
+        return self.manifest.n_tokens()
+
+    def tokens_by_language(self) -> dict[str, int]:
+        return {lang: self.manifest.n_tokens(lang) for lang in self.languages}
+
+    @property
+    def has_labels(self) -> bool:
+        return self.manifest.has_labels
+
+    def resolve_language(self, language: str | None) -> str:
+        """The language to read: the given one, or the only one of a monolingual store."""
+        if language is None:
+            if self.is_multilingual:
+                raise ValueError(
+                    f"store {str(self.path)!r} has languages {list(self.languages)}; name one."
+                )
+            return self.languages[0]
+        if language not in self.languages:
+            raise ValueError(
+                f"store {str(self.path)!r} has no language {language!r}; it has {list(self.languages)}."
+            )
+        return language
+
+    def vocabulary(self, language: str | None = None) -> Vocabulary:
+        lang = self.resolve_language(language)
+        if lang not in self._vocab:
+            self._vocab[lang] = read_vocabulary(self.path / "vocab" / lang)
+        return self._vocab[lang]
+
+    def vocab_sizes(self) -> dict[str, int]:
+        return {lang: len(self.vocabulary(lang)) for lang in self.languages}
+
+    def candidates(self, language: str | None = None) -> Vocabulary:
+        """Out-of-vocabulary terms recorded by appends, with their frequencies (empty if none)."""
+        lang = self.resolve_language(language)
+        if self.manifest.candidates is None:
+            return Vocabulary.empty()
+        directory = self.path / "candidates" / self.manifest.candidates / lang
+        return read_vocabulary(directory) if directory.exists() else Vocabulary.empty()
+
+    def read_block(self, index: int, language: str | None = None) -> DocBlock:
+        lang = self.resolve_language(language)
+        return load_block(str(self.path), self.shards[index], lang, len(self.vocabulary(lang)))
+
+    def read_multiblock(self, index: int) -> dict[str, DocBlock]:
+        return load_multiblock(str(self.path), self.shards[index], self.vocab_sizes())
+
+    def iter_blocks(self, language: str | None = None, *, start: int = 0) -> Iterator[DocBlock]:
+        """Shards in store order, one at a time."""
+        for index in range(start, self.n_shards):
+            yield self.read_block(index, language)
+
+    def iter_minibatches(
+        self, batch_size: int, language: str | None = None, *, start: int = 0
+    ) -> Iterator[DocBlock]:
+        """Consecutive blocks of ``batch_size`` documents (the last may be shorter), in store order.
+
+        At most one shard plus one minibatch is held in memory.
+        """
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        pending: list[DocBlock] = []
+        n_pending = 0
+        for block in self.iter_blocks(language, start=start):
+            offset = 0
+            while offset < block.n_docs:
+                take = min(batch_size - n_pending, block.n_docs - offset)
+                pending.append(block.slice(offset, offset + take))
+                n_pending += take
+                offset += take
+                if n_pending == batch_size:
+                    yield concat_blocks(pending)
+                    pending, n_pending = [], 0
+        if n_pending:
+            yield concat_blocks(pending)
+
+    def token(self) -> str:
+        """A deterministic identifier of the store's content (for Dask keys and caches)."""
+        return dask.base.tokenize(str(self.path.resolve()), [s.checksum for s in self.shards])
+
+    def to_delayed(self, language: str | None = None, *, shards: Sequence[int] | None = None) -> list[Any]:
+        """One ``Delayed[DocBlock]`` per shard in store order, with readable keys ``load-block-<token>-<i>``."""
+        lang = self.resolve_language(language)
+        n_terms = len(self.vocabulary(lang))
+        token = dask.base.tokenize(self.token(), lang)
+        indices = range(self.n_shards) if shards is None else shards
+        load = dask.delayed(load_block, pure=True)
+        return [
+            load(str(self.path), self.shards[i], lang, n_terms, dask_key_name=f"load-block-{token}-{i}")
+            for i in indices
+        ]
+
+    def to_delayed_multi(self, *, shards: Sequence[int] | None = None) -> list[Any]:
+        """One ``Delayed[dict[str, DocBlock]]`` per shard, all languages of the store."""
+        sizes = self.vocab_sizes()
+        token = dask.base.tokenize(self.token(), "multi")
+        indices = range(self.n_shards) if shards is None else shards
+        load = dask.delayed(load_multiblock, pure=True)
+        return [
+            load(str(self.path), self.shards[i], sizes, dask_key_name=f"load-multiblock-{token}-{i}")
+            for i in indices
+        ]
+
+    def to_dask_array(self, language: str | None = None) -> Any:
+        """The corpus as a ``(n_docs, n_terms)`` dask array whose chunks are scipy CSR matrices."""
+        import dask.array as da
+        import scipy.sparse as sp
+
+        lang = self.resolve_language(language)
+        n_terms = len(self.vocabulary(lang))
+        parts = [
+            da.from_delayed(
+                dask.delayed(DocBlock.to_csr)(block),
+                shape=(shard.n_docs, n_terms),
+                dtype=np.int32,
+                meta=sp.csr_matrix((0, n_terms), dtype=np.int32),
+            )
+            for block, shard in zip(self.to_delayed(lang), self.shards)
+        ]
+        return da.concatenate(parts, axis=0)
+
+    def doc_ids(self) -> Iterator[str]:
+        """Every document id in store order (one shard in memory at a time)."""
+        for shard in self.shards:
+            group = zarr.open_group(str(self.path / "shards" / shard.shard_id), mode="r")
+            yield from (str(d) for d in _read_array(group, "doc_ids"))
+
+    def verify(self) -> list[str]:
+        """Recompute every shard's checksum; return the ids of shards that do not match."""
+        bad = []
+        for index, shard in enumerate(self.shards):
+            blocks: MultiBlock = self.read_multiblock(index)
+            any_block = next(iter(blocks.values()))
+            bags = {lang: (b.indptr, b.term_ids, b.counts) for lang, b in blocks.items()}
+            if shard_checksum(bags, any_block.doc_ids, any_block.labels, any_block.timestamps) != shard.checksum:
+                bad.append(shard.shard_id)
+        return bad
+
+
+def remove_unlisted_shards(path: Path, manifest: Manifest) -> list[str]:
+    """Delete shard directories that the manifest does not list (left by an interrupted append)."""
+    listed = {s.shard_id for s in manifest.shards}
+    removed = []
+    for child in sorted((Path(path) / "shards").iterdir()):
+        if child.is_dir() and child.name not in listed:
+            shutil.rmtree(child)
+            removed.append(child.name)
+    return removed
+
+
+def with_shards(manifest: Manifest, new: Sequence[ShardInfo], event: dict[str, Any]) -> Manifest:
+    """The manifest after appending ``new`` shards (their ``first_doc`` is assigned here)."""
+    first = manifest.n_docs
+    placed = []
+    for info in new:
+        placed.append(replace(info, first_doc=first))
+        first += info.n_docs
+    return replace(manifest, shards=manifest.shards + tuple(placed), history=manifest.history + (event,))

@@ -1,0 +1,30 @@
+"""The ``topicflow`` command line. Each command family lives in its own ``cli_*`` module."""
+from __future__ import annotations
+
+import click
+
+from topicflow import __version__
+from topicflow.pipeline.cli_common import setup_logging
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="topicflow")
+@click.option("-v", "--verbose", count=True, help="More log output (-vv for Dask's own).")
+@click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors.")
+def main(verbose: int, quiet: bool) -> None:
+    """Out-of-core topic models on Dask: ingest corpora, fit, update and evaluate models."""
+    setup_logging(-1 if quiet else verbose)
+
+
+def _register() -> None:
+    from topicflow.pipeline import cli_corpus
+
+    for module in (cli_corpus,):
+        for command in module.COMMANDS:
+            main.add_command(command)
+
+
+_register()
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+"""Pieces shared by every CLI command: cluster options, logging set-up and error reporting."""
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+from typing import Any, Callable, TypeVar
+
+import click
+
+from topicflow.errors import TopicflowError
+from topicflow.pipeline.cluster import ClusterConfig
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def cluster_options(func: F) -> F:
+    """Add ``--scheduler --workers --threads-per-worker --memory-limit`` and pass ``cluster=ClusterConfig``."""
+
+    @click.option("--scheduler", default=None, metavar="ADDRESS|FILE",
+                  help="Run on an existing Dask scheduler (tcp://host:port or a scheduler file). "
+                  "Default: start a local cluster.")
+    @click.option("--workers", type=click.IntRange(min=1), default=None,
+                  help="Worker processes of the local cluster (default: one per core).")
+    @click.option("--threads-per-worker", type=click.IntRange(min=1), default=None,
+                  help="Threads per local worker (default 1).")
+    @click.option("--memory-limit", default=None, metavar="SIZE",
+                  help="Memory limit per local worker, e.g. 4GiB (default: share of the machine).")
+    @functools.wraps(func)
+    def wrapper(*args: Any, scheduler: str | None, workers: int | None,
+                threads_per_worker: int | None, memory_limit: str | None, **kwargs: Any) -> Any:
+        kwargs["cluster"] = ClusterConfig(
+            scheduler=scheduler, workers=workers, threads_per_worker=threads_per_worker,
+            memory_limit=memory_limit,
+        )
+        return func(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def reports_errors(func: F) -> F:
+    """Turn topicflow errors into a one-paragraph message on stderr and exit status 2."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except TopicflowError as exc:
+            click.echo(f"topicflow: error: {exc}", err=True)
+            sys.exit(2)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def setup_logging(verbose: int) -> None:
+    level = logging.WARNING if verbose <= 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(message)s", stream=sys.stderr)
+    logging.getLogger("topicflow").setLevel(logging.INFO if verbose >= 0 else logging.WARNING)
+    for noisy in ("distributed", "bokeh", "tornado"):
+        logging.getLogger(noisy).setLevel(logging.ERROR if verbose < 2 else logging.INFO)

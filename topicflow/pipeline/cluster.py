@@ -1,0 +1,115 @@
+"""The one place where topicflow connects to Dask.
+
+The CLI starts a local distributed cluster unless given ``--scheduler`` (an address or a scheduler
+file); the Python API takes a ``distributed.Client``, else the current one, else Dask's threaded
+scheduler. Every pipeline computes through :func:`compute` so both paths behave the same.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import dask
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterConfig:
+    """How to reach or start a Dask cluster.
+
+    Attributes
+    ----------
+    scheduler : str or None
+        ``tcp://host:port`` of a running scheduler, or the path of a scheduler file; None starts a
+        local cluster.
+    workers, threads_per_worker : int or None
+        Size of the local cluster (defaults: one process per core, one thread each).
+    memory_limit : str or None
+        Memory limit per local worker, e.g. ``"4GiB"``; ``"auto"`` divides the machine's memory.
+    processes : bool
+        Local workers as processes (True) or threads of this process (False).
+    """
+
+    scheduler: str | None = None
+    workers: int | None = None
+    threads_per_worker: int | None = None
+    memory_limit: str | None = None
+    processes: bool = True
+
+
+@contextlib.contextmanager
+def connect(config: ClusterConfig) -> Iterator[Any]:
+    """Yield a ``distributed.Client`` for ``config``; a local cluster is closed on exit."""
+    from distributed import Client, LocalCluster
+
+    if config.scheduler:
+        if Path(config.scheduler).is_file():
+            client = Client(scheduler_file=config.scheduler)
+        else:
+            client = Client(config.scheduler)
+        log.info("connected to scheduler %s (dashboard %s)", client.scheduler.address, client.dashboard_link)
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    import os
+
+    n_workers = config.workers or max(1, os.cpu_count() or 1)
+    cluster = LocalCluster(
+        n_workers=n_workers,
+        threads_per_worker=config.threads_per_worker or 1,
+        memory_limit=config.memory_limit or "auto",
+        processes=config.processes,
+        dashboard_address=":0",
+    )
+    client = Client(cluster)
+    log.info(
+        "local Dask cluster: %d workers x %d threads, dashboard %s",
+        n_workers,
+        config.threads_per_worker or 1,
+        client.dashboard_link,
+    )
+    try:
+        yield client
+    finally:
+        client.close()
+        cluster.close()
+
+
+def current_client(client: Any = None) -> Any:
+    """The given client, else the current distributed client, else None (threaded scheduler)."""
+    if client is not None:
+        return client
+    try:
+        from distributed import get_client
+
+        return get_client()
+    except (ImportError, ValueError):
+        return None
+
+
+def compute(*graphs: Any, client: Any = None) -> tuple[Any, ...]:
+    """Compute Dask objects on ``client`` (or the current one), else on the threaded scheduler."""
+    client = current_client(client)
+    if client is None:
+        return tuple(dask.compute(*graphs, scheduler="threads"))
+    futures = client.compute(list(graphs))
+    return tuple(client.gather(futures))
+
+
+def compute_list(graphs: Sequence[Any], *, client: Any = None, progress: Any = None, desc: str = "", unit: str = "task") -> list[Any]:
+    """Compute many independent Dask objects, reporting each as it finishes; results keep input order."""
+    client = current_client(client)
+    if client is None or progress is None:
+        return list(compute(*graphs, client=client)) if graphs else []
+    from distributed import as_completed
+
+    futures = client.compute(list(graphs))
+    for _ in progress.track(as_completed(futures), total=len(futures), desc=desc, unit=unit):
+        pass
+    return list(client.gather(futures))
