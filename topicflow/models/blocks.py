@@ -149,3 +149,29 @@ def block_from_csr(
 
 #: A multilingual block: one DocBlock per language, all with the same doc_ids and first_doc.
 MultiBlock = Mapping[str, DocBlock]
+
+
+def remap_terms(block: DocBlock, term_map: IntArray, n_terms: int) -> DocBlock:
+    """Translate the block's term ids through ``term_map``; ids mapped to -1 are dropped.
+
+    Used to read a store with a model whose vocabulary differs (another store, or a grown one).
+    NumPy equivalent: ``csr[:, term_map >= 0]`` with the columns permuted to ``term_map``.
+    """
+    mapped = term_map[block.term_ids]
+    keep = mapped >= 0
+    rows = np.repeat(np.arange(block.n_docs), np.diff(block.indptr))[keep]
+    csr = sp.csr_matrix(
+        (block.counts[keep], (rows, mapped[keep])), shape=(block.n_docs, n_terms), dtype=np.int64
+    )
+    csr.sort_indices()
+    return DocBlock(
+        indptr=csr.indptr.astype(np.int64),
+        term_ids=csr.indices.astype(np.int32),
+        counts=csr.data.astype(np.int32),
+        doc_ids=block.doc_ids,
+        first_doc=block.first_doc,
+        n_terms=n_terms,
+        language=block.language,
+        labels=block.labels,
+        timestamps=block.timestamps,
+    )

@@ -1,0 +1,80 @@
+"""`topicflow fit | topics | infer | evaluate | export` end to end on an in-process cluster."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from topicflow.io.doc_topics import DocTopics
+from topicflow.pipeline.cli import main
+from topicflow.testing.corpora import draw_planted_corpus, write_test_store
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    base = tmp_path_factory.mktemp("cli-model")
+    truth = draw_planted_corpus(n_docs=240, n_topics=3, n_terms=30, doc_length=40, alpha=0.3, seed=2)
+    train = write_test_store(base / "train.zarr", {"default": truth.counts["default"][:200]}, shard_size=50)
+    test = write_test_store(base / "test.zarr", {"default": truth.counts["default"][200:]}, shard_size=50)
+    return train, test
+
+
+def run(args: list[str]) -> object:
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    return result
+
+
+def test_fit_then_use_the_model(stores: tuple[Path, Path], tmp_path: Path, local_cluster: object) -> None:
+    train, test = stores
+    address = local_cluster.scheduler_address  # type: ignore[attr-defined]
+    model = tmp_path / "model"
+    result = run(["fit", str(train), "--model", str(model), "--topics", "3", "--iterations", "30",
+                  "--seed", "1", "--doc-topics", str(tmp_path / "train-theta.zarr"), "--scheduler", address])
+    assert result.exit_code == 0, result.output
+    assert "ELBO" in result.output and "saved model" in result.output
+    assert (model / "model.json").is_file()
+    assert len(np.concatenate([t for _, t in DocTopics.open(tmp_path / "train-theta.zarr")])) == 200
+
+    result = run(["topics", str(model), "--top", "5", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    listing = json.loads(result.output)
+    assert len(listing["topics"]) == 3 and all(len(t["default"]) == 5 for t in listing["topics"])
+    # Each planted topic owns ten consecutive terms: a recovered topic's top terms share one block.
+    for topic in listing["topics"]:
+        blocks = {int(t["term"][2:]) // 10 for t in topic["default"]}
+        assert len(blocks) == 1, topic
+    assert run(["topics", str(model)]).output.count("topic-") == 3
+
+    result = run(["infer", str(model), str(test), "--out", str(tmp_path / "theta.zarr"), "--scheduler", address])
+    assert result.exit_code == 0, result.output
+    theta = DocTopics.open(tmp_path / "theta.zarr").to_dask_array().compute()
+    assert theta.shape == (40, 3)
+
+    result = run(["evaluate", str(model), str(test), "--format", "json", "--scheduler", address])
+    assert result.exit_code == 0, result.output
+    scores = json.loads(result.output)
+    assert 5 < scores["perplexity"] < 15 and scores["n_docs"] == 40
+
+    result = run(["export", str(model), "--out", str(tmp_path / "m.npz")])
+    assert result.exit_code == 0, result.output
+    with np.load(tmp_path / "m.npz") as npz:
+        assert npz["topic_word"].shape == (3, 30)
+
+
+def test_fit_refuses_existing_model_and_bad_alpha(stores: tuple[Path, Path], tmp_path: Path) -> None:
+    train, _ = stores
+    (tmp_path / "model").mkdir()
+    result = CliRunner().invoke(main, ["fit", str(train), "--model", str(tmp_path / "model"), "--topics", "2"])
+    assert result.exit_code == 2 and "exists already" in result.output and "--overwrite" in result.output
+    result = CliRunner().invoke(main, ["fit", str(train), "--model", str(tmp_path / "m2"), "--topics", "2", "--alpha", "lots"])
+    assert result.exit_code == 2 and "alpha must be" in result.output
+
+
+def test_missing_store_and_model_are_explained(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["topics", str(tmp_path / "nope")])
+    assert result.exit_code == 2 and "no topicflow model" in result.output
+    result = CliRunner().invoke(main, ["fit", str(tmp_path / "nostore"), "--model", str(tmp_path / "m"), "--topics", "2"])
+    assert result.exit_code == 2 and "no corpus store" in result.output

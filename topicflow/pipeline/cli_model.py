@@ -1,0 +1,185 @@
+"""CLI commands for variational models: fit, topics, infer, evaluate, export."""
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+
+from topicflow.errors import InvalidParameterError
+from topicflow.io.model_store import export_npz, load_model
+from topicflow.io.zarr_shards import Corpus
+from topicflow.models.priors import parse_seed_words
+from topicflow.pipeline.cli_common import cluster_options, reports_errors
+from topicflow.pipeline.cluster import ClusterConfig, connect
+from topicflow.pipeline.estimators import LDA
+from topicflow.pipeline.infer import evaluate_model, infer_doc_topics
+from topicflow.pipeline.progress import TqdmProgress
+
+log = logging.getLogger(__name__)
+
+
+def read_seed_words(path: str | None) -> tuple[Any, ...]:
+    if path is None:
+        return ()
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidParameterError(f"cannot read seed-words file {path!r}: {exc}", path=path) from exc
+    return tuple(parse_seed_words(text, source=path))
+
+
+@click.command()
+@click.argument("store", type=click.Path(file_okay=False))
+@click.option("--model", "model_path", required=True, type=click.Path(), help="Directory to save the model to.")
+@click.option("--topics", "n_topics", required=True, type=click.IntRange(min=1), help="Number of topics K.")
+@click.option("--iterations", default=50, show_default=True, type=click.IntRange(min=1), help="Maximum VB iterations.")
+@click.option("--tol", default=1e-4, show_default=True, type=float, help="Stop at this relative ELBO change.")
+@click.option("--alpha", default="auto", show_default=True, help="auto (asymmetric, Newton-Raphson), symmetric (learned), or a fixed value.")
+@click.option("--eta", default=0.01, show_default=True, type=float, help="Topic-word prior.")
+@click.option("--optimize-eta", is_flag=True, help="Learn a symmetric eta by Newton-Raphson.")
+@click.option("--seed-words", type=click.Path(dir_okay=False), default=None, help="Informed priors: seeded topics and their words.")
+@click.option("--seed-strength", default=1.0, show_default=True, type=float, help="Prior weight of a seed word in its topic.")
+@click.option("--doc-iterations", default=100, show_default=True, type=click.IntRange(min=1), help="Maximum E-step iterations per document.")
+@click.option("--doc-tol", default=1e-3, show_default=True, type=float, help="E-step stops at this mean absolute change of gamma.")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--doc-topics", type=click.Path(), default=None, help="Also write normalized document topics to this zarr path.")
+@click.option("--split-every", default=None, type=click.IntRange(min=2), help="Fan-in of the statistics tree reduction.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing model / doc-topics output.")
+@cluster_options
+@reports_errors
+def fit(store: str, model_path: str, n_topics: int, iterations: int, tol: float, alpha: str, eta: float,
+        optimize_eta: bool, seed_words: str | None, seed_strength: float, doc_iterations: int, doc_tol: float,
+        seed: int, doc_topics: str | None, split_every: int | None, overwrite: bool, cluster: ClusterConfig) -> None:
+    """Fit LDA (polylingual LDA for a multilingual STORE) by batch variational Bayes."""
+    from topicflow.io.atomic import check_output_path
+
+    corpus = Corpus.open(store)
+    check_output_path(Path(model_path), overwrite=overwrite, what="model")
+    estimator = LDA(
+        n_topics, alpha=alpha, eta=eta, max_iter=iterations, tol=tol, doc_max_iter=doc_iterations,
+        doc_tol=doc_tol, seed=seed, seed_topics=read_seed_words(seed_words), seed_strength=seed_strength,
+        optimize_eta=optimize_eta, split_every=split_every,
+    )
+    estimator._config()  # validate before starting a cluster
+    click.echo(f"fitting K={n_topics} on {corpus!r}", err=True)
+    with connect(cluster) as client:
+        click.echo(f"dashboard: {client.dashboard_link}", err=True)
+        started = time.perf_counter()
+        estimator.fit(corpus, client, progress=TqdmProgress())
+        for record in estimator.trace_:
+            click.echo(
+                f"iter {record.iteration:3d}  ELBO {record.elbo:.6e}  per token {record.elbo_per_token:.4f}  "
+                f"alpha sum {record.alpha_sum:.4f}  {record.seconds:.2f} s  {record.tokens_per_second:,.0f} tokens/s",
+                err=True,
+            )
+        estimator.save(model_path, overwrite=overwrite)
+        click.echo(
+            f"saved model to {model_path} ({estimator.n_iter_} iterations, "
+            f"{'converged' if estimator.converged_ else 'not converged'}, {time.perf_counter() - started:.1f} s)",
+            err=True,
+        )
+        for name, words in estimator.model_.info.get("unknown_seed_words", {}).items():
+            click.echo(f"warning: seed words of topic {name!r} not in the vocabulary: {', '.join(words)}", err=True)
+        if doc_topics:
+            written = infer_doc_topics(estimator.model_, corpus, Path(doc_topics), client=client,
+                                       overwrite=overwrite, progress=TqdmProgress())
+            click.echo(f"wrote document topics of {written} documents to {doc_topics}", err=True)
+
+
+def format_topics(model_path: str, top: int) -> dict[str, Any]:
+    model = load_model(Path(model_path))
+    state = model.state
+    topic_word = state.topic_word()
+    order = np.argsort(-state.doc_topic_prior, kind="stable")
+    topics = []
+    for k in order:
+        entry: dict[str, Any] = {"topic": int(k), "name": state.topic_label(int(k)), "alpha": float(state.doc_topic_prior[k])}
+        for lang in state.languages:
+            row = topic_word[lang][k]
+            best = np.argsort(-row, kind="stable")[:top]
+            entry[lang] = [{"term": model.vocabularies[lang].term_of(int(w)), "p": float(row[w])} for w in best]
+        topics.append(entry)
+    return {"languages": list(state.languages), "topics": topics}
+
+
+@click.command()
+@click.argument("model_path", metavar="MODEL", type=click.Path(file_okay=False))
+@click.option("--top", default=10, show_default=True, type=click.IntRange(min=1), help="Terms per topic.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@reports_errors
+def topics(model_path: str, top: int, fmt: str) -> None:
+    """Print each topic's top terms (side by side per language), by decreasing alpha."""
+    listing = format_topics(model_path, top)
+    if fmt == "json":
+        click.echo(json.dumps(listing, indent=2, ensure_ascii=False))
+        return
+    langs = listing["languages"]
+    for entry in listing["topics"]:
+        columns = [" ".join(t["term"] for t in entry[lang]) for lang in langs]
+        if len(langs) == 1:
+            click.echo(f"{entry['name']:>12} ({entry['alpha']:.3f}): {columns[0]}")
+        else:
+            click.echo(f"{entry['name']} (alpha {entry['alpha']:.3f})")
+            for lang, column in zip(langs, columns):
+                click.echo(f"    [{lang}] {column}")
+
+
+@click.command()
+@click.argument("model_path", metavar="MODEL", type=click.Path(file_okay=False))
+@click.argument("store", type=click.Path(file_okay=False))
+@click.option("--out", required=True, type=click.Path(), help="zarr path for the document topics.")
+@click.option("--overwrite", is_flag=True)
+@cluster_options
+@reports_errors
+def infer(model_path: str, store: str, out: str, overwrite: bool, cluster: ClusterConfig) -> None:
+    """Fold STORE's documents into MODEL (topics fixed) and write their topic proportions."""
+    model = load_model(Path(model_path))
+    corpus = Corpus.open(store)
+    with connect(cluster) as client:
+        written = infer_doc_topics(model, corpus, Path(out), client=client, overwrite=overwrite, progress=TqdmProgress())
+    click.echo(f"wrote document topics of {written} documents to {out}", err=True)
+
+
+@click.command()
+@click.argument("model_path", metavar="MODEL", type=click.Path(file_okay=False))
+@click.argument("store", type=click.Path(file_okay=False))
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the token split.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@cluster_options
+@reports_errors
+def evaluate(model_path: str, store: str, seed: int, fmt: str, cluster: ClusterConfig) -> None:
+    """Held-out perplexity (document completion) and per-word ELBO bound of MODEL on STORE."""
+    model = load_model(Path(model_path))
+    corpus = Corpus.open(store)
+    with connect(cluster) as client:
+        result = evaluate_model(model, corpus, client=client, seed=seed)
+    if fmt == "json":
+        click.echo(json.dumps(result.to_dict(), indent=2))
+        return
+    click.echo(f"documents            {result.n_docs}")
+    click.echo(f"held-out tokens      {result.n_heldout_tokens}")
+    click.echo(f"perplexity           {result.perplexity:.2f}")
+    click.echo(f"per-word ELBO bound  {result.elbo_per_token:.4f}")
+    if result.oov_tokens:
+        click.echo(f"out-of-vocabulary    {result.oov_tokens} tokens (ignored)")
+
+
+@click.command()
+@click.argument("model_path", metavar="MODEL", type=click.Path(file_okay=False))
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Output .npz file.")
+@reports_errors
+def export(model_path: str, out: str) -> None:
+    """Export topic_word (rows normalized), alpha and vocab (per language) to an .npz file."""
+    shapes = export_npz(Path(out), load_model(Path(model_path)))
+    for name, shape in shapes.items():
+        click.echo(f"{name:>20} {shape}", err=True)
+    click.echo(f"wrote {out}", err=True)
+
+
+COMMANDS = [fit, topics, infer, evaluate, export]

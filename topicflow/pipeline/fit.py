@@ -1,0 +1,276 @@
+"""Driver of batch variational LDA on Dask (the Mr. LDA mapper / reducer / driver split).
+
+Per iteration: scatter exp(E[log beta]) once, map the E-step over every block, tree-merge the
+statistics in a fixed order, then on the driver compute the ELBO, update lambda (M-step) and alpha
+(Newton-Raphson). The math is in :mod:`topicflow.models`; graphs are built by :mod:`topicflow.tasks`.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Mapping, Sequence
+
+import dask
+import numpy as np
+
+from topicflow import config as tf_config
+from topicflow.errors import InvalidParameterError, NumericalError
+from topicflow.io.zarr_shards import Corpus
+from topicflow.models.dirichlet import newton_alpha, newton_symmetric_alpha, newton_symmetric_eta
+from topicflow.models.lda_model import LDAState
+from topicflow.models.priors import SeedTopic, informed_prior
+from topicflow.models.vb_lda import (
+    EStepStats,
+    VBParams,
+    alpha_elbo_terms,
+    initial_topic_word_var,
+    topic_elbo_terms,
+)
+from topicflow.pipeline.cluster import compute, current_client
+from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
+from topicflow.tasks.estep import graph_token, map_estep, tree_merge
+
+log = logging.getLogger(__name__)
+
+AlphaMode = Literal["auto", "symmetric", "fixed"]
+
+
+@dataclass(frozen=True, slots=True)
+class VBConfig:
+    """What batch VB computes (hyperparameters); validated once here.
+
+    Attributes
+    ----------
+    n_topics : int
+    alpha_mode : {"auto", "symmetric", "fixed"}
+        ``auto`` learns an asymmetric alpha by Newton-Raphson, ``symmetric`` learns one shared value,
+        ``fixed`` keeps ``alpha`` as given.
+    alpha : float
+        Initial (or fixed) value of every alpha_k; default 1 / n_topics.
+    eta : float
+        Symmetric topic-word prior (the base value under informed priors).
+    optimize_eta : bool
+        Learn a symmetric eta by Newton-Raphson (not with informed priors).
+    seed_topics : tuple of SeedTopic
+        Informed priors: the first ``len(seed_topics)`` topics are seeded.
+    """
+
+    n_topics: int
+    alpha_mode: AlphaMode = "auto"
+    alpha: float | None = None
+    eta: float = 0.01
+    optimize_eta: bool = False
+    max_iter: int = 50
+    tol: float = 1e-4
+    doc_max_iter: int = 100
+    doc_tol: float = 1e-3
+    seed: int = 0
+    seed_topics: tuple[SeedTopic, ...] = ()
+    seed_strength: float = 1.0
+
+    def __post_init__(self) -> None:
+        checks = [
+            (self.n_topics >= 1, "n_topics must be a positive integer"),
+            (self.alpha_mode in ("auto", "symmetric", "fixed"), "alpha_mode must be one of 'auto', 'symmetric', 'fixed'"),
+            (self.alpha is None or self.alpha > 0, "alpha must be positive"),
+            (self.eta > 0, "eta must be positive"),
+            (self.max_iter >= 1, "max_iter must be at least 1"),
+            (self.tol >= 0, "tol must be nonnegative"),
+            (len(self.seed_topics) <= self.n_topics, "more seeded topics than n_topics"),
+            (not (self.optimize_eta and self.seed_topics), "optimize_eta cannot be combined with informed priors (seed words)"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise InvalidParameterError(f"{message} (got {self!r})")
+
+    @property
+    def initial_alpha(self) -> float:
+        return self.alpha if self.alpha is not None else 1.0 / self.n_topics
+
+    def vb_params(self) -> VBParams:
+        return VBParams(n_topics=self.n_topics, max_doc_iter=self.doc_max_iter, doc_tol=self.doc_tol)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "n_topics": self.n_topics, "alpha_mode": self.alpha_mode, "alpha": self.initial_alpha,
+            "eta": self.eta, "optimize_eta": self.optimize_eta, "max_iter": self.max_iter,
+            "tol": self.tol, "doc_max_iter": self.doc_max_iter, "doc_tol": self.doc_tol,
+            "seed": self.seed, "seed_strength": self.seed_strength,
+            "seed_topics": [
+                {"name": s.name, "words": list(s.words), "weights": list(s.weights)} for s in self.seed_topics
+            ],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class IterationRecord:
+    """One line of the fit trace."""
+
+    iteration: int
+    elbo: float
+    elbo_per_token: float
+    alpha_sum: float
+    eta: float
+    seconds: float
+    tokens_per_second: float
+    docs_capped: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, slots=True)
+class FitResult:
+    state: LDAState
+    trace: tuple[IterationRecord, ...]
+    converged: bool
+    unknown_seed_words: dict[str, list[str]] = field(default_factory=dict)
+
+
+def has_converged(elbos: Sequence[float], rtol: float) -> bool:
+    """Relative change of the last two ELBO values is below ``rtol`` (pure stopping policy)."""
+    if len(elbos) < 2:
+        return False
+    previous, current = elbos[-2], elbos[-1]
+    return abs(current - previous) <= rtol * abs(previous)
+
+
+def initial_state(corpus: Corpus, config: VBConfig) -> tuple[LDAState, dict[str, list[str]]]:
+    """lambda drawn from the counter RNG, alpha and eta from the config (informed priors applied)."""
+    lam, priors, names, unknown = {}, {}, [None] * config.n_topics, {}
+    for index, lang in enumerate(corpus.languages):
+        vocab = corpus.vocabulary(lang)
+        lam[lang] = initial_topic_word_var(config.n_topics, len(vocab), seed=config.seed, language_index=index)
+        if config.seed_topics:
+            prior, topic_names, missing = informed_prior(
+                vocab.index, len(vocab), config.n_topics, config.seed_topics,
+                base=config.eta, seed_strength=config.seed_strength,
+            )
+            priors[lang] = prior
+            names = [a or b for a, b in zip(names, topic_names)]
+            for name, words in missing.items():
+                unknown.setdefault(name, []).extend(words)
+        else:
+            priors[lang] = config.eta
+    alpha = np.full(config.n_topics, config.initial_alpha)
+    return LDAState(lam, alpha, priors, tuple(names)), unknown
+
+
+def share(value: Any, client: Any, *, name: str) -> Any:
+    """Make ``value`` available to every task once: scattered on a cluster, a literal otherwise."""
+    if client is not None:
+        return client.scatter([value], broadcast=True, hash=False)[0]
+    return dask.delayed(value, name=name, traverse=False)
+
+
+def full_elbo(state: LDAState, stats: EStepStats) -> float:
+    """ELBO at the state the E-step used: document, alpha-prior and topic terms."""
+    elbo = stats.doc_elbo + alpha_elbo_terms(state.doc_topic_prior, stats.alpha_suff, stats.n_docs)
+    for lang in state.languages:
+        elbo += topic_elbo_terms(state.topic_word_var[lang], state.topic_word_prior[lang])
+    return float(elbo)
+
+
+def mstep(state: LDAState, stats: EStepStats, config: VBConfig) -> LDAState:
+    """lambda = eta + statistics; alpha and eta by Newton-Raphson as the config asks."""
+    lam = {
+        lang: np.asarray(state.topic_word_prior[lang]) + stats.topic_terms[lang].to_dense(state.n_terms(lang))
+        for lang in state.languages
+    }
+    alpha = state.doc_topic_prior
+    if config.alpha_mode == "auto":
+        alpha, _ = newton_alpha(alpha, stats.alpha_suff, stats.n_docs)
+    elif config.alpha_mode == "symmetric":
+        alpha, _ = newton_symmetric_alpha(alpha, stats.alpha_suff, stats.n_docs)
+    priors = state.topic_word_prior
+    if config.optimize_eta:
+        priors = {}
+        for lang in state.languages:
+            eta = float(state.topic_word_prior[lang])  # type: ignore[arg-type]
+            priors[lang] = float(newton_symmetric_eta(lam[lang], eta)[0])
+            lam[lang] = lam[lang] - eta + priors[lang]
+    return state.with_updates(topic_word_var=lam, doc_topic_prior=np.asarray(alpha), topic_word_prior=priors)
+
+
+def run_iteration(
+    blocks: Sequence[Any], state: LDAState, config: VBConfig, *, token: str, split_every: int,
+    client: Any,
+) -> tuple[LDAState, EStepStats, float]:
+    """One E-step over every block, the tree-merge, the ELBO and the M-step."""
+    exp_elog = share(state.exp_elog_topic_word(), client, name=f"exp-elog-{token}")
+    parts = map_estep(blocks, exp_elog, state.doc_topic_prior, config.vb_params(), token=token)
+    (stats,) = compute(tree_merge(parts, split_every=split_every, token=token), client=client)
+    elbo = full_elbo(state, stats)
+    if not math.isfinite(elbo):
+        raise NumericalError(f"the ELBO became {elbo!r} at E-step {token!r}; try a larger eta or alpha.")
+    return mstep(state, stats, config), stats, elbo
+
+
+def fit_batch_vb(
+    corpus: Corpus,
+    config: VBConfig,
+    *,
+    client: Any = None,
+    split_every: int | None = None,
+    progress: ProgressReporter = NO_PROGRESS,
+    on_iteration: Callable[[IterationRecord], None] | None = None,
+) -> FitResult:
+    """Fit LDA (or polylingual LDA when the store has several languages) by batch VB.
+
+    Raises
+    ------
+    NumericalError
+        The ELBO became non-finite.
+    """
+    client = current_client(client)
+    split_every = split_every or int(tf_config.get("split-every", 8))
+    state, unknown = initial_state(corpus, config)
+    blocks = corpus.to_delayed_multi()
+    run_token = graph_token(corpus.token(), config.to_dict(), split_every)
+    n_tokens = corpus.n_tokens
+    trace: list[IterationRecord] = []
+    iterations = progress.track(range(config.max_iter), total=config.max_iter, desc="fit", unit="iter")
+    for iteration in iterations:
+        started = time.perf_counter()
+        state, stats, elbo = run_iteration(
+            blocks, state, config, token=f"{run_token}-{iteration}", split_every=split_every, client=client
+        )
+        seconds = time.perf_counter() - started
+        record = IterationRecord(
+            iteration=iteration, elbo=elbo, elbo_per_token=elbo / max(n_tokens, 1),
+            alpha_sum=float(state.doc_topic_prior.sum()),
+            eta=float(np.mean(next(iter(state.topic_word_prior.values())))),
+            seconds=seconds, tokens_per_second=n_tokens / max(seconds, 1e-9),
+            docs_capped=stats.n_capped,
+        )
+        trace.append(record)
+        log.info(
+            "iteration %d: ELBO %.6e (%.4f per token), alpha sum %.4f, %.2f s, %.3g tokens/s",
+            iteration, elbo, record.elbo_per_token, record.alpha_sum, seconds, record.tokens_per_second,
+        )
+        if on_iteration is not None:
+            on_iteration(record)
+        if has_converged([r.elbo for r in trace], config.tol):
+            break
+    converged = has_converged([r.elbo for r in trace], config.tol)
+    return FitResult(state=state, trace=tuple(trace), converged=converged, unknown_seed_words=unknown)
+
+
+def topic_word_for_corpus(state: LDAState, corpus: Corpus) -> Mapping[str, np.ndarray]:
+    """Check that a model and a corpus share languages and vocabulary sizes; raise a clear error if not."""
+    from topicflow.errors import VocabularyMismatchError
+
+    for lang in state.languages:
+        if lang not in corpus.languages:
+            raise VocabularyMismatchError(
+                f"the model has language {lang!r} but store {str(corpus.path)!r} has {list(corpus.languages)}."
+            )
+        if len(corpus.vocabulary(lang)) != state.n_terms(lang):
+            raise VocabularyMismatchError(
+                f"store {str(corpus.path)!r} has {len(corpus.vocabulary(lang))} terms in language {lang!r} "
+                f"but the model has {state.n_terms(lang)}; encode the documents with the model's corpus "
+                "store (`topicflow append`) so term ids agree."
+            )
+    return state.topic_word()

@@ -1,0 +1,142 @@
+"""Graph builders for the variational E-step, the statistics tree-merge, fold-in and evaluation.
+
+Lazy only: nothing here computes, persists, or touches a Client. The math lives in
+:mod:`topicflow.models.vb_lda` and :mod:`topicflow.models.evaluation`; task bodies only call it.
+Keys are deterministic and readable (``estep-<token>-<block>``), so the dashboard reads like the
+algorithm and the same inputs give the same graph.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Mapping, Sequence
+
+import dask
+import numpy as np
+from dask.base import tokenize
+
+from topicflow.models import evaluation
+from topicflow.models.blocks import DocBlock
+from topicflow.models.vb_lda import EStepStats, VBParams, estep_block
+
+
+def _estep_task(
+    blocks: Mapping[str, DocBlock], exp_elog_topic_word: Mapping[str, np.ndarray],
+    doc_topic_prior: np.ndarray, params: VBParams,
+) -> EStepStats:
+    stats, _ = estep_block(blocks, exp_elog_topic_word, doc_topic_prior, params)
+    return stats
+
+
+def _merge_all(*parts: EStepStats) -> EStepStats:
+    """Body of one tree node: merge its children left to right (module-level so it pickles)."""
+    return functools.reduce(EStepStats.merge, parts)
+
+
+def map_estep(
+    blocks: Sequence[Any], exp_elog_topic_word: Any, doc_topic_prior: np.ndarray,
+    params: VBParams, *, token: str,
+) -> list[Any]:
+    """One E-step task per block, keyed ``estep-<token>-<i>``.
+
+    Parameters
+    ----------
+    blocks : sequence of Delayed[dict[str, DocBlock]]
+        In global block order.
+    exp_elog_topic_word : Delayed or Future of dict[str, ndarray of shape (n_topics, n_terms)]
+        Shared by every task; the caller scatters it once.
+    token : str
+        Names this E-step (e.g. a tokenize of the model state and iteration).
+
+    Returns
+    -------
+    list of Delayed[EStepStats], in the order of ``blocks``.
+    """
+    task = dask.delayed(_estep_task, pure=True)
+    return [
+        task(block, exp_elog_topic_word, doc_topic_prior, params, dask_key_name=f"estep-{token}-{i}")
+        for i, block in enumerate(blocks)
+    ]
+
+
+def tree_reduce(parts: Sequence[Any], combine: Any, *, split_every: int, name: str) -> Any:
+    """Combine ``parts`` in a tree of fan-in ``split_every`` whose shape depends only on ``len(parts)``.
+
+    Children are always combined left to right in block order, so a floating-point sum is the same
+    whatever the number of workers or the order in which tasks finish. Keys are
+    ``<name>-<depth>-<index>``.
+
+    Raises
+    ------
+    ValueError
+        If ``parts`` is empty or ``split_every < 2``.
+    """
+    if not parts:
+        raise ValueError("tree_reduce needs at least one part")
+    if split_every < 2:
+        raise ValueError(f"split_every must be at least 2, got {split_every!r}")
+    node = dask.delayed(combine, pure=True)
+    level, depth = list(parts), 0
+    while len(level) > 1:
+        level = [
+            node(*level[i : i + split_every], dask_key_name=f"{name}-{depth}-{i // split_every}")
+            for i in range(0, len(level), split_every)
+        ]
+        depth += 1
+    return level[0]
+
+
+def tree_merge(parts: Sequence[Any], *, split_every: int, token: str) -> Any:
+    """Tree-merge E-step statistics (see :func:`tree_reduce`): ``Delayed[EStepStats]``."""
+    return tree_reduce(parts, _merge_all, split_every=split_every, name=f"merge-{token}")
+
+
+def _fold_in_task(
+    blocks: Mapping[str, DocBlock], exp_elog_topic_word: Mapping[str, np.ndarray],
+    doc_topic_prior: np.ndarray, params: VBParams,
+) -> np.ndarray:
+    _, gamma = estep_block(blocks, exp_elog_topic_word, doc_topic_prior, params, return_gamma=True)
+    return gamma / gamma.sum(axis=1, keepdims=True)  # type: ignore[union-attr]
+
+
+def map_fold_in(
+    blocks: Sequence[Any], exp_elog_topic_word: Any, doc_topic_prior: np.ndarray,
+    params: VBParams, *, token: str,
+) -> list[Any]:
+    """Normalized document-topic proportions per block, ``Delayed[ndarray (n_docs, n_topics)]``."""
+    task = dask.delayed(_fold_in_task, pure=True)
+    return [
+        task(block, exp_elog_topic_word, doc_topic_prior, params, dask_key_name=f"fold-in-{token}-{i}")
+        for i, block in enumerate(blocks)
+    ]
+
+
+def _completion_task(
+    blocks: Mapping[str, DocBlock], topic_word: Mapping[str, np.ndarray],
+    doc_topic_prior: np.ndarray, params: VBParams, seed: int,
+) -> tuple[float, int]:
+    observed, heldout = {}, {}
+    for lang, block in blocks.items():
+        observed[lang], heldout[lang] = evaluation.split_doc_tokens(block, seed=seed)
+    return evaluation.completion_log_likelihood(observed, heldout, topic_word, doc_topic_prior, params)
+
+
+def _sum_pairs(*pairs: tuple[float, int]) -> tuple[float, int]:
+    return (float(sum(p[0] for p in pairs)), int(sum(p[1] for p in pairs)))
+
+
+def map_completion(
+    blocks: Sequence[Any], topic_word: Any, doc_topic_prior: np.ndarray, params: VBParams,
+    *, seed: int, split_every: int, token: str,
+) -> Any:
+    """Held-out log likelihood by document completion, tree-summed: ``Delayed[(log_lik, n_tokens)]``."""
+    task = dask.delayed(_completion_task, pure=True)
+    parts = [
+        task(block, topic_word, doc_topic_prior, params, seed, dask_key_name=f"completion-{token}-{i}")
+        for i, block in enumerate(blocks)
+    ]
+    return tree_reduce(parts, _sum_pairs, split_every=split_every, name=f"sum-{token}")
+
+
+def graph_token(*parts: Any) -> str:
+    """A short deterministic token for key names."""
+    return tokenize(*parts)[:16]

@@ -1,0 +1,94 @@
+"""Small corpus stores for tests: planted LDA corpora written straight from CSR matrices.
+
+Test support only (no tokenizer, everything in memory): real corpora go through ingest or synth.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from topicflow.io.zarr_shards import (
+    Manifest,
+    ShardInfo,
+    init_store,
+    with_shards,
+    write_manifest,
+    write_shard,
+    write_vocabulary,
+)
+from topicflow.models.vocabulary import Vocabulary
+
+
+@dataclass(frozen=True)
+class PlantedCorpus:
+    """Counts drawn from a known LDA model."""
+
+    counts: dict[str, sp.csr_matrix]  #: per language, (n_docs, n_terms)
+    topic_word: dict[str, np.ndarray]  #: per language, (n_topics, n_terms)
+    doc_topic: np.ndarray  #: (n_docs, n_topics)
+    alpha: np.ndarray  #: (n_topics,)
+
+
+def draw_planted_corpus(
+    *, n_docs: int, n_topics: int, n_terms: int, doc_length: int, alpha: float | Sequence[float],
+    seed: int, languages: Sequence[str] = ("default",), block_topics: bool = True,
+) -> PlantedCorpus:
+    """Draw a corpus from LDA; with ``block_topics`` each topic owns a disjoint block of terms."""
+    rng = np.random.default_rng(seed)
+    alpha_vec = np.broadcast_to(np.asarray(alpha, dtype=np.float64), (n_topics,)).copy()
+    theta = rng.dirichlet(alpha_vec, size=n_docs)
+    counts, topic_word = {}, {}
+    for lang in languages:
+        if block_topics:
+            beta = np.full((n_topics, n_terms), 1e-3)
+            width = n_terms // n_topics
+            for k in range(n_topics):
+                beta[k, k * width : (k + 1) * width] = 1.0
+            beta /= beta.sum(axis=1, keepdims=True)
+        else:
+            beta = rng.dirichlet(np.full(n_terms, 0.05), size=n_topics)
+        lengths = np.maximum(1, rng.poisson(doc_length, size=n_docs))
+        rows = [rng.multinomial(lengths[d], theta[d] @ beta) for d in range(n_docs)]
+        counts[lang] = sp.csr_matrix(np.array(rows, dtype=np.int64))
+        topic_word[lang] = beta
+    return PlantedCorpus(counts=counts, topic_word=topic_word, doc_topic=theta, alpha=alpha_vec)
+
+
+def write_test_store(
+    path: Path, counts: Mapping[str, sp.spmatrix], *, shard_size: int,
+    labels: Sequence[str] | None = None, terms: Mapping[str, Sequence[str]] | None = None,
+) -> Path:
+    """Write CSR counts (same rows in every language) as a corpus store with term ids kept as given."""
+    path = Path(path)
+    init_store(path)
+    langs = tuple(counts)
+    matrices = {lang: sp.csr_matrix(m) for lang, m in counts.items()}
+    n_docs = next(iter(matrices.values())).shape[0]
+    for lang, matrix in matrices.items():
+        names = list(terms[lang]) if terms else [f"{lang[:2]}{i:05d}" for i in range(matrix.shape[1])]
+        vocab = Vocabulary(
+            terms=np.array(names, dtype=object),
+            doc_freq=np.asarray((matrix > 0).sum(axis=0)).ravel().astype(np.int64),
+            corpus_freq=np.asarray(matrix.sum(axis=0)).ravel().astype(np.int64),
+        )
+        write_vocabulary(path / "vocab" / lang, vocab)
+    shards = []
+    for number, start in enumerate(range(0, n_docs, shard_size)):
+        stop = min(n_docs, start + shard_size)
+        bags = {}
+        for lang, matrix in matrices.items():
+            part = matrix[start:stop]
+            part.sort_indices()
+            bags[lang] = (part.indptr.astype(np.int64), part.indices.astype(np.int32), part.data.astype(np.int32))
+        doc_ids = np.array([f"doc-{i}" for i in range(start, stop)], dtype=object)
+        shard_labels = None if labels is None else np.array(labels[start:stop], dtype=object)
+        checksum, n_tokens = write_shard(path / "shards" / f"{number:06d}", bags, doc_ids, labels=shard_labels)
+        shards.append(ShardInfo(f"{number:06d}", 0, stop - start, n_tokens, checksum))
+    manifest = Manifest(languages=langs, tokenizer={"kind": "test"}, shard_size=shard_size,
+                        has_labels=labels is not None)
+    write_manifest(path, with_shards(manifest, shards, {"event": "test-store", "n_docs": n_docs}))
+    return path
