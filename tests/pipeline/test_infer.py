@@ -8,9 +8,11 @@ import pytest
 
 from topicflow.errors import NotFittedError, StoreExistsError, VocabularyMismatchError
 from topicflow.io.doc_topics import DocTopics
-from topicflow.io.model_store import export_npz, load_model
+from topicflow.io.model_store import SavedModel, export_npz, load_model
 from topicflow.io.zarr_shards import Corpus
+from topicflow.models.lda_model import LDAState
 from topicflow.pipeline.estimators import LDA
+from topicflow.pipeline.infer import evaluate_model
 from topicflow.testing.corpora import draw_planted_corpus, write_test_store
 
 
@@ -47,14 +49,24 @@ def test_infer_writes_aligned_normalized_doc_topics(fitted: tuple, tmp_path: Pat
         model.transform_to_zarr(test_path, out, client)
 
 
+def fixed_topic_model(model: LDA, topic_word: np.ndarray, alpha: np.ndarray) -> SavedModel:
+    """A model whose posterior mean topics are ``topic_word`` (lambda scaled up so E[log beta] ~ log beta)."""
+    state = LDAState({"default": topic_word * 1e8}, np.asarray(alpha, dtype=np.float64), {"default": 0.01})
+    return SavedModel(state=state, vocabularies=model.model_.vocabularies, info={})
+
+
 def test_evaluate_gives_near_oracle_perplexity(fitted: tuple) -> None:
-    _, test_path, model, _ = fitted
+    _, test_path, model, truth = fitted
+    corpus = Corpus.open(test_path)
     result = model.evaluate(test_path)
     assert result.n_docs == 100
     assert result.n_heldout_tokens > 0 and result.oov_tokens == 0
-    # 4 topics of 10 terms each: a good model is near 10 (+ smoothing); a flat one is near 40.
-    assert 8 < result.perplexity < 16
     assert result.elbo_per_token < 0
+    oracle = evaluate_model(fixed_topic_model(model, truth.topic_word["default"], truth.alpha), corpus)
+    flat = evaluate_model(fixed_topic_model(model, np.full((4, 40), 1 / 40), truth.alpha), corpus)
+    assert oracle.n_heldout_tokens == result.n_heldout_tokens  # the same token split for every model
+    assert result.perplexity < 1.1 * oracle.perplexity, (result.perplexity, oracle.perplexity)
+    assert flat.perplexity == pytest.approx(40.0, rel=1e-6)
     assert model.perplexity(test_path) == pytest.approx(result.perplexity)
 
 
