@@ -215,9 +215,12 @@ def fit_batch_vb(
     client: Any = None,
     split_every: int | None = None,
     progress: ProgressReporter = NO_PROGRESS,
-    on_iteration: Callable[[IterationRecord], None] | None = None,
+    on_iteration: Callable[[IterationRecord, LDAState], None] | None = None,
 ) -> FitResult:
     """Fit LDA (or polylingual LDA when the store has several languages) by batch VB.
+
+    ``on_iteration(record, state)`` is called after every M-step (for monitoring; it must not
+    change ``state``).
 
     Raises
     ------
@@ -251,7 +254,7 @@ def fit_batch_vb(
             iteration, elbo, record.elbo_per_token, record.alpha_sum, seconds, record.tokens_per_second,
         )
         if on_iteration is not None:
-            on_iteration(record)
+            on_iteration(record, state)
         if has_converged([r.elbo for r in trace], config.tol):
             break
     converged = has_converged([r.elbo for r in trace], config.tol)

@@ -1,0 +1,163 @@
+"""Ingest throughput and peak memory at 1x, 4x and 16x a base corpus size.
+
+Generates JSON Lines corpora of random words (Zipf-distributed over a generated word list), then runs
+``ingest_corpus`` on a local Dask cluster for each size in a fresh subprocess, sampling the resident
+memory of the whole process tree (driver + worker processes) in a thread. Prints JSON and a table.
+
+Peak memory should depend on the shard size (partition size), not on the corpus size: at 16x the
+input the peak should stay roughly flat, apart from the vocabulary and id hashes held by the driver.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_ingest.py --base-docs 20000 --workers 2
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psutil
+
+LETTERS = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+
+
+def make_words(n_words: int, seed: int) -> list[str]:
+    """``n_words`` distinct pseudo-words of 3 to 10 letters."""
+    rng = np.random.default_rng(seed)
+    words: set[str] = set()
+    while len(words) < n_words:
+        length = int(rng.integers(3, 11))
+        words.add("".join(rng.choice(LETTERS, size=length)))
+    return sorted(words)
+
+
+def write_corpus(path: Path, n_docs: int, words: list[str], mean_length: int, seed: int) -> int:
+    """Write ``n_docs`` JSONL documents; returns the file size in bytes."""
+    rng = np.random.default_rng(seed)
+    ranks = np.arange(1, len(words) + 1, dtype=np.float64)
+    probs = ranks ** -1.07
+    probs /= probs.sum()
+    vocab = np.array(words, dtype=object)
+    with open(path, "w", encoding="utf-8") as handle:
+        for start in range(0, n_docs, 1000):
+            count = min(1000, n_docs - start)
+            lengths = rng.poisson(mean_length, size=count) + 1
+            tokens = vocab[rng.choice(len(words), size=int(lengths.sum()), p=probs)]
+            offsets = np.concatenate([[0], np.cumsum(lengths)])
+            for i in range(count):
+                text = " ".join(tokens[offsets[i]:offsets[i + 1]])
+                handle.write(json.dumps({"id": f"doc-{start + i}", "text": text}) + "\n")
+    return path.stat().st_size
+
+
+def run_child(args: argparse.Namespace) -> None:
+    """Body of one measured subprocess: ingest on a fresh local cluster, print the result as JSON."""
+    from topicflow.pipeline.cluster import ClusterConfig, connect
+    from topicflow.pipeline.ingest import ingest_corpus
+
+    cluster = ClusterConfig(workers=args.workers, threads_per_worker=1, memory_limit=args.memory_limit)
+    with connect(cluster) as client:
+        result = ingest_corpus([args.child], args.out, shard_size=args.shard_size, client=client)
+    print(json.dumps(result.to_dict()))
+
+
+def measure(command: list[str]) -> tuple[dict[str, Any], float, float]:
+    """Run ``command``; return its JSON output, wall seconds and peak RSS (MB) of its process tree."""
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        root = psutil.Process(process.pid)
+        while not done.is_set():
+            try:
+                tree = [root] + root.children(recursive=True)
+                total = 0
+                for proc in tree:
+                    try:
+                        total += proc.memory_info().rss
+                    except psutil.Error:
+                        pass
+                peak = max(peak, total)
+            except psutil.Error:
+                pass
+            done.wait(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, err = process.communicate()
+    done.set()
+    sampler.join()
+    wall = time.perf_counter() - started
+    if process.returncode != 0:
+        raise RuntimeError(f"ingest failed ({process.returncode}):\n{err[-3000:]}")
+    return json.loads(out.strip().splitlines()[-1]), wall, peak / 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--base-docs", type=int, default=20_000, help="documents at scale 1x")
+    parser.add_argument("--scales", default="1,4,16", help="comma-separated multiples of --base-docs")
+    parser.add_argument("--mean-length", type=int, default=80, help="mean words per document")
+    parser.add_argument("--n-words", type=int, default=20_000, help="size of the generated word list")
+    parser.add_argument("--shard-size", type=int, default=1000, help="documents per partition/shard")
+    parser.add_argument("--workers", type=int, default=2, help="local Dask worker processes")
+    parser.add_argument("--memory-limit", default=None, help="memory limit per worker, e.g. 2GiB")
+    parser.add_argument("--work-dir", default=None, help="where inputs and stores go (default: a temp dir)")
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--out", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        run_child(args)
+        return
+
+    work = Path(args.work_dir or tempfile.mkdtemp(prefix="bench-ingest-"))
+    work.mkdir(parents=True, exist_ok=True)
+    words = make_words(args.n_words, seed=0)
+    script = os.path.abspath(__file__)
+
+    def command(src: Path, out: Path) -> list[str]:
+        cmd = [sys.executable, script, "--child", str(src), "--out", str(out), "--shard-size",
+               str(args.shard_size), "--workers", str(args.workers)]
+        return cmd + (["--memory-limit", args.memory_limit] if args.memory_limit else [])
+
+    # Warm-up: first imports and file-system caches, not reported.
+    warm = work / "warmup.jsonl"
+    write_corpus(warm, 500, words, args.mean_length, seed=99)
+    measure(command(warm, work / "warmup.zarr"))
+
+    rows = []
+    for scale in (int(s) for s in args.scales.split(",")):
+        n_docs = args.base_docs * scale
+        src = work / f"corpus-{scale}x.jsonl"
+        n_bytes = write_corpus(src, n_docs, words, args.mean_length, seed=scale)
+        result, wall, peak_mb = measure(command(src, work / f"store-{scale}x.zarr"))
+        rows.append({
+            "scale": scale, "n_docs": n_docs, "input_mb": n_bytes / 1e6,
+            "n_tokens": result["n_tokens"]["default"], "vocab": result["vocab_sizes"]["default"],
+            "n_shards": result["n_shards"], "ingest_s": result["elapsed"], "wall_s": wall,
+            "mb_per_s": n_bytes / 1e6 / result["elapsed"], "docs_per_s": n_docs / result["elapsed"],
+            "peak_rss_mb": peak_mb, "workers": args.workers, "shard_size": args.shard_size,
+        })
+    print(json.dumps(rows, indent=2))
+    header = f"{'scale':>5} {'docs':>9} {'input MB':>9} {'tokens':>11} {'vocab':>7} {'ingest s':>9} " \
+             f"{'MB/s':>6} {'docs/s':>8} {'peak RSS MB':>12}"
+    print(header)
+    for r in rows:
+        print(f"{r['scale']:>4}x {r['n_docs']:>9,} {r['input_mb']:>9.1f} {r['n_tokens']:>11,} {r['vocab']:>7,} "
+              f"{r['ingest_s']:>9.1f} {r['mb_per_s']:>6.2f} {r['docs_per_s']:>8,.0f} {r['peak_rss_mb']:>12,.0f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,318 @@
+"""Graph builders of ingest and append: count, tree-merge, locate duplicate ids, encode and write.
+
+Lazy only: builders take partition descriptors (and Delayed values) and return ``Delayed`` objects
+with readable, deterministic keys (``ingest-count-<token>-<i>``). They never compute, never import
+``distributed`` and never read input on the driver. Task bodies are module-level functions, so they
+pickle by reference and name their keys; every one of them reads at most one partition.
+
+Passes over the input (each a map over partitions):
+    1. ``count_partition``: per-language doc/corpus term frequencies, id hashes, skipped records;
+       tree-merged with fixed fan-in ``split_every`` into one :class:`PartitionSummary`.
+    2. ``locate_ids`` (only when pass 1 found candidate duplicate ids): the records behind them.
+    3. ``write_partition``: re-read, re-tokenize, encode with the store's vocabulary and write the
+       partition's shard directly into the store (one partition -> one shard).
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Mapping, Sequence
+
+import dask
+import numpy as np
+from dask.delayed import Delayed
+
+from topicflow._typing import OnError
+from topicflow.io.sources import FieldSpec, InputPartition, Record, RecordError, read_partition
+from topicflow.io.tokenizer import LanguageCounts, TermCounts, TokenizerConfig, count_document, make_tokenizer
+from topicflow.io.zarr_shards import read_vocabulary, write_shard
+
+#: Per-language bag of one document; None when the document lacks the language.
+Bags = dict[str, "Counter[str] | None"]
+
+
+def hash_ids(doc_ids: Sequence[str]) -> np.ndarray:
+    """64-bit blake2b hashes of document ids, shape (n_docs,), uint64 (equal ids, equal hashes)."""
+    digest = b"".join(hashlib.blake2b(d.encode("utf-8"), digest_size=8).digest() for d in doc_ids)
+    return np.frombuffer(digest, dtype="<u8").astype(np.uint64)
+
+
+@dataclass(frozen=True, slots=True)
+class IdHashes:
+    """Hashes of document ids seen so far: a monoid under :meth:`merge`.
+
+    Attributes
+    ----------
+    unique : ndarray of shape (n_distinct,), uint64, sorted
+    repeated : ndarray of shape (n_repeated,), uint64, sorted
+        Hashes seen more than once: candidate duplicate ids (to be confirmed on the ids themselves).
+    """
+
+    unique: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+    repeated: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+
+    @classmethod
+    def of(cls, hashes: np.ndarray) -> IdHashes:
+        values, counts = np.unique(hashes, return_counts=True)
+        return cls(values, values[counts > 1])
+
+    def merge(self, other: IdHashes) -> IdHashes:
+        values, counts = np.unique(np.concatenate([self.unique, other.unique]), return_counts=True)
+        repeated = np.union1d(np.union1d(self.repeated, other.repeated), values[counts > 1])
+        return IdHashes(values, repeated.astype(np.uint64))
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionSummary:
+    """What pass 1 learns from some partitions; merged associatively by :meth:`merge`.
+
+    Attributes
+    ----------
+    counts : TermCounts
+    ids : IdHashes
+    n_records : int
+        Valid records read.
+    skipped : dict of str to int
+        Bad records skipped (``on_error="skip"``), by reason.
+    """
+
+    counts: TermCounts = field(default_factory=TermCounts)
+    ids: IdHashes = field(default_factory=IdHashes)
+    n_records: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def merge(self, other: PartitionSummary) -> PartitionSummary:
+        skipped = Counter(self.skipped)
+        skipped.update(other.skipped)
+        return PartitionSummary(self.counts.merge(other.counts), self.ids.merge(other.ids),
+                                self.n_records + other.n_records, dict(skipped))
+
+
+@dataclass(frozen=True, slots=True)
+class IdOccurrence:
+    """One record whose id hash is a candidate duplicate (found by :func:`locate_ids`)."""
+
+    doc_id: str
+    location: str
+    partition: int
+    position: int                     #: index among the partition's valid records
+    counts: TermCounts                #: the record's own term counts (to undo if it is skipped)
+
+
+@dataclass(frozen=True, slots=True)
+class ShardWritten:
+    """What pass 3 wrote for one partition; ``checksum`` is None when no document was kept."""
+
+    partition: int
+    shard_dir: str
+    n_docs: int
+    n_tokens: dict[str, int]
+    checksum: str | None
+    dropped: dict[str, int]
+
+
+# ----------------------------------------------------------------------------- task bodies
+
+
+def iter_records(
+    partition: InputPartition, fields: FieldSpec, on_error: OnError, skipped: Counter[str] | None = None
+) -> Iterator[Record]:
+    """Valid records of a partition; bad ones raise (``on_error="raise"``) or are counted and skipped."""
+    for item in read_partition(partition, fields):
+        if isinstance(item, RecordError):
+            if on_error == "raise":
+                raise item.error
+            if skipped is not None:
+                skipped[item.reason] += 1
+            continue
+        yield item
+
+
+def record_bags(record: Record, tokenizer: TokenizerConfig) -> Bags:
+    """Per-language term counts of one record (None for a language the record lacks)."""
+    run = make_tokenizer(tokenizer)
+    return {lang: None if text is None else Counter(run(text)) for lang, text in record.texts.items()}
+
+
+def count_partition(
+    partition: InputPartition, fields: FieldSpec, tokenizer: TokenizerConfig, on_error: OnError
+) -> PartitionSummary:
+    """Pass 1 on one partition: term frequencies per language, id hashes and skipped records."""
+    run = make_tokenizer(tokenizer)
+    doc_freq = {lang: Counter[str]() for lang in fields.languages}
+    corpus_freq = {lang: Counter[str]() for lang in fields.languages}
+    n_docs = dict.fromkeys(fields.languages, 0)
+    skipped: Counter[str] = Counter()
+    doc_ids = []
+    for record in iter_records(partition, fields, on_error, skipped):
+        doc_ids.append(record.doc_id)
+        for lang, text in record.texts.items():
+            if text is None:
+                continue
+            tokens = run(text)
+            corpus_freq[lang].update(tokens)
+            doc_freq[lang].update(set(tokens))
+            n_docs[lang] += 1
+    counts = TermCounts({lang: LanguageCounts(doc_freq[lang], corpus_freq[lang], n_docs[lang])
+                         for lang in fields.languages})
+    return PartitionSummary(counts, IdHashes.of(hash_ids(doc_ids)), len(doc_ids), dict(skipped))
+
+
+def merge_summaries(*parts: PartitionSummary) -> PartitionSummary:
+    """Body of one tree node: the merge of its children."""
+    return functools.reduce(PartitionSummary.merge, parts)
+
+
+def locate_ids(
+    partition: InputPartition, fields: FieldSpec, tokenizer: TokenizerConfig, on_error: OnError,
+    hashes: np.ndarray,
+) -> list[IdOccurrence]:
+    """Pass 2 on one partition: the records whose id hash is in ``hashes`` (sorted uint64)."""
+    found = []
+    for position, record in enumerate(iter_records(partition, fields, on_error)):
+        hashed = hash_ids([record.doc_id])
+        if np.isin(hashed, hashes, assume_unique=True)[0]:
+            counts = count_document(record_bags(record, tokenizer))
+            found.append(IdOccurrence(record.doc_id, record.location, partition.index, position, counts))
+    return found
+
+
+def load_vocab_index(store: str, languages: tuple[str, ...]) -> dict[str, dict[str, int]]:
+    """Term -> id mapping of each language of the store's vocabulary (one task, shared by writers)."""
+    return {lang: dict(read_vocabulary(Path(store) / "vocab" / lang).index) for lang in languages}
+
+
+def encode_bag(bag: Counter[str] | None, index: Mapping[str, int]) -> tuple[list[int], list[int]]:
+    """Sorted term ids and their counts of the in-vocabulary terms of one bag."""
+    if not bag:
+        return [], []
+    found = {index[term]: count for term, count in bag.items() if term in index}
+    ids = sorted(found)
+    return ids, [found[i] for i in ids]
+
+
+def write_partition(
+    partition: InputPartition, fields: FieldSpec, tokenizer: TokenizerConfig, on_error: OnError,
+    vocab_index: Mapping[str, Mapping[str, int]], shard_dir: str, skip_positions: frozenset[int],
+    drop_reason: str,
+) -> ShardWritten:
+    """Pass 3 on one partition: encode its kept documents and write them as one shard at ``shard_dir``.
+
+    A document is dropped (and counted) when it has no token (``no_tokens``) or when none of its
+    tokens is in the vocabulary (``drop_reason``). Records at ``skip_positions`` are left out.
+    """
+    languages = fields.languages
+    csr = {lang: ([0], [], []) for lang in languages}
+    doc_ids, labels, timestamps = [], [], []
+    dropped: Counter[str] = Counter()
+    for position, record in enumerate(iter_records(partition, fields, on_error)):
+        if position in skip_positions:
+            continue
+        bags = record_bags(record, tokenizer)
+        encoded = {lang: encode_bag(bags[lang], vocab_index[lang]) for lang in languages}
+        if not any(ids for ids, _ in encoded.values()):
+            dropped["no_tokens" if not any(bags.values()) else drop_reason] += 1
+            continue
+        for lang, (ids, counts) in encoded.items():
+            indptr, term_ids, values = csr[lang]
+            term_ids.extend(ids)
+            values.extend(counts)
+            indptr.append(len(term_ids))
+        doc_ids.append(record.doc_id)
+        labels.append(record.label)
+        timestamps.append(record.timestamp)
+    if not doc_ids:
+        return ShardWritten(partition.index, shard_dir, 0, {}, None, dict(dropped))
+    bags_arrays = {
+        lang: (np.asarray(p, np.int64), np.asarray(t, np.int32), np.asarray(c, np.int32))
+        for lang, (p, t, c) in csr.items()
+    }
+    checksum, n_tokens = write_shard(
+        Path(shard_dir), bags_arrays, np.asarray(doc_ids, dtype=object),
+        labels=np.asarray(labels, dtype=object) if fields.has_labels else None,
+        timestamps=np.asarray(timestamps, dtype=np.int64) if fields.has_timestamps else None,
+    )
+    return ShardWritten(partition.index, shard_dir, len(doc_ids), n_tokens, checksum, dict(dropped))
+
+
+# ----------------------------------------------------------------------------- graph builders
+
+
+def pass_token(partitions: Sequence[InputPartition], fields: FieldSpec, tokenizer: TokenizerConfig,
+               on_error: OnError) -> str:
+    """Deterministic token of an input and its reading settings (the ``<token>`` of every key)."""
+    return str(dask.base.tokenize(list(partitions), fields, tokenizer, on_error))
+
+
+def map_count(
+    partitions: Sequence[InputPartition], fields: FieldSpec, tokenizer: TokenizerConfig, on_error: OnError
+) -> list[Delayed]:
+    """One pass-1 task per partition, keyed ``ingest-count-<token>-<i>``."""
+    token = pass_token(partitions, fields, tokenizer, on_error)
+    task = dask.delayed(count_partition, pure=True)
+    return [task(p, fields, tokenizer, on_error, dask_key_name=f"ingest-count-{token}-{p.index}")
+            for p in partitions]
+
+
+def tree_merge(parts: Sequence[Delayed], *, split_every: int, name: str = "ingest-merge") -> Delayed:
+    """Merge summaries in a tree of fan-in ``split_every``; its shape depends only on ``len(parts)``.
+
+    Raises
+    ------
+    ValueError
+        If ``parts`` is empty or ``split_every < 2``.
+    """
+    if not parts:
+        raise ValueError("tree_merge needs at least one part")
+    if split_every < 2:
+        raise ValueError(f"split_every must be at least 2, got {split_every!r}")
+    token = str(dask.base.tokenize([p.key for p in parts], split_every))
+    merge = dask.delayed(merge_summaries, pure=True)
+    level, layer = 0, list(parts)
+    while len(layer) > 1 or level == 0:
+        layer = [merge(*layer[i:i + split_every], dask_key_name=f"{name}-{token}-{level}-{j}")
+                 for j, i in enumerate(range(0, len(layer), split_every))]
+        level += 1
+    return layer[0]
+
+
+def map_locate_ids(
+    partitions: Sequence[InputPartition], fields: FieldSpec, tokenizer: TokenizerConfig, on_error: OnError,
+    hashes: np.ndarray,
+) -> list[Delayed]:
+    """One pass-2 task per partition, keyed ``ingest-locate-<token>-<i>``."""
+    token = dask.base.tokenize(pass_token(partitions, fields, tokenizer, on_error), hashes)
+    task = dask.delayed(locate_ids, pure=True)
+    return [task(p, fields, tokenizer, on_error, hashes, dask_key_name=f"ingest-locate-{token}-{p.index}")
+            for p in partitions]
+
+
+def map_write_shards(
+    partitions: Sequence[InputPartition], fields: FieldSpec, tokenizer: TokenizerConfig, on_error: OnError,
+    *, store: str, shard_dirs: Mapping[int, str], skip: Mapping[int, frozenset[int]], drop_reason: str,
+) -> list[Delayed]:
+    """One pass-3 task per partition, keyed ``ingest-write-<token>-<i>``, sharing one vocabulary task.
+
+    Parameters
+    ----------
+    store : str
+        Store whose ``vocab/<lang>`` the documents are encoded with.
+    shard_dirs : mapping of partition index to str
+        Directory each partition's shard is written to (must not exist).
+    skip : mapping of partition index to frozenset of int
+        Positions (among valid records) of records to leave out, e.g. duplicate ids.
+    """
+    token = dask.base.tokenize(pass_token(partitions, fields, tokenizer, on_error), store,
+                               dict(shard_dirs), {k: sorted(v) for k, v in skip.items()}, drop_reason)
+    vocab = dask.delayed(load_vocab_index, pure=True)(store, fields.languages,
+                                                      dask_key_name=f"ingest-vocab-{token}")
+    task = dask.delayed(write_partition, pure=True)
+    return [
+        task(p, fields, tokenizer, on_error, vocab, shard_dirs[p.index], skip.get(p.index, frozenset()),
+             drop_reason, dask_key_name=f"ingest-write-{token}-{p.index}")
+        for p in partitions
+    ]
+
