@@ -36,7 +36,7 @@ def test_builders_do_not_compute_and_keys_are_readable(tmp_path: Any) -> None:
     assert infos[6].key == f"synth-info-{token}-6"
     assert set(topics) == {"l0", "l1"} and topics["l1"].key == f"synth-topic-word-{token}-l1"
     # 7 leaves with fan-in 3: levels of 3 and 1 nodes.
-    assert merged.key == f"synth-freqs-{token}-2-0"
+    assert merged.key == f"synth-freqs-{token}-1-0"
     keys = set(merged.__dask_graph__().keys())
     assert sum(1 for k in keys if str(k).startswith(f"synth-freqs-{token}-1-")) == 3
 

@@ -17,6 +17,7 @@ from dask.base import tokenize
 from topicflow.models import evaluation
 from topicflow.models.blocks import DocBlock
 from topicflow.models.vb_lda import EStepStats, VBParams, estep_block
+from topicflow.tasks.reduce import tree_reduce
 
 
 def _estep_task(
@@ -58,35 +59,8 @@ def map_estep(
     ]
 
 
-def tree_reduce(parts: Sequence[Any], combine: Any, *, split_every: int, name: str) -> Any:
-    """Combine ``parts`` in a tree of fan-in ``split_every`` whose shape depends only on ``len(parts)``.
-
-    Children are always combined left to right in block order, so a floating-point sum is the same
-    whatever the number of workers or the order in which tasks finish. Keys are
-    ``<name>-<depth>-<index>``.
-
-    Raises
-    ------
-    ValueError
-        If ``parts`` is empty or ``split_every < 2``.
-    """
-    if not parts:
-        raise ValueError("tree_reduce needs at least one part")
-    if split_every < 2:
-        raise ValueError(f"split_every must be at least 2, got {split_every!r}")
-    node = dask.delayed(combine, pure=True)
-    level, depth = list(parts), 0
-    while len(level) > 1:
-        level = [
-            node(*level[i : i + split_every], dask_key_name=f"{name}-{depth}-{i // split_every}")
-            for i in range(0, len(level), split_every)
-        ]
-        depth += 1
-    return level[0]
-
-
 def tree_merge(parts: Sequence[Any], *, split_every: int, token: str) -> Any:
-    """Tree-merge E-step statistics (see :func:`tree_reduce`): ``Delayed[EStepStats]``."""
+    """Tree-merge E-step statistics (see :func:`topicflow.tasks.reduce.tree_reduce`): ``Delayed[EStepStats]``."""
     return tree_reduce(parts, _merge_all, split_every=split_every, name=f"merge-{token}")
 
 

@@ -29,6 +29,7 @@ from topicflow._typing import OnError
 from topicflow.io.sources import FieldSpec, InputPartition, Record, RecordError, read_partition
 from topicflow.io.tokenizer import LanguageCounts, TermCounts, TokenizerConfig, count_document, make_tokenizer
 from topicflow.io.zarr_shards import read_vocabulary, write_shard
+from topicflow.tasks.reduce import tree_reduce
 
 #: Per-language bag of one document; None when the document lacks the language.
 Bags = dict[str, "Counter[str] | None"]
@@ -258,25 +259,9 @@ def map_count(
 
 
 def tree_merge(parts: Sequence[Delayed], *, split_every: int, name: str = "ingest-merge") -> Delayed:
-    """Merge summaries in a tree of fan-in ``split_every``; its shape depends only on ``len(parts)``.
-
-    Raises
-    ------
-    ValueError
-        If ``parts`` is empty or ``split_every < 2``.
-    """
-    if not parts:
-        raise ValueError("tree_merge needs at least one part")
-    if split_every < 2:
-        raise ValueError(f"split_every must be at least 2, got {split_every!r}")
+    """Merge partition summaries with :func:`topicflow.tasks.reduce.tree_reduce`."""
     token = str(dask.base.tokenize([p.key for p in parts], split_every))
-    merge = dask.delayed(merge_summaries, pure=True)
-    level, layer = 0, list(parts)
-    while len(layer) > 1 or level == 0:
-        layer = [merge(*layer[i:i + split_every], dask_key_name=f"{name}-{token}-{level}-{j}")
-                 for j, i in enumerate(range(0, len(layer), split_every))]
-        level += 1
-    return layer[0]
+    return tree_reduce(parts, merge_summaries, split_every=split_every, name=f"{name}-{token}")
 
 
 def map_locate_ids(

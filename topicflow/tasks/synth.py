@@ -25,6 +25,7 @@ from dask.delayed import Delayed, delayed
 from topicflow.io.synth_truth import write_doc_topic_rows, write_topic_word
 from topicflow.io.zarr_shards import ShardInfo, write_shard
 from topicflow.models.synth import SynthParams, TermFrequencyStats, draw_shard, draw_topic_word
+from topicflow.tasks.reduce import tree_reduce
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,33 +119,10 @@ def map_shard_infos(outcomes: Sequence[Delayed], *, token: str) -> list[Delayed]
 
 
 def tree_merge_frequencies(outcomes: Sequence[Delayed], *, token: str, split_every: int = 8) -> Delayed:
-    """Merge every shard's term frequencies in a tree of fan-in ``split_every``.
-
-    The tree's shape depends only on ``len(outcomes)``.
-
-    Raises
-    ------
-    ValueError
-        If ``outcomes`` is empty or ``split_every < 2``.
-    """
-    if not outcomes:
-        raise ValueError("tree_merge_frequencies needs at least one shard outcome")
-    if split_every < 2:
-        raise ValueError(f"split_every must be at least 2, got {split_every!r}")
+    """Merge every shard's term frequencies with :func:`topicflow.tasks.reduce.tree_reduce`."""
     select = delayed(frequencies_of, pure=True)
-    level: list[Any] = [
-        select(o, dask_key_name=f"synth-freqs-{token}-0-{i}") for i, o in enumerate(outcomes)
-    ]
-    merge = delayed(merge_frequencies, pure=True)
-    depth = 0
-    while len(level) > 1:
-        depth += 1
-        level = [
-            merge(*level[i : i + split_every], dask_key_name=f"synth-freqs-{token}-{depth}-{j}")
-            for j, i in enumerate(range(0, len(level), split_every))
-        ]
-    result: Delayed = level[0]
-    return result
+    leaves = [select(o, dask_key_name=f"synth-freqs-{token}-leaf-{i}") for i, o in enumerate(outcomes)]
+    return tree_reduce(leaves, merge_frequencies, split_every=split_every, name=f"synth-freqs-{token}")  # type: ignore[no-any-return]
 
 
 # ----------------------------------------------------------------------------- task bodies
