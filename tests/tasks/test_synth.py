@@ -38,7 +38,7 @@ def test_builders_do_not_compute_and_keys_are_readable(tmp_path: Any) -> None:
     # 7 leaves with fan-in 3: levels of 3 and 1 nodes.
     assert merged.key == f"synth-freqs-{token}-1-0"
     keys = set(merged.__dask_graph__().keys())
-    assert sum(1 for k in keys if str(k).startswith(f"synth-freqs-{token}-1-")) == 3
+    assert sum(1 for k in keys if str(k).startswith(f"synth-freqs-{token}-0-")) == 3
 
 
 def test_plan_covers_every_document_once() -> None:
