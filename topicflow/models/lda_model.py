@@ -8,12 +8,13 @@ Glossary (Blei et al. 2003; Mimno et al. 2009):
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Mapping
+from typing import Sequence
 
 import numpy as np
 
 from topicflow._typing import FloatArray
 from topicflow.models.dirichlet import dirichlet_expectation
+from topicflow.models.vb_lda import PreparedTopics, prepare_topics, prepare_topics_from_var
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,17 @@ class LDAState:
     def exp_elog_topic_word(self) -> dict[str, FloatArray]:
         """exp(E_q[log beta]) per language, the input of every E-step."""
         return {lang: np.exp(dirichlet_expectation(lam)) for lang, lam in self.topic_word_var.items()}
+
+    def prepared_topics(self, languages: Sequence[str] | None = None) -> PreparedTopics:
+        """exp(E[log beta]) of ``languages`` (default: all) in the layout every E-step reads."""
+        langs = self.languages if languages is None else tuple(languages)
+        return prepare_topics_from_var({lang: self.topic_word_var[lang] for lang in langs})
+
+    def prepared_topic_word(self, languages: Sequence[str] | None = None) -> PreparedTopics:
+        """Posterior mean topics (point estimates) in the same layout, for held-out scoring."""
+        langs = self.languages if languages is None else tuple(languages)
+        topic_word = self.topic_word()
+        return prepare_topics({lang: topic_word[lang] for lang in langs})
 
     def with_updates(self, **changes: object) -> LDAState:
         return replace(self, **changes)  # type: ignore[arg-type]

@@ -17,7 +17,13 @@ from topicflow.io.model_store import SavedModel, load_model, save_model
 from topicflow.io.zarr_shards import Corpus
 from topicflow.models.priors import SeedTopic
 from topicflow.pipeline.fit import FitResult, IterationRecord, VBConfig, fit_batch_vb
-from topicflow.pipeline.infer import EvaluationResult, evaluate_model, infer_doc_topics, model_blocks, fold_in_params, restricted_exp_elog
+from topicflow.pipeline.infer import (
+    EvaluationResult,
+    evaluate_model,
+    fold_in_params,
+    infer_doc_topics,
+    model_blocks,
+)
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 
 
@@ -189,8 +195,8 @@ class LDA:
         corpus = as_corpus(corpus)
         token = graph_token(corpus.token(), model.info.get("saved"), "transform", id(self))
         blocks, maps = model_blocks(model, corpus, token=token)
-        exp_elog = dask.delayed(restricted_exp_elog(model, maps), traverse=False, name=f"exp-elog-{token}")
-        thetas = map_fold_in(blocks, exp_elog, model.state.doc_topic_prior, fold_in_params(model), token=token)
+        topics = dask.delayed(model.state.prepared_topics(list(maps)), traverse=False, name=f"topics-{token}")
+        thetas = map_fold_in(blocks, topics, model.state.doc_topic_prior, fold_in_params(model), token=token)
         k = model.state.n_topics
         return da.concatenate(
             [da.from_delayed(t, shape=(s.n_docs, k), dtype=np.float64) for t, s in zip(thetas, corpus.shards)],

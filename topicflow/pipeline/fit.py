@@ -199,8 +199,8 @@ def run_iteration(
     client: Any,
 ) -> tuple[LDAState, EStepStats, float]:
     """One E-step over every block, the tree-merge, the ELBO and the M-step."""
-    exp_elog = share(state.exp_elog_topic_word(), client, name=f"exp-elog-{token}")
-    parts = map_estep(blocks, exp_elog, state.doc_topic_prior, config.vb_params(), token=token)
+    topics = share(state.prepared_topics(), client, name=f"topics-{token}")
+    parts = map_estep(blocks, topics, state.doc_topic_prior, config.vb_params(), token=token)
     (stats,) = compute(tree_merge(parts, split_every=split_every, token=token), client=client)
     elbo = full_elbo(state, stats)
     if not math.isfinite(elbo):

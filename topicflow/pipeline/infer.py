@@ -98,11 +98,6 @@ def fold_in_params(model: SavedModel, *, max_doc_iter: int | None = None, doc_to
     )
 
 
-def restricted_exp_elog(model: SavedModel, languages: Any) -> dict[str, np.ndarray]:
-    exp_elog = model.state.exp_elog_topic_word()
-    return {lang: exp_elog[lang] for lang in languages}
-
-
 def infer_doc_topics(
     model: SavedModel, corpus: Corpus, out: Path, *, client: Any = None, overwrite: bool = False,
     progress: ProgressReporter = NO_PROGRESS,
@@ -122,8 +117,8 @@ def infer_doc_topics(
         shard_ids=[s.shard_id for s in corpus.shards], overwrite=overwrite,
     )
     try:
-        exp_elog = share(restricted_exp_elog(model, maps), client, name=f"exp-elog-{token}")
-        thetas = map_fold_in(blocks, exp_elog, state.doc_topic_prior, fold_in_params(model), token=token)
+        topics = share(state.prepared_topics(list(maps)), client, name=f"topics-{token}")
+        thetas = map_fold_in(blocks, topics, state.doc_topic_prior, fold_in_params(model), token=token)
         writes = map_write_doc_topics(blocks, thetas, str(tmp), [s.shard_id for s in corpus.shards], token=token)
         written = sum(compute_list(writes, client=client, progress=progress, desc="infer", unit="shard"))
         doc_topics_io.commit_doc_topics(tmp, Path(out), overwrite=overwrite)
@@ -143,12 +138,11 @@ def evaluate_model(
     blocks, maps = model_blocks(model, corpus, token=token)
     state = model.state
     params = fold_in_params(model)
-    topic_word = {lang: tw for lang, tw in state.topic_word().items() if lang in maps}
-    exp_elog = share(restricted_exp_elog(model, maps), client, name=f"exp-elog-{token}")
-    shared_topic_word = share(topic_word, client, name=f"topic-word-{token}")
+    topics = share(state.prepared_topics(list(maps)), client, name=f"topics-{token}")
+    shared_topic_word = share(state.prepared_topic_word(list(maps)), client, name=f"topic-word-{token}")
     completion = map_completion(blocks, shared_topic_word, state.doc_topic_prior, params,
                                 seed=seed, split_every=split_every, token=token)
-    stats = tree_merge(map_estep(blocks, exp_elog, state.doc_topic_prior, params, token=token),
+    stats = tree_merge(map_estep(blocks, topics, state.doc_topic_prior, params, token=token),
                        split_every=split_every, token=token)
     (log_lik, n_heldout), stats = compute(completion, stats, client=client)
     bound = stats.doc_elbo + alpha_elbo_terms(state.doc_topic_prior, stats.alpha_suff, stats.n_docs)

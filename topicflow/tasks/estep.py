@@ -16,15 +16,15 @@ from dask.base import tokenize
 
 from topicflow.models import evaluation
 from topicflow.models.blocks import DocBlock
-from topicflow.models.vb_lda import EStepStats, VBParams, estep_block
+from topicflow.models.vb_lda import EStepStats, PreparedTopics, VBParams, estep_block
 from topicflow.tasks.reduce import tree_reduce
 
 
 def _estep_task(
-    blocks: Mapping[str, DocBlock], exp_elog_topic_word: Mapping[str, np.ndarray],
+    blocks: Mapping[str, DocBlock], topics: PreparedTopics,
     doc_topic_prior: np.ndarray, params: VBParams,
 ) -> EStepStats:
-    stats, _ = estep_block(blocks, exp_elog_topic_word, doc_topic_prior, params)
+    stats, _ = estep_block(blocks, topics, doc_topic_prior, params)
     return stats
 
 
@@ -34,7 +34,7 @@ def _merge_all(*parts: EStepStats) -> EStepStats:
 
 
 def map_estep(
-    blocks: Sequence[Any], exp_elog_topic_word: Any, doc_topic_prior: np.ndarray,
+    blocks: Sequence[Any], topics: Any, doc_topic_prior: np.ndarray,
     params: VBParams, *, token: str,
 ) -> list[Any]:
     """One E-step task per block, keyed ``estep-<token>-<i>``.
@@ -43,8 +43,9 @@ def map_estep(
     ----------
     blocks : sequence of Delayed[dict[str, DocBlock]]
         In global block order.
-    exp_elog_topic_word : Delayed or Future of dict[str, ndarray of shape (n_topics, n_terms)]
-        Shared by every task; the caller scatters it once.
+    topics : Delayed or Future of PreparedTopics
+        exp(E[log beta]) of every language in the E-step layout
+        (:func:`topicflow.models.vb_lda.prepare_topics_from_var`); the caller shares it once.
     token : str
         Names this E-step (e.g. a tokenize of the model state and iteration).
 
@@ -54,7 +55,7 @@ def map_estep(
     """
     task = dask.delayed(_estep_task, pure=True)
     return [
-        task(block, exp_elog_topic_word, doc_topic_prior, params, dask_key_name=f"estep-{token}-{i}")
+        task(block, topics, doc_topic_prior, params, dask_key_name=f"estep-{token}-{i}")
         for i, block in enumerate(blocks)
     ]
 
@@ -65,27 +66,27 @@ def tree_merge(parts: Sequence[Any], *, split_every: int, token: str) -> Any:
 
 
 def _fold_in_task(
-    blocks: Mapping[str, DocBlock], exp_elog_topic_word: Mapping[str, np.ndarray],
+    blocks: Mapping[str, DocBlock], topics: PreparedTopics,
     doc_topic_prior: np.ndarray, params: VBParams,
 ) -> np.ndarray:
-    _, gamma = estep_block(blocks, exp_elog_topic_word, doc_topic_prior, params, return_gamma=True)
+    _, gamma = estep_block(blocks, topics, doc_topic_prior, params, return_gamma=True)
     return gamma / gamma.sum(axis=1, keepdims=True)  # type: ignore[union-attr]
 
 
 def map_fold_in(
-    blocks: Sequence[Any], exp_elog_topic_word: Any, doc_topic_prior: np.ndarray,
+    blocks: Sequence[Any], topics: Any, doc_topic_prior: np.ndarray,
     params: VBParams, *, token: str,
 ) -> list[Any]:
     """Normalized document-topic proportions per block, ``Delayed[ndarray (n_docs, n_topics)]``."""
     task = dask.delayed(_fold_in_task, pure=True)
     return [
-        task(block, exp_elog_topic_word, doc_topic_prior, params, dask_key_name=f"fold-in-{token}-{i}")
+        task(block, topics, doc_topic_prior, params, dask_key_name=f"fold-in-{token}-{i}")
         for i, block in enumerate(blocks)
     ]
 
 
 def _completion_task(
-    blocks: Mapping[str, DocBlock], topic_word: Mapping[str, np.ndarray],
+    blocks: Mapping[str, DocBlock], topic_word: PreparedTopics,
     doc_topic_prior: np.ndarray, params: VBParams, seed: int,
 ) -> tuple[float, int]:
     observed, heldout = {}, {}

@@ -1,0 +1,100 @@
+"""Micro-benchmark of the VB E-step kernel (``topicflow.models.vb_lda.estep_block``) on one block.
+
+Generates a block from planted LDA topics (default 2000 documents of 100 tokens, 10000 terms), builds
+lambda = eta + scaled planted topics so documents need a realistic number of sweeps, warms numba
+up, then times ``estep_block`` for each number of topics and dtype. The rate reported is
+token-topic updates per second: nonzero entries x n_topics x sweeps / seconds (best of ``--repeats``
+wall-clock runs; the per-CPU-second rate from ``time.thread_time`` is also given, as it is less
+sensitive to other load on the machine), with sweeps counted
+per document by the kernel (``EStepStats.n_doc_iter``; documents have equal token counts, so
+entries per document x total sweeps is the exact count up to nonzeros-per-document variation).
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_estep_kernel.py [--docs 2000] [--doc-len 100] [--terms 10000]
+        [--topics 20 100] [--repeats 3] [--json-only]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from topicflow.models.blocks import DocBlock, block_from_csr
+from topicflow.models.vb_lda import VBParams, estep_block, prepare_topics_from_var
+
+
+def planted_block(n_docs: int, doc_len: int, n_terms: int, n_topics: int, seed: int) -> tuple[DocBlock, np.ndarray]:
+    """Documents drawn from LDA with Dirichlet(0.05) topics; returns the block and the topics."""
+    rng = np.random.default_rng(seed)
+    topic_word = rng.dirichlet(np.full(n_terms, 0.05), size=n_topics)
+    theta = rng.dirichlet(np.full(n_topics, 0.1), size=n_docs)
+    doc_of_token = np.repeat(np.arange(n_docs), doc_len)
+    cdf = np.cumsum(theta, axis=1)
+    topic_of_token = np.minimum((rng.random(doc_of_token.shape[0])[:, None] > cdf[doc_of_token]).sum(1), n_topics - 1)
+    words = np.empty_like(doc_of_token)
+    for k in range(n_topics):
+        mine = np.flatnonzero(topic_of_token == k)
+        words[mine] = rng.choice(n_terms, size=mine.shape[0], p=topic_word[k])
+    data = np.ones(doc_of_token.shape[0], dtype=np.int64)
+    matrix = sp.csr_matrix((data, (doc_of_token, words)), shape=(n_docs, n_terms))
+    return block_from_csr(matrix), topic_word
+
+
+def time_case(block: DocBlock, topic_word: np.ndarray, dtype: type, repeats: int) -> dict[str, object]:
+    n_topics, n_terms = topic_word.shape
+    lam = 0.05 + topic_word * (block.n_tokens / n_topics)
+    topics = prepare_topics_from_var({"default": lam}, dtype=dtype)
+    params = VBParams(n_topics=n_topics, max_doc_iter=100, doc_tol=1e-3)
+    alpha = np.full(n_topics, 0.1)
+    estep_block(block.slice(0, 10), topics, alpha, params)  # numba warm-up (compile or load cache)
+    best = best_cpu = np.inf
+    for _ in range(repeats):
+        start, start_cpu = time.perf_counter(), time.thread_time()
+        stats, _ = estep_block(block, topics, alpha, params)
+        best = min(best, time.perf_counter() - start)
+        best_cpu = min(best_cpu, time.thread_time() - start_cpu)
+    nnz = int(block.term_ids.shape[0])
+    updates = nnz / block.n_docs * stats.n_doc_iter * n_topics
+    return {
+        "n_topics": n_topics, "dtype": np.dtype(dtype).name, "n_docs": block.n_docs, "n_terms": n_terms,
+        "nnz": nnz, "n_tokens": block.n_tokens, "mean_sweeps": stats.n_doc_iter / block.n_docs,
+        "n_capped": stats.n_capped, "seconds": best, "cpu_seconds": best_cpu, "docs_per_s": block.n_docs / best,
+        "token_topic_updates_per_s": updates / best, "token_topic_updates_per_cpu_s": updates / best_cpu,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=2000)
+    parser.add_argument("--doc-len", type=int, default=100)
+    parser.add_argument("--terms", type=int, default=10000)
+    parser.add_argument("--topics", type=int, nargs="+", default=[20, 100])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--json-only", action="store_true")
+    args = parser.parse_args(argv)
+    results = []
+    for n_topics in args.topics:
+        block, topic_word = planted_block(args.docs, args.doc_len, args.terms, n_topics, seed=n_topics)
+        for dtype in (np.float64, np.float32):
+            results.append(time_case(block, topic_word, dtype, args.repeats))
+    report = {"benchmark": "estep_kernel", "python": sys.version.split()[0], "machine": platform.machine(),
+              "argv": sys.argv[1:], "results": results}
+    print(json.dumps(report, indent=2))
+    if not args.json_only:
+        header = f"{'K':>4} {'dtype':>8} {'nnz':>8} {'sweeps':>7} {'capped':>6} {'seconds':>8} {'docs/s':>9} {'Mupd/s':>8} {'Mupd/cpu-s':>10}"
+        print(header)
+        for r in results:
+            print(f"{r['n_topics']:>4} {r['dtype']:>8} {r['nnz']:>8} {r['mean_sweeps']:>7.1f} {r['n_capped']:>6} "
+                  f"{r['seconds']:>8.3f} {r['docs_per_s']:>9.0f} {r['token_topic_updates_per_s'] / 1e6:>8.1f} "
+                  f"{r['token_topic_updates_per_cpu_s'] / 1e6:>10.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,246 @@
+"""Batch variational LDA: topicflow against gensim LdaModel, gensim LdaMulticore and scikit-learn.
+
+Every system is fitted on the same training documents and scored by one evaluator,
+:func:`topicflow.models.evaluation.completion_log_likelihood` (document completion on held-out
+documents), from its topic-word matrix and alpha alone. topicflow runs on a local distributed
+cluster of real worker processes, as the CLI does; numba compilation is warmed up before timing.
+For topicflow the held-out perplexity is also measured after every iteration (outside the timed
+region), which gives its time to reach each anchor's final perplexity.
+
+Examples
+--------
+Real corpus (JSON Lines with ``id`` and ``text``; every tenth document is held out)::
+
+    python benchmarks/bench_vb_lda.py --jsonl labeled_fortunes.jsonl bible_kjv.jsonl --topics 20 100
+
+Generated corpus::
+
+    python benchmarks/bench_vb_lda.py --synth-docs 100000 --topics 20 100
+
+Prints one JSON object per line, then a table.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from topicflow.io.sources import FieldSpec
+from topicflow.io.zarr_shards import Corpus
+from topicflow.models.blocks import DocBlock, remap_terms
+from topicflow.models.evaluation import completion_log_likelihood, split_doc_tokens
+from topicflow.models.vb_lda import VBParams
+from topicflow.pipeline.fit import VBConfig, fit_batch_vb
+
+EVAL_SEED = 12345
+EVAL_PARAMS_ITER, EVAL_PARAMS_TOL = 100, 1e-3
+
+
+# ----------------------------------------------------------------------------- data
+
+
+def split_jsonl(inputs: list[Path], workdir: Path, every: int) -> tuple[Path, Path]:
+    """Write every ``every``-th document to test.jsonl and the rest to train.jsonl (ids made unique)."""
+    train, test = workdir / "train.jsonl", workdir / "test.jsonl"
+    n = 0
+    with open(train, "w") as tr, open(test, "w") as te:
+        for source in inputs:
+            for line in open(source, encoding="utf-8"):
+                record = json.loads(line)
+                record["id"] = f"{source.stem}:{record.get('id', n)}"
+                (te if n % every == every - 1 else tr).write(json.dumps(record) + "\n")
+                n += 1
+    return train, test
+
+
+def build_real(inputs: list[Path], workdir: Path, client: Any) -> tuple[Corpus, Corpus]:
+    from topicflow.io.tokenizer import PruneConfig, TokenizerConfig
+    from topicflow.pipeline.ingest import ingest_corpus
+
+    train, test = split_jsonl(inputs, workdir, every=10)
+    fields = FieldSpec(id_field="id", text_field="text")
+    prune = PruneConfig(min_df=5, max_df_fraction=0.5)
+    tok = TokenizerConfig()
+    ingest_corpus([train], workdir / "train.zarr", fields=fields, tokenizer=tok, prune=prune, client=client)
+    ingest_corpus([test], workdir / "test.zarr", fields=fields, tokenizer=tok, prune=PruneConfig(), client=client)
+    return Corpus.open(workdir / "train.zarr"), Corpus.open(workdir / "test.zarr")
+
+
+def build_synth(n_docs: int, n_topics: int, n_terms: int, workdir: Path, client: Any) -> tuple[Corpus, Corpus]:
+    from topicflow.pipeline.synth import synthesize_corpus
+
+    common = dict(n_topics=n_topics, n_terms=n_terms, doc_length=100, alpha=0.1, eta=0.01, client=client)
+    synthesize_corpus(workdir / "train.zarr", n_docs=n_docs, seed=1, **common)
+    synthesize_corpus(workdir / "test.zarr", n_docs=max(1000, n_docs // 10), seed=2, **common)
+    return Corpus.open(workdir / "train.zarr"), Corpus.open(workdir / "test.zarr")
+
+
+def load_csr(corpus: Corpus) -> sp.csr_matrix:
+    """The whole store in memory (anchors only: they need it)."""
+    return sp.vstack([b.to_csr() for b in corpus.iter_blocks()]).tocsr()
+
+
+def heldout_blocks(train: Corpus, test: Corpus) -> list[tuple[DocBlock, DocBlock]]:
+    """Test documents in the training vocabulary, split into observed and held-out halves."""
+    vocab = train.vocabulary()
+    ids = vocab.ids_of(str(t) for t in test.vocabulary().terms)
+    term_map = np.array([-1 if i is None else i for i in ids], dtype=np.int64)
+    pairs = []
+    for block in test.iter_blocks():
+        mapped = remap_terms(block, term_map, len(vocab))
+        pairs.append(split_doc_tokens(mapped, seed=EVAL_SEED))
+    return pairs
+
+
+def perplexity(pairs: list[tuple[DocBlock, DocBlock]], topic_word: np.ndarray, alpha: np.ndarray) -> float:
+    params = VBParams(n_topics=topic_word.shape[0], max_doc_iter=EVAL_PARAMS_ITER, doc_tol=EVAL_PARAMS_TOL)
+    topic_word = np.asarray(topic_word, dtype=np.float64)
+    topic_word = topic_word / topic_word.sum(axis=1, keepdims=True)
+    alpha = np.broadcast_to(np.asarray(alpha, dtype=np.float64), (topic_word.shape[0],)).copy()
+    log_lik, n = 0.0, 0
+    for observed, heldout in pairs:
+        ll, count = completion_log_likelihood(
+            {"default": observed}, {"default": heldout}, {"default": topic_word}, alpha, params
+        )
+        log_lik, n = log_lik + ll, n + count
+    return float(np.exp(-log_lik / max(n, 1)))
+
+
+# ----------------------------------------------------------------------------- systems
+
+
+def run_topicflow(train: Corpus, k: int, max_iter: int, client: Any, pairs: list) -> dict[str, Any]:
+    curve: list[tuple[float, float]] = []
+    fit_seconds = [0.0]
+
+    def on_iteration(record: Any, state: Any) -> None:
+        fit_seconds[0] += record.seconds
+        tw = state.topic_word()["default"]
+        curve.append((fit_seconds[0], perplexity(pairs, tw, state.doc_topic_prior)))
+
+    started = time.perf_counter()
+    result = fit_batch_vb(train, VBConfig(n_topics=k, max_iter=max_iter, tol=1e-4, eta=0.01, seed=0),
+                          client=client, on_iteration=on_iteration)
+    wall = time.perf_counter() - started
+    eval_time = wall - fit_seconds[0]
+    return {
+        "seconds": fit_seconds[0], "wall_with_eval": wall, "eval_seconds": eval_time,
+        "iterations": len(result.trace), "perplexity": curve[-1][1], "curve": curve,
+        "tokens_per_second": result.trace[-1].tokens_per_second,
+    }
+
+
+def run_gensim(X: sp.csr_matrix, k: int, passes: int, multicore: bool) -> tuple[float, np.ndarray, np.ndarray]:
+    from gensim.matutils import Sparse2Corpus
+    from gensim.models import LdaModel, LdaMulticore
+
+    corpus = list(Sparse2Corpus(X, documents_columns=False))
+    started = time.perf_counter()
+    if multicore:
+        model = LdaMulticore(corpus, num_topics=k, passes=passes, workers=1, chunksize=2000,
+                             iterations=50, random_state=0, eval_every=None)
+    else:
+        model = LdaModel(corpus, num_topics=k, passes=passes, chunksize=2000, iterations=50,
+                         alpha="auto", random_state=0, eval_every=None)
+    seconds = time.perf_counter() - started
+    return seconds, model.get_topics(), np.asarray(model.alpha)
+
+
+def run_sklearn(X: sp.csr_matrix, k: int, max_iter: int) -> tuple[float, np.ndarray, np.ndarray]:
+    from sklearn.decomposition import LatentDirichletAllocation
+
+    model = LatentDirichletAllocation(n_components=k, learning_method="batch", max_iter=max_iter,
+                                      n_jobs=2, random_state=0, evaluate_every=-1)
+    started = time.perf_counter()
+    model.fit(X)
+    seconds = time.perf_counter() - started
+    return seconds, model.components_, np.full(k, model.doc_topic_prior_)
+
+
+# ----------------------------------------------------------------------------- driver
+
+
+def time_to_reach(curve: list[tuple[float, float]], target: float) -> float | None:
+    for seconds, value in curve:
+        if value <= target:
+            return seconds
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--jsonl", nargs="+", type=Path, help="real corpus: JSON Lines with id and text")
+    source.add_argument("--synth-docs", type=int, help="generated corpus of this many training documents")
+    parser.add_argument("--synth-vocab", type=int, default=10000)
+    parser.add_argument("--topics", nargs="+", type=int, default=[20])
+    parser.add_argument("--systems", default="topicflow,gensim,gensim-multicore,sklearn")
+    parser.add_argument("--max-iter", type=int, default=50, help="topicflow iterations / sklearn max_iter")
+    parser.add_argument("--passes", type=int, default=10, help="gensim passes")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workdir", type=Path, default=None)
+    args = parser.parse_args(argv)
+
+    from distributed import Client, LocalCluster
+
+    systems = args.systems.split(",")
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-vb-"))
+    rows = []
+    with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, Client(cluster) as client:
+        for k in args.topics:
+            kdir = workdir / f"k{k}"
+            kdir.mkdir(parents=True, exist_ok=True)
+            if args.jsonl:
+                train, test = build_real(args.jsonl, kdir, client)
+            else:
+                train, test = build_synth(args.synth_docs, k, args.synth_vocab, kdir, client)
+            pairs = heldout_blocks(train, test)
+            info = {"K": k, "n_docs": len(train), "n_tokens": train.n_tokens, "n_terms": len(train.vocabulary()),
+                    "heldout_docs": len(test)}
+            fit_batch_vb(train, VBConfig(n_topics=k, max_iter=1), client=client)  # numba warm-up on workers
+            results: dict[str, dict[str, Any]] = {}
+            X = load_csr(train) if set(systems) - {"topicflow"} else None
+            anchors: dict[str, Callable[[], tuple[float, np.ndarray, np.ndarray]]] = {
+                "gensim": lambda: run_gensim(X, k, args.passes, multicore=False),
+                "gensim-multicore": lambda: run_gensim(X, k, args.passes, multicore=True),
+                "sklearn": lambda: run_sklearn(X, k, args.max_iter),
+            }
+            for name in systems:
+                if name == "topicflow":
+                    results[name] = run_topicflow(train, k, args.max_iter, client, pairs)
+                else:
+                    seconds, topic_word, alpha = anchors[name]()
+                    results[name] = {"seconds": seconds, "perplexity": perplexity(pairs, topic_word, alpha)}
+            anchor_names = [n for n in results if n != "topicflow"]
+            if "topicflow" in results and anchor_names:
+                fastest = min(anchor_names, key=lambda n: results[n]["seconds"])
+                best = min(anchor_names, key=lambda n: results[n]["perplexity"])
+                curve = results["topicflow"]["curve"]
+                results["topicflow"]["time_to_fastest_anchor_perplexity"] = time_to_reach(curve, results[fastest]["perplexity"])
+                results["topicflow"]["time_to_best_anchor_perplexity"] = time_to_reach(curve, results[best]["perplexity"])
+                results["topicflow"]["fastest_anchor"] = fastest
+            for name, res in results.items():
+                row = {**info, "system": name, **{k2: v for k2, v in res.items() if k2 != "curve"}}
+                if "curve" in res:
+                    row["curve"] = [[round(s, 3), round(p, 2)] for s, p in res["curve"]]
+                print(json.dumps(row), flush=True)
+                rows.append(row)
+    print()
+    print(f"{'K':>4} {'system':<17} {'docs':>8} {'tokens':>10} {'seconds':>8} {'perplexity':>10} {'t->fastest':>10}")
+    for row in rows:
+        reach = row.get("time_to_fastest_anchor_perplexity")
+        reach_text = "" if "fastest_anchor" not in row else ("never" if reach is None else f"{reach:.1f}")
+        print(f"{row['K']:>4} {row['system']:<17} {row['n_docs']:>8} {row['n_tokens']:>10} "
+              f"{row['seconds']:>8.1f} {row['perplexity']:>10.1f} {reach_text:>10}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
