@@ -47,16 +47,22 @@ EVAL_PARAMS_ITER, EVAL_PARAMS_TOL = 100, 1e-3
 
 
 def split_jsonl(inputs: list[Path], workdir: Path, every: int) -> tuple[Path, Path]:
-    """Write every ``every``-th document to test.jsonl and the rest to train.jsonl (ids made unique)."""
+    """Shuffle all documents (fixed seed), then hold out every ``every``-th one (ids made unique).
+
+    Shuffling matters for the online anchors (gensim), whose minibatches would otherwise see one
+    source after the other; batch methods do not depend on the order.
+    """
+    records = []
+    for source in inputs:
+        for n, line in enumerate(open(source, encoding="utf-8")):
+            record = json.loads(line)
+            record["id"] = f"{source.stem}:{record.get('id', n)}"
+            records.append(record)
+    order = np.random.default_rng(0).permutation(len(records))
     train, test = workdir / "train.jsonl", workdir / "test.jsonl"
-    n = 0
     with open(train, "w") as tr, open(test, "w") as te:
-        for source in inputs:
-            for line in open(source, encoding="utf-8"):
-                record = json.loads(line)
-                record["id"] = f"{source.stem}:{record.get('id', n)}"
-                (te if n % every == every - 1 else tr).write(json.dumps(record) + "\n")
-                n += 1
+        for position, index in enumerate(order):
+            (te if position % every == every - 1 else tr).write(json.dumps(records[index]) + "\n")
     return train, test
 
 

@@ -43,13 +43,13 @@ def run_both(tmp_path: Path, dense: dict[str, np.ndarray], config: VBConfig, cli
         np.testing.assert_array_equal(start.topic_word_var[lang], lam0[lang])
     eta = {lang: start.topic_word_prior[lang] for lang in corpus.languages}
     lams, elbos = batch_vb_reference(reference_docs(dense), lam0, eta, np.full(N_TOPICS, ALPHA),
-                                     ITERATIONS, config.doc_max_iter, config.doc_tol)
+                                     ITERATIONS, config.doc_max_iter, config.doc_tol, warm_start=config.warm_start)
     return result, lams, elbos
 
 
 def config(**changes: object) -> VBConfig:
     base = dict(n_topics=N_TOPICS, alpha_mode="fixed", alpha=ALPHA, eta=ETA, max_iter=ITERATIONS, tol=0.0,
-                doc_max_iter=50, doc_tol=1e-6, seed=5)
+                doc_max_iter=50, doc_tol=1e-6, seed=5, warm_start=False, cold_iterations=0)
     base.update(changes)
     return VBConfig(**base)  # type: ignore[arg-type]
 
@@ -60,9 +60,11 @@ def assert_same(result: object, lams: list, elbos: list) -> None:
         np.testing.assert_allclose(result.state.topic_word_var[lang], lam, rtol=1e-8, atol=1e-10)  # type: ignore[attr-defined]
 
 
-def test_lda_matches_reference(tmp_path: Path, client: object) -> None:
+@pytest.mark.parametrize("warm_start", [False, True])
+def test_lda_matches_reference(tmp_path: Path, client: object, warm_start: bool) -> None:
     dense = {"default": random_counts(30, 25, seed=1, empty_rows=(4,))}
-    assert_same(*run_both(tmp_path, dense, config(), client))
+    assert_same(*run_both(tmp_path, dense, config(warm_start=warm_start), client))
+    assert not list(tmp_path.glob(".topicflow-scratch-*")), "the gamma scratch was not removed"
 
 
 def test_informed_prior_matches_reference(tmp_path: Path, client: object) -> None:
@@ -76,7 +78,7 @@ def test_informed_prior_matches_reference(tmp_path: Path, client: object) -> Non
 def test_polylingual_matches_reference(tmp_path: Path, client: object) -> None:
     english = random_counts(30, 20, seed=3)
     german = random_counts(30, 15, seed=4, empty_rows=(0, 9, 17))  # three documents lack German
-    assert_same(*run_both(tmp_path, {"en": english, "de": german}, config(), client))
+    assert_same(*run_both(tmp_path, {"en": english, "de": german}, config(warm_start=True), client))
 
 
 @pytest.mark.parametrize("n_docs", [50, 5000])

@@ -91,16 +91,18 @@ def alpha_terms_reference(alpha, alpha_suff, n_docs):
     return n_docs * (gammaln(alpha.sum()) - gammaln(alpha).sum()) + np.sum((alpha - 1) * alpha_suff)
 
 
-def batch_vb_reference(docs, lam0, eta, alpha, n_iter, max_iter, tol):
+def batch_vb_reference(docs, lam0, eta, alpha, n_iter, max_iter, tol, warm_start=False):
     """Batch VB with fixed alpha: E-step, ELBO at the E-step's parameters, M-step lambda = eta + stats.
 
+    With ``warm_start`` each iteration's E-step starts from the previous iteration's gamma.
     Returns the list of lambdas (after each M-step) and the ELBO of each iteration.
     """
     lam = {lang: np.array(v, dtype=float) for lang, v in lam0.items()}
-    lams, elbos = [], []
+    lams, elbos, gamma = [], [], None
     for _ in range(n_iter):
         exp_elog = {lang: np.exp(expected_log_dirichlet(v)) for lang, v in lam.items()}
-        out = estep_reference(docs, exp_elog, alpha, max_iter, tol)
+        out = estep_reference(docs, exp_elog, alpha, max_iter, tol, gamma_init=gamma if warm_start else None)
+        gamma = out["gamma"]
         n_docs = len(next(iter(docs.values())))
         elbo = out["doc_elbo"] + alpha_terms_reference(alpha, out["alpha_suff"], n_docs)
         elbo += sum(topic_terms_reference(lam[lang], eta[lang]) for lang in lam)

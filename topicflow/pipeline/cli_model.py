@@ -47,6 +47,8 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @click.option("--seed-strength", default=1.0, show_default=True, type=float, help="Prior weight of a seed word in its topic.")
 @click.option("--doc-iterations", default=100, show_default=True, type=click.IntRange(min=1), help="Maximum E-step iterations per document.")
 @click.option("--doc-tol", default=1e-3, show_default=True, type=float, help="E-step stops at this mean absolute change of gamma.")
+@click.option("--warm-start/--cold-start", default=False, show_default=True,
+              help="After 10 cold iterations, start each document's E-step from its previous gamma.")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--doc-topics", type=click.Path(), default=None, help="Also write normalized document topics to this zarr path.")
 @click.option("--split-every", default=None, type=click.IntRange(min=2), help="Fan-in of the statistics tree reduction.")
@@ -55,7 +57,7 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @reports_errors
 def fit(store: str, model_path: str, n_topics: int, iterations: int, tol: float, alpha: str, eta: float,
         optimize_eta: bool, seed_words: str | None, seed_strength: float, doc_iterations: int, doc_tol: float,
-        seed: int, doc_topics: str | None, split_every: int | None, overwrite: bool, cluster: ClusterConfig) -> None:
+        warm_start: bool, seed: int, doc_topics: str | None, split_every: int | None, overwrite: bool, cluster: ClusterConfig) -> None:
     """Fit LDA (polylingual LDA for a multilingual STORE) by batch variational Bayes."""
     from topicflow.io.atomic import check_output_path
 
@@ -64,7 +66,7 @@ def fit(store: str, model_path: str, n_topics: int, iterations: int, tol: float,
     estimator = LDA(
         n_topics, alpha=alpha, eta=eta, max_iter=iterations, tol=tol, doc_max_iter=doc_iterations,
         doc_tol=doc_tol, seed=seed, seed_topics=read_seed_words(seed_words), seed_strength=seed_strength,
-        optimize_eta=optimize_eta, split_every=split_every,
+        optimize_eta=optimize_eta, split_every=split_every, warm_start=warm_start,
     )
     estimator._config()  # validate before starting a cluster
     click.echo(f"fitting K={n_topics} on {corpus!r}", err=True)

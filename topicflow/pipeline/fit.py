@@ -10,6 +10,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 import dask
@@ -17,6 +18,7 @@ import numpy as np
 
 from topicflow import config as tf_config
 from topicflow.errors import InvalidParameterError, NumericalError
+from topicflow.io import gamma_scratch
 from topicflow.io.zarr_shards import Corpus
 from topicflow.models.dirichlet import newton_alpha, newton_symmetric_alpha, newton_symmetric_eta
 from topicflow.models.lda_model import LDAState
@@ -30,7 +32,7 @@ from topicflow.models.vb_lda import (
 )
 from topicflow.pipeline.cluster import compute, current_client
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
-from topicflow.tasks.estep import graph_token, map_estep, tree_merge
+from topicflow.tasks.estep import graph_token, map_estep, map_estep_warm, tree_merge
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +71,10 @@ class VBConfig:
     seed: int = 0
     seed_topics: tuple[SeedTopic, ...] = ()
     seed_strength: float = 1.0
+    #: Start each document's E-step from its gamma of the previous iteration (kept on disk) ...
+    warm_start: bool = False
+    #: ... but only after this many cold iterations, while topics are still far from their fixed point.
+    cold_iterations: int = 10
 
     def __post_init__(self) -> None:
         checks = [
@@ -97,7 +103,8 @@ class VBConfig:
             "n_topics": self.n_topics, "alpha_mode": self.alpha_mode, "alpha": self.initial_alpha,
             "eta": self.eta, "optimize_eta": self.optimize_eta, "max_iter": self.max_iter,
             "tol": self.tol, "doc_max_iter": self.doc_max_iter, "doc_tol": self.doc_tol,
-            "seed": self.seed, "seed_strength": self.seed_strength,
+            "seed": self.seed, "seed_strength": self.seed_strength, "warm_start": self.warm_start,
+            "cold_iterations": self.cold_iterations,
             "seed_topics": [
                 {"name": s.name, "words": list(s.words), "weights": list(s.weights)} for s in self.seed_topics
             ],
@@ -196,16 +203,30 @@ def mstep(state: LDAState, stats: EStepStats, config: VBConfig) -> LDAState:
 
 def run_iteration(
     blocks: Sequence[Any], state: LDAState, config: VBConfig, *, token: str, split_every: int,
-    client: Any,
+    client: Any, warm: WarmStart | None = None, iteration: int = 0,
 ) -> tuple[LDAState, EStepStats, float]:
     """One E-step over every block, the tree-merge, the ELBO and the M-step."""
     topics = share(state.prepared_topics(), client, name=f"topics-{token}")
-    parts = map_estep(blocks, topics, state.doc_topic_prior, config.vb_params(), token=token)
+    if warm is None or iteration < config.cold_iterations:
+        parts = map_estep(blocks, topics, state.doc_topic_prior, config.vb_params(), token=token)
+    else:
+        parts = map_estep_warm(blocks, topics, state.doc_topic_prior, config.vb_params(), scratch=str(warm.directory),
+                               shard_ids=warm.shard_ids, iteration=iteration, token=token)
     (stats,) = compute(tree_merge(parts, split_every=split_every, token=token), client=client)
+    if warm is not None and iteration >= config.cold_iterations:
+        gamma_scratch.drop_iterations_before(warm.directory, iteration)
     elbo = full_elbo(state, stats)
     if not math.isfinite(elbo):
         raise NumericalError(f"the ELBO became {elbo!r} at E-step {token!r}; try a larger eta or alpha.")
     return mstep(state, stats, config), stats, elbo
+
+
+@dataclass(frozen=True, slots=True)
+class WarmStart:
+    """Where the shards' gamma waits between iterations (see :mod:`topicflow.io.gamma_scratch`)."""
+
+    directory: Path
+    shard_ids: tuple[str, ...]
 
 
 def fit_batch_vb(
@@ -229,16 +250,32 @@ def fit_batch_vb(
     """
     client = current_client(client)
     split_every = split_every or int(tf_config.get("split-every", 8))
+    run_token = graph_token(corpus.token(), config.to_dict(), split_every)
+    warm = None
+    if config.warm_start:
+        directory = gamma_scratch.scratch_directory(corpus.path, run_token, tf_config.get("scratch-dir"))
+        warm = WarmStart(directory, tuple(s.shard_id for s in corpus.shards))
+    try:
+        return _fit_loop(corpus, config, client, split_every, run_token, warm, progress, on_iteration)
+    finally:
+        if warm is not None:
+            gamma_scratch.remove_scratch(warm.directory)
+
+
+def _fit_loop(
+    corpus: Corpus, config: VBConfig, client: Any, split_every: int, run_token: str, warm: WarmStart | None,
+    progress: ProgressReporter, on_iteration: Callable[[IterationRecord, LDAState], None] | None,
+) -> FitResult:
     state, unknown = initial_state(corpus, config)
     blocks = corpus.to_delayed_multi()
-    run_token = graph_token(corpus.token(), config.to_dict(), split_every)
     n_tokens = corpus.n_tokens
     trace: list[IterationRecord] = []
     iterations = progress.track(range(config.max_iter), total=config.max_iter, desc="fit", unit="iter")
     for iteration in iterations:
         started = time.perf_counter()
         state, stats, elbo = run_iteration(
-            blocks, state, config, token=f"{run_token}-{iteration}", split_every=split_every, client=client
+            blocks, state, config, token=f"{run_token}-{iteration}", split_every=split_every, client=client,
+            warm=warm, iteration=iteration,
         )
         seconds = time.perf_counter() - started
         record = IterationRecord(

@@ -14,6 +14,7 @@ import dask
 import numpy as np
 from dask.base import tokenize
 
+from topicflow.io.gamma_scratch import read_gamma, write_gamma
 from topicflow.models import evaluation
 from topicflow.models.blocks import DocBlock
 from topicflow.models.vb_lda import EStepStats, PreparedTopics, VBParams, estep_block
@@ -25,6 +26,16 @@ def _estep_task(
     doc_topic_prior: np.ndarray, params: VBParams,
 ) -> EStepStats:
     stats, _ = estep_block(blocks, topics, doc_topic_prior, params)
+    return stats
+
+
+def _estep_warm_task(
+    blocks: Mapping[str, DocBlock], topics: PreparedTopics, doc_topic_prior: np.ndarray,
+    params: VBParams, scratch: str, shard_id: str, iteration: int,
+) -> EStepStats:
+    gamma_init = read_gamma(scratch, iteration - 1, shard_id)
+    stats, gamma = estep_block(blocks, topics, doc_topic_prior, params, return_gamma=True, gamma_init=gamma_init)
+    write_gamma(scratch, iteration, shard_id, gamma)  # type: ignore[arg-type]
     return stats
 
 
@@ -57,6 +68,23 @@ def map_estep(
     return [
         task(block, topics, doc_topic_prior, params, dask_key_name=f"estep-{token}-{i}")
         for i, block in enumerate(blocks)
+    ]
+
+
+def map_estep_warm(
+    blocks: Sequence[Any], topics: Any, doc_topic_prior: np.ndarray, params: VBParams, *,
+    scratch: str, shard_ids: Sequence[str], iteration: int, token: str,
+) -> list[Any]:
+    """Like :func:`map_estep`, but each document starts from its gamma of the previous iteration.
+
+    Gamma goes through :mod:`topicflow.io.gamma_scratch` (read ``iteration - 1``, write
+    ``iteration``), so a recomputed task sees the same input.
+    """
+    task = dask.delayed(_estep_warm_task, pure=True)
+    return [
+        task(block, topics, doc_topic_prior, params, scratch, shard_id, iteration,
+             dask_key_name=f"estep-{token}-{i}")
+        for i, (block, shard_id) in enumerate(zip(blocks, shard_ids))
     ]
 
 

@@ -1,0 +1,53 @@
+"""Scratch storage of each shard's gamma between batch-VB iterations (warm starts).
+
+Keeping gamma in cluster memory would grow with the corpus; here each shard's gamma lives in a
+``.npy`` file on a filesystem the workers share (by default beside the corpus store). Files are
+versioned by iteration (``iter-<t>/<shard>.npy``): iteration t reads t - 1 and writes t, so a task
+that the scheduler recomputes after a worker is lost reads the same input and writes the same output.
+Every write is atomic (temporary file, then rename).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+
+def scratch_directory(store: Path, token: str, base: str | None = None) -> Path:
+    """A fresh scratch directory for one fit: under ``base`` if given, else beside the store."""
+    parent = Path(base) if base else Path(store).resolve().parent
+    path = parent / f".topicflow-scratch-{token[:12]}-{uuid.uuid4().hex[:8]}"
+    path.mkdir(parents=True)
+    return path
+
+
+def read_gamma(directory: str, iteration: int, shard_id: str) -> np.ndarray | None:
+    """Gamma written at ``iteration`` for ``shard_id``, or None (first iteration, or no file)."""
+    if iteration < 0:
+        return None
+    path = Path(directory) / f"iter-{iteration}" / f"{shard_id}.npy"
+    if not path.is_file():
+        return None
+    return np.load(path, allow_pickle=False)
+
+
+def write_gamma(directory: str, iteration: int, shard_id: str, gamma: np.ndarray) -> None:
+    folder = Path(directory) / f"iter-{iteration}"
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".{shard_id}.{uuid.uuid4().hex[:8]}.npy"
+    np.save(tmp, np.ascontiguousarray(gamma, dtype=np.float64), allow_pickle=False)
+    os.replace(tmp, folder / f"{shard_id}.npy")
+
+
+def drop_iterations_before(directory: Path, iteration: int) -> None:
+    """Delete the gamma of iterations older than ``iteration`` (they are never read again)."""
+    for child in Path(directory).glob("iter-*"):
+        if int(child.name.split("-", 1)[1]) < iteration:
+            shutil.rmtree(child, ignore_errors=True)
+
+
+def remove_scratch(directory: Path) -> None:
+    shutil.rmtree(directory, ignore_errors=True)
