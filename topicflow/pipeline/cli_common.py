@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import sys
 from typing import Any, Callable, TypeVar
 
 import click
+import dask.config
 
 from topicflow.errors import TopicflowError
 from topicflow.pipeline.cluster import ClusterConfig
@@ -53,8 +55,18 @@ def reports_errors(func: F) -> F:
 
 
 def setup_logging(verbose: int) -> None:
+    """topicflow's own log lines at INFO (WARNING with -q); Dask's chatter only with -vv.
+
+    Dask reads its logging levels from its config when ``distributed`` is imported, in this process
+    and in every worker process the local cluster spawns, so the level is also set in the
+    environment those processes inherit.
+    """
     level = logging.WARNING if verbose <= 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="%(message)s", stream=sys.stderr)
     logging.getLogger("topicflow").setLevel(logging.INFO if verbose >= 0 else logging.WARNING)
-    for noisy in ("distributed", "bokeh", "tornado"):
-        logging.getLogger(noisy).setLevel(logging.ERROR if verbose < 2 else logging.INFO)
+    dask_level = "info" if verbose >= 2 else "error"
+    os.environ["DASK_LOGGING__DISTRIBUTED"] = dask_level
+    dask.config.set({"logging.distributed": dask_level})
+    for name in list(logging.root.manager.loggerDict):
+        if name.split(".")[0] in ("distributed", "bokeh", "tornado"):
+            logging.getLogger(name).setLevel(dask_level.upper())
