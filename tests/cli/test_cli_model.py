@@ -79,3 +79,18 @@ def test_missing_store_and_model_are_explained(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "no topicflow model" in result.output
     result = CliRunner().invoke(main, ["fit", str(tmp_path / "nostore"), "--model", str(tmp_path / "m"), "--topics", "2"])
     assert result.exit_code == 2 and "no corpus store" in result.output
+
+
+def test_polylingual_model_prints_and_exports_each_language(tmp_path: Path) -> None:
+    truth = draw_planted_corpus(n_docs=120, n_topics=2, n_terms=20, doc_length=30, alpha=0.3, seed=4,
+                                languages=("en", "de"))
+    store = write_test_store(tmp_path / "poly.zarr", truth.counts, shard_size=50)
+    model = tmp_path / "poly-model"
+    assert run(["fit", str(store), "--model", str(model), "--topics", "2", "--iterations", "20",
+                "--workers", "1", "--threads-per-worker", "2"]).exit_code == 0
+    text = run(["topics", str(model), "--top", "3"]).output
+    assert text.count("[en] en") == 2 and text.count("[de] de") == 2, text
+    assert run(["export", str(model), "--out", str(tmp_path / "poly.npz")]).exit_code == 0
+    with np.load(tmp_path / "poly.npz") as npz:
+        assert {"topic_word_en", "topic_word_de", "vocab_en", "vocab_de", "alpha"} <= set(npz.files)
+        assert npz["topic_word_de"].shape == (2, 20)

@@ -217,6 +217,9 @@ def newton_alpha(
     return a, max_iter
 
 
+_ROUNDING_SLACK = 1e-13
+
+
 def _backtrack(
     point: FloatArray, direction: FloatArray, value: float, objective: object
 ) -> tuple[FloatArray | None, float]:
@@ -230,7 +233,10 @@ def _backtrack(
                 raise NumericalError(
                     f"Dirichlet objective is not finite at {candidate!r} (from {point!r}, step {step!r})"
                 )
-            if cand_value >= value:
+            # Near the optimum the objective is flat below rounding, so a strict ">=" would accept or
+            # reject Newton's (then quadratically convergent) step by noise and stop ~1e-9 short of the
+            # optimum, at a point that depends on the last bits of the statistics.
+            if cand_value >= value - _ROUNDING_SLACK * max(1.0, abs(value)):
                 return candidate, cand_value
         step *= 0.5
     return None, value
