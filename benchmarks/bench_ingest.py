@@ -16,16 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import psutil
+from _memory import measure_process_tree
 
 LETTERS = np.array(list("abcdefghijklmnopqrstuvwxyz"))
 
@@ -72,37 +69,7 @@ def run_child(args: argparse.Namespace) -> None:
 
 def measure(command: list[str]) -> tuple[dict[str, Any], float, float]:
     """Run ``command``; return its JSON output, wall seconds and peak RSS (MB) of its process tree."""
-    started = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    peak = 0
-    done = threading.Event()
-
-    def sample() -> None:
-        nonlocal peak
-        root = psutil.Process(process.pid)
-        while not done.is_set():
-            try:
-                tree = [root] + root.children(recursive=True)
-                total = 0
-                for proc in tree:
-                    try:
-                        total += proc.memory_info().rss
-                    except psutil.Error:
-                        pass
-                peak = max(peak, total)
-            except psutil.Error:
-                pass
-            done.wait(0.05)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    out, err = process.communicate()
-    done.set()
-    sampler.join()
-    wall = time.perf_counter() - started
-    if process.returncode != 0:
-        raise RuntimeError(f"ingest failed ({process.returncode}):\n{err[-3000:]}")
-    return json.loads(out.strip().splitlines()[-1]), wall, peak / 1e6
+    return measure_process_tree(command, what="ingest")
 
 
 def main() -> None:
