@@ -80,11 +80,24 @@ def build_real(inputs: list[Path], workdir: Path, client: Any) -> tuple[Corpus, 
 
 
 def build_synth(n_docs: int, n_topics: int, n_terms: int, workdir: Path, client: Any) -> tuple[Corpus, Corpus]:
-    from topicflow.pipeline.synth import synthesize_corpus
+    """Training and held-out documents drawn from one generating model.
 
-    common = dict(n_topics=n_topics, n_terms=n_terms, doc_length=100, alpha=0.1, eta=0.01, client=client)
-    synthesize_corpus(workdir / "train.zarr", n_docs=n_docs, seed=1, **common)
-    synthesize_corpus(workdir / "test.zarr", n_docs=max(1000, n_docs // 10), seed=2, **common)
+    Synthesis is a function of (seed, global document index), so the first ``n_docs`` documents of a
+    corpus of ``n_docs + n_test`` are exactly the training corpus: the held-out store is the tail.
+    """
+    from topicflow.pipeline.synth import synthesize_corpus
+    from topicflow.testing.corpora import write_test_store
+
+    n_test = max(1000, n_docs // 10)
+    common = dict(n_topics=n_topics, n_terms=n_terms, doc_length=100, alpha=0.1, eta=0.01, seed=1, client=client)
+    synthesize_corpus(workdir / "train.zarr", n_docs=n_docs, **common)
+    synthesize_corpus(workdir / "full.zarr", n_docs=n_docs + n_test, **common)
+    full = Corpus.open(workdir / "full.zarr")
+    tail = [b.to_csr() for b in full.iter_blocks() if b.first_doc + b.n_docs > n_docs]
+    first = next(b.first_doc for b in full.iter_blocks() if b.first_doc + b.n_docs > n_docs)
+    test = sp.vstack(tail).tocsr()[n_docs - first:]
+    write_test_store(workdir / "test.zarr", {"default": test}, shard_size=1000,
+                     terms={"default": [str(t) for t in full.vocabulary().terms]})
     return Corpus.open(workdir / "train.zarr"), Corpus.open(workdir / "test.zarr")
 
 
