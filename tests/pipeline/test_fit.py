@@ -132,3 +132,13 @@ def test_has_converged_policy() -> None:
     assert not has_converged([-100.0], 1e-3)
     assert has_converged([-100.0, -100.05], 1e-3)
     assert not has_converged([-100.0, -99.0], 1e-3)
+
+
+def test_symmetric_alpha_mode_learns_one_shared_value(planted: tuple[Path, object]) -> None:
+    path, _ = planted
+    state = fit_batch_vb(Corpus.open(path), VBConfig(n_topics=4, alpha_mode="symmetric", max_iter=30, seed=1)).state
+    alpha = state.doc_topic_prior
+    assert alpha.shape == (4,)
+    assert np.all(alpha == alpha[0]) and alpha[0] != pytest.approx(0.25)  # moved from its 1/K start
+    # The planted corpus was drawn with alpha = 0.3 in every topic.
+    assert alpha[0] == pytest.approx(0.3, rel=0.25)

@@ -7,36 +7,28 @@ statistics in a fixed order, then on the driver compute the ELBO, update lambda 
 from __future__ import annotations
 
 import logging
-import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
 import dask
 import numpy as np
 
 from topicflow import config as tf_config
-from topicflow.errors import InvalidParameterError, NumericalError
+from topicflow._typing import AlphaMode
+from topicflow.errors import InvalidParameterError
 from topicflow.io import gamma_scratch
 from topicflow.io.zarr_shards import Corpus
 from topicflow.models.dirichlet import newton_alpha, newton_symmetric_alpha, newton_symmetric_eta
 from topicflow.models.lda_model import LDAState
 from topicflow.models.priors import SeedTopic, informed_prior
-from topicflow.models.vb_lda import (
-    EStepStats,
-    VBParams,
-    alpha_elbo_terms,
-    initial_topic_word_var,
-    topic_elbo_terms,
-)
+from topicflow.models.vb_lda import EStepStats, VBParams, full_elbo, initial_topic_word_var, mstep_batch
 from topicflow.pipeline.cluster import compute, current_client
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 from topicflow.tasks.estep import graph_token, map_estep, map_estep_warm, tree_merge
 
 log = logging.getLogger(__name__)
-
-AlphaMode = Literal["auto", "symmetric", "fixed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,25 +164,18 @@ def share(value: Any, client: Any, *, name: str) -> Any:
     return dask.delayed(value, name=name, traverse=False)
 
 
-def full_elbo(state: LDAState, stats: EStepStats) -> float:
-    """ELBO at the state the E-step used: document, alpha-prior and topic terms."""
-    elbo = stats.doc_elbo + alpha_elbo_terms(state.doc_topic_prior, stats.alpha_suff, stats.n_docs)
-    for lang in state.languages:
-        elbo += topic_elbo_terms(state.topic_word_var[lang], state.topic_word_prior[lang])
-    return float(elbo)
-
-
 def mstep(state: LDAState, stats: EStepStats, config: VBConfig) -> LDAState:
     """lambda = eta + statistics; alpha and eta by Newton-Raphson as the config asks."""
     lam = {
-        lang: np.asarray(state.topic_word_prior[lang]) + stats.topic_terms[lang].to_dense(state.n_terms(lang))
+        lang: mstep_batch(stats.topic_terms[lang].to_dense(state.n_terms(lang)), state.topic_word_prior[lang])
         for lang in state.languages
     }
     alpha = state.doc_topic_prior
     if config.alpha_mode == "auto":
         alpha, _ = newton_alpha(alpha, stats.alpha_suff, stats.n_docs)
     elif config.alpha_mode == "symmetric":
-        alpha, _ = newton_symmetric_alpha(alpha, stats.alpha_suff, stats.n_docs)
+        shared, _ = newton_symmetric_alpha(float(alpha[0]), stats.alpha_suff, stats.n_docs)
+        alpha = np.full(state.n_topics, shared)
     priors = state.topic_word_prior
     if config.optimize_eta:
         priors = {}
@@ -215,9 +200,7 @@ def run_iteration(
     (stats,) = compute(tree_merge(parts, split_every=split_every, token=token), client=client)
     if warm is not None and iteration >= config.cold_iterations:
         gamma_scratch.drop_iterations_before(warm.directory, iteration)
-    elbo = full_elbo(state, stats)
-    if not math.isfinite(elbo):
-        raise NumericalError(f"the ELBO became {elbo!r} at E-step {token!r}; try a larger eta or alpha.")
+    elbo = full_elbo(stats, state.topic_word_var, state.doc_topic_prior, state.topic_word_prior)
     return mstep(state, stats, config), stats, elbo
 
 
@@ -296,21 +279,3 @@ def _fit_loop(
             break
     converged = has_converged([r.elbo for r in trace], config.tol)
     return FitResult(state=state, trace=tuple(trace), converged=converged, unknown_seed_words=unknown)
-
-
-def topic_word_for_corpus(state: LDAState, corpus: Corpus) -> Mapping[str, np.ndarray]:
-    """Check that a model and a corpus share languages and vocabulary sizes; raise a clear error if not."""
-    from topicflow.errors import VocabularyMismatchError
-
-    for lang in state.languages:
-        if lang not in corpus.languages:
-            raise VocabularyMismatchError(
-                f"the model has language {lang!r} but store {str(corpus.path)!r} has {list(corpus.languages)}."
-            )
-        if len(corpus.vocabulary(lang)) != state.n_terms(lang):
-            raise VocabularyMismatchError(
-                f"store {str(corpus.path)!r} has {len(corpus.vocabulary(lang))} terms in language {lang!r} "
-                f"but the model has {state.n_terms(lang)}; encode the documents with the model's corpus "
-                "store (`topicflow append`) so term ids agree."
-            )
-    return state.topic_word()

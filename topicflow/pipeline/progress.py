@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Iterable, Iterator, Protocol, TypeVar
+from typing import Iterable, Iterator, Protocol, TypeVar
 
 from tqdm.auto import tqdm
 
@@ -41,10 +41,3 @@ class TqdmProgress:
 
 
 NO_PROGRESS: ProgressReporter = NoProgress()
-
-
-def as_completed_in_order(futures: list[Any]) -> Iterator[Any]:
-    """Yield futures as they finish (for progress), whatever their order."""
-    from distributed import as_completed
-
-    yield from as_completed(futures)
