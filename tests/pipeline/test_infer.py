@@ -119,3 +119,15 @@ def test_save_load_export_round_trip(fitted: tuple, tmp_path: Path) -> None:
 def test_unfitted_estimator_says_so() -> None:
     with pytest.raises(NotFittedError, match="not fitted"):
         LDA(3).perplexity("nowhere.zarr")
+
+
+def test_load_restores_every_hyperparameter(fitted: tuple, tmp_path: Path) -> None:
+    train_path, _, _, _ = fitted
+    from topicflow.models.priors import SeedTopic
+
+    seeds = (SeedTopic("first", ("de00001", "de00002"), (1.0, 2.0)),)
+    model = LDA(4, alpha=0.2, eta=0.05, max_iter=3, tol=1e-3, doc_max_iter=40, doc_tol=1e-4, seed=9,
+                seed_topics=seeds, seed_strength=4.0, warm_start=True).fit(train_path)
+    model.save(tmp_path / "m")
+    loaded = LDA.load(tmp_path / "m")
+    assert loaded._config() == model._config()

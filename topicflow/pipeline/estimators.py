@@ -245,14 +245,13 @@ class LDA:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> LDA:
         model = load_model(Path(path))
-        settings = model.info.get("settings", {})
+        config = VBConfig.from_dict(model.info.get("settings", {"n_topics": model.state.n_topics}))
         estimator = cls(
-            n_topics=model.state.n_topics,
-            alpha=settings.get("alpha_mode", "auto") if settings.get("alpha_mode") != "fixed" else settings.get("alpha"),
-            eta=float(settings.get("eta", 0.01)), max_iter=int(settings.get("max_iter", 50)),
-            tol=float(settings.get("tol", 1e-4)), doc_max_iter=int(settings.get("doc_max_iter", 100)),
-            doc_tol=float(settings.get("doc_tol", 1e-3)), seed=int(settings.get("seed", 0)),
-            warm_start=bool(settings.get("warm_start", False)),
+            n_topics=config.n_topics,
+            alpha=config.alpha_mode if config.alpha_mode != "fixed" else config.initial_alpha,
+            eta=config.eta, max_iter=config.max_iter, tol=config.tol, doc_max_iter=config.doc_max_iter,
+            doc_tol=config.doc_tol, seed=config.seed, seed_topics=config.seed_topics,
+            seed_strength=config.seed_strength, optimize_eta=config.optimize_eta, warm_start=config.warm_start,
         )
         estimator.model_ = model
         estimator._set_attributes_from_model()

@@ -91,16 +91,21 @@ class VBConfig:
         return VBParams(n_topics=self.n_topics, max_doc_iter=self.doc_max_iter, doc_tol=self.doc_tol)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "n_topics": self.n_topics, "alpha_mode": self.alpha_mode, "alpha": self.initial_alpha,
-            "eta": self.eta, "optimize_eta": self.optimize_eta, "max_iter": self.max_iter,
-            "tol": self.tol, "doc_max_iter": self.doc_max_iter, "doc_tol": self.doc_tol,
-            "seed": self.seed, "seed_strength": self.seed_strength, "warm_start": self.warm_start,
-            "cold_iterations": self.cold_iterations,
-            "seed_topics": [
-                {"name": s.name, "words": list(s.words), "weights": list(s.weights)} for s in self.seed_topics
-            ],
-        }
+        """JSON-able form (model files keep it as ``settings``); :meth:`from_dict` inverts it."""
+        payload = {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+        payload["alpha"] = self.initial_alpha
+        payload["seed_topics"] = [
+            {"name": s.name, "words": list(s.words), "weights": list(s.weights)} for s in self.seed_topics
+        ]
+        return payload
+
+    @classmethod
+    def from_dict(cls, payload: dict[str, Any]) -> VBConfig:
+        known = {name: payload[name] for name in cls.__slots__ if name in payload}  # type: ignore[attr-defined]
+        known["seed_topics"] = tuple(
+            SeedTopic(s["name"], tuple(s["words"]), tuple(s["weights"])) for s in payload.get("seed_topics", ())
+        )
+        return cls(**known)
 
 
 @dataclass(frozen=True, slots=True)
