@@ -102,3 +102,25 @@ def test_bad_record_found_on_a_worker_names_file_and_line(tmp_path: Path, schedu
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
     result = run("ingest", src, "--out", tmp_path / "s.zarr", "--on-error", "skip", "--scheduler", scheduler)
     assert result.exit_code == 0 and "1 malformed_json" in result.output
+
+
+def test_append_promote_min_df_grows_vocabulary_and_info_shows_version(tmp_path: Path, scheduler: str) -> None:
+    src = write_rows(tmp_path / "in.jsonl", [{"id": "a", "text": "tax policy economy"},
+                                              {"id": "b", "text": "football match"}])
+    store = tmp_path / "s.zarr"
+    assert run("ingest", src, "--out", store, "--scheduler", scheduler).exit_code == 0
+    assert "vocabulary      default: 5 (version 1)" in run("info", store).output
+    new = write_rows(tmp_path / "new.jsonl", [{"id": "c", "text": "zebra tax"}, {"id": "d", "text": "zebra yak"}])
+    result = run("append", store, new, "--promote-min-df", "2", "--scheduler", scheduler)
+    assert result.exit_code == 0, result.output
+    assert "vocabulary     6 (version 2)" in result.output
+    assert "promoted       1 candidate term(s) to the vocabulary (now version 2)" in result.output
+    assert "candidate terms 1" in result.output
+    corpus = Corpus.open(store)
+    assert corpus.vocab_version == 2 and corpus.vocabulary().terms[-1] == "zebra"
+    info = json.loads(run("info", store, "--format", "json").output)
+    assert info["vocab_version"] == 2 and info["format_version"] == 2 and info["vocab_sizes"] == {"default": 6}
+    text = run("info", store).output
+    assert "format version  2" in text and "vocabulary      default: 6 (version 2)" in text
+    result = run("append", store, new, "--promote-min-df", "0", "--scheduler", scheduler)
+    assert result.exit_code == 2 and "--promote-min-df" in result.output

@@ -35,7 +35,7 @@ def test_fit_then_use_the_model(stores: tuple[Path, Path], tmp_path: Path, local
                   "--seed", "1", "--doc-topics", str(tmp_path / "train-theta.zarr"), "--scheduler", address])
     assert result.exit_code == 0, result.output
     assert "ELBO" in result.output and "saved model" in result.output
-    assert (model / "model.json").is_file()
+    assert (model / "versions.json").is_file()
     assert len(np.concatenate([t for _, t in DocTopics.open(tmp_path / "train-theta.zarr")])) == 200
 
     result = run(["topics", str(model), "--top", "5", "--format", "json"])

@@ -2,14 +2,17 @@
 
 This module owns reading and writing the store's arrays and its manifest. It never tokenizes and never
 holds more than one shard in memory. ``manifest.json`` is the commit point: a shard or candidate set
-that it does not list does not exist, which is what makes ingest and append atomic.
+that it does not list does not exist, which is what makes ingest and append atomic. Vocabulary
+version N extends version N-1 at its end (every term keeps its id), so shards encoded with any earlier
+version read correctly with the current one.
 
 Layout::
 
     STORE/
-      zarr.json                    root group; attributes.topicflow = {kind, format_version}
+      zarr.json                    root group; attributes.topicflow = {kind, format_version at creation}
       manifest.json                languages, tokenizer, vocabulary version, shard list (authoritative)
-      vocab/<lang>/                terms (str), doc_freq (int64), corpus_freq (int64)
+      vocab/<lang>/                vocabulary version 1: terms (str), doc_freq (int64), corpus_freq (int64)
+      vocabs/<NNNNNN>/<lang>/      vocabulary version N >= 2 (grown by appends; same arrays)
       candidates/<version>/<lang>/ out-of-vocabulary terms seen by appends (same arrays)
       shards/<shard_id>/           doc_ids (str), labels (str)?, timestamps (int64)?
       shards/<shard_id>/<lang>/    indptr (int64), term_ids (int32), counts (int32)
@@ -28,13 +31,19 @@ import dask
 import numpy as np
 import zarr
 
-from topicflow.errors import CorpusFormatError, FormatVersionError, StoreNotFoundError
+from topicflow.errors import CorpusFormatError, FormatVersionError, InvalidParameterError, StoreNotFoundError
 from topicflow.io.atomic import atomic_write_json, read_json
 from topicflow.models.blocks import DocBlock, MultiBlock, concat_blocks
 from topicflow.models.vocabulary import Vocabulary
 
 FORMAT_NAME = "topicflow-corpus"
-FORMAT_VERSION = 1
+#: Format of stores whose vocabulary never grew: still written as 1, so older readers keep reading them.
+BASE_FORMAT_VERSION = 1
+#: Format of stores whose vocabulary grew (``vocabs/``, vocab_version >= 2), which a reader of format 1
+#: would misread (it only knows ``vocab/``).
+GROWN_VOCAB_FORMAT_VERSION = 2
+#: Newest store format this topicflow reads.
+FORMAT_VERSION = GROWN_VOCAB_FORMAT_VERSION
 DEFAULT_LANGUAGE = "default"
 MANIFEST = "manifest.json"
 
@@ -118,10 +127,15 @@ class Manifest:
     def next_shard_id(self, offset: int = 0) -> str:
         return f"{len(self.shards) + offset:06d}"
 
+    @property
+    def format_version(self) -> int:
+        """The store format this manifest needs: 2 once the vocabulary grew, else 1."""
+        return store_format_version(self.vocab_version)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "format": FORMAT_NAME,
-            "format_version": FORMAT_VERSION,
+            "format_version": self.format_version,
             "languages": list(self.languages),
             "tokenizer": self.tokenizer,
             "shard_size": self.shard_size,
@@ -157,6 +171,23 @@ class Manifest:
                 f"manifest {path!r} is damaged ({exc!r}); re-create the store with `topicflow ingest`.",
                 path=path,
             ) from exc
+
+
+def store_format_version(vocab_version: int) -> int:
+    """Format version a store with vocabulary version ``vocab_version`` is written with."""
+    return GROWN_VOCAB_FORMAT_VERSION if vocab_version >= 2 else BASE_FORMAT_VERSION
+
+
+def vocabulary_dir(path: Path, version: int, language: str) -> Path:
+    """Directory of one language of vocabulary ``version``: ``vocab/<lang>`` or ``vocabs/<NNNNNN>/<lang>``."""
+    if version == 1:
+        return Path(path) / "vocab" / language
+    return Path(path) / "vocabs" / vocabulary_version_name(version) / language
+
+
+def vocabulary_version_name(version: int) -> str:
+    """Directory name under ``vocabs/`` of vocabulary ``version`` (>= 2): six digits, zero-padded."""
+    return f"{version:06d}"
 
 
 def check_format(payload: Mapping[str, Any], *, path: str, name: str, version: int) -> None:
@@ -290,7 +321,7 @@ def read_vocabulary(directory: Path) -> Vocabulary:
 def init_store(path: Path) -> None:
     """Create the root zarr group and its fixed subgroups at ``path`` (a fresh directory)."""
     root = zarr.open_group(str(path), mode="w-")
-    root.attrs["topicflow"] = {"kind": FORMAT_NAME, "format_version": FORMAT_VERSION}
+    root.attrs["topicflow"] = {"kind": FORMAT_NAME, "format_version": BASE_FORMAT_VERSION}
     for name in ("vocab", "shards", "candidates"):
         root.create_group(name)
 
@@ -384,7 +415,7 @@ class Corpus:
     def __init__(self, path: Path, manifest: Manifest) -> None:
         self.path = Path(path)
         self.manifest = manifest
-        self._vocab: dict[str, Vocabulary] = {}
+        self._vocab: dict[tuple[str, int], Vocabulary] = {}
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> Corpus:
@@ -442,11 +473,63 @@ class Corpus:
             )
         return language
 
+    @property
+    def vocab_version(self) -> int:
+        """Current vocabulary version (1 until an append promoted candidate terms)."""
+        return self.manifest.vocab_version
+
     def vocabulary(self, language: str | None = None) -> Vocabulary:
+        """The current vocabulary of ``language`` (the only language of a monolingual store)."""
+        return self.vocabulary_version(language, self.vocab_version)
+
+    def vocabulary_version(self, language: str | None, version: int) -> Vocabulary:
+        """Vocabulary ``version`` of ``language``; every version is a prefix of the later ones.
+
+        Parameters
+        ----------
+        language : str or None
+            None for the only language of a monolingual store.
+        version : int
+            From 1 to :attr:`vocab_version`.
+
+        Returns
+        -------
+        Vocabulary
+
+        Raises
+        ------
+        InvalidParameterError
+            ``version`` is not one of the store's vocabulary versions.
+        CorpusFormatError
+            The version is listed but its arrays are missing (a damaged store).
+
+        Examples
+        --------
+        >>> corpus = Corpus.open("news.zarr")                       # doctest: +SKIP
+        >>> old = corpus.vocabulary_version(None, 1)                  # doctest: +SKIP
+        >>> corpus.vocabulary().terms[: len(old)].tolist() == old.terms.tolist()  # doctest: +SKIP
+        True
+        """
         lang = self.resolve_language(language)
-        if lang not in self._vocab:
-            self._vocab[lang] = read_vocabulary(self.path / "vocab" / lang)
-        return self._vocab[lang]
+        if isinstance(version, bool) or not isinstance(version, (int, np.integer)) or not (
+            1 <= version <= self.vocab_version
+        ):
+            raise InvalidParameterError(
+                f"store {str(self.path)!r} has vocabulary versions 1 to {self.vocab_version}; "
+                f"there is no version {version!r}."
+            )
+        key = (lang, int(version))
+        if key not in self._vocab:
+            directory = vocabulary_dir(self.path, int(version), lang)
+            try:
+                self._vocab[key] = read_vocabulary(directory)
+            except (KeyError, FileNotFoundError) as exc:
+                raise CorpusFormatError(
+                    f"vocabulary version {version} of language {lang!r} ({str(directory)!r}) is missing "
+                    f"or incomplete ({exc!r}); the store is damaged: restore it from a copy or re-ingest.",
+                    path=str(self.path),
+                ) from exc
+        return self._vocab[key]
 
     def vocab_sizes(self) -> dict[str, int]:
         return {lang: len(self.vocabulary(lang)) for lang in self.languages}
@@ -496,8 +579,15 @@ class Corpus:
             yield concat_blocks(pending)
 
     def token(self) -> str:
-        """A deterministic identifier of the store's content (for Dask keys and caches)."""
-        return dask.base.tokenize(str(self.path.resolve()), [s.checksum for s in self.shards])
+        """A deterministic identifier of the store's content (for Dask keys and caches).
+
+        It covers the vocabulary version once the vocabulary grew (block sizes depend on it); stores
+        of version 1 keep the token they always had.
+        """
+        parts: list[Any] = [str(self.path.resolve()), [s.checksum for s in self.shards]]
+        if self.vocab_version > 1:
+            parts.append(("vocab_version", self.vocab_version))
+        return dask.base.tokenize(*parts)
 
     def to_delayed(self, language: str | None = None, *, shards: Sequence[int] | None = None) -> list[Any]:
         """One ``Delayed[DocBlock]`` per shard in store order, with readable keys ``load-block-<token>-<i>``."""
@@ -566,6 +656,29 @@ def remove_unlisted_shards(path: Path, manifest: Manifest) -> list[str]:
         if child.is_dir() and child.name not in listed:
             shutil.rmtree(child)
             removed.append(child.name)
+    return removed
+
+
+def remove_store_debris(path: Path, manifest: Manifest) -> list[str]:
+    """Delete what an interrupted append may have left and ``manifest`` does not reference.
+
+    That is: shard directories it does not list, and under ``candidates/`` and ``vocabs/`` hidden
+    temporary directories and numbered ones newer than the current candidate set / vocabulary
+    version (older candidate sets are kept: they are the store's history). Returns the removed
+    paths, relative to the store.
+    """
+    path = Path(path)
+    removed = [f"shards/{name}" for name in remove_unlisted_shards(path, manifest)]
+    current_candidates = int(manifest.candidates) if (manifest.candidates or "").isdigit() else 0
+    for folder, current in (("candidates", current_candidates), ("vocabs", manifest.vocab_version)):
+        directory = path / folder
+        if not directory.is_dir():
+            continue
+        for child in sorted(directory.iterdir()):
+            stale = child.name.startswith(".") or (child.name.isdigit() and int(child.name) > current)
+            if child.is_dir() and stale and child.name != manifest.candidates:
+                shutil.rmtree(child)
+                removed.append(f"{folder}/{child.name}")
     return removed
 
 

@@ -154,19 +154,24 @@ def _tokenizer_to_check(store: Path, options: dict[str, Any]) -> TokenizerConfig
               help="Fan-in of the count reduction tree (config topicflow.split-every).")
 @click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise", show_default=True,
               help="Stop at the first bad record or id collision, or skip them and report how many.")
+@click.option("--promote-min-df", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Add candidate terms found in at least N documents (over all appends) to the end of "
+              "the vocabulary, as a new vocabulary version; existing term ids never change.")
 @cluster_options
 @reports_errors
 def append(store: Path, inputs: tuple[Path, ...], fields: FieldSpec, tokenizer_options: dict[str, Any],
-           split_every: int | None, on_error: str, cluster: ClusterConfig) -> None:
+           split_every: int | None, on_error: str, promote_min_df: int | None, cluster: ClusterConfig) -> None:
     """Add documents to STORE, encoded with its vocabulary and tokenizer.
 
-    Out-of-vocabulary terms are kept as candidate terms with their frequencies. Tokenizer options
-    are only checked against the store's: leave them out.
+    Out-of-vocabulary terms are kept as candidate terms with their frequencies; with
+    --promote-min-df the frequent ones join the vocabulary (at its end, so fitted models stay
+    valid). Tokenizer options are only checked against the store's: leave them out.
     """
     tokenizer = _tokenizer_to_check(store, tokenizer_options)
     with connect(cluster) as client:
         result = append_corpus(store, inputs, fields=fields, tokenizer=tokenizer, split_every=split_every,
-                               on_error=on_error, client=client, progress=TqdmProgress())  # type: ignore[arg-type]
+                               on_error=on_error, promote_min_df=promote_min_df,  # type: ignore[arg-type]
+                               client=client, progress=TqdmProgress())
     _echo_summary(result.summary_lines())
 
 
@@ -184,7 +189,7 @@ def _format_info(info: dict[str, Any]) -> list[str]:
         f"documents       {info['n_docs']:,}",
         f"tokens          {per_lang(info['n_tokens'])}",
         f"languages       {', '.join(info['languages'])}",
-        f"vocabulary      {per_lang(info['vocab_sizes'])}",
+        f"vocabulary      {per_lang(info['vocab_sizes'])} (version {info['vocab_version']})",
         f"shards          {info['n_shards']} (shard size {info['shard_size']})",
         f"labels          {label_text}",
         f"timestamps      {'yes' if info['has_timestamps'] else 'no'}",

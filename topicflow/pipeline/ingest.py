@@ -9,6 +9,11 @@ Atomicity: ingest builds the whole store in a temporary sibling of the target an
 place with :func:`~topicflow.io.atomic.commit_directory`; append writes shards under temporary names
 inside ``shards/``, renames them, and commits by rewriting ``manifest.json``. On any error the new
 files are removed, so the target is either untouched or complete.
+
+Vocabulary growth: an append with ``promote_min_df`` moves candidate terms (out-of-vocabulary terms
+of this and earlier appends) found in at least that many documents to the end of the vocabulary,
+forming vocabulary version v+1 under ``vocabs/<v+1>/``; the new shards are encoded with it. Existing
+term ids never change, so old shards and fitted models stay valid.
 """
 from __future__ import annotations
 
@@ -29,23 +34,31 @@ import zarr
 from topicflow import config
 from topicflow._typing import OnError
 from topicflow.errors import EmptyInputError, InputError, InvalidParameterError, VocabularyMismatchError
-from topicflow.io.atomic import check_output_path, commit_directory, exclusive_lock, read_json, temporary_sibling
+from topicflow.io.atomic import (
+    check_output_path,
+    commit_directory,
+    exclusive_lock,
+    fsync_directory,
+    read_json,
+    temporary_sibling,
+)
 from topicflow.io.sources import FieldSpec, InputPartition, discover_partitions
 from topicflow.io.tokenizer import LanguageCounts, PruneConfig, TermCounts, TokenizerConfig, prune_vocabulary
 from topicflow.io.zarr_shards import (
-    FORMAT_VERSION,
+    BASE_FORMAT_VERSION,
     MANIFEST,
     Corpus,
     Manifest,
     ShardInfo,
     init_store,
     read_manifest,
-    read_vocabulary,
-    remove_unlisted_shards,
+    remove_store_debris,
+    vocabulary_version_name,
     with_shards,
     write_manifest,
     write_vocabulary,
 )
+from topicflow.models.vocab_growth import promote_candidates
 from topicflow.models.vocabulary import Vocabulary
 from topicflow.pipeline.cluster import compute, compute_list, current_client
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
@@ -135,21 +148,32 @@ class AppendResult(IngestResult):
     Attributes
     ----------
     oov_tokens : dict of str to int
-        Per language: tokens of the new documents not in the store's vocabulary.
+        Per language: tokens of the new documents not in the store's vocabulary before this append.
     n_candidates : dict of str to int
-        Per language: candidate terms recorded so far (this append merged with earlier ones).
+        Per language: candidate terms recorded so far (this append merged with earlier ones, minus
+        the promoted ones).
     candidates : str or None
         Name of the candidate set under ``candidates/`` the manifest now points at.
+    promoted : dict of str to int
+        Per language: candidate terms this append added to the vocabulary (``promote_min_df``).
+    vocab_version : int
+        Vocabulary version after this append (the new shards are encoded with it).
     """
 
     oov_tokens: dict[str, int] = field(default_factory=dict)
     n_candidates: dict[str, int] = field(default_factory=dict)
     candidates: str | None = None
+    promoted: dict[str, int] = field(default_factory=dict)
+    vocab_version: int = 1
 
     def summary_lines(self) -> list[str]:
         lines = IngestResult.summary_lines(self)
+        lines[3] += f" (version {self.vocab_version})"
         lines.insert(4, f"out of vocab   {_per_language(self.oov_tokens)} tokens; candidate terms "
                         f"{_per_language(self.n_candidates)}")
+        if any(self.promoted.values()):
+            lines.insert(5, f"promoted       {_per_language(self.promoted)} candidate term(s) to the "
+                            f"vocabulary (now version {self.vocab_version})")
         return lines
 
 
@@ -268,16 +292,20 @@ def _write_pass(
     return compute_list(graphs, client=client, progress=progress, desc="writing shards", unit="shard")
 
 
-def _place_shards(written: Sequence[ShardWritten], shards_dir: Path, manifest: Manifest) -> list[ShardInfo]:
-    """Rename the written shards to their final sequential ids (in partition order)."""
+def _place_shards(written: Sequence[ShardWritten], shards_dir: Path, manifest: Manifest,
+                  vocab_version: int | None = None) -> list[ShardInfo]:
+    """Rename the written shards to their final sequential ids (in partition order).
+
+    ``vocab_version`` is the vocabulary version they were encoded with (default: the manifest's).
+    """
+    version = manifest.vocab_version if vocab_version is None else vocab_version
     infos = []
     for result in sorted(written, key=lambda w: w.partition):
         if result.checksum is None:
             continue
         shard_id = manifest.next_shard_id(len(infos))
         os.replace(result.shard_dir, shards_dir / shard_id)
-        infos.append(ShardInfo(shard_id, 0, result.n_docs, result.n_tokens, result.checksum,
-                               manifest.vocab_version))
+        infos.append(ShardInfo(shard_id, 0, result.n_docs, result.n_tokens, result.checksum, version))
     return infos
 
 
@@ -488,29 +516,84 @@ def _candidate_vocabulary(counts: LanguageCounts, vocab: Vocabulary, previous: V
     return Vocabulary.from_counts(doc_freq, corpus_freq)
 
 
-def _write_candidates(
-    store: Path, manifest: Manifest, counts: TermCounts, vocabs: Mapping[str, Vocabulary]
-) -> tuple[str | None, dict[str, int], dict[str, int]]:
-    """Write the merged candidate set as a new ``candidates/<name>`` (never touching the old one).
+@dataclass(frozen=True, slots=True)
+class _VocabularyPlan:
+    """What one append does to the vocabulary and the candidate terms (decided after the count pass).
 
-    Returns the name the manifest should point at (the old one when this append saw no
-    out-of-vocabulary term), and per language the number of candidate terms and of OOV tokens.
+    Attributes
+    ----------
+    vocabs : dict of str to Vocabulary
+        Per language, the vocabulary the new shards are encoded with: the current one, or the
+        current one grown by the promoted candidates.
+    version : int
+        Vocabulary version of ``vocabs`` (the current version + 1 when any term was promoted).
+    candidates : dict of str to Vocabulary
+        Per language, the candidate set after this append (merged, minus the promoted terms).
+    oov_tokens, promoted : dict of str to int
+        Per language: tokens not in the current vocabulary; terms promoted.
+    candidates_changed : bool
+        Whether a new candidate set must be written (some token was out of vocabulary, or a term
+        was promoted).
     """
-    corpus = Corpus(store, manifest)
-    merged, oov = {}, {}
-    for lang, vocab in vocabs.items():
-        lang_counts = counts.get(lang)
+
+    vocabs: dict[str, Vocabulary]
+    version: int
+    candidates: dict[str, Vocabulary]
+    oov_tokens: dict[str, int]
+    promoted: dict[str, int]
+    candidates_changed: bool
+
+    @property
+    def grew(self) -> bool:
+        return any(self.promoted.values())
+
+
+def _plan_vocabulary(corpus: Corpus, counts: TermCounts, promote_min_df: int | None) -> _VocabularyPlan:
+    """Merge this append's out-of-vocabulary terms into the candidates and promote the frequent ones."""
+    vocabs, candidates, oov, promoted = {}, {}, {}, {}
+    for lang in corpus.languages:
+        vocab, lang_counts = corpus.vocabulary(lang), counts.get(lang)
         oov[lang] = sum(n for t, n in lang_counts.corpus_freq.items() if t not in vocab.index)
-        merged[lang] = _candidate_vocabulary(lang_counts, vocab, corpus.candidates(lang))
-    if not any(oov.values()):
-        return manifest.candidates, {lang: len(corpus.candidates(lang)) for lang in vocabs}, oov
+        merged = _candidate_vocabulary(lang_counts, vocab, corpus.candidates(lang))
+        grown = vocab
+        if promote_min_df is not None:
+            grown, merged = promote_candidates(vocab, merged, promote_min_df)
+        vocabs[lang], candidates[lang], promoted[lang] = grown, merged, len(grown) - len(vocab)
+    grew = any(promoted.values())
+    return _VocabularyPlan(vocabs=vocabs, version=corpus.vocab_version + int(grew), candidates=candidates,
+                           oov_tokens=oov, promoted=promoted, candidates_changed=grew or any(oov.values()))
+
+
+def _write_candidates(store: Path, manifest: Manifest, plan: _VocabularyPlan) -> str | None:
+    """Write the plan's candidate set as a new ``candidates/<name>`` (never touching the old one).
+
+    Returns the name the manifest should point at: the old one when the set did not change.
+    """
+    if not plan.candidates_changed:
+        return manifest.candidates
     name = _next_candidates_name(store)
     tmp = temporary_sibling(store / "candidates" / name)
-    for lang, candidates in merged.items():
+    for lang, candidates in plan.candidates.items():
         write_vocabulary(tmp / lang, candidates)
-    final = store / "candidates" / name
-    os.replace(tmp, final)
-    return name, {lang: len(c) for lang, c in merged.items()}, oov
+    os.replace(tmp, store / "candidates" / name)
+    return name
+
+
+def _stage_encoding_vocabulary(store: Path, plan: _VocabularyPlan, tag: str) -> Path:
+    """A directory whose ``vocab/<lang>`` holds the vocabulary the new shards are encoded with.
+
+    The write tasks (:func:`topicflow.tasks.ingest.map_write_shards`) read ``<root>/vocab/<lang>``.
+    While the vocabulary is version 1 that is the store itself. Otherwise the vocabulary is written
+    to the hidden ``vocabs/.append-<tag>/vocab/``: a grown one is later renamed to its final
+    ``vocabs/<version>/``, a current one of version >= 2 is a throw-away copy. Either way, nothing
+    the manifest references is written to.
+    """
+    if plan.version == 1:
+        return store
+    root = store / "vocabs" / f".append-{tag}"
+    for lang, vocab in plan.vocabs.items():
+        write_vocabulary(root / "vocab" / lang, vocab)
+    return root
 
 
 def append_corpus(
@@ -521,14 +604,18 @@ def append_corpus(
     tokenizer: TokenizerConfig | None = None,
     split_every: int | None = None,
     on_error: OnError = "raise",
+    promote_min_df: int | None = None,
     client: Any = None,
     progress: ProgressReporter = NO_PROGRESS,
 ) -> AppendResult:
     """Add documents to an existing store, encoded with its vocabulary and tokenizer.
 
-    Out-of-vocabulary terms are not added to the vocabulary (term ids of existing shards and models
-    stay valid); they are recorded as candidate terms with their frequencies, merged with earlier
-    appends' candidates into a new ``candidates/<name>`` set.
+    Out-of-vocabulary terms are recorded as candidate terms with their frequencies, merged with
+    earlier appends' candidates into a new ``candidates/<name>`` set. With ``promote_min_df``, the
+    candidates found in at least that many documents are appended at the end of the vocabulary (in
+    canonical order, with their candidate frequencies) as vocabulary version v+1, and the new
+    documents are encoded with it. Existing term ids never change, so shards and models made with
+    an earlier version stay valid.
 
     Parameters
     ----------
@@ -542,6 +629,9 @@ def append_corpus(
         Only to check: it must equal the store's (None uses the store's).
     split_every, on_error, client, progress
         As for :func:`ingest_corpus`. Ids colliding with ids in the store are errors (or skipped).
+    promote_min_df : int, optional
+        Promote candidate terms whose document frequency (over every append so far) is at least
+        this; None (default) never changes the vocabulary.
 
     Returns
     -------
@@ -549,6 +639,8 @@ def append_corpus(
 
     Raises
     ------
+    InvalidParameterError
+        ``promote_min_df`` is not a positive integer.
     VocabularyMismatchError
         The input cannot be encoded consistently with the store.
     InputError, EmptyInputError
@@ -558,72 +650,79 @@ def append_corpus(
     """
     started = time.perf_counter()
     store = Path(store).absolute()
+    if promote_min_df is not None and (isinstance(promote_min_df, bool) or not isinstance(promote_min_df, int)
+                                       or promote_min_df < 1):
+        raise InvalidParameterError(f"promote_min_df must be a positive integer, got {promote_min_df!r}.")
     manifest = read_manifest(store)
     _, split = _settings(manifest.shard_size, split_every, on_error)
     stored_tokenizer = check_append_consistency(manifest, fields, tokenizer, str(store))
     with exclusive_lock(store / ".lock", what=f"store {str(store)!r}"):
         manifest = read_manifest(store)
-        removed = remove_unlisted_shards(store, manifest)
+        removed = remove_store_debris(store, manifest)
         if removed:
-            log.info("removed %d shard directories left by an interrupted append", len(removed))
+            log.info("removed %d directories left by an interrupted append: %s", len(removed), removed)
         sources, partitions = discover_partitions([Path(p) for p in inputs], fields, manifest.shard_size)
         try:
             result = _append_locked(store, manifest, sources, partitions, inputs, fields,
-                                    stored_tokenizer, split, on_error, client, progress)
+                                    stored_tokenizer, split, on_error, promote_min_df, client, progress)
         except BaseException:
             if read_manifest(store) == manifest:  # not committed: remove what this append wrote
-                for path in _unlisted(store, manifest):
-                    shutil.rmtree(path, ignore_errors=True)
+                _remove_debris_quietly(store, manifest)
             raise
     return replace(result, elapsed=time.perf_counter() - started)
 
 
-def _unlisted(store: Path, manifest: Manifest) -> list[Path]:
-    """New directories an interrupted append may have left: unlisted shards and candidate sets."""
-    listed = {s.shard_id for s in manifest.shards}
-    shards = [p for p in (store / "shards").iterdir() if p.is_dir() and p.name not in listed]
-    known = {manifest.candidates}
-    candidates = [p for p in (store / "candidates").iterdir() if p.is_dir() and p.name not in known
-                  and (p.name.startswith(".") or _newer_than(p, manifest))]
-    return shards + candidates
-
-
-def _newer_than(path: Path, manifest: Manifest) -> bool:
-    return manifest.candidates is None or (path.name.isdigit() and manifest.candidates.isdigit()
-                                           and int(path.name) > int(manifest.candidates))
+def _remove_debris_quietly(store: Path, manifest: Manifest) -> None:
+    """Clean up after a failed append without hiding its error (the next append retries)."""
+    try:
+        remove_store_debris(store, manifest)
+    except OSError as exc:
+        log.warning("could not remove what the failed append wrote (%s); the next append will", exc)
 
 
 def _append_locked(
     store: Path, manifest: Manifest, sources: Sequence[Any], partitions: Sequence[InputPartition],
     inputs: Sequence[str | os.PathLike[str]], fields: FieldSpec, tokenizer: TokenizerConfig, split: int,
-    on_error: OnError, client: Any, progress: ProgressReporter,
+    on_error: OnError, promote_min_df: int | None, client: Any, progress: ProgressReporter,
 ) -> AppendResult:
-    """The body of :func:`append_corpus`, run under the store's lock."""
+    """The body of :func:`append_corpus`, run under the store's lock.
+
+    Everything is written under names the manifest does not reference (hidden shards, a hidden
+    vocabulary, a new candidate set) and renamed; rewriting the manifest is the commit.
+    """
     summary = _count_pass(partitions, fields, tokenizer, on_error, split, client, progress)
     in_store = _store_ids_matching(store, manifest, summary.ids.unique)
     summary, skip = _resolve_duplicates(summary, partitions, fields, tokenizer, on_error, in_store,
                                         str(store), client, progress)
     _check_records(summary, inputs)
+    plan = _plan_vocabulary(Corpus(store, manifest), summary.counts, promote_min_df)
     tag = uuid.uuid4().hex[:12]
-    shard_dirs = {p.index: str(store / "shards" / f".append-{tag}-{p.index:06d}") for p in partitions}
-    written = _write_pass(partitions, fields, tokenizer, on_error, store=store, shard_dirs=shard_dirs,
-                          skip=skip, drop_reason="all_terms_out_of_vocabulary", client=client,
-                          progress=progress)
-    infos = _place_shards(written, store / "shards", manifest)
-    vocabs = {lang: read_vocabulary(store / "vocab" / lang) for lang in manifest.languages}
-    name, n_candidates, oov = _write_candidates(store, manifest, summary.counts, vocabs)
-    event = _event("append", inputs, fields, summary, written, candidates=name,
-                   oov_tokens=oov)
-    updated = replace(with_shards(manifest, infos, event), candidates=name)
+    encode_root = _stage_encoding_vocabulary(store, plan, tag)
+    try:
+        shard_dirs = {p.index: str(store / "shards" / f".append-{tag}-{p.index:06d}") for p in partitions}
+        written = _write_pass(partitions, fields, tokenizer, on_error, store=encode_root, shard_dirs=shard_dirs,
+                              skip=skip, drop_reason="all_terms_out_of_vocabulary", client=client,
+                              progress=progress)
+        infos = _place_shards(written, store / "shards", manifest, plan.version)
+        if plan.grew:
+            os.replace(encode_root / "vocab", store / "vocabs" / vocabulary_version_name(plan.version))
+            fsync_directory(store / "vocabs")
+    finally:
+        if encode_root != store:
+            shutil.rmtree(encode_root, ignore_errors=True)
+    name = _write_candidates(store, manifest, plan)
+    event = _event("append", inputs, fields, summary, written, candidates=name, oov_tokens=plan.oov_tokens,
+                   promote_min_df=promote_min_df, promoted=plan.promoted, vocab_version=plan.version)
+    updated = replace(with_shards(manifest, infos, event), candidates=name, vocab_version=plan.version)
     write_manifest(store, updated)
-    result = AppendResult(
+    return AppendResult(
         store=str(store), n_read=summary.n_records, n_kept=sum(i.n_docs for i in infos),
-        n_tokens=_sum_dicts(i.n_tokens for i in infos), vocab_sizes={k: len(v) for k, v in vocabs.items()},
+        n_tokens=_sum_dicts(i.n_tokens for i in infos), vocab_sizes={k: len(v) for k, v in plan.vocabs.items()},
         dropped=event["dropped"], skipped=dict(summary.skipped), n_shards=len(infos),
-        n_bytes=sum(s.n_bytes() for s in sources), elapsed=0.0, oov_tokens=oov,
-        n_candidates=n_candidates, candidates=name,
+        n_bytes=sum(s.n_bytes() for s in sources), elapsed=0.0, oov_tokens=plan.oov_tokens,
+        n_candidates={lang: len(c) for lang, c in plan.candidates.items()}, candidates=name,
+        promoted=plan.promoted, vocab_version=plan.version,
     )
-    return result
 
 
 # ----------------------------------------------------------------------------- info
@@ -642,12 +741,13 @@ def describe_store(path: str | os.PathLike[str]) -> dict[str, Any]:
     tokenizer["stop_words"] = len(tokenizer.get("stop_words", ()))
     return {
         "path": str(corpus.path),
-        "format_version": int(read_json(corpus.path / MANIFEST).get("format_version", FORMAT_VERSION)),
+        "format_version": int(read_json(corpus.path / MANIFEST).get("format_version", BASE_FORMAT_VERSION)),
         "created": manifest.created,
         "n_docs": len(corpus),
         "n_tokens": corpus.tokens_by_language(),
         "languages": list(corpus.languages),
         "vocab_sizes": corpus.vocab_sizes(),
+        "vocab_version": corpus.vocab_version,
         "n_shards": corpus.n_shards,
         "shard_size": manifest.shard_size,
         "has_labels": manifest.has_labels,
