@@ -38,8 +38,20 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @click.argument("store", type=click.Path(file_okay=False))
 @click.option("--model", "model_path", required=True, type=click.Path(), help="Directory to save the model to.")
 @click.option("--topics", "n_topics", required=True, type=click.IntRange(min=1), help="Number of topics K.")
-@click.option("--iterations", default=50, show_default=True, type=click.IntRange(min=1), help="Maximum VB iterations.")
-@click.option("--tol", default=1e-4, show_default=True, type=float, help="Stop at this relative ELBO change.")
+@click.option("--method", type=click.Choice(["batch", "online"]), default="batch", show_default=True,
+              help="Batch VB (Mr. LDA) or online VB over minibatches (Hoffman et al. 2010).")
+@click.option("--iterations", default=50, show_default=True, type=click.IntRange(min=1), help="Maximum batch VB iterations.")
+@click.option("--tol", default=1e-4, show_default=True, type=float, help="Batch: stop at this relative ELBO change.")
+@click.option("--batch-size", default=256, show_default=True, type=click.IntRange(min=1), help="Online: documents per minibatch S.")
+@click.option("--tau0", default=10.0, show_default=True, type=float, help="Online: delay of the step sizes (tau0 + t)^-kappa.")
+@click.option("--kappa", default=0.7, show_default=True, type=float, help="Online: forgetting rate, in [0, 1].")
+@click.option("--passes", default=1, show_default=True, type=click.IntRange(min=1), help="Online: passes over the corpus.")
+@click.option("--shuffle-window", default=0, show_default=True, type=click.IntRange(min=0),
+              help="Online: visit documents in random order within windows of this many documents (0: store order).")
+@click.option("--estep", type=click.Choice(["vb", "hybrid"]), default="vb", show_default=True,
+              help="Dense VB E-step, or Gibbs sampling within VB (sparse; faster at large K).")
+@click.option("--burn-in", default=5, show_default=True, type=click.IntRange(min=0), help="Hybrid: discarded sweeps per document.")
+@click.option("--samples", default=5, show_default=True, type=click.IntRange(min=1), help="Hybrid: kept sweeps per document.")
 @click.option("--alpha", default="auto", show_default=True, help="auto (asymmetric, Newton-Raphson), symmetric (learned), or a fixed value.")
 @click.option("--eta", default=0.01, show_default=True, type=float, help="Topic-word prior.")
 @click.option("--optimize-eta", is_flag=True, help="Learn a symmetric eta by Newton-Raphson.")
@@ -48,50 +60,89 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @click.option("--doc-iterations", default=100, show_default=True, type=click.IntRange(min=1), help="Maximum E-step iterations per document.")
 @click.option("--doc-tol", default=1e-3, show_default=True, type=float, help="E-step stops at this mean absolute change of gamma.")
 @click.option("--warm-start/--cold-start", default=False, show_default=True,
-              help="After 10 cold iterations, start each document's E-step from its previous gamma.")
+              help="Batch: after 10 cold iterations, start each document's E-step from its previous gamma.")
 @click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--checkpoint-every", default=None, type=click.IntRange(min=1),
+              help="Write the driver state every N iterations (batch) or minibatches (online).")
+@click.option("--checkpoint", "checkpoint_path", default=None, type=click.Path(),
+              help="Checkpoint directory (default: MODEL.checkpoint beside the model).")
+@click.option("--resume", is_flag=True, help="Continue from the checkpoint of an interrupted run with the same settings.")
 @click.option("--doc-topics", type=click.Path(), default=None, help="Also write normalized document topics to this zarr path.")
 @click.option("--split-every", default=None, type=click.IntRange(min=2), help="Fan-in of the statistics tree reduction.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing model / doc-topics output.")
 @cluster_options
 @reports_errors
-def fit(store: str, model_path: str, n_topics: int, iterations: int, tol: float, alpha: str, eta: float,
-        optimize_eta: bool, seed_words: str | None, seed_strength: float, doc_iterations: int, doc_tol: float,
-        warm_start: bool, seed: int, doc_topics: str | None, split_every: int | None, overwrite: bool, cluster: ClusterConfig) -> None:
-    """Fit LDA (polylingual LDA for a multilingual STORE) by batch variational Bayes."""
+def fit(store: str, model_path: str, n_topics: int, method: str, iterations: int, tol: float, batch_size: int,
+        tau0: float, kappa: float, passes: int, shuffle_window: int, estep: str, burn_in: int, samples: int,
+        alpha: str, eta: float, optimize_eta: bool, seed_words: str | None, seed_strength: float,
+        doc_iterations: int, doc_tol: float, warm_start: bool, seed: int, checkpoint_every: int | None,
+        checkpoint_path: str | None, resume: bool, doc_topics: str | None, split_every: int | None,
+        overwrite: bool, cluster: ClusterConfig) -> None:
+    """Fit LDA (polylingual LDA for a multilingual STORE) by batch or online variational Bayes."""
     from topicflow.io.atomic import check_output_path
+    from topicflow.io.checkpoint import default_checkpoint_path, remove_checkpoint
+    from topicflow.pipeline.fit import CheckpointPolicy
 
     corpus = Corpus.open(store)
     check_output_path(Path(model_path), overwrite=overwrite, what="model")
     estimator = LDA(
         n_topics, alpha=alpha, eta=eta, max_iter=iterations, tol=tol, doc_max_iter=doc_iterations,
         doc_tol=doc_tol, seed=seed, seed_topics=read_seed_words(seed_words), seed_strength=seed_strength,
-        optimize_eta=optimize_eta, split_every=split_every, warm_start=warm_start,
+        optimize_eta=optimize_eta, split_every=split_every, warm_start=warm_start, method=method,
+        batch_size=batch_size, tau0=tau0, kappa=kappa, passes=passes, shuffle_window=shuffle_window,
+        estep=estep, burn_in=burn_in, samples=samples,
     )
     estimator._config()  # validate before starting a cluster
-    click.echo(f"fitting K={n_topics} on {corpus!r}", err=True)
+    estimator._online_config()
+    checkpoint = None
+    if checkpoint_every or resume:
+        path = Path(checkpoint_path) if checkpoint_path else default_checkpoint_path(Path(model_path))
+        checkpoint = CheckpointPolicy(path, every=checkpoint_every or 1, resume=resume)
+        if resume and (path / "latest.json").exists():
+            click.echo(f"resuming from checkpoint {path}", err=True)
+    click.echo(f"fitting K={n_topics} by {method} VB on {corpus!r}", err=True)
     with connect(cluster) as client:
         click.echo(f"dashboard: {client.dashboard_link}", err=True)
         started = time.perf_counter()
-        estimator.fit(corpus, client, progress=TqdmProgress())
-        for record in estimator.trace_:
-            click.echo(
-                f"iter {record.iteration:3d}  ELBO {record.elbo:.6e}  per token {record.elbo_per_token:.4f}  "
-                f"alpha sum {record.alpha_sum:.4f}  {record.seconds:.2f} s  {record.tokens_per_second:,.0f} tokens/s",
-                err=True,
-            )
+        estimator.fit(corpus, client, progress=TqdmProgress(), checkpoint=checkpoint)
+        for line in trace_lines(estimator):
+            click.echo(line, err=True)
         estimator.save(model_path, overwrite=overwrite)
-        click.echo(
-            f"saved model to {model_path} ({estimator.n_iter_} iterations, "
-            f"{'converged' if estimator.converged_ else 'not converged'}, {time.perf_counter() - started:.1f} s)",
-            err=True,
-        )
+        if checkpoint is not None:
+            remove_checkpoint(checkpoint.path)
+        done = (f"{estimator.n_iter_} iterations, {'converged' if estimator.converged_ else 'not converged'}"
+                if method == "batch" else f"{estimator.n_iter_} minibatches, {estimator.n_docs_seen_} documents")
+        click.echo(f"saved model to {model_path} ({done}, {time.perf_counter() - started:.1f} s)", err=True)
         for name, words in estimator.model_.info.get("unknown_seed_words", {}).items():
             click.echo(f"warning: seed words of topic {name!r} not in the vocabulary: {', '.join(words)}", err=True)
         if doc_topics:
             written = infer_doc_topics(estimator.model_, corpus, Path(doc_topics), client=client,
                                        overwrite=overwrite, progress=TqdmProgress())
             click.echo(f"wrote document topics of {written} documents to {doc_topics}", err=True)
+
+
+def trace_lines(estimator: LDA) -> list[str]:
+    """One line per batch iteration, or one per bound estimate of an online run plus a throughput summary."""
+    from topicflow.pipeline.fit import IterationRecord
+
+    records = estimator.trace_
+    if records and isinstance(records[0], IterationRecord):
+        return [
+            f"iter {r.iteration:3d}  ELBO {r.elbo:.6e}  per token {r.elbo_per_token:.4f}  "
+            f"alpha sum {r.alpha_sum:.4f}  {r.seconds:.2f} s  {r.tokens_per_second:,.0f} tokens/s"
+            for r in records
+        ]
+    lines = [
+        f"minibatch {r.t:6d}  docs seen {r.docs_seen:9d}  rho {r.rho:.4f}  bound per token {r.bound_per_token:.4f}  "
+        f"alpha sum {r.alpha_sum:.4f}"
+        for r in records if np.isfinite(r.bound_per_token)
+    ]
+    seconds = sum(r.seconds for r in records)
+    docs = sum(r.docs for r in records)
+    tokens = sum(r.tokens for r in records)
+    lines.append(f"{len(records)} minibatches, {docs} documents in {seconds:.1f} s: "
+                 f"{docs / max(seconds, 1e-9):,.0f} docs/s, {tokens / max(seconds, 1e-9):,.0f} tokens/s")
+    return lines
 
 
 def format_topics(model_path: str, top: int) -> dict[str, Any]:

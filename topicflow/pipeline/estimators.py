@@ -1,8 +1,8 @@
 """The estimator façade: ``topicflow.LDA`` in the style of scikit-learn.
 
-``__init__`` only stores keyword parameters; ``fit`` validates them once, runs batch variational
-Bayes on Dask (the given client, else the current one, else the threaded scheduler) and sets the
-fitted attributes, whose names end in ``_``.
+``__init__`` only stores keyword parameters; ``fit`` validates them once, runs batch or online
+variational Bayes on Dask (the given client, else the current one, else the threaded scheduler) and
+sets the fitted attributes, whose names end in ``_``. ``partial_fit`` continues an online fit.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from topicflow.errors import InvalidParameterError, NotFittedError
 from topicflow.io.model_store import SavedModel, load_model, save_model
 from topicflow.io.zarr_shards import Corpus
 from topicflow.models.priors import SeedTopic
-from topicflow.pipeline.fit import FitResult, IterationRecord, VBConfig, fit_batch_vb
+from topicflow.pipeline.fit import CheckpointPolicy, FitResult, IterationRecord, VBConfig, fit_batch_vb
 from topicflow.pipeline.infer import (
     EvaluationResult,
     evaluate_model,
@@ -24,9 +24,8 @@ from topicflow.pipeline.infer import (
     infer_doc_topics,
     model_blocks,
 )
+from topicflow.pipeline.online import MinibatchRecord, OnlineConfig, OnlineResult, fit_online
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
-
-
 
 
 def as_corpus(corpus: Any) -> Corpus:
@@ -57,7 +56,7 @@ def parse_alpha(alpha: str | float) -> tuple[str, float | None]:
 
 
 class LDA:
-    """Latent Dirichlet allocation by batch variational Bayes over an out-of-core corpus store.
+    """Latent Dirichlet allocation by batch or online variational Bayes over an out-of-core corpus store.
 
     A store with several languages gives polylingual LDA (documents share theta across languages).
 
@@ -85,6 +84,13 @@ class LDA:
         the previous iteration (kept on disk beside the store, or in ``topicflow.scratch-dir``). Off by
         default: measured on planted corpora it saves little time, and started too early it locks
         documents into the first random topics (alpha collapses).
+    method : {"batch", "online"}, default "batch"
+        ``online`` streams minibatches (Hoffman et al. 2010); see :class:`OnlineConfig` for
+        ``batch_size``, ``tau0``, ``kappa``, ``passes``, ``shuffle_window``, ``total_docs`` and
+        ``eval_every``. ``max_iter`` and ``tol`` apply to batch only.
+    estep : {"vb", "hybrid"}, default "vb"
+        Dense coordinate ascent, or Gibbs sampling within VB (Mimno et al. 2012) with ``burn_in``
+        discarded and ``samples`` kept sweeps per document (faster for many topics).
 
     Attributes
     ----------
@@ -94,9 +100,12 @@ class LDA:
     doc_topic_prior_ : ndarray of shape (n_topics,)
     topic_names_ : list of str
     vocabularies_ : dict of str to Vocabulary
-    trace_ : list of IterationRecord
+    trace_ : list of IterationRecord (batch) or MinibatchRecord (online, this run's minibatches)
     n_iter_ : int
+        Batch iterations, or minibatches processed so far (online; the step-size schedule's t).
     converged_ : bool
+    n_docs_seen_ : int
+        Online: documents processed so far, over all ``partial_fit`` calls.
 
     Examples
     --------
@@ -108,7 +117,10 @@ class LDA:
         self, n_topics: int = 10, *, alpha: str | float = "auto", eta: float = 0.01, max_iter: int = 50,
         tol: float = 1e-4, doc_max_iter: int = 100, doc_tol: float = 1e-3, seed: int = 0,
         seed_topics: Sequence[SeedTopic] = (), seed_strength: float = 1.0, optimize_eta: bool = False,
-        split_every: int | None = None, warm_start: bool = False,
+        split_every: int | None = None, warm_start: bool = False, method: str = "batch",
+        batch_size: int = 256, tau0: float = 10.0, kappa: float = 0.7, passes: int = 1,
+        shuffle_window: int = 0, total_docs: int | None = None, eval_every: int = 10,
+        estep: str = "vb", burn_in: int = 5, samples: int = 5,
     ) -> None:
         self.n_topics = n_topics
         self.alpha = alpha
@@ -123,6 +135,17 @@ class LDA:
         self.optimize_eta = optimize_eta
         self.split_every = split_every
         self.warm_start = warm_start
+        self.method = method
+        self.batch_size = batch_size
+        self.tau0 = tau0
+        self.kappa = kappa
+        self.passes = passes
+        self.shuffle_window = shuffle_window
+        self.total_docs = total_docs
+        self.eval_every = eval_every
+        self.estep = estep
+        self.burn_in = burn_in
+        self.samples = samples
 
     def __repr__(self) -> str:
         return f"LDA(n_topics={self.n_topics}, alpha={self.alpha!r}, eta={self.eta!r}, seed={self.seed})"
@@ -134,17 +157,66 @@ class LDA:
             optimize_eta=bool(self.optimize_eta), max_iter=int(self.max_iter), tol=float(self.tol),
             doc_max_iter=int(self.doc_max_iter), doc_tol=float(self.doc_tol), seed=int(self.seed),
             seed_topics=tuple(self.seed_topics), seed_strength=float(self.seed_strength),
-            warm_start=bool(self.warm_start),
+            warm_start=bool(self.warm_start), estep=self.estep, burn_in=int(self.burn_in),  # type: ignore[arg-type]
+            samples=int(self.samples),
         )
+
+    def _online_config(self) -> OnlineConfig:
+        return OnlineConfig(
+            batch_size=int(self.batch_size), tau0=float(self.tau0), kappa=float(self.kappa), passes=int(self.passes),
+            shuffle_window=int(self.shuffle_window), total_docs=self.total_docs, eval_every=int(self.eval_every),
+        )
+
+    def _check_method(self) -> None:
+        if self.method not in ("batch", "online"):
+            raise InvalidParameterError(f"method must be 'batch' or 'online', got {self.method!r}")
 
     # ------------------------------------------------------------------ fitting
 
-    def fit(self, corpus: Any, client: Any = None, *, progress: ProgressReporter = NO_PROGRESS) -> LDA:
-        """Fit on a corpus store (path or :class:`Corpus`); returns ``self``."""
+    def fit(self, corpus: Any, client: Any = None, *, progress: ProgressReporter = NO_PROGRESS,
+            checkpoint: CheckpointPolicy | None = None) -> LDA:
+        """Fit on a corpus store (path or :class:`Corpus`) from scratch; returns ``self``.
+
+        ``checkpoint`` writes the driver state periodically and, with ``resume``, continues an
+        interrupted fit (see :class:`topicflow.pipeline.fit.CheckpointPolicy`).
+        """
+        self._check_method()
         corpus = as_corpus(corpus)
         config = self._config()
-        result = fit_batch_vb(corpus, config, client=client, split_every=self.split_every, progress=progress)
-        self._set_fitted(result, corpus, config)
+        if self.method == "online":
+            online = self._online_config()
+            result = fit_online(corpus, config, online, client=client, split_every=self.split_every,
+                                progress=progress, checkpoint=checkpoint)
+            self._set_fitted_online(result, corpus, config, online, shards=None)
+            return self
+        batch = fit_batch_vb(corpus, config, client=client, split_every=self.split_every, progress=progress,
+                             checkpoint=checkpoint)
+        self._set_fitted(batch, corpus, config)
+        return self
+
+    def partial_fit(self, corpus: Any, client: Any = None, *, shards: Sequence[int] | None = None,
+                    progress: ProgressReporter = NO_PROGRESS) -> LDA:
+        """One online pass over ``corpus`` (or its ``shards``), continuing the model and its step sizes.
+
+        The first call starts a model (any ``method``); later calls continue it. The corpus's
+        vocabulary must extend the model's (same terms first, as a store whose vocabulary grew by
+        ``topicflow append --promote-min-df``); new terms join with topic columns from the prior.
+        """
+        corpus = as_corpus(corpus)
+        config = self._config()
+        online = self._online_config()
+        model = getattr(self, "model_", None)
+        if model is None:
+            result = fit_online(corpus, config, online, client=client, split_every=self.split_every,
+                                progress=progress, shards=shards)
+            self._set_fitted_online(result, corpus, config, online, shards=shards)
+            return self
+        from topicflow.pipeline.update import continue_online
+
+        self.model_, result = continue_online(model, corpus, config, online, client=client, shards=shards,
+                                              split_every=self.split_every, progress=progress)
+        self._set_attributes_from_model()
+        self.trace_ = list(result.trace)
         return self
 
     def _set_fitted(self, result: FitResult, corpus: Corpus, config: VBConfig) -> None:
@@ -159,14 +231,21 @@ class LDA:
                 "trace": [r.to_dict() for r in result.trace],
                 "converged": result.converged,
                 "unknown_seed_words": result.unknown_seed_words,
-                "corpus": {
-                    "path": str(corpus.path), "n_docs": len(corpus), "n_tokens": corpus.n_tokens,
-                    "shards": [{"id": s.shard_id, "checksum": s.checksum} for s in corpus.shards],
-                },
+                "corpus": corpus_provenance(corpus, range(corpus.n_shards)),
             },
         )
         self._set_attributes_from_model()
-        self.trace_: list[IterationRecord] = list(result.trace)
+        self.trace_: list[Any] = list(result.trace)
+
+    def _set_fitted_online(self, result: OnlineResult, corpus: Corpus, config: VBConfig, online: OnlineConfig,
+                           shards: Sequence[int] | None) -> None:
+        self.model_ = SavedModel(
+            state=result.state,
+            vocabularies={lang: corpus.vocabulary(lang) for lang in result.state.languages},
+            info=online_info(corpus, config, online, result, seen=(), shards=shards),
+        )
+        self._set_attributes_from_model()
+        self.trace_ = list(result.trace)
 
     def _set_attributes_from_model(self) -> None:
         state = self.model_.state
@@ -179,9 +258,11 @@ class LDA:
         self.topic_names_ = [state.topic_label(k) for k in range(state.n_topics)]
         self.vocabularies_ = dict(self.model_.vocabularies)
         self.languages_ = list(langs)
-        trace = self.model_.info.get("trace", [])
-        self.n_iter_ = len(trace)
-        self.converged_ = bool(self.model_.info.get("converged", False))
+        info = self.model_.info
+        online = info.get("online")
+        self.n_iter_ = int(online["t"]) if online else len(info.get("trace", []))
+        self.n_docs_seen_ = int(online["docs_seen"]) if online else int(info.get("corpus", {}).get("n_docs", 0))
+        self.converged_ = bool(info.get("converged", False))
 
     def _check_fitted(self) -> SavedModel:
         model = getattr(self, "model_", None)
@@ -246,14 +327,45 @@ class LDA:
     def load(cls, path: str | os.PathLike[str]) -> LDA:
         model = load_model(Path(path))
         config = VBConfig.from_dict(model.info.get("settings", {"n_topics": model.state.n_topics}))
+        online = OnlineConfig.from_dict(model.info["online"]["config"]) if "online" in model.info else OnlineConfig()
         estimator = cls(
             n_topics=config.n_topics,
             alpha=config.alpha_mode if config.alpha_mode != "fixed" else config.initial_alpha,
             eta=config.eta, max_iter=config.max_iter, tol=config.tol, doc_max_iter=config.doc_max_iter,
             doc_tol=config.doc_tol, seed=config.seed, seed_topics=config.seed_topics,
             seed_strength=config.seed_strength, optimize_eta=config.optimize_eta, warm_start=config.warm_start,
+            method=model.info.get("method", "batch"), batch_size=online.batch_size, tau0=online.tau0,
+            kappa=online.kappa, passes=online.passes, shuffle_window=online.shuffle_window,
+            total_docs=online.total_docs, eval_every=online.eval_every, estep=config.estep,
+            burn_in=config.burn_in, samples=config.samples,
         )
         estimator.model_ = model
         estimator._set_attributes_from_model()
-        estimator.trace_ = [IterationRecord(**r) for r in model.info.get("trace", [])]
+        record = MinibatchRecord if "online" in model.info else IterationRecord
+        estimator.trace_ = [record(**r) for r in model.info.get("trace", [])]
         return estimator
+
+
+def corpus_provenance(corpus: Corpus, shards: Sequence[int], seen: Sequence[dict[str, str]] = ()) -> dict[str, Any]:
+    """What a model records about its training data: the store and every shard it has processed."""
+    processed = list(seen) + [{"id": corpus.shards[i].shard_id, "checksum": corpus.shards[i].checksum} for i in shards]
+    return {
+        "path": str(corpus.path), "n_docs": len(corpus), "n_tokens": corpus.n_tokens,
+        "vocab_version": getattr(corpus, "vocab_version", 1), "shards": processed,
+    }
+
+
+def online_info(corpus: Corpus, config: VBConfig, online: OnlineConfig, result: OnlineResult, *,
+                seen: Sequence[dict[str, str]], shards: Sequence[int] | None = None) -> dict[str, Any]:
+    """``model.json`` content of an online model: settings, schedule position, trace and provenance."""
+    shards = range(corpus.n_shards) if shards is None else shards
+    return {
+        "kind": "vb_lda",
+        "method": "online",
+        "settings": config.to_dict(),
+        "online": {"config": online.to_dict(), "t": result.t, "docs_seen": result.docs_seen},
+        "trace": [r.to_dict() for r in result.trace],
+        "converged": False,
+        "unknown_seed_words": result.unknown_seed_words,
+        "corpus": corpus_provenance(corpus, shards, seen),
+    }

@@ -16,11 +16,13 @@ import dask
 import numpy as np
 
 from topicflow import config as tf_config
-from topicflow._typing import AlphaMode
+from topicflow._typing import AlphaMode, EStepKind
 from topicflow.errors import InvalidParameterError
 from topicflow.io import gamma_scratch
+from topicflow.io.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
 from topicflow.io.zarr_shards import Corpus
 from topicflow.models.dirichlet import newton_alpha, newton_symmetric_alpha, newton_symmetric_eta
+from topicflow.models.hybrid_estep import HybridParams
 from topicflow.models.lda_model import LDAState
 from topicflow.models.priors import SeedTopic, informed_prior
 from topicflow.models.vb_lda import EStepStats, VBParams, full_elbo, initial_topic_word_var, mstep_batch
@@ -49,6 +51,10 @@ class VBConfig:
         Learn a symmetric eta by Newton-Raphson (not with informed priors).
     seed_topics : tuple of SeedTopic
         Informed priors: the first ``len(seed_topics)`` topics are seeded.
+    estep : {"vb", "hybrid"}
+        ``vb``: dense coordinate ascent per document (``doc_max_iter``, ``doc_tol``); ``hybrid``:
+        Gibbs sampling within VB (Mimno et al. 2012), ``burn_in`` discarded and ``samples`` kept
+        sweeps per document, sparse in topics, hence faster at large K.
     """
 
     n_topics: int
@@ -67,6 +73,9 @@ class VBConfig:
     warm_start: bool = False
     #: ... but only after this many cold iterations, while topics are still far from their fixed point.
     cold_iterations: int = 10
+    estep: EStepKind = "vb"
+    burn_in: int = 5
+    samples: int = 5
 
     def __post_init__(self) -> None:
         checks = [
@@ -78,6 +87,9 @@ class VBConfig:
             (self.tol >= 0, "tol must be nonnegative"),
             (len(self.seed_topics) <= self.n_topics, "more seeded topics than n_topics"),
             (not (self.optimize_eta and self.seed_topics), "optimize_eta cannot be combined with informed priors (seed words)"),
+            (self.estep in ("vb", "hybrid"), "estep must be 'vb' or 'hybrid'"),
+            (self.burn_in >= 0 and self.samples >= 1, "burn_in must be >= 0 and samples >= 1"),
+            (not (self.warm_start and self.estep == "hybrid"), "warm_start applies to the 'vb' E-step only"),
         ]
         for ok, message in checks:
             if not ok:
@@ -88,7 +100,14 @@ class VBConfig:
         return self.alpha if self.alpha is not None else 1.0 / self.n_topics
 
     def vb_params(self) -> VBParams:
+        """Parameters of the dense E-step (also used to fold in new documents)."""
         return VBParams(n_topics=self.n_topics, max_doc_iter=self.doc_max_iter, doc_tol=self.doc_tol)
+
+    def estep_params(self) -> VBParams | HybridParams:
+        """Parameters of the training E-step; their type selects the kernel."""
+        if self.estep == "hybrid":
+            return HybridParams(n_topics=self.n_topics, burn_in=self.burn_in, samples=self.samples, seed=self.seed)
+        return self.vb_params()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (model files keep it as ``settings``); :meth:`from_dict` inverts it."""
@@ -198,7 +217,7 @@ def run_iteration(
     """One E-step over every block, the tree-merge, the ELBO and the M-step."""
     topics = share(state.prepared_topics(), client, name=f"topics-{token}")
     if warm is None or iteration < config.cold_iterations:
-        parts = map_estep(blocks, topics, state.doc_topic_prior, config.vb_params(), token=token)
+        parts = map_estep(blocks, topics, state.doc_topic_prior, config.estep_params(), token=token, epoch=iteration)
     else:
         parts = map_estep_warm(blocks, topics, state.doc_topic_prior, config.vb_params(), scratch=str(warm.directory),
                                shard_ids=warm.shard_ids, iteration=iteration, token=token)
@@ -207,6 +226,24 @@ def run_iteration(
         gamma_scratch.drop_iterations_before(warm.directory, iteration)
     elbo = full_elbo(stats, state.topic_word_var, state.doc_topic_prior, state.topic_word_prior)
     return mstep(state, stats, config), stats, elbo
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointPolicy:
+    """Write the driver state to ``path`` every ``every`` iterations (or minibatches); ``resume`` first
+    continues from the checkpoint found there, if any (see :mod:`topicflow.io.checkpoint`)."""
+
+    path: Path
+    every: int = 1
+    resume: bool = False
+
+    def __post_init__(self) -> None:
+        if self.every < 1:
+            raise InvalidParameterError(f"checkpoint interval must be at least 1, got {self.every!r}")
+
+    def due(self, done: int) -> bool:
+        """Whether to write after ``done`` iterations (or minibatches) in all."""
+        return done % self.every == 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,11 +262,15 @@ def fit_batch_vb(
     split_every: int | None = None,
     progress: ProgressReporter = NO_PROGRESS,
     on_iteration: Callable[[IterationRecord, LDAState], None] | None = None,
+    checkpoint: CheckpointPolicy | None = None,
 ) -> FitResult:
     """Fit LDA (or polylingual LDA when the store has several languages) by batch VB.
 
     ``on_iteration(record, state)`` is called after every M-step (for monitoring; it must not
-    change ``state``).
+    change ``state``). With ``checkpoint``, the state is written every ``checkpoint.every``
+    iterations and, with ``checkpoint.resume``, the fit continues from the checkpoint it finds; it
+    then ends with the model an uninterrupted run gives (except with ``warm_start``, whose gamma
+    scratch is not kept across runs: the first resumed iteration starts cold).
 
     Raises
     ------
@@ -244,7 +285,7 @@ def fit_batch_vb(
         directory = gamma_scratch.scratch_directory(corpus.path, run_token, tf_config.get("scratch-dir"))
         warm = WarmStart(directory, tuple(s.shard_id for s in corpus.shards))
     try:
-        return _fit_loop(corpus, config, client, split_every, run_token, warm, progress, on_iteration)
+        return _fit_loop(corpus, config, client, split_every, run_token, warm, progress, on_iteration, checkpoint)
     finally:
         if warm is not None:
             gamma_scratch.remove_scratch(warm.directory)
@@ -253,12 +294,23 @@ def fit_batch_vb(
 def _fit_loop(
     corpus: Corpus, config: VBConfig, client: Any, split_every: int, run_token: str, warm: WarmStart | None,
     progress: ProgressReporter, on_iteration: Callable[[IterationRecord, LDAState], None] | None,
+    checkpoint: CheckpointPolicy | None,
 ) -> FitResult:
     state, unknown = initial_state(corpus, config)
     blocks = corpus.to_delayed_multi()
     n_tokens = corpus.n_tokens
     trace: list[IterationRecord] = []
-    iterations = progress.track(range(config.max_iter), total=config.max_iter, desc="fit", unit="iter")
+    fingerprint = {"method": "batch", "settings": config.to_dict(), "corpus": corpus.token(), "split_every": split_every}
+    start = 0
+    if checkpoint is not None and checkpoint.resume:
+        found = read_checkpoint(checkpoint.path, fingerprint)
+        if found is not None:
+            state, start = found.state, int(found.position["iteration"]) + 1
+            trace = [IterationRecord(**record) for record in found.trace]
+            log.info("resuming from %s after iteration %d", checkpoint.path, start - 1)
+    if has_converged([r.elbo for r in trace], config.tol):
+        start = config.max_iter
+    iterations = progress.track(range(start, config.max_iter), total=config.max_iter - start, desc="fit", unit="iter")
     for iteration in iterations:
         started = time.perf_counter()
         state, stats, elbo = run_iteration(
@@ -280,6 +332,12 @@ def _fit_loop(
         )
         if on_iteration is not None:
             on_iteration(record, state)
+        if checkpoint is not None and checkpoint.due(iteration + 1):
+            write_checkpoint(
+                checkpoint.path,
+                Checkpoint(state, {"iteration": iteration}, [r.to_dict() for r in trace], fingerprint),
+                {lang: corpus.vocabulary(lang) for lang in state.languages},
+            )
         if has_converged([r.elbo for r in trace], config.tol):
             break
     converged = has_converged([r.elbo for r in trace], config.tol)

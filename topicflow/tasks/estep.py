@@ -17,16 +17,34 @@ from dask.base import tokenize
 from topicflow.io.gamma_scratch import read_gamma, write_gamma
 from topicflow.models import evaluation
 from topicflow.models.blocks import DocBlock
+from topicflow.models.hybrid_estep import HybridParams, hybrid_estep_block
 from topicflow.models.vb_lda import EStepStats, PreparedTopics, VBParams, estep_block
 from topicflow.tasks.reduce import tree_reduce
+
+#: Either E-step's parameters; the type selects the kernel.
+EStepParams = VBParams | HybridParams
+
+
+def run_estep(
+    blocks: Mapping[str, DocBlock], topics: PreparedTopics, doc_topic_prior: np.ndarray,
+    params: EStepParams, epoch: int = 0,
+) -> EStepStats:
+    """The dense variational E-step for :class:`VBParams`, the sampled one for :class:`HybridParams`.
+
+    ``epoch`` (iteration or minibatch number) only reaches the sampler, so each pass draws afresh.
+    """
+    if isinstance(params, HybridParams):
+        stats, _ = hybrid_estep_block(blocks, topics, doc_topic_prior, params, epoch=epoch)
+    else:
+        stats, _ = estep_block(blocks, topics, doc_topic_prior, params)
+    return stats
 
 
 def _estep_task(
     blocks: Mapping[str, DocBlock], topics: PreparedTopics,
-    doc_topic_prior: np.ndarray, params: VBParams,
+    doc_topic_prior: np.ndarray, params: EStepParams, epoch: int = 0,
 ) -> EStepStats:
-    stats, _ = estep_block(blocks, topics, doc_topic_prior, params)
-    return stats
+    return run_estep(blocks, topics, doc_topic_prior, params, epoch)
 
 
 def _estep_warm_task(
@@ -46,7 +64,7 @@ def _merge_all(*parts: EStepStats) -> EStepStats:
 
 def map_estep(
     blocks: Sequence[Any], topics: Any, doc_topic_prior: np.ndarray,
-    params: VBParams, *, token: str,
+    params: EStepParams, *, token: str, epoch: int = 0,
 ) -> list[Any]:
     """One E-step task per block, keyed ``estep-<token>-<i>``.
 
@@ -57,8 +75,12 @@ def map_estep(
     topics : Delayed or Future of PreparedTopics
         exp(E[log beta]) of every language in the E-step layout
         (:func:`topicflow.models.vb_lda.prepare_topics_from_var`); the caller shares it once.
+    params : VBParams or HybridParams
+        Selects the E-step (see :func:`run_estep`).
     token : str
         Names this E-step (e.g. a tokenize of the model state and iteration).
+    epoch : int
+        Iteration number, for the hybrid sampler's random numbers.
 
     Returns
     -------
@@ -66,8 +88,33 @@ def map_estep(
     """
     task = dask.delayed(_estep_task, pure=True)
     return [
-        task(block, topics, doc_topic_prior, params, dask_key_name=f"estep-{token}-{i}")
+        task(block, topics, doc_topic_prior, params, epoch, dask_key_name=f"estep-{token}-{i}")
         for i, block in enumerate(blocks)
+    ]
+
+
+def _piece_estep_task(
+    blocks: Mapping[str, DocBlock], start: int, stop: int, topics: PreparedTopics,
+    doc_topic_prior: np.ndarray, params: EStepParams, epoch: int,
+) -> EStepStats:
+    rows = {lang: block.slice(start, stop) for lang, block in blocks.items()}
+    return run_estep(rows, topics, doc_topic_prior, params, epoch)
+
+
+def map_piece_estep(
+    shard_blocks: Mapping[int, Any], pieces: Sequence[tuple[int, int, int]], topics: Any,
+    doc_topic_prior: np.ndarray, params: EStepParams, *, epoch: int, token: str,
+) -> list[Any]:
+    """One E-step task per piece ``(shard, start, stop)`` of a minibatch, keyed ``estep-<token>-<i>``.
+
+    ``shard_blocks[shard]`` is the ``Delayed[dict[str, DocBlock]]`` of the whole shard; each task
+    slices its rows from it, so a shard is read once per minibatch whatever the number of pieces.
+    """
+    task = dask.delayed(_piece_estep_task, pure=True)
+    return [
+        task(shard_blocks[shard], start, stop, topics, doc_topic_prior, params, epoch,
+             dask_key_name=f"estep-{token}-{i}")
+        for i, (shard, start, stop) in enumerate(pieces)
     ]
 
 
