@@ -8,7 +8,24 @@ import pytest
 from nbclient import NotebookClient
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
-SMALL = {"lda_walkthrough.ipynb": "N_PASSAGES = 300\nN_TOPICS = 5\nITERATIONS = 8\nWORKERS = 1\n"}
+SMALL = {
+    "lda_walkthrough.ipynb": "N_PASSAGES = 300\nN_TOPICS = 5\nITERATIONS = 8\nWORKERS = 1\n",
+    "online_and_nightly.ipynb": (
+        "N_PASSAGES = 600\nN_TOPICS = 5\nBATCH_SIZE = 32\nPASSES = 2\nEVAL_EVERY = 3\nDAYS = 7\n"
+        "PROMOTE_MIN_DF = 2\nWORKERS = 1\n"
+    ),
+}
+#: Per notebook: text its run must print with the SMALL parameters, and the plots it must draw.
+EXPECTED = {
+    "lda_walkthrough.ipynb": (
+        ("300 kept", "iterations, converged"),
+        ["ELBO trace", "topic bars", "book profile"],
+    ),
+    "online_and_nightly.ipynb": (
+        ("405 read, 405 kept", "minibatches, 810 documents", "update after the rollback: version 9 (parent 7)"),
+        ["perplexity curve", "perplexity and vocabulary per day"],
+    ),
+}
 
 
 @pytest.mark.parametrize("name", sorted(SMALL))
@@ -21,10 +38,11 @@ def test_notebook_executes(name: str, tmp_path: Path) -> None:
     outputs = [o for c in notebook.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.get("output_type") == "error"]
     text = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
-    assert "300 kept" in text and "iterations, converged" in text
+    snippets, plots = EXPECTED[name]
+    assert all(snippet in text for snippet in snippets), [s for s in snippets if s not in text]
     images = [o for o in outputs if "image/png" in o.get("data", {})]
-    assert len(images) >= 3, "ELBO trace, topic bars and book profile should all be plotted"
+    assert len(images) >= len(plots), f"expected plots: {', '.join(plots)}"
 
 
 def test_every_notebook_is_tested() -> None:
-    assert sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")) == sorted(SMALL)
+    assert sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")) == sorted(SMALL) == sorted(EXPECTED)

@@ -284,3 +284,19 @@ def test_topic_term_stats_union_and_dense() -> None:
         a.merge(TopicTermStats.zeros(2))
     with pytest.raises(InvalidParameterError, match="does not fit"):
         a.to_dense(3)
+
+
+def test_random_gamma_start_is_gamma_100_and_depends_only_on_the_document() -> None:
+    from topicflow.models.vb_lda import random_initial_gamma
+
+    draws = random_initial_gamma(4000, 5, seed=3, first_doc=10)
+    # Gamma(100, 1/100): mean 1, variance 1/100.
+    assert abs(draws.mean() - 1.0) < 0.005 and abs(draws.var() - 0.01) < 0.001
+    np.testing.assert_array_equal(random_initial_gamma(3, 5, seed=3, first_doc=15), draws[5:8])
+    assert not np.array_equal(random_initial_gamma(3, 5, seed=4, first_doc=15), draws[5:8])
+    block = random_block(12, 20, seed=6)
+    params = VBParams(n_topics=3, random_init=True, seed=3)
+    whole, gamma = estep_block(block, {"default": np.full((3, 20), 0.2) + np.eye(3, 20)}, 0.1, params, return_gamma=True)
+    _, head = estep_block(block.slice(0, 5), {"default": np.full((3, 20), 0.2) + np.eye(3, 20)}, 0.1, params,
+                          return_gamma=True)
+    np.testing.assert_array_equal(head, gamma[:5])

@@ -10,7 +10,7 @@ from tests.pipeline.test_fit import match_topics
 from tests.pipeline.test_fit_reference import reference_docs
 from tests.reference.online_vb_numpy import online_vb_reference
 from topicflow.io.zarr_shards import Corpus
-from topicflow.models.vb_lda import initial_topic_word_var
+from topicflow.models.vb_lda import initial_topic_word_var, random_initial_gamma
 from topicflow.pipeline.fit import CheckpointPolicy, VBConfig, fit_batch_vb
 from topicflow.pipeline.online import OnlineConfig, fit_online, plan_minibatches
 from topicflow.testing.corpora import draw_planted_corpus, write_test_store
@@ -31,7 +31,7 @@ def members(minibatch: object, starts: list[int]) -> list[int]:
 def test_plan_visits_every_document_once_per_pass(window: int) -> None:
     sizes = [50, 30, 70, 10, 40]
     starts = list(np.cumsum([0] + sizes[:-1]))
-    config = OnlineConfig(batch_size=37, pieces=4, shuffle_window=window)
+    config = OnlineConfig(batch_size=37, pieces=4, min_piece_docs=1, shuffle_window=window)
     plan = list(plan_minibatches(sizes, range(5), config, seed=3, epoch=0))
     seen = [d for mb in plan for d in members(mb, starts)]
     assert sorted(seen) == list(range(sum(sizes)))
@@ -50,7 +50,7 @@ def test_plan_visits_every_document_once_per_pass(window: int) -> None:
 
 
 def test_plan_depends_on_documents_not_shards() -> None:
-    config = OnlineConfig(batch_size=25, pieces=3, shuffle_window=60)
+    config = OnlineConfig(batch_size=25, pieces=3, min_piece_docs=1, shuffle_window=60)
     by_shards = {}
     for sizes in ([50, 50, 50], [30] * 5, [150]):
         starts = list(np.cumsum([0] + sizes[:-1]))
@@ -61,7 +61,7 @@ def test_plan_depends_on_documents_not_shards() -> None:
 
 def test_plan_over_new_shards_only() -> None:
     sizes = [50, 30, 70]
-    plan = list(plan_minibatches(sizes, [1, 2], OnlineConfig(batch_size=64, pieces=2), seed=0, epoch=0))
+    plan = list(plan_minibatches(sizes, [1, 2], OnlineConfig(batch_size=64, pieces=2, min_piece_docs=1), seed=0, epoch=0))
     assert {shard for mb in plan for shard, _, _ in mb.pieces} == {1, 2}
     assert sum(mb.n_docs for mb in plan) == 100
 
@@ -70,12 +70,15 @@ def test_online_matches_numpy_reference(planted: tuple[Path, object]) -> None:
     path, truth = planted
     corpus = Corpus.open(path)
     config = VBConfig(n_topics=4, alpha_mode="fixed", alpha=0.3, eta=0.05, doc_max_iter=50, doc_tol=1e-6, seed=5)
-    online = OnlineConfig(batch_size=80, tau0=4.0, kappa=0.6, pieces=4, eval_every=0)
+    online = OnlineConfig(batch_size=80, tau0=4.0, kappa=0.6, pieces=4, min_piece_docs=1, eval_every=0)
     result = fit_online(corpus, config, online)
     batches = [list(range(lo, lo + 80)) for lo in range(0, 400, 80)]
     docs = reference_docs({"default": truth.counts["default"].toarray()})  # type: ignore[attr-defined]
     lam0 = {"default": initial_topic_word_var(4, 40, seed=5)}
-    history = online_vb_reference(docs, batches, lam0, 0.05, np.full(4, 0.3), 4.0, 0.6, 400, 50, 1e-6)
+    # Online VB starts each document's gamma at Gamma(100, 1/100) draws keyed by its position.
+    start = lambda members: random_initial_gamma(len(members), 4, seed=5, first_doc=members[0])  # noqa: E731
+    history = online_vb_reference(docs, batches, lam0, 0.05, np.full(4, 0.3), 4.0, 0.6, 400, 50, 1e-6,
+                                  gamma_init=start)
     np.testing.assert_allclose(result.state.topic_word_var["default"], history[-1]["default"], rtol=1e-8)
     assert result.t == 5 and result.docs_seen == 400
     assert [r.rho for r in result.trace] == pytest.approx([(4.0 + t) ** -0.6 for t in range(5)])
@@ -87,7 +90,7 @@ def test_one_full_minibatch_with_unit_step_is_a_batch_iteration(
 ) -> None:
     path, _ = planted
     corpus = Corpus.open(path)
-    config = VBConfig(n_topics=4, max_iter=1, tol=0.0, seed=2, optimize_eta=optimize_eta)
+    config = VBConfig(n_topics=4, max_iter=1, tol=0.0, seed=2, optimize_eta=optimize_eta, gamma_init="uniform")
     batch = fit_batch_vb(corpus, config, client=client, split_every=3).state
     # pieces of 50 documents line up with the shards, so even the merge tree is the batch one.
     online = OnlineConfig(batch_size=400, tau0=0.0, kappa=0.0, pieces=8, eval_every=0)
@@ -116,7 +119,7 @@ def test_same_seed_same_model_for_any_worker_count_and_shard_size(
 
     path, truth = planted
     config = VBConfig(n_topics=4, seed=9)
-    online = OnlineConfig(batch_size=64, passes=2, shuffle_window=128, pieces=4)
+    online = OnlineConfig(batch_size=64, passes=2, shuffle_window=128, pieces=4, min_piece_docs=1)
     reference = fit_online(Corpus.open(path), config, online).state
     with Client(local_cluster) as client:  # type: ignore[arg-type]
         distributed = fit_online(Corpus.open(path), config, online, client=client).state

@@ -6,6 +6,8 @@ numba kernels.
 """
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
 
@@ -42,6 +44,40 @@ def uniform_from_key(key: np.uint64, index: int) -> float:
     """The ``index``-th uniform double in [0, 1) of the sequence named by ``key``."""
     bits = splitmix64(key + np.uint64(index) * np.uint64(0xD1B54A32D192ED03))
     return float(bits >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@numba.njit(nogil=True, cache=True)
+def standard_normal_from_key(key: np.uint64, index: int) -> float:
+    """A standard normal draw from uniforms ``2 index`` and ``2 index + 1`` of ``key`` (Box-Muller)."""
+    u1 = 1.0 - uniform_from_key(key, 2 * index)  # in (0, 1], so the log is finite
+    u2 = uniform_from_key(key, 2 * index + 1)
+    return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
+
+
+@numba.njit(nogil=True, cache=True)
+def gamma_rows_from_keys(seed: int, stream: int, first_doc: int, shape: float, scale: float, out: np.ndarray) -> None:
+    """Fill row d of ``out`` with Gamma(shape, scale) draws keyed by document ``first_doc + d``.
+
+    Marsaglia and Tsang (2000)'s squeeze method (``shape >= 1``): each draw uses a normal and a uniform
+    from the document's own counter sequence, so a row never depends on the block it is drawn in.
+    """
+    d_const = shape - 1.0 / 3.0
+    c_const = 1.0 / math.sqrt(9.0 * d_const)
+    for d in range(out.shape[0]):
+        key = counter_key(seed, stream, 0, first_doc + d)
+        index = 0
+        for k in range(out.shape[1]):
+            while True:
+                z = standard_normal_from_key(key, index)
+                u = uniform_from_key(key, 1 << 40 | index)
+                index += 1
+                v = 1.0 + c_const * z
+                if v <= 0.0:
+                    continue
+                v = v * v * v
+                if math.log(1.0 - u) < 0.5 * z * z + d_const - d_const * v + d_const * math.log(v):
+                    out[d, k] = d_const * v * scale
+                    break
 
 
 def doc_generator(seed: int, stream: int, epoch: int, doc: int) -> np.random.Generator:

@@ -40,7 +40,7 @@ from topicflow._typing import FloatArray, IntArray
 from topicflow.errors import InvalidParameterError, NumericalError
 from topicflow.models.blocks import DocBlock
 from topicflow.models.dirichlet import dirichlet_expectation, dirichlet_objective, exp_dirichlet_expectation_rows
-from topicflow.models.rng import STREAM_TOPIC_INIT, doc_generator
+from topicflow.models.rng import STREAM_GAMMA_INIT, STREAM_TOPIC_INIT, doc_generator, gamma_rows_from_keys
 from topicflow.models.special import digamma, gammaln_array
 
 #: Added to every phi normalizer sum_k exp(E[log theta_k]) exp(E[log beta_kw]) so a term whose
@@ -60,6 +60,13 @@ class VBParams:
         Most phi/gamma alternations per document, at least 1.
     doc_tol : float, default 1e-3
         A document stops when the mean absolute change of gamma falls below this positive value.
+    random_init : bool, default False
+        Start gamma_dk from Gamma(100, 1/100) draws (Hoffman et al. 2010) keyed by ``seed`` and the
+        document's position, instead of alpha_k + N_d / K. The random start breaks the symmetry
+        between topics in a single visit of a document, which online VB needs; batch VB, which
+        revisits every document, does as well or better from the uniform start.
+    seed : int, default 0
+        Seed of the random start.
 
     Raises
     ------
@@ -75,6 +82,8 @@ class VBParams:
     n_topics: int
     max_doc_iter: int = 100
     doc_tol: float = 1e-3
+    random_init: bool = False
+    seed: int = 0
 
     def __post_init__(self) -> None:
         for name in ("n_topics", "max_doc_iter"):
@@ -86,15 +95,21 @@ class VBParams:
         if isinstance(tol, bool) or not isinstance(tol, (int, float, np.floating)) or not (0 < tol < math.inf):
             raise InvalidParameterError(f"VBParams.doc_tol must be a finite float > 0, got {tol!r}")
         object.__setattr__(self, "doc_tol", float(tol))
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or not 0 <= self.seed < 2**63:
+            raise InvalidParameterError(f"VBParams.seed must be an integer in [0, 2**63), got {self.seed!r}")
+        object.__setattr__(self, "seed", int(self.seed))
+        object.__setattr__(self, "random_init", bool(self.random_init))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able fields, for model files and checkpoints."""
-        return {"n_topics": self.n_topics, "max_doc_iter": self.max_doc_iter, "doc_tol": self.doc_tol}
+        return {"n_topics": self.n_topics, "max_doc_iter": self.max_doc_iter, "doc_tol": self.doc_tol,
+                "random_init": self.random_init, "seed": self.seed}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> VBParams:
         """Inverse of :meth:`to_dict`."""
-        return cls(n_topics=data["n_topics"], max_doc_iter=data["max_doc_iter"], doc_tol=data["doc_tol"])
+        return cls(n_topics=data["n_topics"], max_doc_iter=data["max_doc_iter"], doc_tol=data["doc_tol"],
+                   random_init=bool(data.get("random_init", False)), seed=int(data.get("seed", 0)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -521,10 +536,20 @@ def _parse_prior(doc_topic_prior: FloatArray | float, n_topics: int) -> FloatArr
     return alpha
 
 
+def random_initial_gamma(n_docs: int, n_topics: int, *, seed: int, first_doc: int) -> FloatArray:
+    """Gamma(100, 1/100) starting values of gamma, row d keyed by (seed, document ``first_doc + d``)."""
+    out = np.empty((n_docs, n_topics), dtype=np.float64)
+    gamma_rows_from_keys(seed, STREAM_GAMMA_INIT, first_doc, 100.0, 0.01, out)
+    return out
+
+
 def _initial_gamma(
-    indptr: IntArray, counts: np.ndarray, alpha: FloatArray, gamma_init: FloatArray | None
+    indptr: IntArray, counts: np.ndarray, alpha: FloatArray, gamma_init: FloatArray | None,
+    params: VBParams | None = None, first_doc: int = 0,
 ) -> FloatArray:
     n_docs, n_topics = indptr.shape[0] - 1, alpha.shape[0]
+    if gamma_init is None and params is not None and params.random_init:
+        return random_initial_gamma(n_docs, n_topics, seed=params.seed, first_doc=first_doc)
     if gamma_init is not None:
         gamma = np.array(gamma_init, dtype=np.float64, order="C")
         if gamma.shape != (n_docs, n_topics) or not (np.all(np.isfinite(gamma)) and np.all(gamma > 0)):
@@ -587,7 +612,8 @@ def estep_block(
     return_gamma : bool, default False
         Also return gamma.
     gamma_init : ndarray of shape (n_docs, n_topics), float64, optional
-        Warm start; by default gamma_dk = alpha_k + N_d / K (Blei et al. 2003, figure 6).
+        Warm start; by default gamma_dk = alpha_k + N_d / K (Blei et al. 2003, figure 6), or
+        :func:`random_initial_gamma` with ``params.random_init``.
 
     Returns
     -------
@@ -632,7 +658,7 @@ def estep_block(
     n_docs = check_blocks(blocks, topics)
     alpha = _parse_prior(doc_topic_prior, params.n_topics)
     indptr, term_ids, counts = _stack_languages(blocks, topics, n_docs)
-    gamma = _initial_gamma(indptr, counts, alpha, gamma_init)
+    gamma = _initial_gamma(indptr, counts, alpha, gamma_init, params, next(iter(blocks.values())).first_doc)
     present, local_cols = _present_terms(term_ids, int(topics.offsets[-1]))
     stats = np.zeros((present.shape[0], params.n_topics), dtype=np.float64)
     alpha_suff = np.zeros(params.n_topics, dtype=np.float64)

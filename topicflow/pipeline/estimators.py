@@ -23,6 +23,7 @@ from topicflow.pipeline.infer import (
     fold_in_params,
     infer_doc_topics,
     model_blocks,
+    model_token,
 )
 from topicflow.pipeline.online import MinibatchRecord, OnlineConfig, OnlineResult, fit_online
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
@@ -281,7 +282,7 @@ class LDA:
 
         model = self._check_fitted()
         corpus = as_corpus(corpus)
-        token = graph_token(corpus.token(), model.info.get("saved"), "transform", id(self))
+        token = graph_token(corpus.token(), model_token(model), "transform")
         blocks, maps = model_blocks(model, corpus, token=token)
         topics = dask.delayed(model.state.prepared_topics(list(maps)), traverse=False, name=f"topics-{token}")
         thetas = map_fold_in(blocks, topics, model.state.doc_topic_prior, fold_in_params(model), token=token)

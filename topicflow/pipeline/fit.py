@@ -76,6 +76,9 @@ class VBConfig:
     estep: EStepKind = "vb"
     burn_in: int = 5
     samples: int = 5
+    #: Start of each document's gamma: "uniform" (alpha + N_d / K), "random" (Gamma(100, 1/100), as
+    #: Hoffman et al.), or "auto": random for online VB, which sees a document once, uniform for batch.
+    gamma_init: str = "auto"
 
     def __post_init__(self) -> None:
         checks = [
@@ -88,6 +91,7 @@ class VBConfig:
             (len(self.seed_topics) <= self.n_topics, "more seeded topics than n_topics"),
             (not (self.optimize_eta and self.seed_topics), "optimize_eta cannot be combined with informed priors (seed words)"),
             (self.estep in ("vb", "hybrid"), "estep must be 'vb' or 'hybrid'"),
+            (self.gamma_init in ("auto", "uniform", "random"), "gamma_init must be 'auto', 'uniform' or 'random'"),
             (self.burn_in >= 0 and self.samples >= 1, "burn_in must be >= 0 and samples >= 1"),
             (not (self.warm_start and self.estep == "hybrid"), "warm_start applies to the 'vb' E-step only"),
         ]
@@ -99,15 +103,17 @@ class VBConfig:
     def initial_alpha(self) -> float:
         return self.alpha if self.alpha is not None else 1.0 / self.n_topics
 
-    def vb_params(self) -> VBParams:
-        """Parameters of the dense E-step (also used to fold in new documents)."""
-        return VBParams(n_topics=self.n_topics, max_doc_iter=self.doc_max_iter, doc_tol=self.doc_tol)
+    def vb_params(self, *, online: bool = False) -> VBParams:
+        """Parameters of the dense E-step (with ``online=False``, also those that fold in new documents)."""
+        random_init = self.gamma_init == "random" or (self.gamma_init == "auto" and online)
+        return VBParams(n_topics=self.n_topics, max_doc_iter=self.doc_max_iter, doc_tol=self.doc_tol,
+                        random_init=random_init, seed=self.seed)
 
-    def estep_params(self) -> VBParams | HybridParams:
+    def estep_params(self, *, online: bool = False) -> VBParams | HybridParams:
         """Parameters of the training E-step; their type selects the kernel."""
         if self.estep == "hybrid":
             return HybridParams(n_topics=self.n_topics, burn_in=self.burn_in, samples=self.samples, seed=self.seed)
-        return self.vb_params()
+        return self.vb_params(online=online)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (model files keep it as ``settings``); :meth:`from_dict` inverts it."""

@@ -23,6 +23,15 @@ from topicflow.tasks.transform import map_remap, map_write_doc_topics
 log = logging.getLogger(__name__)
 
 
+def model_token(model: SavedModel) -> str:
+    """Identifies the model's parameters (not its file), so unsaved or updated models never share task keys."""
+    state = model.state
+    return graph_token(
+        state.doc_topic_prior, [state.topic_word_var[lang] for lang in state.languages],
+        [state.topic_word_prior[lang] for lang in state.languages], model.info.get("settings"),
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class EvaluationResult:
     """Held-out scores of a model on a corpus.
@@ -108,7 +117,7 @@ def infer_doc_topics(
     into place only when complete. Returns the number of documents written.
     """
     client = current_client(client)
-    token = graph_token(corpus.token(), model.info.get("saved"), "infer")
+    token = graph_token(corpus.token(), model_token(model), "infer")
     blocks, maps = model_blocks(model, corpus, token=token)
     state = model.state
     names = [state.topic_label(k) for k in range(state.n_topics)]
@@ -134,7 +143,7 @@ def evaluate_model(
     """Held-out perplexity by document completion and the per-word ELBO bound on ``corpus``."""
     client = current_client(client)
     split_every = split_every or int(tf_config.get("split-every", 8))
-    token = graph_token(corpus.token(), model.info.get("saved"), "evaluate", seed)
+    token = graph_token(corpus.token(), model_token(model), "evaluate", seed)
     blocks, maps = model_blocks(model, corpus, token=token)
     state = model.state
     params = fold_in_params(model)

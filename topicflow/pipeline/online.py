@@ -57,8 +57,10 @@ class OnlineConfig:
     shuffle_window : int, default 0
         Visit documents in a random order within windows of this many documents (0: store order).
     pieces : int, default 8
-        Tasks per minibatch (more pieces at shard boundaries); fixed, so results do not depend on
-        the cluster.
+        Most tasks per minibatch (more at shard boundaries) ...
+    min_piece_docs : int, default 512
+        ... but no piece smaller than this (or the minibatch): below it a task's scheduling costs more
+        than its E-step. Both are fixed, so results do not depend on the cluster.
     total_docs : int or None
         D in the D/S scaling; default the number of documents in the store.
     eval_every : int, default 10
@@ -71,6 +73,7 @@ class OnlineConfig:
     passes: int = 1
     shuffle_window: int = 0
     pieces: int = 8
+    min_piece_docs: int = 512
     total_docs: int | None = None
     eval_every: int = 10
 
@@ -79,7 +82,7 @@ class OnlineConfig:
             (self.batch_size >= 1, "batch_size must be at least 1"),
             (self.passes >= 1, "passes must be at least 1"),
             (self.shuffle_window >= 0, "shuffle_window must be >= 0"),
-            (self.pieces >= 1, "pieces must be at least 1"),
+            (self.pieces >= 1 and self.min_piece_docs >= 1, "pieces and min_piece_docs must be at least 1"),
             (self.total_docs is None or self.total_docs >= 1, "total_docs must be positive"),
             (self.eval_every >= 0, "eval_every must be >= 0"),
         ]
@@ -93,7 +96,7 @@ class OnlineConfig:
 
     @property
     def piece_docs(self) -> int:
-        return max(1, math.ceil(self.batch_size / self.pieces))
+        return max(math.ceil(self.batch_size / self.pieces), min(self.batch_size, self.min_piece_docs))
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
@@ -247,7 +250,7 @@ def run_minibatch(
     """The E-step of one minibatch on the cluster, tree-merged: its statistics."""
     topics = share(state.prepared_topics(), client, name=f"topics-{token}")
     parts = map_piece_estep(
-        shard_blocks, minibatch.pieces, topics, state.doc_topic_prior, config.estep_params(),
+        shard_blocks, minibatch.pieces, topics, state.doc_topic_prior, config.estep_params(online=True),
         epoch=t, token=token,
     )
     (stats,) = compute(tree_merge(parts, split_every=split_every, token=token), client=client)
