@@ -222,3 +222,20 @@ def test_store_token_changes_when_vocabulary_grows_without_new_shards(store: Pat
     assert after.n_shards == 2 and after.vocab_version == 2
     assert after.token() != before.token()
     assert after.read_block(0).n_terms == before.read_block(0).n_terms + 1
+
+
+def test_terms_dropped_as_too_common_are_never_promoted(tmp_path: Path) -> None:
+    from topicflow.io.tokenizer import PruneConfig
+
+    base = ["fox dog tax", "fox tax economy", "fox news", "fox dog"]  # fox is in every document
+    store = tmp_path / "common.zarr"
+    ingest_corpus([write_jsonl(tmp_path / "b.jsonl", base, "b")], store, tokenizer=NO_STOP,
+                  prune=PruneConfig(max_df_fraction=0.9), shard_size=2)
+    assert "fox" not in Corpus.open(store).vocabulary().index
+    assert Corpus.open(store).excluded_terms() == frozenset({"fox"})
+    result = append_corpus(store, [write_jsonl(tmp_path / "n.jsonl", ["fox zebra", "fox zebra dog"], "n")],
+                           promote_min_df=2)
+    corpus = Corpus.open(store)
+    assert "zebra" in corpus.vocabulary().index and "fox" not in corpus.vocabulary().index
+    assert "fox" in corpus.candidates().index  # still counted, never promoted
+    assert result.promoted == {"default": 1}

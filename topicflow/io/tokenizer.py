@@ -291,6 +291,17 @@ class PruneConfig:
         return {"min_df": self.min_df, "max_df_fraction": self.max_df_fraction, "max_vocab": self.max_vocab}
 
 
+def too_common_terms(counts: LanguageCounts, prune: PruneConfig) -> Vocabulary:
+    """The terms :func:`prune_vocabulary` drops for a document frequency above ``max_df_fraction``.
+
+    A store keeps them so that appends never bring them back as "new" terms: they were left out on
+    purpose, as corpus-specific stop words.
+    """
+    max_df = prune.max_df_fraction * counts.n_docs
+    common = [t for t, df in counts.doc_freq.items() if df > max_df]
+    return Vocabulary.from_counts({t: counts.doc_freq[t] for t in common}, {t: counts.corpus_freq[t] for t in common})
+
+
 def prune_vocabulary(counts: LanguageCounts, prune: PruneConfig) -> Vocabulary:
     """The vocabulary of one language after pruning, in the canonical order of ``Vocabulary.from_counts``.
 

@@ -416,6 +416,7 @@ class Corpus:
         self.path = Path(path)
         self.manifest = manifest
         self._vocab: dict[tuple[str, int], Vocabulary] = {}
+        self._excluded: dict[str, frozenset[str]] = {}
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> Corpus:
@@ -541,6 +542,15 @@ class Corpus:
             return Vocabulary.empty()
         directory = self.path / "candidates" / self.manifest.candidates / lang
         return read_vocabulary(directory) if directory.exists() else Vocabulary.empty()
+
+    def excluded_terms(self, language: str | None = None) -> frozenset[str]:
+        """Terms the ingest left out as too common (``max_df_fraction``); appends never promote them."""
+        lang = self.resolve_language(language)
+        if lang not in self._excluded:
+            directory = self.path / "excluded" / lang
+            terms = read_vocabulary(directory).terms if directory.exists() else ()
+            self._excluded[lang] = frozenset(str(t) for t in terms)
+        return self._excluded[lang]
 
     def read_block(self, index: int, language: str | None = None) -> DocBlock:
         lang = self.resolve_language(language)

@@ -43,7 +43,14 @@ from topicflow.io.atomic import (
     temporary_sibling,
 )
 from topicflow.io.sources import FieldSpec, InputPartition, discover_partitions
-from topicflow.io.tokenizer import LanguageCounts, PruneConfig, TermCounts, TokenizerConfig, prune_vocabulary
+from topicflow.io.tokenizer import (
+    LanguageCounts,
+    PruneConfig,
+    TermCounts,
+    TokenizerConfig,
+    prune_vocabulary,
+    too_common_terms,
+)
 from topicflow.io.zarr_shards import (
     BASE_FORMAT_VERSION,
     MANIFEST,
@@ -420,6 +427,7 @@ def ingest_corpus(
         vocabs = {lang: prune_vocabulary(summary.counts.get(lang), prune) for lang in fields.languages}
         for lang, vocab in vocabs.items():
             write_vocabulary(tmp / "vocab" / lang, vocab)
+            write_vocabulary(tmp / "excluded" / lang, too_common_terms(summary.counts.get(lang), prune))
         shard_dirs = {p.index: str(tmp / "shards" / f".part-{p.index:06d}") for p in partitions}
         written = _write_pass(partitions, fields, tokenizer, on_error, store=tmp, shard_dirs=shard_dirs,
                               skip=skip, drop_reason="all_terms_pruned", client=client, progress=progress)
@@ -557,11 +565,32 @@ def _plan_vocabulary(corpus: Corpus, counts: TermCounts, promote_min_df: int | N
         merged = _candidate_vocabulary(lang_counts, vocab, corpus.candidates(lang))
         grown = vocab
         if promote_min_df is not None:
-            grown, merged = promote_candidates(vocab, merged, promote_min_df)
+            grown, merged = _promote_unless_excluded(vocab, merged, promote_min_df, corpus.excluded_terms(lang))
         vocabs[lang], candidates[lang], promoted[lang] = grown, merged, len(grown) - len(vocab)
     grew = any(promoted.values())
     return _VocabularyPlan(vocabs=vocabs, version=corpus.vocab_version + int(grew), candidates=candidates,
                            oov_tokens=oov, promoted=promoted, candidates_changed=grew or any(oov.values()))
+
+
+def _promote_unless_excluded(
+    vocab: Vocabulary, candidates: Vocabulary, min_df: int, excluded: frozenset[str]
+) -> tuple[Vocabulary, Vocabulary]:
+    """:func:`promote_candidates`, except for terms the ingest dropped as too common (they stay candidates)."""
+    if not excluded or not len(candidates):
+        return promote_candidates(vocab, candidates, min_df)
+    held = np.array([str(t) in excluded for t in candidates.terms], dtype=bool)
+    grown, rest = promote_candidates(vocab, _subset(candidates, ~held), min_df)
+    remaining = _subset(candidates, held)
+    merged = Vocabulary.from_counts(
+        {**dict(zip(rest.terms, rest.doc_freq.tolist())), **dict(zip(remaining.terms, remaining.doc_freq.tolist()))},
+        {**dict(zip(rest.terms, rest.corpus_freq.tolist())), **dict(zip(remaining.terms, remaining.corpus_freq.tolist()))},
+    )
+    return grown, merged
+
+
+def _subset(vocab: Vocabulary, mask: np.ndarray) -> Vocabulary:
+    return Vocabulary(np.asarray(vocab.terms, dtype=object)[mask], np.asarray(vocab.doc_freq)[mask],
+                      np.asarray(vocab.corpus_freq)[mask])
 
 
 def _write_candidates(store: Path, manifest: Manifest, plan: _VocabularyPlan) -> str | None:
