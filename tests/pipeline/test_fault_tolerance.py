@@ -7,6 +7,7 @@ tree sums them in the same order.
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -27,6 +28,12 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_test_store(tmp_path_factory.mktemp("fault") / "c.zarr", truth.counts, shard_size=100)
 
 
+def kill_worker(client: Any, address: str) -> None:
+    """SIGKILL the worker process at ``address`` (its nanny starts a new one)."""
+    pid = client.run(os.getpid, workers=[address])[address]
+    os.kill(pid, signal.SIGKILL)
+
+
 class WorkerKiller:
     """Once armed, kills the first worker seen running an E-step task (its nanny starts a new one)."""
 
@@ -43,10 +50,7 @@ class WorkerKiller:
         while time.monotonic() < deadline:
             for address, keys in self.client.processing().items():
                 if any("estep" in str(key) for key in keys):
-                    try:
-                        self.client.run(os._exit, 1, workers=[address], wait=False)
-                    except Exception:  # noqa: BLE001 - the worker dies while answering
-                        pass
+                    kill_worker(self.client, address)
                     self.killed.append(address)
                     return
             time.sleep(0.005)
@@ -80,10 +84,34 @@ def test_batch_fit_survives_a_killed_worker(store: Path) -> None:
 
 def test_online_fit_survives_a_killed_worker(store: Path) -> None:
     config = VBConfig(n_topics=10, seed=2)
-    online = OnlineConfig(batch_size=1000, pieces=8)
+    online = OnlineConfig(batch_size=1000, pieces=8, executor="tasks")
     reference = fit_online(Corpus.open(store), config, online).state
     result, killed = run_with_killer(
         lambda client, hook: fit_online(Corpus.open(store), config, online, client=client, on_minibatch=hook)
     )
     assert killed, "no worker was killed mid-minibatch"
     np.testing.assert_array_equal(result.state.topic_word_var["default"], reference.topic_word_var["default"])
+
+
+def test_online_e_step_servers_are_replaced_when_their_worker_dies(store: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The E-step actors die with their worker; the minibatch is rerun on new ones, same result."""
+    from distributed import Client, LocalCluster
+
+    config = VBConfig(n_topics=10, seed=5)
+    online = OnlineConfig(batch_size=500, executor="servers")
+    reference = fit_online(Corpus.open(store), config, online).state
+    killed = []
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        with Client(cluster) as client:
+
+            def kill_one_worker(record: Any, state: Any) -> None:
+                if record.t == 2:
+                    address = sorted(client.scheduler_info()["workers"])[0]
+                    kill_worker(client, address)
+                    killed.append(address)
+
+            with caplog.at_level("WARNING", logger="topicflow.pipeline.estep_servers"):
+                state = fit_online(Corpus.open(store), config, online, client=client, on_minibatch=kill_one_worker).state
+    assert killed and "restarting servers" in caplog.text
+    np.testing.assert_array_equal(state.topic_word_var["default"], reference.topic_word_var["default"])
+    np.testing.assert_array_equal(state.doc_topic_prior, reference.doc_topic_prior)

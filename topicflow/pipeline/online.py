@@ -31,6 +31,7 @@ from topicflow.models.lda_model import LDAState
 from topicflow.models.rng import doc_generator
 from topicflow.models.vb_lda import EStepStats
 from topicflow.pipeline.cluster import compute, current_client
+from topicflow.pipeline.estep_servers import ActorPool, LocalPool
 from topicflow.pipeline.fit import CheckpointPolicy, VBConfig, initial_state, share
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 from topicflow.tasks.estep import graph_token, map_piece_estep, tree_merge
@@ -57,10 +58,15 @@ class OnlineConfig:
     shuffle_window : int, default 0
         Visit documents in a random order within windows of this many documents (0: store order).
     pieces : int, default 8
-        Most tasks per minibatch (more at shard boundaries) ...
-    min_piece_docs : int, default 512
-        ... but no piece smaller than this (or the minibatch): below it a task's scheduling costs more
-        than its E-step. Both are fixed, so results do not depend on the cluster.
+        Most pieces per minibatch (more at shard boundaries) ...
+    min_piece_docs : int, default 64
+        ... but no piece smaller than this (or the minibatch). Both are fixed, so results do not
+        depend on the cluster.
+    executor : {"auto", "servers", "tasks"}, default "auto"
+        Where pieces run: ``servers`` keeps one E-step actor per worker, called directly by the driver
+        (see :mod:`topicflow.pipeline.estep_servers`); ``tasks`` builds a task graph per minibatch
+        (several scheduler round trips, which cost more than a small minibatch's E-step); ``auto`` is
+        ``servers`` on a cluster and a local thread pool without one. The model is the same.
     total_docs : int or None
         D in the D/S scaling; default the number of documents in the store.
     eval_every : int, default 10
@@ -73,7 +79,8 @@ class OnlineConfig:
     passes: int = 1
     shuffle_window: int = 0
     pieces: int = 8
-    min_piece_docs: int = 512
+    min_piece_docs: int = 64
+    executor: str = "auto"
     total_docs: int | None = None
     eval_every: int = 10
 
@@ -85,6 +92,7 @@ class OnlineConfig:
             (self.pieces >= 1 and self.min_piece_docs >= 1, "pieces and min_piece_docs must be at least 1"),
             (self.total_docs is None or self.total_docs >= 1, "total_docs must be positive"),
             (self.eval_every >= 0, "eval_every must be >= 0"),
+            (self.executor in ("auto", "servers", "tasks"), "executor must be 'auto', 'servers' or 'tasks'"),
         ]
         for ok, message in checks:
             if not ok:
@@ -243,18 +251,37 @@ def online_mstep(
     return state.with_updates(topic_word_var=lam, doc_topic_prior=alpha, topic_word_prior=priors)
 
 
-def run_minibatch(
-    corpus: Corpus, shard_blocks: dict[int, Any], minibatch: Minibatch, state: LDAState, config: VBConfig,
-    *, t: int, token: str, split_every: int, client: Any,
-) -> EStepStats:
-    """The E-step of one minibatch on the cluster, tree-merged: its statistics."""
-    topics = share(state.prepared_topics(), client, name=f"topics-{token}")
-    parts = map_piece_estep(
-        shard_blocks, minibatch.pieces, topics, state.doc_topic_prior, config.estep_params(online=True),
-        epoch=t, token=token,
-    )
-    (stats,) = compute(tree_merge(parts, split_every=split_every, token=token), client=client)
-    return stats
+class MinibatchRunner:
+    """Runs the E-step of each minibatch with the executor the config asks for (see :class:`OnlineConfig`)."""
+
+    def __init__(self, corpus: Corpus, online: OnlineConfig, client: Any) -> None:
+        kind = online.executor
+        if kind == "auto" or (kind == "servers" and client is None):
+            kind = "servers" if client is not None else "local"
+        self.kind = kind
+        self.client = client
+        if kind == "tasks":
+            self.blocks = corpus.to_delayed_multi()
+        elif kind == "servers":
+            self.pool: ActorPool | LocalPool = ActorPool(client, str(corpus.path), corpus.shards, corpus.vocab_sizes())
+        else:
+            self.pool = LocalPool(str(corpus.path), corpus.shards, corpus.vocab_sizes())
+
+    def estep(self, minibatch: Minibatch, state: LDAState, params: Any, *, t: int, token: str,
+              split_every: int) -> EStepStats:
+        """Statistics of ``minibatch`` under ``state``, merged in the fixed tree order."""
+        if self.kind == "tasks":
+            topics = share(state.prepared_topics(), self.client, name=f"topics-{token}")
+            blocks = {s: self.blocks[s] for s in minibatch.shards}
+            parts = map_piece_estep(blocks, minibatch.pieces, topics, state.doc_topic_prior, params, epoch=t, token=token)
+            (stats,) = compute(tree_merge(parts, split_every=split_every, token=token), client=self.client)
+            return stats
+        pieces = [(i, *piece) for i, piece in enumerate(minibatch.pieces)]
+        return self.pool.estep(pieces, state.prepared_topics(), state.doc_topic_prior, params, t, split_every=split_every)
+
+    def close(self) -> None:
+        if self.kind != "tasks":
+            self.pool.close()
 
 
 def fit_online(
@@ -319,7 +346,8 @@ def fit_online(
             done = (int(found.position["epoch"]), int(found.position["minibatch"]))
             trace = [MinibatchRecord(**record) for record in found.trace]
             log.info("resuming from %s at pass %d after minibatch %d", checkpoint.path, *done)
-    all_blocks = corpus.to_delayed_multi()
+    runner = MinibatchRunner(corpus, online, client)
+    params = config.estep_params(online=True)
     n_docs = sum(shard_sizes[s] for s in shards)
     per_pass = math.ceil(n_docs / online.batch_size)
     plan = (
@@ -329,39 +357,40 @@ def fit_online(
         if (epoch, minibatch.index) > done
     )
     remaining = online.passes * per_pass - (done[0] * per_pass + done[1] + 1)
-    for minibatch in progress.track(plan, total=remaining, desc="online", unit="batch"):
-        epoch = minibatch.epoch
-        started = time.perf_counter()
-        rho = schedule.rho(t)
-        token = f"{run_token}-{epoch}-{minibatch.index}"
-        blocks = {s: all_blocks[s] for s in minibatch.shards}
-        stats = run_minibatch(corpus, blocks, minibatch, state, config, t=t, token=token,
-                              split_every=split_every, client=client)
-        bound = math.nan
-        if online.eval_every and (t + 1) % online.eval_every == 0:
-            scale = total_docs / max(stats.n_docs, 1)
-            bound = online_vb.minibatch_bound(stats, state.topic_word_var, state.doc_topic_prior,
-                                              state.topic_word_prior, scale) / max(scale * stats.n_tokens, 1)
-        state = online_mstep(state, stats, config, rho=rho, total_docs=total_docs)
-        t += 1
-        docs_seen += stats.n_docs
-        seconds = time.perf_counter() - started
-        record = MinibatchRecord(
-            t=t, epoch=epoch, minibatch=minibatch.index, docs=stats.n_docs, tokens=stats.n_tokens, rho=rho,
-            docs_seen=docs_seen, alpha_sum=float(state.doc_topic_prior.sum()), bound_per_token=bound,
-            seconds=seconds, docs_per_second=stats.n_docs / max(seconds, 1e-9),
-            tokens_per_second=stats.n_tokens / max(seconds, 1e-9),
-        )
-        trace.append(record)
-        log.debug("minibatch %d: rho %.4f, %d docs, %.3f s", t, rho, stats.n_docs, seconds)
-        if on_minibatch is not None:
-            on_minibatch(record, state)
-        if checkpoint is not None and checkpoint.due(len(trace)):
-            write_checkpoint(
-                checkpoint.path,
-                Checkpoint(state, {"epoch": epoch, "minibatch": minibatch.index, "t": t, "docs_seen": docs_seen},
-                           [r.to_dict() for r in trace], fingerprint),
-                {lang: corpus.vocabulary(lang) for lang in state.languages},
+    try:
+        for minibatch in progress.track(plan, total=remaining, desc="online", unit="batch"):
+            epoch = minibatch.epoch
+            started = time.perf_counter()
+            rho = schedule.rho(t)
+            token = f"{run_token}-{epoch}-{minibatch.index}"
+            stats = runner.estep(minibatch, state, params, t=t, token=token, split_every=split_every)
+            bound = math.nan
+            if online.eval_every and (t + 1) % online.eval_every == 0:
+                scale = total_docs / max(stats.n_docs, 1)
+                bound = online_vb.minibatch_bound(stats, state.topic_word_var, state.doc_topic_prior,
+                                                  state.topic_word_prior, scale) / max(scale * stats.n_tokens, 1)
+            state = online_mstep(state, stats, config, rho=rho, total_docs=total_docs)
+            t += 1
+            docs_seen += stats.n_docs
+            seconds = time.perf_counter() - started
+            record = MinibatchRecord(
+                t=t, epoch=epoch, minibatch=minibatch.index, docs=stats.n_docs, tokens=stats.n_tokens, rho=rho,
+                docs_seen=docs_seen, alpha_sum=float(state.doc_topic_prior.sum()), bound_per_token=bound,
+                seconds=seconds, docs_per_second=stats.n_docs / max(seconds, 1e-9),
+                tokens_per_second=stats.n_tokens / max(seconds, 1e-9),
             )
+            trace.append(record)
+            log.debug("minibatch %d: rho %.4f, %d docs, %.3f s", t, rho, stats.n_docs, seconds)
+            if on_minibatch is not None:
+                on_minibatch(record, state)
+            if checkpoint is not None and checkpoint.due(len(trace)):
+                write_checkpoint(
+                    checkpoint.path,
+                    Checkpoint(state, {"epoch": epoch, "minibatch": minibatch.index, "t": t, "docs_seen": docs_seen},
+                               [r.to_dict() for r in trace], fingerprint),
+                    {lang: corpus.vocabulary(lang) for lang in state.languages},
+                )
+    finally:
+        runner.close()
     return OnlineResult(state=state, t=t, docs_seen=docs_seen, trace=tuple(trace), unknown_seed_words=unknown)
 

@@ -57,7 +57,7 @@ def _estep_warm_task(
     return stats
 
 
-def _merge_all(*parts: EStepStats) -> EStepStats:
+def merge_stats(*parts: EStepStats) -> EStepStats:
     """Body of one tree node: merge its children left to right (module-level so it pickles)."""
     return functools.reduce(EStepStats.merge, parts)
 
@@ -137,7 +137,7 @@ def map_estep_warm(
 
 def tree_merge(parts: Sequence[Any], *, split_every: int, token: str) -> Any:
     """Tree-merge E-step statistics (see :func:`topicflow.tasks.reduce.tree_reduce`): ``Delayed[EStepStats]``."""
-    return tree_reduce(parts, _merge_all, split_every=split_every, name=f"merge-{token}")
+    return tree_reduce(parts, merge_stats, split_every=split_every, name=f"merge-{token}")
 
 
 def _fold_in_task(

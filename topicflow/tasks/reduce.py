@@ -11,6 +11,21 @@ from typing import Any, Callable, Sequence
 import dask
 
 
+def tree_reduce_now(parts: Sequence[Any], combine: Callable[..., Any], *, split_every: int) -> Any:
+    """:func:`tree_reduce` evaluated in place: the same tree, the same order, hence the same sum.
+
+    For results that are already in memory (gathered from actors); not lazy.
+    """
+    if not parts:
+        raise ValueError("a tree reduction needs at least one part")
+    if split_every < 2:
+        raise ValueError(f"split_every must be at least 2, got {split_every!r}")
+    level = list(parts)
+    while len(level) > 1:
+        level = [combine(*level[i : i + split_every]) for i in range(0, len(level), split_every)]
+    return level[0]
+
+
 def tree_reduce(parts: Sequence[Any], combine: Callable[..., Any], *, split_every: int, name: str) -> Any:
     """Combine ``parts`` in a tree of fan-in ``split_every``; keys are ``<name>-<depth>-<index>``.
 
