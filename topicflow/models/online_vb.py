@@ -32,6 +32,7 @@ import numpy as np
 from topicflow._typing import FloatArray
 from topicflow.errors import InvalidParameterError
 from topicflow.models.dirichlet import newton_alpha, newton_symmetric_alpha, newton_symmetric_eta
+from topicflow.models.lda_model import LDAState
 from topicflow.models.vb_lda import EStepStats, alpha_elbo_terms, topic_elbo_terms
 
 
@@ -110,6 +111,30 @@ def alpha_target(alpha: FloatArray, stats: EStepStats, mode: str) -> FloatArray:
 def eta_target(topic_word_var: FloatArray, eta: float) -> float:
     """The Newton-Raphson optimum of a symmetric eta given lambda (one language)."""
     return float(newton_symmetric_eta(topic_word_var, eta)[0])
+
+
+def online_update(
+    state: LDAState, stats: EStepStats, *, rho: float, total_docs: int, alpha_mode: str, optimize_eta: bool
+) -> LDAState:
+    """Move lambda, alpha and eta a step ``rho`` towards the batch M-step on D/S copies of the minibatch.
+
+    With ``optimize_eta`` the target lambda is shifted to the target eta, exactly as the batch M-step
+    shifts lambda to its new eta, so ``rho = 1`` and one minibatch equal to the corpus give the batch
+    iteration.
+    """
+    scale = total_docs / max(stats.n_docs, 1)
+    lam, priors = {}, dict(state.topic_word_prior)
+    for lang in state.languages:
+        eta = state.topic_word_prior[lang]
+        target = topic_word_target(stats.topic_terms[lang].to_dense(state.n_terms(lang)), eta, scale)
+        if optimize_eta:
+            old_eta = float(eta)  # type: ignore[arg-type]
+            new_eta = eta_target(target, old_eta)
+            target = target - old_eta + new_eta
+            priors[lang] = float(blend(np.float64(old_eta), np.float64(new_eta), rho))
+        lam[lang] = blend(state.topic_word_var[lang], target, rho)
+    alpha = blend(state.doc_topic_prior, alpha_target(state.doc_topic_prior, stats, alpha_mode), rho)
+    return state.with_updates(topic_word_var=lam, doc_topic_prior=alpha, topic_word_prior=priors)
 
 
 def minibatch_bound(

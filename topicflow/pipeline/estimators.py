@@ -214,7 +214,7 @@ class LDA:
             return self
         from topicflow.pipeline.update import continue_online
 
-        self.model_, result = continue_online(model, corpus, config, online, client=client, shards=shards,
+        self.model_, result, _ = continue_online(model, corpus, config, online, client=client, shards=shards,
                                               split_every=self.split_every, progress=progress)
         self._set_attributes_from_model()
         self.trace_ = list(result.trace)

@@ -231,26 +231,6 @@ class OnlineResult:
     unknown_seed_words: dict[str, list[str]] = field(default_factory=dict)
 
 
-def online_mstep(
-    state: LDAState, stats: EStepStats, config: VBConfig, *, rho: float, total_docs: int
-) -> LDAState:
-    """Move lambda, alpha and eta a step ``rho`` towards the batch M-step on D/S copies of the minibatch."""
-    scale = total_docs / max(stats.n_docs, 1)
-    lam, priors = {}, dict(state.topic_word_prior)
-    for lang in state.languages:
-        eta = state.topic_word_prior[lang]
-        target = online_vb.topic_word_target(stats.topic_terms[lang].to_dense(state.n_terms(lang)), eta, scale)
-        if config.optimize_eta:
-            new_eta = online_vb.eta_target(target, float(eta))  # type: ignore[arg-type]
-            target = target - float(eta) + new_eta  # type: ignore[arg-type]
-            priors[lang] = float(online_vb.blend(np.float64(eta), np.float64(new_eta), rho))
-        lam[lang] = online_vb.blend(state.topic_word_var[lang], target, rho)
-    alpha = online_vb.blend(
-        state.doc_topic_prior, online_vb.alpha_target(state.doc_topic_prior, stats, config.alpha_mode), rho
-    )
-    return state.with_updates(topic_word_var=lam, doc_topic_prior=alpha, topic_word_prior=priors)
-
-
 class MinibatchRunner:
     """Runs the E-step of each minibatch with the executor the config asks for (see :class:`OnlineConfig`)."""
 
@@ -369,7 +349,8 @@ def fit_online(
                 scale = total_docs / max(stats.n_docs, 1)
                 bound = online_vb.minibatch_bound(stats, state.topic_word_var, state.doc_topic_prior,
                                                   state.topic_word_prior, scale) / max(scale * stats.n_tokens, 1)
-            state = online_mstep(state, stats, config, rho=rho, total_docs=total_docs)
+            state = online_vb.online_update(state, stats, rho=rho, total_docs=total_docs,
+                                        alpha_mode=config.alpha_mode, optimize_eta=config.optimize_eta)
             t += 1
             docs_seen += stats.n_docs
             seconds = time.perf_counter() - started

@@ -100,11 +100,15 @@ def grown_state(model: SavedModel, corpus: Corpus, config: VBConfig, *, model_pa
 def continue_online(
     model: SavedModel, corpus: Corpus, config: VBConfig, online: OnlineConfig, *, client: Any = None,
     shards: Sequence[int] | None = None, split_every: int | None = None, progress: ProgressReporter = NO_PROGRESS,
-) -> tuple[SavedModel, OnlineResult]:
-    """Online VB over ``shards`` (default: the unseen ones), continuing ``model``; returns the new model."""
+    model_path: str = "the model",
+) -> tuple[SavedModel, OnlineResult, dict[str, int]]:
+    """Online VB over ``shards`` (default: the unseen ones), continuing ``model``.
+
+    Returns the new model, the run's result and the number of new vocabulary terms per language.
+    """
     from topicflow.pipeline.estimators import online_info
 
-    state, _ = grown_state(model, corpus, config)
+    state, new_terms = grown_state(model, corpus, config, model_path=model_path)
     shards = unseen_shards(model, corpus) if shards is None else list(shards)
     t, docs_seen = schedule_position(model, online)
     result = fit_online(corpus, config, online, state=state, t=t, docs_seen=docs_seen, shards=shards,
@@ -113,7 +117,7 @@ def continue_online(
                        shards=shards)
     info["unknown_seed_words"] = model.info.get("unknown_seed_words", {})
     vocabularies = {lang: corpus.vocabulary(lang) for lang in result.state.languages}
-    return SavedModel(result.state, vocabularies, info), result
+    return SavedModel(result.state, vocabularies, info), result, new_terms
 
 
 def update_model(
@@ -155,13 +159,14 @@ def update_model(
             stored = model.info.get("online", {}).get("config")
             online = OnlineConfig.from_dict(stored) if stored else OnlineConfig()
         shards = unseen_shards(model, corpus)
-        _, new_terms = grown_state(model, corpus, config, model_path=str(model_path))
         if not shards:
+            _, new_terms = grown_state(model, corpus, config, model_path=str(model_path))  # still explain a mismatch
             log.info("model %s has seen every shard of %s; nothing to do", model_path, corpus.path)
             pruned = tuple(prune_versions(model_path, keep)) if keep else ()
             return UpdateResult(None, (), 0, new_terms, 0, time.perf_counter() - started, pruned)
-        updated, result = continue_online(model, corpus, config, online, client=client, shards=shards,
-                                          split_every=split_every, progress=progress)
+        updated, result, new_terms = continue_online(model, corpus, config, online, client=client, shards=shards,
+                                                     split_every=split_every, progress=progress,
+                                                     model_path=str(model_path))
         new_ids = tuple(corpus.shards[i].shard_id for i in shards)
         summary = {
             "store": str(corpus.path), "new_shards": list(new_ids), "new_docs": sum(corpus.shards[i].n_docs for i in shards),
