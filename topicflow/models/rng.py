@@ -19,6 +19,13 @@ STREAM_GIBBS = 2
 STREAM_SYNTH = 3
 STREAM_SPLIT = 4
 STREAM_TOPIC_INIT = 5
+STREAM_SHUFFLE = 6
+STREAM_PARTICLE = 7  # per-token draws of a streaming sampler (particle, token)
+STREAM_RESAMPLE = 8  # resampling of a particle cloud
+STREAM_RESERVOIR = 9  # reservoir sampling over the token stream
+STREAM_REJUVENATE = 10  # choice and resampling of rejuvenation tokens
+STREAM_INIT_TRIAL = 11  # independent initializations of a streaming sampler
+STREAM_FOLD_IN = 12  # Gibbs sweeps on held-out documents with topics fixed
 
 
 @numba.njit(nogil=True, cache=True)

@@ -28,7 +28,7 @@ from topicflow.io.checkpoint import Checkpoint, read_checkpoint, write_checkpoin
 from topicflow.io.zarr_shards import Corpus
 from topicflow.models import online_vb
 from topicflow.models.lda_model import LDAState
-from topicflow.models.rng import doc_generator
+from topicflow.models.rng import STREAM_SHUFFLE, doc_generator
 from topicflow.models.vb_lda import EStepStats
 from topicflow.pipeline.cluster import compute, current_client
 from topicflow.pipeline.estep_servers import ActorPool, LocalPool
@@ -37,10 +37,6 @@ from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 from topicflow.tasks.estep import graph_token, map_piece_estep, tree_merge
 
 log = logging.getLogger(__name__)
-
-#: Random stream of the window shuffles (see :mod:`topicflow.models.rng`).
-STREAM_SHUFFLE = 6
-
 
 @dataclass(frozen=True, slots=True)
 class OnlineConfig:
