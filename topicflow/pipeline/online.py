@@ -38,6 +38,7 @@ from topicflow.tasks.estep import graph_token, map_piece_estep, tree_merge
 
 log = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True, slots=True)
 class OnlineConfig:
     """How online VB walks the corpus (the model's hyperparameters stay in :class:`VBConfig`).
