@@ -2,7 +2,9 @@
 
 This module owns the held-out split of documents (deterministic per global document), the
 document-completion log-likelihood that scores any topic model from its topic-word matrix and alpha
-alone, and normalized mutual information for clusterings. It must not import dask, zarr or logging,
+alone, and normalized mutual information for clusterings. For the streaming samplers it also owns
+the split of whole documents into training and held-out streams, the particle-learning held-out
+likelihood and the NMI of each document's most frequent topic. It must not import dask, zarr or logging,
 and it does no I/O.
 
 Glossary:
@@ -10,11 +12,15 @@ Glossary:
     topic_word (beta, (n_topics, n_terms)): row-normalized topic-word probabilities (point estimate)
     doc_topic_prior (alpha, (n_topics,))
     theta ((n_docs, n_topics)): topic proportions estimated from the observed part
+    expected_counts (m_dk, (n_topics,)): expected topic counts of a document's tokens seen so far
+    doc_topic_counts (N_dk, (n_docs, n_topics)): tokens of document d assigned to topic k by a sampler
 
 References
 ----------
 Wallach, Murray, Salakhutdinov and Mimno (2009). Evaluation methods for topic models. ICML.
 Strehl and Ghosh (2002). Cluster ensembles. JMLR 3, 583-617.
+Scott and Baldridge (2013). A recursive estimate for the predictive likelihood in a topic model. AISTATS.
+May, Clemmer and Van Durme (2014). Particle filter rejuvenation and latent Dirichlet allocation. ACL.
 """
 from __future__ import annotations
 
@@ -257,3 +263,309 @@ def nmi(labels_true: np.ndarray, labels_pred: np.ndarray) -> float:
     h_true = -float(np.sum(a / n * np.log(a / n)))
     h_pred = -float(np.sum(b / n * np.log(b / n)))
     return float(mi / max((h_true + h_pred) / 2.0, np.finfo(np.float64).eps))
+
+
+@numba.njit(nogil=True, cache=True)
+def _is_held_out(seed, fraction, doc):  # type: ignore[no-untyped-def]
+    """``uniform_from_key(counter_key(seed, STREAM_SPLIT, 1, doc), 0) < fraction`` for global document ``doc``."""
+    return uniform_from_key(counter_key(seed, STREAM_SPLIT, 1, doc), 0) < fraction
+
+
+@numba.njit(nogil=True, cache=True)
+def _held_out_mask(seed, fraction, first_doc, held_out):  # type: ignore[no-untyped-def]
+    """held_out[d] = whether document ``first_doc + d`` is held out; returns how many before ``first_doc`` are."""
+    before = 0
+    for doc in range(first_doc):
+        before += 1 if _is_held_out(seed, fraction, doc) else 0
+    for d in range(held_out.shape[0]):
+        held_out[d] = _is_held_out(seed, fraction, first_doc + d)
+    return before
+
+
+def _document_split(block: DocBlock, held_out_fraction: float, seed: int) -> tuple[np.ndarray, int]:
+    """Validated held-out mask of the block and the number of held-out documents before it."""
+    if not (0.0 < held_out_fraction < 1.0):
+        raise InvalidParameterError(f"held_out_fraction must be in (0, 1), got {held_out_fraction!r}")
+    if not (0 <= int(seed) < 2**63):
+        raise InvalidParameterError(f"seed must be in [0, 2**63), got {seed!r}")
+    held_out = np.zeros(block.n_docs, dtype=np.bool_)
+    before = _held_out_mask(int(seed), float(held_out_fraction), int(block.first_doc), held_out)
+    return held_out, int(before)
+
+
+def _select_documents(block: DocBlock, rows: IntArray, first_doc: int) -> DocBlock:
+    """Rows ``rows`` of ``block`` (ascending) as a new block whose first document sits at ``first_doc``."""
+    lengths = np.diff(block.indptr)[rows]
+    entries = np.concatenate([np.arange(block.indptr[r], block.indptr[r + 1]) for r in rows]) if rows.size else \
+        np.zeros(0, dtype=np.int64)
+    return DocBlock(
+        indptr=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+        term_ids=block.term_ids[entries], counts=block.counts[entries], doc_ids=block.doc_ids[rows],
+        first_doc=first_doc, n_terms=block.n_terms, language=block.language,
+        labels=None if block.labels is None else block.labels[rows],
+        timestamps=None if block.timestamps is None else block.timestamps[rows],
+    )
+
+
+def document_split_positions(
+    block: DocBlock, *, held_out_fraction: float = 0.2, seed: int = 0
+) -> tuple[IntArray, IntArray]:
+    """Global positions of the documents :func:`split_documents` keeps for training and holds out.
+
+    Parameters
+    ----------
+    block : DocBlock
+    held_out_fraction : float, default 0.2
+        Probability that a document is held out, in (0, 1).
+    seed : int, default 0
+        In [0, 2**63).
+
+    Returns
+    -------
+    train_positions, held_out_positions : ndarray of shape (n_train,) and (n_held_out,), int64
+        Ascending positions ``block.first_doc + row`` in the source corpus; together they are all of the
+        block's positions.
+
+    Raises
+    ------
+    InvalidParameterError
+        ``held_out_fraction`` outside (0, 1) or seed out of range.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> from topicflow.models.blocks import block_from_csr
+    >>> block = block_from_csr(sp.csr_matrix(np.ones((6, 2), dtype=np.int64)), first_doc=10)
+    >>> train, held = document_split_positions(block, held_out_fraction=0.5, seed=0)
+    >>> sorted(train.tolist() + held.tolist())
+    [10, 11, 12, 13, 14, 15]
+    """
+    held_out, _ = _document_split(block, held_out_fraction, seed)
+    positions = block.first_doc + np.arange(block.n_docs, dtype=np.int64)
+    return positions[~held_out], positions[held_out]
+
+
+def split_documents(
+    block: DocBlock, *, held_out_fraction: float = 0.2, seed: int = 0
+) -> tuple[DocBlock, DocBlock]:
+    """Split whole documents at random into a training and a held-out stream.
+
+    Parameters
+    ----------
+    block : DocBlock
+        Consecutive documents of a corpus, from global position ``block.first_doc``.
+    held_out_fraction : float, default 0.2
+        Probability that a document is held out, in (0, 1).
+    seed : int, default 0
+        In [0, 2**63).
+
+    Returns
+    -------
+    train, held_out : DocBlock
+        The kept and the held-out documents in their original order, with ``doc_ids``, ``labels`` and
+        ``timestamps`` carried along. Each part is numbered as its own stream: its ``first_doc`` is the
+        number of documents of that part before ``block.first_doc`` in the source corpus, so block-wise
+        splits of a corpus concatenate (:func:`~topicflow.models.blocks.concat_blocks`) into the split of
+        the whole corpus, and keys derived from ``first_doc + row`` never collide within a part. The
+        source positions are given by :func:`document_split_positions`.
+
+    Raises
+    ------
+    InvalidParameterError
+        ``held_out_fraction`` outside (0, 1) or seed out of range.
+
+    Notes
+    -----
+    Document at global position ``doc`` is held out iff
+    ``uniform_from_key(counter_key(seed, STREAM_SPLIT, 1, doc), 0) < held_out_fraction``, a function of
+    its position only (epoch 1 of STREAM_SPLIT keeps it apart from :func:`split_doc_tokens`). Computing a
+    part's ``first_doc`` re-evaluates that draw for the ``block.first_doc`` earlier positions, which costs
+    a few nanoseconds each. NumPy equivalent: ``mask = u < f``; ``train = csr[~mask]``, ``held = csr[mask]``.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> from topicflow.models.blocks import block_from_csr
+    >>> block = block_from_csr(sp.csr_matrix(np.ones((10, 3), dtype=np.int64)))
+    >>> train, held = split_documents(block, held_out_fraction=0.3, seed=1)
+    >>> train.n_docs + held.n_docs, train.first_doc, held.first_doc
+    (10, 0, 0)
+    """
+    held_out, held_before = _document_split(block, held_out_fraction, seed)
+    rows = np.arange(block.n_docs, dtype=np.int64)
+    train_before = block.first_doc - held_before
+    return (_select_documents(block, rows[~held_out], train_before),
+            _select_documents(block, rows[held_out], held_before))
+
+
+@numba.njit(nogil=True, cache=True)
+def _particle_learning_csr(  # type: ignore[no-untyped-def]
+    indptr, term_ids, counts, term_topic, alpha, expected_counts
+):
+    """Sum over documents and tokens of log p(w_i | w_<i); ``expected_counts`` is a (n_topics,) scratch buffer."""
+    n_topics = alpha.shape[0]
+    alpha_sum = 0.0
+    for k in range(n_topics):
+        alpha_sum += alpha[k]
+    probs = np.empty(n_topics, dtype=np.float64)
+    total = 0.0
+    for d in range(indptr.shape[0] - 1):
+        expected_counts[:] = 0.0
+        n_before = 0
+        for j in range(indptr[d], indptr[d + 1]):
+            w = term_ids[j]
+            for _ in range(counts[j]):
+                norm = 0.0
+                for k in range(n_topics):
+                    probs[k] = term_topic[w, k] * (expected_counts[k] + alpha[k])
+                    norm += probs[k]
+                if norm <= 0.0:
+                    total = -math.inf
+                else:
+                    total += math.log(norm / (n_before + alpha_sum))
+                    for k in range(n_topics):
+                        expected_counts[k] += probs[k] / norm
+                n_before += 1
+    return total
+
+
+def particle_learning_log_likelihood(
+    block: DocBlock, topic_word: FloatArray, doc_topic_prior: FloatArray | float
+) -> tuple[float, int]:
+    """Held-out log-likelihood by the first-moment particle-learning approximation.
+
+    Parameters
+    ----------
+    block : DocBlock
+        Held-out documents (e.g. the second output of :func:`split_documents`).
+    topic_word : ndarray of shape (n_topics, n_terms), float64
+        Row-normalized topic-word probabilities phi, held fixed; ``n_terms >= block.n_terms``.
+    doc_topic_prior : float or ndarray of shape (n_topics,)
+        alpha, positive.
+
+    Returns
+    -------
+    log_lik : float
+        sum over documents and tokens of log p(w_i | w_<i, phi, alpha); ``-inf`` if a token has
+        probability 0 under ``topic_word``.
+    n_tokens : int
+        Tokens scored; perplexity is ``exp(-log_lik / n_tokens)``.
+
+    Raises
+    ------
+    InvalidParameterError
+        ``topic_word`` not 2-d, non-finite, negative or too narrow for the block's terms; prior not
+        positive or of the wrong length.
+
+    Notes
+    -----
+    Scott and Baldridge (2013), as used by May, Clemmer and Van Durme (2014) to pick initializations:
+    a document's tokens are visited in CSR order (terms ascending, a term with count c visited c times
+    in a row) while the expected topic counts m_dk are tracked. Token i scores
+    ``p(w_i) = sum_k phi[k, w_i] (m_dk + alpha_k) / (n_{d,<i} + sum_k alpha_k)``, then
+    ``m_d += phi[:, w_i] * (m_d + alpha) / sum(...)`` (the token's posterior over topics). No randomness.
+    NumPy equivalent per token: ``p = phi[:, w] * (m + alpha)``; ``ll += log(p.sum() / (i + alpha.sum()))``;
+    ``m += p / p.sum()``.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> from topicflow.models.blocks import block_from_csr
+    >>> block = block_from_csr(sp.csr_matrix(np.array([[2, 1]])))
+    >>> ll, n = particle_learning_log_likelihood(block, np.full((3, 2), 0.5), 0.1)
+    >>> round(float(np.exp(-ll / n)), 12), n
+    (2.0, 3)
+    """
+    phi = np.asarray(topic_word, dtype=np.float64)
+    if phi.ndim != 2 or phi.shape[0] == 0 or phi.shape[1] < block.n_terms:
+        raise InvalidParameterError(
+            f"topic_word must be of shape (n_topics, n_terms) with n_terms >= {block.n_terms} (the block's "
+            f"vocabulary), got shape {phi.shape!r}"
+        )
+    if not (np.all(np.isfinite(phi)) and np.all(phi >= 0.0)):
+        raise InvalidParameterError("topic_word must be finite and nonnegative")
+    alpha = _parse_prior_vector(doc_topic_prior, phi.shape[0])
+    term_topic = np.ascontiguousarray(phi.T)
+    log_lik = _particle_learning_csr(block.indptr.astype(np.int64), block.term_ids.astype(np.int64),
+                                     block.counts.astype(np.int64), term_topic, alpha,
+                                     np.zeros(phi.shape[0], dtype=np.float64))
+    return float(log_lik), block.n_tokens
+
+
+def _parse_prior_vector(doc_topic_prior: FloatArray | float, n_topics: int) -> FloatArray:
+    values = np.asarray(doc_topic_prior, dtype=np.float64)
+    if values.ndim > 1 or (values.ndim == 1 and values.shape[0] != n_topics):
+        raise InvalidParameterError(
+            f"doc_topic_prior must be a float or of shape ({n_topics},), got shape {values.shape!r}"
+        )
+    alpha = np.broadcast_to(values, (n_topics,)).copy()
+    if not (np.all(np.isfinite(alpha)) and np.all(alpha > 0)):
+        raise InvalidParameterError(f"doc_topic_prior must be finite and positive, got {doc_topic_prior!r}")
+    return alpha
+
+
+def most_frequent_topics(doc_topic_counts: IntArray) -> IntArray:
+    """The most frequent topic of each document (ties go to the lowest topic).
+
+    Parameters
+    ----------
+    doc_topic_counts : ndarray of shape (n_docs, n_topics)
+        Tokens of each document assigned to each topic (any real dtype; expected counts work too).
+
+    Returns
+    -------
+    ndarray of shape (n_docs,), int64
+        ``argmax_k doc_topic_counts[d, k]``; a document without tokens gets topic 0.
+
+    Raises
+    ------
+    InvalidParameterError
+        Not 2-d or without topics.
+
+    Notes
+    -----
+    NumPy equivalent: ``np.argmax(doc_topic_counts, axis=1)`` (which returns the first maximum).
+    May et al. (2014) cluster documents this way to compute NMI against gold labels.
+
+    Examples
+    --------
+    >>> most_frequent_topics(np.array([[1, 3, 3], [0, 0, 0], [5, 0, 1]])).tolist()
+    [1, 0, 0]
+    """
+    counts = np.asarray(doc_topic_counts)
+    if counts.ndim != 2 or counts.shape[1] == 0:
+        raise InvalidParameterError(
+            f"doc_topic_counts must be of shape (n_docs, n_topics) with n_topics >= 1, got {counts.shape!r}"
+        )
+    return np.argmax(counts, axis=1).astype(np.int64)
+
+
+def nmi_of_counts(labels: np.ndarray, doc_topic_counts: IntArray) -> float:
+    """NMI between gold labels and each document's most frequent topic.
+
+    Parameters
+    ----------
+    labels : array_like of shape (n_docs,)
+        Gold labels (any hashable values).
+    doc_topic_counts : ndarray of shape (n_docs, n_topics)
+
+    Returns
+    -------
+    float
+        ``nmi(labels, most_frequent_topics(doc_topic_counts))``, in [0, 1].
+
+    Raises
+    ------
+    InvalidParameterError
+        Shapes as in :func:`most_frequent_topics`, or ``labels`` of another length.
+
+    Notes
+    -----
+    The clustering evaluation of May et al. (2014), also used to pick among initializations.
+
+    Examples
+    --------
+    >>> round(nmi_of_counts(["a", "a", "b"], np.array([[0, 4], [1, 2], [3, 0]])), 12)
+    1.0
+    """
+    return nmi(np.asarray(labels), most_frequent_topics(doc_topic_counts))
