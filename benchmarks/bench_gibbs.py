@@ -1,0 +1,243 @@
+"""Collapsed Gibbs LDA: topicflow's sparse sampler against tomotopy ``LDAModel`` and the ``lda`` package.
+
+Every system samples the same training tokens with the same hyperparameters (alpha = 0.1 symmetric,
+beta = 0.01, both fixed: tomotopy's ``optim_interval`` is 0) for ``--warmup`` sweeps that are not timed
+(they include each system's initialization), then ``--sweeps`` timed sweeps. Reported: tokens per
+second over the timed sweeps (best of ``--repeats`` independent runs for topicflow and tomotopy; the
+``lda`` package, 4-70x slower, runs once), and, so that speed is compared at equal quality, after the
+same total number of sweeps:
+
+* the joint log-likelihood log p(w, z) per token of each system's final assignments, recomputed for
+  all of them by :func:`topicflow.models.gibbs_lda.joint_log_likelihood`;
+* the document-completion perplexity of held-out documents
+  (:func:`topicflow.models.evaluation.completion_log_likelihood`, as in ``bench_vb_lda.py``) from each
+  system's phi = (n_wk + beta) / (n_k + V beta), computed from its counts.
+
+topicflow runs single-threaded (``run_sweeps``: one call for all timed sweeps, including its copy of
+the state and the rebuilding of its word lists); tomotopy with ``workers=1`` and, as a separate row,
+``workers=2``; ``lda`` through its per-sweep Cython kernel (``LDA._sample_topics``, the body of its
+``fit`` loop, without the log-likelihood it computes every ``refresh`` sweeps). numba is warmed up
+before timing.
+
+Examples
+--------
+Real corpus (JSON Lines with ``id`` and ``text``; tokenized, pruned and split as in bench_vb_lda.py,
+every tenth document held out)::
+
+    python benchmarks/bench_gibbs.py --jsonl labeled_fortunes.jsonl bible_kjv.jsonl --topics 20 100 500
+
+Generated corpus (in memory, from a 50-topic LDA model over 10,000 terms, ~100 tokens per document)::
+
+    python benchmarks/bench_gibbs.py --synth-docs 5000 --topics 20 100 500
+
+Prints one JSON object per line, then a table.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_vb_lda import build_real, heldout_blocks, load_csr, perplexity  # noqa: E402
+
+from topicflow.models.blocks import DocBlock, block_from_csr  # noqa: E402
+from topicflow.models.evaluation import split_doc_tokens  # noqa: E402
+from topicflow.models.gibbs_lda import (  # noqa: E402
+    GibbsParams,
+    GibbsState,
+    initial_state,
+    joint_log_likelihood,
+    run_sweeps,
+    state_from_topics,
+    tokens_from_block,
+    topic_word_distribution,
+)
+from topicflow.models.synth import SynthParams, draw_shard, draw_topic_word  # noqa: E402
+
+ALPHA, BETA = 0.1, 0.01
+EVAL_SEED = 12345
+SYNTH_TRUE_TOPICS, SYNTH_TERMS, SYNTH_DOC_LEN = 50, 10_000, 100
+
+#: A system run: (seconds of the timed sweeps, final state rebuilt from the system's assignments).
+Runner = Callable[[DocBlock, int, int, int, int], tuple[float, GibbsState]]
+
+
+# ----------------------------------------------------------------------------- data
+
+
+def load_jsonl(inputs: list[Path], workdir: Path) -> tuple[DocBlock, list[tuple[DocBlock, DocBlock]]]:
+    """Training block and held-out (observed, held-out) pairs, built as bench_vb_lda.py builds them."""
+    train, test = build_real(inputs, workdir, None)
+    return block_from_csr(load_csr(train)), heldout_blocks(train, test)
+
+
+def load_synth(n_docs: int) -> tuple[DocBlock, list[tuple[DocBlock, DocBlock]]]:
+    """The first ``n_docs`` documents of one synthetic draw for training, the next tenth held out."""
+    n_test = max(200, n_docs // 10)
+    params = SynthParams(n_docs=n_docs + n_test, n_topics=SYNTH_TRUE_TOPICS, n_terms=SYNTH_TERMS,
+                         doc_length=SYNTH_DOC_LEN, doc_topic_prior=(ALPHA,), topic_word_prior=BETA, seed=1)
+    topic_word = {"default": draw_topic_word(params, "default")}
+
+    def block(first: int, count: int) -> DocBlock:
+        indptr, term_ids, counts = draw_shard(params, topic_word, first, count).bags["default"]
+        csr = sp.csr_matrix((counts, term_ids, indptr), shape=(count, SYNTH_TERMS))
+        return block_from_csr(csr, first_doc=first)
+
+    return block(0, n_docs), [split_doc_tokens(block(n_docs, n_test), seed=EVAL_SEED)]
+
+
+# ----------------------------------------------------------------------------- systems
+
+
+def run_topicflow(block: DocBlock, k: int, warmup: int, sweeps: int, seed: int) -> tuple[float, GibbsState]:
+    params = GibbsParams(n_topics=k, doc_topic_prior=ALPHA, topic_word_prior=BETA, seed=seed)
+    state = run_sweeps(initial_state(block, params), params, warmup)
+    started = time.perf_counter()
+    state = run_sweeps(state, params, sweeps)
+    return time.perf_counter() - started, state
+
+
+def _tomotopy(workers: int) -> Runner:
+    def run(block: DocBlock, k: int, warmup: int, sweeps: int, seed: int) -> tuple[float, GibbsState]:
+        import tomotopy as tp
+
+        token_indptr, token_terms = tokens_from_block(block)
+        model = tp.LDAModel(k=k, alpha=ALPHA, eta=BETA, seed=seed)
+        model.optim_interval = 0
+        kept = []
+        for d in range(block.n_docs):
+            words = token_terms[token_indptr[d]:token_indptr[d + 1]]
+            if words.size:  # tomotopy rejects empty documents
+                model.add_doc([str(w) for w in words])
+                kept.append(d)
+        model.train(warmup, workers=workers)
+        started = time.perf_counter()
+        model.train(sweeps, workers=workers)
+        seconds = time.perf_counter() - started
+        vocab_term = np.array([int(v) for v in model.vocabs], dtype=np.int32)
+        terms = np.concatenate([vocab_term[np.asarray(doc.words)] for doc in model.docs])
+        topics = np.concatenate([np.asarray(doc.topics, dtype=np.int32) for doc in model.docs])
+        lengths = np.zeros(block.n_docs, dtype=np.int64)
+        lengths[kept] = [len(doc.words) for doc in model.docs]
+        indptr = np.concatenate([[0], np.cumsum(lengths)])
+        return seconds, state_from_topics(indptr, terms, topics, block.n_terms, GibbsParams(k, ALPHA, BETA))
+
+    return run
+
+
+def run_lda(block: DocBlock, k: int, warmup: int, sweeps: int, seed: int) -> tuple[float, GibbsState]:
+    import lda
+
+    logging.getLogger("lda").setLevel(logging.WARNING)
+    model = lda.LDA(n_topics=k, n_iter=warmup + sweeps, alpha=ALPHA, eta=BETA, random_state=seed)
+    model._initialize(block.to_csr().astype(np.int64))
+    rands, shuffler = model._rands.copy(), np.random.RandomState(seed)
+    for _ in range(warmup):
+        shuffler.shuffle(rands)
+        model._sample_topics(rands)
+    started = time.perf_counter()
+    for _ in range(sweeps):
+        shuffler.shuffle(rands)
+        model._sample_topics(rands)
+    seconds = time.perf_counter() - started
+    order = np.argsort(model.DS, kind="stable")
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(model.DS, minlength=block.n_docs))])
+    state = state_from_topics(indptr, model.WS[order].astype(np.int32), model.ZS[order].astype(np.int32),
+                              block.n_terms, GibbsParams(k, ALPHA, BETA))
+    return seconds, state
+
+
+SYSTEMS: dict[str, Runner] = {
+    "topicflow": run_topicflow,
+    "tomotopy": _tomotopy(1),
+    "tomotopy-2": _tomotopy(2),
+    "lda": run_lda,
+}
+SINGLE_RUN = {"lda"}
+
+
+# ----------------------------------------------------------------------------- driver
+
+
+def measure(name: str, block: DocBlock, pairs: list, k: int, args: argparse.Namespace) -> dict[str, Any]:
+    """Best-of-repeats speed of one system and the quality of its last run."""
+    times = []
+    for repeat in range(1 if name in SINGLE_RUN else args.repeats):
+        seconds, state = SYSTEMS[name](block, k, args.warmup, args.sweeps, args.seed)
+        times.append(seconds)
+    best = min(times)
+    return {
+        "system": name, "seconds": best, "all_seconds": [round(t, 4) for t in times],
+        "tokens_per_second": block.n_tokens * args.sweeps / best,
+        "log_lik_per_token": joint_log_likelihood(state) / block.n_tokens,
+        "perplexity": perplexity(pairs, topic_word_distribution(state), np.full(k, ALPHA)),
+    }
+
+
+def warm_up_numba() -> None:
+    block = block_from_csr(sp.csr_matrix(np.array([[1, 2, 0], [0, 1, 3]])))
+    run_topicflow(block, 3, 1, 1, 0)
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    print()
+    print(f"{'K':>4} {'system':<11} {'sweeps':>6} {'seconds':>8} {'Mtok/s':>7} {'vs tomotopy':>11} "
+          f"{'logp(w,z)/tok':>13} {'perplexity':>10}")
+    for row in rows:
+        ratio = row.get("speed_vs_tomotopy")
+        print(f"{row['K']:>4} {row['system']:<11} {row['sweeps']:>6} {row['seconds']:>8.2f} "
+              f"{row['tokens_per_second'] / 1e6:>7.2f} {'' if ratio is None else f'{ratio:.2f}x':>11} "
+              f"{row['log_lik_per_token']:>13.4f} {row['perplexity']:>10.1f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--jsonl", nargs="+", type=Path, help="real corpus: JSON Lines with id and text")
+    source.add_argument("--synth-docs", type=int, help="generated corpus of this many training documents")
+    parser.add_argument("--topics", nargs="+", type=int, default=[20, 100, 500])
+    parser.add_argument("--systems", default=",".join(SYSTEMS))
+    parser.add_argument("--warmup", type=int, default=5, help="untimed sweeps after initialization")
+    parser.add_argument("--sweeps", type=int, default=50, help="timed sweeps")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per system (best time kept); lda runs once")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workdir", type=Path, default=None)
+    args = parser.parse_args(argv)
+
+    if args.jsonl:
+        workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-gibbs-"))
+        block, pairs = load_jsonl(args.jsonl, workdir)
+        corpus = "+".join(p.stem for p in args.jsonl)
+    else:
+        block, pairs = load_synth(args.synth_docs)
+        corpus = f"synth-{args.synth_docs}"
+    warm_up_numba()
+    info = {"corpus": corpus, "n_docs": block.n_docs, "n_tokens": block.n_tokens, "n_terms": block.n_terms,
+            "heldout_docs": sum(obs.n_docs for obs, _ in pairs), "warmup": args.warmup, "sweeps": args.sweeps,
+            "alpha": ALPHA, "beta": BETA, "machine": platform.processor() or platform.machine()}
+    rows = []
+    for k in args.topics:
+        results = [measure(name, block, pairs, k, args) for name in args.systems.split(",")]
+        anchor = next((r for r in results if r["system"] == "tomotopy"), None)
+        for result in results:
+            row = {"K": k, **info, **result}
+            if anchor is not None:
+                row["speed_vs_tomotopy"] = result["tokens_per_second"] / anchor["tokens_per_second"]
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    print_table(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
