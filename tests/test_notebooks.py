@@ -14,6 +14,10 @@ SMALL = {
         "N_PASSAGES = 600\nN_TOPICS = 5\nBATCH_SIZE = 32\nPASSES = 2\nEVAL_EVERY = 3\nDAYS = 7\n"
         "PROMOTE_MIN_DF = 2\nWORKERS = 1\n"
     ),
+    "particle_filter.ipynb": (
+        "GROUPS = ['Law', 'Wisdom', 'Gospels']\nPER_GROUP = 60\nPARTICLES = 10\nREJUV = 5\nRESERVOIR = 300\n"
+        "RUNS = 2\nINIT_DOCS = 15\nWORKERS = 1\n"
+    ),
 }
 #: Per notebook: text its run must print with the SMALL parameters, and the plots it must draw.
 EXPECTED = {
@@ -24,6 +28,10 @@ EXPECTED = {
     "online_and_nightly.ipynb": (
         ("405 read, 405 kept", "minibatches, 810 documents", "update after the rollback: version 9 (parent 7)"),
         ["perplexity curve", "perplexity and vocabulary per day"],
+    ),
+    "particle_filter.ipynb": (
+        ("stream: 108 passages", "particle filter: 2 runs", "o-LDA: 2 runs", "resampling events, lineage depth"),
+        ["NMI bands", "particle cloud memory"],
     ),
 }
 

@@ -115,3 +115,44 @@ def test_online_e_step_servers_are_replaced_when_their_worker_dies(store: Path, 
     assert killed and "restarting servers" in caplog.text
     np.testing.assert_array_equal(state.topic_word_var["default"], reference.topic_word_var["default"])
     np.testing.assert_array_equal(state.doc_topic_prior, reference.doc_topic_prior)
+
+
+class KillAfterFirstPoint:
+    """A progress reporter that SIGKILLs one worker once the stream has passed its first evaluation point."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.killed: list[str] = []
+
+    def track(self, items: Any, *, total: int | None, desc: str, unit: str) -> Any:
+        for index, item in enumerate(items):
+            if index == 1:
+                address = sorted(self.client.scheduler_info()["workers"])[0]
+                kill_worker(self.client, address)
+                self.killed.append(address)
+            yield item
+
+    def message(self, text: str) -> None:
+        return None
+
+
+def test_stream_survives_a_killed_worker(tmp_path: Path) -> None:
+    from distributed import Client, LocalCluster
+
+    from topicflow.pipeline.stream import StreamConfig, run_stream
+
+    truth = draw_planted_corpus(n_docs=400, n_topics=3, n_terms=60, doc_length=30, alpha=0.1, seed=6)
+    labels = [f"t{k}" for k in np.argmax(truth.doc_topic, axis=1)]
+    store = write_test_store(tmp_path / "s.zarr", truth.counts, shard_size=100, labels=labels)
+    config = StreamConfig(algorithm="pf", n_topics=3, n_particles=16, rejuvenation_steps=10, reservoir_size=300,
+                          init_docs=40, init_sweeps=20, runs=3, eval_every=40, seed=2)
+    reference = run_stream(Corpus.open(store), config, client=None)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        with Client(cluster) as client:
+            killer = KillAfterFirstPoint(client)
+            result = run_stream(Corpus.open(store), config, client=client, recovery_every=3, progress=killer)
+    assert killer.killed, "no worker was killed"
+    strip = lambda records: [{k: v for k, v in r.items() if k != "seconds"} for r in records]  # noqa: E731
+    assert strip(result.records) == strip(reference.records)
+    np.testing.assert_array_equal(result.model.state.topic_word_var["default"],
+                                  reference.model.state.topic_word_var["default"])

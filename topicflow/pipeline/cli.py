@@ -17,9 +17,9 @@ def main(verbose: int, quiet: bool) -> None:
 
 
 def _register() -> None:
-    from topicflow.pipeline import cli_corpus, cli_model, cli_synth, cli_update, cli_versions
+    from topicflow.pipeline import cli_corpus, cli_model, cli_stream, cli_synth, cli_update, cli_versions
 
-    for module in (cli_corpus, cli_model, cli_synth, cli_update, cli_versions):
+    for module in (cli_corpus, cli_model, cli_stream, cli_synth, cli_update, cli_versions):
         for command in module.COMMANDS:
             main.add_command(command)
 

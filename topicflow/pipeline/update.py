@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from topicflow.errors import VocabularyMismatchError
+from topicflow.errors import InvalidParameterError, VocabularyMismatchError
 from topicflow.io.model_store import SavedModel, load_model
 from topicflow.io.model_versions import commit_version, model_lock, prune_versions
 from topicflow.io.zarr_shards import Corpus
@@ -120,6 +120,18 @@ def continue_online(
     return SavedModel(result.state, vocabularies, info), result, new_terms
 
 
+def refuse_non_variational(model: SavedModel, model_path: Path) -> None:
+    """Nightly updates continue variational models; a streaming sampler continues with its own state."""
+    kind = model.info.get("kind", "vb_lda")
+    if kind != "vb_lda":
+        algorithm = model.info.get("algorithm", kind)
+        raise InvalidParameterError(
+            f"model {str(model_path)!r} was made by `topicflow stream --algo {algorithm}`, which `topicflow update` "
+            "cannot continue; continue that stream with `topicflow stream STORE --out DIR --resume` instead",
+            path=str(model_path),
+        )
+
+
 def update_model(
     model_path: Path, store: Path | Corpus, *, online: OnlineConfig | None = None, client: Any = None,
     keep: int | None = None, split_every: int | None = None, progress: ProgressReporter = NO_PROGRESS,
@@ -154,6 +166,7 @@ def update_model(
     started = time.perf_counter()
     with model_lock(model_path):
         model = load_model(model_path)
+        refuse_non_variational(model, model_path)
         config = VBConfig.from_dict(model.info.get("settings", {"n_topics": model.state.n_topics}))
         if online is None:
             stored = model.info.get("online", {}).get("config")
