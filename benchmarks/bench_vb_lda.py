@@ -203,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--systems", default="topicflow,gensim,gensim-multicore,sklearn")
     parser.add_argument("--max-iter", type=int, default=50, help="topicflow iterations / sklearn max_iter")
     parser.add_argument("--passes", type=int, default=10, help="gensim passes")
+    parser.add_argument("--sklearn-max-iter", type=int, default=None,
+                        help="scikit-learn max_iter (default: --max-iter); its batch iterations are slow at scale")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--workdir", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -229,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
             anchors: dict[str, Callable[[], tuple[float, np.ndarray, np.ndarray]]] = {
                 "gensim": lambda: run_gensim(X, k, args.passes, multicore=False),
                 "gensim-multicore": lambda: run_gensim(X, k, args.passes, multicore=True),
-                "sklearn": lambda: run_sklearn(X, k, args.max_iter),
+                "sklearn": lambda: run_sklearn(X, k, args.sklearn_max_iter or args.max_iter),
             }
             for name in systems:
                 if name == "topicflow":

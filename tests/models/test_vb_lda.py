@@ -27,8 +27,10 @@ from topicflow.models.vb_lda import (
     initial_topic_word_var,
     mstep_batch,
     prepare_topics,
+    prepare_topics_for_blocks,
     prepare_topics_from_var,
     topic_elbo_terms,
+    topic_word_var_source,
 )
 
 RTOL = 1e-8
@@ -300,3 +302,17 @@ def test_random_gamma_start_is_gamma_100_and_depends_only_on_the_document() -> N
     _, head = estep_block(block.slice(0, 5), {"default": np.full((3, 20), 0.2) + np.eye(3, 20)}, 0.1, params,
                           return_gamma=True)
     np.testing.assert_array_equal(head, gamma[:5])
+
+
+def test_topics_prepared_for_some_blocks_have_the_bits_of_the_full_preparation() -> None:
+    rng = np.random.default_rng(3)
+    lam = {"en": rng.gamma(0.5, 2.0, size=(5, 40)) + 0.01, "de": rng.gamma(0.5, 2.0, size=(5, 30)) + 0.01}
+    full = prepare_topics_from_var(lam)
+    en = block_from_csr(sp.csr_matrix(np.array([[0, 2] + [0] * 36 + [1, 0], [1] + [0] * 39])), language="en")
+    de = block_from_csr(sp.csr_matrix(np.array([[0] * 29 + [3]])), language="de")
+    prepared = prepare_topics_for_blocks(topic_word_var_source(lam), [{"en": en}, {"de": de}])
+    present = np.array([0, 1, 38, 40 + 29])
+    np.testing.assert_array_equal(prepared.term_topic[present], full.term_topic[present])
+    np.testing.assert_array_equal(np.delete(prepared.term_topic, present, axis=0), 0.0)
+    assert prepared.languages == full.languages
+    np.testing.assert_array_equal(prepared.offsets, full.offsets)

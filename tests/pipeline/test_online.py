@@ -155,11 +155,14 @@ def test_resume_from_checkpoint_equals_uninterrupted_run(planted: tuple[Path, ob
     np.testing.assert_array_equal(resumed.state.doc_topic_prior, full.state.doc_topic_prior)
 
 
-def test_every_executor_gives_the_same_model(planted: tuple[Path, object], local_cluster: object) -> None:
+@pytest.mark.parametrize("estep", ["vb", "hybrid"])
+def test_every_executor_gives_the_same_model(planted: tuple[Path, object], local_cluster: object, estep: str) -> None:
+    """Tasks get exp(E[log beta]) for every term from the driver; servers and threads compute their own
+    terms' values from lambda. The values, and so the models, must be the same."""
     from distributed import Client
 
     path, _ = planted
-    config = VBConfig(n_topics=4, seed=12)
+    config = VBConfig(n_topics=4, seed=12, estep=estep)  # type: ignore[arg-type]
     base = dict(batch_size=100, passes=2, shuffle_window=200, pieces=4, min_piece_docs=1)
     local = fit_online(Corpus.open(path), config, OnlineConfig(**base)).state  # type: ignore[arg-type]
     with Client(local_cluster) as client:  # type: ignore[arg-type]

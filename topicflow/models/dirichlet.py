@@ -26,7 +26,7 @@ import math
 import numba
 import numpy as np
 
-from topicflow._typing import FloatArray
+from topicflow._typing import FloatArray, IntArray
 from topicflow.errors import InvalidParameterError, NumericalError
 from topicflow.models.special import digamma, digamma_array, gammaln_array, trigamma_array
 
@@ -68,6 +68,63 @@ def _exp_dirichlet_expectation_rows(params: FloatArray, out: FloatArray) -> None
         psi_total = digamma(total)
         for c in range(params.shape[1]):
             out[r, c] = math.exp(digamma(params[r, c]) - psi_total)
+
+
+@numba.njit(nogil=True, cache=True)
+def _digamma_of_row_sums(params: FloatArray, out: FloatArray) -> None:
+    # Summed in the order of _exp_dirichlet_expectation_rows, so both give the same bits.
+    for r in range(params.shape[0]):
+        total = 0.0
+        for c in range(params.shape[1]):
+            total += params[r, c]
+        out[r] = digamma(total)
+
+
+@numba.njit(nogil=True, cache=True)
+def _exp_dirichlet_expectation_columns(params, psi_totals, columns, out, row_offset):  # type: ignore[no-untyped-def]
+    for i in range(columns.shape[0]):
+        c = columns[i]
+        for r in range(params.shape[0]):
+            out[row_offset + c, r] = math.exp(digamma(params[r, c]) - psi_totals[r])
+
+
+def digamma_of_row_sums(params: FloatArray) -> FloatArray:
+    """psi(sum of each row) of a 2-d array of Dirichlet parameters, (n_rows,) float64.
+
+    Examples
+    --------
+    >>> digamma_of_row_sums(np.array([[0.5, 0.5]])).round(6).tolist()
+    [-0.577216]
+    """
+    p = np.ascontiguousarray(params, dtype=np.float64)
+    out = np.empty(p.shape[0], dtype=np.float64)
+    _digamma_of_row_sums(p, out)
+    return out
+
+
+def exp_dirichlet_expectation_columns(
+    params: FloatArray, psi_totals: FloatArray, columns: IntArray, out: np.ndarray, *, row_offset: int = 0
+) -> None:
+    """Write exp(E[log X]) of the chosen columns, transposed, into rows ``row_offset + column`` of ``out``.
+
+    Parameters
+    ----------
+    params : ndarray of shape (n_rows, n_components), float64
+        Dirichlet parameters (lambda), C-contiguous.
+    psi_totals : ndarray of shape (n_rows,), float64
+        :func:`digamma_of_row_sums` of ``params``.
+    columns : ndarray of shape (n_columns,), int64
+        Components to compute (for example the terms present in a minibatch).
+    out : ndarray of shape (>= row_offset + n_components, n_rows), float64 or float32
+        Written in place at ``out[row_offset + c, r]``; other rows are left as they are.
+
+    Notes
+    -----
+    NumPy equivalent: ``out[row_offset + columns] = exp(psi(params[:, columns]) - psi_totals[:, None]).T``.
+    Each value has the same bits as :func:`exp_dirichlet_expectation_rows` gives it, so an E-step
+    that reads only its documents' terms does not depend on which other terms were computed.
+    """
+    _exp_dirichlet_expectation_columns(params, psi_totals, columns, out, row_offset)
 
 
 def exp_dirichlet_expectation_rows(params: FloatArray) -> FloatArray:

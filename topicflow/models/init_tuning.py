@@ -83,6 +83,9 @@ def run_initialization_trial(
 ) -> InitTrial:
     """Fit batch Gibbs on the prefix with ``params.seed`` and score it.
 
+    The chain starts from sequential draws (each token from its conditional given the tokens
+    before it), which reaches a good likelihood in fewer sweeps than a uniform start.
+
     Parameters
     ----------
     prefix : DocBlock
@@ -106,7 +109,7 @@ def run_initialization_trial(
     """
     n_fit = fitted_prefix_size(prefix.n_docs, select, n_trials)
     fitted_docs = prefix.slice(0, n_fit)
-    state = run_sweeps(initial_state(fitted_docs, params), params, sweeps)
+    state = run_sweeps(initial_state(fitted_docs, params, init="sequential"), params, sweeps)
     if n_trials == 1:
         score = float("nan")
     elif select == "nmi":

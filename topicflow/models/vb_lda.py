@@ -39,7 +39,13 @@ import numpy as np
 from topicflow._typing import FloatArray, IntArray
 from topicflow.errors import InvalidParameterError, NumericalError
 from topicflow.models.blocks import DocBlock
-from topicflow.models.dirichlet import dirichlet_expectation, dirichlet_objective, exp_dirichlet_expectation_rows
+from topicflow.models.dirichlet import (
+    digamma_of_row_sums,
+    dirichlet_expectation,
+    dirichlet_objective,
+    exp_dirichlet_expectation_columns,
+    exp_dirichlet_expectation_rows,
+)
 from topicflow.models.rng import STREAM_GAMMA_INIT, STREAM_TOPIC_INIT, doc_generator, gamma_rows_from_keys
 from topicflow.models.special import digamma, gammaln_array
 
@@ -334,6 +340,72 @@ def prepare_topics_from_var(
     return prepare_topics(
         {lang: exp_dirichlet_expectation_rows(lam) for lang, lam in topic_word_var.items()}, dtype=dtype
     )
+
+
+@dataclass(frozen=True)
+class TopicWordVar:
+    """lambda of every language with the digamma of its row sums: exp(E[log beta]) of any terms on demand.
+
+    Online minibatches touch a small part of the vocabulary. Shipping this instead of
+    :class:`PreparedTopics` lets each E-step compute exp(E[log beta]) for its own documents' terms
+    only (:func:`prepare_topics_for_blocks`), in parallel, instead of the driver computing all
+    n_topics x n_terms values for every minibatch.
+
+    Attributes
+    ----------
+    languages : tuple of str
+    offsets : ndarray of shape (n_langs + 1,), int64
+        Stacked term offsets, as in :class:`PreparedTopics`.
+    topic_word_var : tuple of ndarray of shape (n_topics, n_terms_lang), float64
+        lambda per language, C-contiguous, in ``languages`` order.
+    psi_totals : tuple of ndarray of shape (n_topics,), float64
+        psi(sum_w lambda_kw) per language.
+    """
+
+    languages: tuple[str, ...]
+    offsets: IntArray
+    topic_word_var: tuple[FloatArray, ...]
+    psi_totals: tuple[FloatArray, ...]
+
+    @property
+    def n_topics(self) -> int:
+        return int(self.topic_word_var[0].shape[0])
+
+
+def topic_word_var_source(topic_word_var: Mapping[str, FloatArray]) -> TopicWordVar:
+    """Package lambda for :func:`prepare_topics_for_blocks` (O(n_topics x n_terms) additions, no digamma)."""
+    languages = tuple(topic_word_var)
+    arrays = tuple(np.ascontiguousarray(topic_word_var[lang], dtype=np.float64) for lang in languages)
+    offsets = np.concatenate([[0], np.cumsum([a.shape[1] for a in arrays])]).astype(np.int64)
+    return TopicWordVar(languages, offsets, arrays, tuple(digamma_of_row_sums(a) for a in arrays))
+
+
+def prepare_topics_for_blocks(source: TopicWordVar, blocks: Sequence[Mapping[str, DocBlock]]) -> PreparedTopics:
+    """exp(E[log beta]) in the E-step layout, computed only for the terms these blocks contain.
+
+    Rows of other terms are zero and must not be read: every E-step reads the rows of its
+    documents' terms only. The rows it reads have the same bits as :func:`prepare_topics_from_var`
+    gives them, so statistics do not depend on which blocks were prepared together.
+
+    Parameters
+    ----------
+    source : TopicWordVar
+    blocks : sequence of mapping of str to DocBlock
+        The blocks the prepared topics will serve (any of ``source.languages``).
+
+    Returns
+    -------
+    PreparedTopics
+    """
+    term_topic = np.zeros((int(source.offsets[-1]), source.n_topics), dtype=np.float64)
+    for i, lang in enumerate(source.languages):
+        ids = [b[lang].term_ids for b in blocks if lang in b]
+        if not ids:
+            continue
+        present = np.unique(np.concatenate(ids)).astype(np.int64)
+        exp_dirichlet_expectation_columns(source.topic_word_var[i], source.psi_totals[i], present, term_topic,
+                                          row_offset=int(source.offsets[i]))
+    return PreparedTopics(source.languages, source.offsets, term_topic)
 
 
 @numba.njit(nogil=True, cache=True)

@@ -24,7 +24,7 @@ import numpy as np
 from topicflow.errors import TopicflowError
 from topicflow.io.zarr_shards import ShardInfo, load_multiblock
 from topicflow.models.blocks import DocBlock
-from topicflow.models.vb_lda import EStepStats, PreparedTopics
+from topicflow.models.vb_lda import EStepStats, PreparedTopics, TopicWordVar, prepare_topics_for_blocks
 from topicflow.tasks.estep import EStepParams, merge_stats, run_estep
 from topicflow.tasks.reduce import tree_reduce_now
 
@@ -58,14 +58,18 @@ class ShardReader:
 
 
 def run_pieces(
-    reader: ShardReader, pieces: Sequence[Piece], topics: PreparedTopics, doc_topic_prior: np.ndarray,
+    reader: ShardReader, pieces: Sequence[Piece], topics: PreparedTopics | TopicWordVar, doc_topic_prior: np.ndarray,
     params: EStepParams, epoch: int,
 ) -> list[tuple[int, EStepStats]]:
-    """The E-step of each piece, tagged with its index."""
-    return [
-        (index, run_estep(reader.rows(shard, start, stop), topics, doc_topic_prior, params, epoch))
-        for index, shard, start, stop in pieces
-    ]
+    """The E-step of each piece, tagged with its index.
+
+    Given lambda (:class:`TopicWordVar`) rather than prepared topics, exp(E[log beta]) is computed
+    here for the terms of these pieces only; the values are the same either way.
+    """
+    blocks = [reader.rows(shard, start, stop) for _, shard, start, stop in pieces]
+    if isinstance(topics, TopicWordVar):
+        topics = prepare_topics_for_blocks(topics, blocks)
+    return [(piece[0], run_estep(rows, topics, doc_topic_prior, params, epoch)) for piece, rows in zip(pieces, blocks)]
 
 
 class EStepServer:
@@ -74,7 +78,7 @@ class EStepServer:
     def __init__(self, store: str, shards: Sequence[ShardInfo], vocab_sizes: Mapping[str, int]) -> None:
         self.reader = ShardReader(store, shards, vocab_sizes)
 
-    def run(self, pieces: Sequence[Piece], topics: PreparedTopics, doc_topic_prior: np.ndarray,
+    def run(self, pieces: Sequence[Piece], topics: PreparedTopics | TopicWordVar, doc_topic_prior: np.ndarray,
             params: EStepParams, epoch: int) -> list[tuple[int, EStepStats]]:
         return run_pieces(self.reader, pieces, topics, doc_topic_prior, params, epoch)
 
@@ -88,7 +92,7 @@ class LocalPool:
         self.readers = [ShardReader(store, shards, vocab_sizes) for _ in range(self.threads)]
         self.pool = concurrent.futures.ThreadPoolExecutor(self.threads, thread_name_prefix="topicflow-estep")
 
-    def estep(self, pieces: Sequence[Piece], topics: PreparedTopics, doc_topic_prior: np.ndarray,
+    def estep(self, pieces: Sequence[Piece], topics: PreparedTopics | TopicWordVar, doc_topic_prior: np.ndarray,
               params: EStepParams, epoch: int, *, split_every: int) -> EStepStats:
         shares = _deal(pieces, self.threads)
         futures = [self.pool.submit(run_pieces, reader, share, topics, doc_topic_prior, params, epoch)
@@ -121,7 +125,7 @@ class ActorPool:
         ]
         self.servers = [future.result() for future in self._futures]
 
-    def estep(self, pieces: Sequence[Piece], topics: PreparedTopics, doc_topic_prior: np.ndarray,
+    def estep(self, pieces: Sequence[Piece], topics: PreparedTopics | TopicWordVar, doc_topic_prior: np.ndarray,
               params: EStepParams, epoch: int, *, split_every: int) -> EStepStats:
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:

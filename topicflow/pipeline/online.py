@@ -29,7 +29,7 @@ from topicflow.io.zarr_shards import Corpus
 from topicflow.models import online_vb
 from topicflow.models.lda_model import LDAState
 from topicflow.models.rng import STREAM_SHUFFLE, doc_generator
-from topicflow.models.vb_lda import EStepStats
+from topicflow.models.vb_lda import EStepStats, topic_word_var_source
 from topicflow.pipeline.cluster import compute, current_client
 from topicflow.pipeline.estep_servers import ActorPool, LocalPool
 from topicflow.pipeline.fit import CheckpointPolicy, VBConfig, initial_state, share
@@ -254,7 +254,8 @@ class MinibatchRunner:
             (stats,) = compute(tree_merge(parts, split_every=split_every, token=token), client=self.client)
             return stats
         pieces = [(i, *piece) for i, piece in enumerate(minibatch.pieces)]
-        return self.pool.estep(pieces, state.prepared_topics(), state.doc_topic_prior, params, t, split_every=split_every)
+        topics = topic_word_var_source(state.topic_word_var)  # each executor prepares its own terms only
+        return self.pool.estep(pieces, topics, state.doc_topic_prior, params, t, split_every=split_every)
 
     def close(self) -> None:
         if self.kind != "tasks":
