@@ -19,7 +19,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from topicflow.errors import CorpusFormatError, ModelNotFoundError
+from topicflow.errors import CorpusFormatError, InvalidParameterError, ModelNotFoundError
 from topicflow.io.atomic import atomic_write_json, commit_directory, read_json, temporary_sibling
 from topicflow.io.zarr_shards import check_format
 
@@ -53,6 +53,10 @@ def write_stream_state(path: Path, info: Mapping[str, Any], runs: Sequence[RunSt
         for run, (arrays, meta) in enumerate(runs):
             run_dir = tmp / "runs" / run_dir_name(run)
             run_dir.mkdir(parents=True)
+            for name, array in arrays.items():
+                if np.asarray(array).dtype.hasobject:
+                    raise InvalidParameterError(
+                        f"run {run}: array {name!r} holds Python objects; saved states hold numbers only (never pickle)")
             buffer = io.BytesIO()
             np.savez(buffer, **{name: np.ascontiguousarray(a) for name, a in arrays.items()})
             (run_dir / "arrays.npz").write_bytes(buffer.getvalue())
