@@ -171,3 +171,13 @@ def test_evaluation_points_and_summary() -> None:
     records = [{"point": 5, "docs_seen": 5, "run": r, "nmi_in": v, "seconds": 1.0} for r, v in enumerate([0.2, 0.4])]
     (row,) = summarize(records, 2)
     assert row["nmi_in_mean"] == pytest.approx(0.3) and row["nmi_in_std"] == pytest.approx(0.1)
+
+
+def test_gibbs_can_learn_its_priors(stores: tuple[Path, Path]) -> None:
+    train, _ = stores
+    fixed = run_stream(Corpus.open(train), small_config("gibbs", runs=1, sweeps=70), client=None)
+    learned = run_stream(Corpus.open(train), small_config("gibbs", runs=1, sweeps=70, optimize_every=5), client=None)
+    np.testing.assert_array_equal(fixed.model.state.doc_topic_prior, np.full(3, 0.1))
+    alpha = learned.model.state.doc_topic_prior
+    assert not np.allclose(alpha, 0.1) and np.all(alpha > 0)
+    assert learned.model.state.topic_word_prior["default"] != pytest.approx(0.05)

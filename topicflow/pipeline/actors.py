@@ -26,6 +26,9 @@ from topicflow.pipeline.estep_servers import ShardReader
 #: Gibbs sweeps over held-out documents, topics fixed, before their topics are read (May et al. 2014).
 FOLD_IN_SWEEPS = 5
 
+#: Sweeps of batch Gibbs before alpha and beta are first optimized.
+OPTIMIZE_BURN_IN = 50
+
 #: Terms per topic reported with every trace record.
 TOP_TERMS = 10
 
@@ -280,7 +283,8 @@ class GibbsActor(SamplerActor):
         todo = stop - self.state.sweeps_done
         if todo > 0:
             started = time.perf_counter()
-            self.state = gibbs_lda.run_sweeps(self.state, self.params, todo, optimize_every=self.optimize_every)
+            self.state = gibbs_lda.run_sweeps(self.state, self.params, todo, optimize_every=self.optimize_every,
+                                              burn_in=OPTIMIZE_BURN_IN if self.optimize_every else 0)
             self.seconds += time.perf_counter() - started
         n_tokens = int(self.state.token_terms.shape[0])
         labels = self.corpus.labels

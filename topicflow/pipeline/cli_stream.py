@@ -49,6 +49,8 @@ from topicflow.pipeline.stream import STREAM_ALGORITHMS, StreamConfig, StreamRes
 @click.option("--eval-every", default=100, show_default=True, type=click.IntRange(min=1),
               help="Documents between trace records (sweeps for gibbs).")
 @click.option("--sweeps", default=200, show_default=True, type=click.IntRange(min=1), help="gibbs: sweeps.")
+@click.option("--optimize-every", default=0, show_default=True, type=click.IntRange(min=0),
+              help="gibbs: learn asymmetric alpha and beta every N sweeps after 50 burn-in sweeps (0: fixed).")
 @click.option("--max-docs", default=None, type=click.IntRange(min=1), help="Stop after this many documents.")
 @click.option("--test", "test_store", default=None, type=click.Path(file_okay=False),
               help="Test store scored at every record: out-of-sample NMI (with labels) and perplexity.")
@@ -63,7 +65,7 @@ from topicflow.pipeline.stream import STREAM_ALGORITHMS, StreamConfig, StreamRes
 def stream(store: str, out: Path, algorithm: str, n_topics: int, alpha: float, beta: float, particles: int,
            ess: float, resampling: str, rejuv: int, rejuv_source: str, reservoir_size: int, init_docs: int,
            init_sweeps: int, init_trials: int, init_select: str | None, runs: int, eval_every: int, sweeps: int,
-           max_docs: int | None, test_store: str | None, seed: int, resume: bool, checkpoint_every: int,
+           optimize_every: int, max_docs: int | None, test_store: str | None, seed: int, resume: bool, checkpoint_every: int,
            overwrite: bool, output_format: str, cluster: ClusterConfig) -> None:
     """Run a streaming sampler over STORE in store order; write OUT/trace.jsonl, summary.json and model."""
     from topicflow.io.atomic import check_output_path
@@ -76,7 +78,7 @@ def stream(store: str, out: Path, algorithm: str, n_topics: int, alpha: float, b
         rejuvenation_source=rejuv_source, reservoir_size=reservoir_size, init_docs=init_docs,  # type: ignore[arg-type]
         init_sweeps=init_sweeps, init_trials=init_trials,
         init_select=init_select or ("nmi" if corpus.has_labels else "perplexity"),  # type: ignore[arg-type]
-        runs=runs, eval_every=eval_every, sweeps=sweeps, max_docs=max_docs, seed=seed,
+        runs=runs, eval_every=eval_every, sweeps=sweeps, optimize_every=optimize_every, max_docs=max_docs, seed=seed,
     )
     if not resume:
         check_output_path(out, overwrite=overwrite, what="stream output")

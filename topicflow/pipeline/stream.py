@@ -87,6 +87,9 @@ class StreamConfig:
         Documents between evaluation points (sweeps for ``"gibbs"``).
     sweeps : int
         Sweeps of ``"gibbs"``.
+    optimize_every : int
+        ``"gibbs"``: learn an asymmetric alpha and a symmetric beta (Minka's fixed point) every this
+        many sweeps after the first 50 (0: keep them fixed).
     max_docs : int or None
         Stop the stream after this many documents (default: the whole store).
     seed : int
@@ -109,6 +112,7 @@ class StreamConfig:
     runs: int = 1
     eval_every: int = 100
     sweeps: int = 200
+    optimize_every: int = 0
     max_docs: int | None = None
     seed: int = 0
 
@@ -130,6 +134,8 @@ class StreamConfig:
         if self.doc_topic_prior <= 0 or self.topic_word_prior <= 0:
             raise InvalidParameterError("alpha and beta must be positive; got "
                                         f"{self.doc_topic_prior!r} and {self.topic_word_prior!r}")
+        if self.optimize_every < 0:
+            raise InvalidParameterError(f"optimize_every must be >= 0; got {self.optimize_every!r}")
         if self.rejuvenation_steps < 0:
             raise InvalidParameterError(f"rejuvenation_steps must be >= 0; got {self.rejuvenation_steps!r}")
 
@@ -412,7 +418,8 @@ def run_stream(
     else:
         states = initialize_runs(corpus, source, config, client)
     if config.algorithm == "gibbs":
-        args = [(source, config.gibbs_params(config.run_seed(r)), states[r], held_out) for r in range(config.runs)]
+        args = [(source, config.gibbs_params(config.run_seed(r)), states[r], held_out, config.optimize_every)
+                for r in range(config.runs)]
         actors = ActorSet(client, GibbsActor, args)
         start, stop = int(states[0][1].get("gibbs", {}).get("sweeps_done", 0)), config.sweeps
     else:
