@@ -285,8 +285,9 @@ def test_incremental_caches_match_recomputation() -> None:
     topics, doc_topic, topic_counts = state.topics.copy(), state.doc_topic_counts.copy(), state.topic_counts.copy()
     inv_denom, coef, s_block = np.empty(70), np.empty(70), np.empty(3)
     s = gl._sweep(state.token_indptr, state.token_terms, topics, doc_topic, topic_counts, lists.starts, lists.lengths,
-                  lists.packed, lists.shift, params.alpha, 0.5, 25 * 0.5, 3, 3, 0, False, inv_denom, coef, s_block,
-                  np.empty(70, dtype=np.int64), np.empty(70, dtype=np.int64), np.empty(70))
+                  lists.packed, lists.shift, params.alpha, 0.5, 25 * 0.5, 3, 3, 0, False, np.zeros(70),
+                  np.zeros(26, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0), inv_denom, coef, s_block,
+                  np.empty(70, dtype=np.int64), np.empty(70, dtype=np.int64), np.empty(70), np.empty(70))
     assert not np.array_equal(topics, state.topics)
     inv = 1.0 / (topic_counts + 25 * 0.5)
     terms = params.alpha * 0.5 * inv

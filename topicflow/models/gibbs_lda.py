@@ -4,8 +4,13 @@ This module owns the batch collapsed Gibbs sampler of Griffiths and Steyvers (20
 and count matrices of a :class:`GibbsState`, its random and sequential initializations, sweeps with
 optional hyperparameter optimization (Minka's fixed point on count histograms, Wallach 2008), the joint
 log-likelihood, the topic-word point estimate, and fold-in of held-out documents with the topics fixed.
-It is also the initializer of the streaming samplers, which take its token arrays and assignments.
-Pure NumPy + numba: it must not import dask, distributed, zarr or logging, and does no I/O.
+It is also the initializer of the streaming samplers, which take its token arrays and assignments,
+and the per-minibatch sampler of streaming Gibbs (:mod:`topicflow.models.streaming_gibbs`), through an
+optional :class:`TopicWordPrior`: float pseudo-counts N_wk added to n_wk (and N_k to n_k), so that the
+topics' prior is beta + N (Gao, Chen and Zhu 2016). Without a prior every result is bit for bit what
+it was before priors existed. The training perplexity of a block (the stopping rule of streaming
+Gibbs) is computed from the sampler's own buckets. Pure NumPy + numba: it must not import dask,
+distributed, zarr or logging, and does no I/O.
 
 A draw costs O(K_d + K_w) instead of O(K), in the manner of SparseLDA (Yao, Mimno and McCallum 2009):
 the conditional mass splits into a smoothing bucket s (all topics, rarely visited), a document bucket
@@ -15,6 +20,9 @@ per block of 32 topics) and r are updated per token, and 1 / (n_k + V beta) and 
 count so that the search for the drawn topic usually stops after a few entries. When the draw keeps
 the token's topic (most draws once the chain has mixed) the saved caches are restored and the lists
 are left alone. One sweep is one call of ``_sweep``; the word lists live for a whole :func:`run_sweeps`.
+A prior joins the word bucket: q also sums (n_dk + alpha_k) N_wk / (n_k + N_k + V beta) over the
+term's nonzero N_wk (a second list per term, fixed during the run, sorted by decreasing N_wk), while
+s and r keep their form with N_k added to the denominators; so every bucket stays sparse.
 
 Glossary (Griffiths and Steyvers 2004; Yao et al. 2009):
     n_tokens, token_indptr, token_terms: the documents' tokens (w_i), document d owning
@@ -30,6 +38,9 @@ Glossary (Griffiths and Steyvers 2004; Yao et al. 2009):
     q = sum_k (n_dk + alpha_k) n_wk / (n_k + V beta); s + r + q is the normalizer of the conditional
     word list: per term, its nonzero n_wk packed as ``(n_wk << shift) | k``, sorted by decreasing n_wk
     topic_word (phi, (n_topics, n_terms)): (n_wk + beta) / (n_k + V beta)
+    prior (N_wk, N_k, V): pseudo-counts of a :class:`TopicWordPrior` (0 without one); with a prior,
+        every n_wk + beta above reads n_wk + N_wk + beta and every n_k + V beta reads n_k + N_k + V beta
+    prior list: per term, its nonzero N_wk (topics and values), by decreasing N_wk
 
 References
 ----------
@@ -40,12 +51,13 @@ Minka (2000). Estimating a Dirichlet distribution. Technical report.
 Wallach (2008). Structured topic models for language. PhD thesis, University of Cambridge, ch. 2.
 May, Cheung, Ellis and Walker (2014). Streaming and online LDA (evaluation of held-out documents
 with 5 fold-in sweeps).
+Gao, Chen and Zhu (2016). Streaming Gibbs sampling for LDA model. arXiv:1601.01142.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping
+from typing import Any, Callable, Literal, Mapping
 
 import numba
 import numpy as np
@@ -256,6 +268,75 @@ class GibbsState:
     @property
     def n_tokens(self) -> int:
         return int(self.token_terms.shape[0])
+
+
+@dataclass(frozen=True, slots=True)
+class TopicWordPrior:
+    """Topic-word pseudo-counts added to a block's own counts: the prior of streaming Gibbs sampling.
+
+    With a prior, the conditional of a token of term w in document d becomes
+
+        p(z = k | rest) ∝ (n_dk + alpha_k) (n_wk + N_wk + beta) / (n_k + N_k + V beta)
+
+    where n counts the block's tokens and N the pseudo-counts (Gao, Chen and Zhu 2016: the decayed
+    counts of earlier minibatches, so that ``beta + N`` is the Dirichlet prior of the topics).
+
+    Attributes
+    ----------
+    term_topic : ndarray of shape (n_terms, n_topics), float64
+        N_wk for the block's terms (row w is term w of the block or state), finite and >= 0.
+    topic_counts : ndarray of shape (n_topics,), float64
+        N_k, summed over the whole vocabulary (including terms the block does not use), finite, >= 0.
+    vocab_size : int
+        V in ``V beta``, at least ``n_terms``: the block may hold only some of the vocabulary's terms.
+
+    Raises
+    ------
+    InvalidParameterError
+        Shapes that do not fit, negative or non-finite values, or ``vocab_size < n_terms``.
+
+    Examples
+    --------
+    >>> prior = TopicWordPrior(np.array([[2.0, 0.0]]), np.array([5.0, 1.0]), vocab_size=10)
+    >>> prior.n_terms, prior.n_topics
+    (1, 2)
+    """
+
+    term_topic: FloatArray
+    topic_counts: FloatArray
+    vocab_size: int
+
+    def __post_init__(self) -> None:
+        term_topic = np.ascontiguousarray(self.term_topic, dtype=np.float64)
+        topic_counts = np.ascontiguousarray(self.topic_counts, dtype=np.float64)
+        if term_topic.ndim != 2 or topic_counts.shape != (term_topic.shape[1],) or term_topic.shape[1] < 1:
+            raise InvalidParameterError(
+                f"TopicWordPrior: term_topic must have shape (n_terms, n_topics) and topic_counts (n_topics,); "
+                f"got {term_topic.shape!r} and {topic_counts.shape!r}"
+            )
+        for name, values in (("term_topic", term_topic), ("topic_counts", topic_counts)):
+            if values.size and not (np.all(np.isfinite(values)) and values.min() >= 0):
+                raise InvalidParameterError(f"TopicWordPrior: {name} must be finite and >= 0")
+        vocab_size = _check_int("TopicWordPrior.", "vocab_size", self.vocab_size, max(1, term_topic.shape[0]))
+        object.__setattr__(self, "term_topic", term_topic)
+        object.__setattr__(self, "topic_counts", topic_counts)
+        object.__setattr__(self, "vocab_size", vocab_size)
+
+    @property
+    def n_terms(self) -> int:
+        return int(self.term_topic.shape[0])
+
+    @property
+    def n_topics(self) -> int:
+        return int(self.term_topic.shape[1])
+
+
+def _check_prior(prior: TopicWordPrior | None, n_terms: int, n_topics: int) -> None:
+    if prior is not None and (prior.n_terms, prior.n_topics) != (n_terms, n_topics):
+        raise InvalidParameterError(
+            f"the prior has shape {(prior.n_terms, prior.n_topics)!r} but the block or state has {n_terms} terms "
+            f"and {n_topics} topics; give one prior row per term of the block"
+        )
 
 
 # ----------------------------------------------------------------------------- tokens and counts
@@ -500,8 +581,8 @@ def _walk_smoothing(x, alpha, beta, inv_denom, s_block):  # type: ignore[no-unty
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
-def _shift_topic(k, delta, d, s, r, doc_topic, topic_counts, alpha, beta, beta_sum,  # type: ignore[no-untyped-def]
-                 inv_denom, coef, s_block):
+def _shift_topic(k, delta, d, s, r, doc_topic, topic_counts, topic_prior, alpha, beta,  # type: ignore[no-untyped-def]
+                 beta_sum, inv_denom, coef, s_block):
     """Add ``delta`` (+1 or -1) tokens of document d to topic k: counts, inv_denom_k, coef_k, and s, its
     block sum and r updated by the change of their k-th term. Returns (s, r)."""
     inv_old = inv_denom[k]
@@ -509,7 +590,7 @@ def _shift_topic(k, delta, d, s, r, doc_topic, topic_counts, alpha, beta, beta_s
     n_new = n_old + delta
     doc_topic[d, k] = n_new
     topic_counts[k] += delta
-    inv = 1.0 / (topic_counts[k] + beta_sum)
+    inv = 1.0 / (topic_counts[k] + topic_prior[k] + beta_sum)  # + 0.0 without a prior: same bits
     inv_denom[k] = inv
     s_change = alpha[k] * beta * (inv - inv_old)
     s += s_change
@@ -529,14 +610,14 @@ def _doc_list_remove(doc_list, n_list, k):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True)
-def _reset_topic_caches(topic_counts, alpha, beta, beta_sum,  # type: ignore[no-untyped-def]
+def _reset_topic_caches(topic_counts, topic_prior, alpha, beta, beta_sum,  # type: ignore[no-untyped-def]
                         inv_denom, coef, s_block, listed):
     """inv_denom, coef outside any document, s's block sums, the ``listed`` marks cleared; returns s
     (summed in k order)."""
     s = 0.0
     s_block[:] = 0.0
     for k in range(alpha.shape[0]):
-        inv_denom[k] = 1.0 / (topic_counts[k] + beta_sum)
+        inv_denom[k] = 1.0 / (topic_counts[k] + topic_prior[k] + beta_sum)
         coef[k] = alpha[k] * inv_denom[k]
         s += alpha[k] * beta * inv_denom[k]
         s_block[k >> SMOOTHING_BLOCK_BITS] += alpha[k] * beta * inv_denom[k]
@@ -562,14 +643,29 @@ def _start_doc(topics, lo, hi, doc_topic, d, alpha, beta,  # type: ignore[no-unt
     return n_list, r
 
 
+@numba.njit(nogil=True, cache=True, inline="always")
+def _prior_mass(p_topics, p_values, lo, hi, coef, p_cum):  # type: ignore[no-untyped-def]
+    """q_prior = sum over the word's prior list of coef_k N_wk; p_cum[i] is the sum of the first i + 1."""
+    q = 0.0
+    for j in range(lo, hi):
+        q += coef[p_topics[j]] * p_values[j]
+        p_cum[j - lo] = q
+    return q
+
+
 @numba.njit(nogil=True, cache=True)
 def _sweep(token_indptr, token_terms, topics, doc_topic, topic_counts,  # type: ignore[no-untyped-def]
            starts, lengths, packed, shift, alpha, beta, beta_sum, seed, epoch, first_doc, progressive,
-           inv_denom, coef, s_block, doc_list, listed, q_cum):
+           topic_prior, p_indptr, p_topics, p_values, inv_denom, coef, s_block, doc_list, listed, q_cum, p_cum):
     """One Gibbs sweep over every token in order; with ``progressive`` the tokens are unassigned on
     entry (and the counts zero) and each is drawn given the tokens before it. Returns s as updated
-    token by token (the caches are left as at the end of the sweep, for tests)."""
-    s = _reset_topic_caches(topic_counts, alpha, beta, beta_sum, inv_denom, coef, s_block, listed)
+    token by token (the caches are left as at the end of the sweep, for tests).
+
+    The prior pseudo-counts N_wk of term w are ``p_values[p_indptr[w]:p_indptr[w + 1]]`` (topics
+    ``p_topics``), and ``topic_prior[k]`` = N_k; they join the word bucket, so s and r keep their form.
+    With empty lists and zero totals every floating-point operation gives the batch sampler's bits.
+    """
+    s = _reset_topic_caches(topic_counts, topic_prior, alpha, beta, beta_sum, inv_denom, coef, s_block, listed)
     mask = (1 << shift) - 1
     for d in range(token_indptr.shape[0] - 1):
         key = counter_key(seed, STREAM_GIBBS, epoch, first_doc + d)
@@ -588,18 +684,25 @@ def _sweep(token_indptr, token_terms, topics, doc_topic, topic_counts,  # type: 
             if k_old >= 0:
                 inv_saved, coef_saved = inv_denom[k_old], coef[k_old]
                 block_saved = s_block[k_old >> SMOOTHING_BLOCK_BITS]
-                s, r = _shift_topic(k_old, -1, d, s, r, doc_topic, topic_counts, alpha, beta, beta_sum,
+                s, r = _shift_topic(k_old, -1, d, s, r, doc_topic, topic_counts, topic_prior, alpha, beta, beta_sum,
                                     inv_denom, coef, s_block)
             q, pos = _word_mass(packed, base, n, shift, mask, coef, k_old, q_cum)
-            x = uniform_from_key(key, t - lo) * (q + r + s)
+            p_lo, p_hi, q_prior = 0, 0, 0.0
+            if p_topics.shape[0] > 0:  # no prior: skip the lookup (a cache miss per token)
+                p_lo, p_hi = p_indptr[w], p_indptr[w + 1]
+                q_prior = _prior_mass(p_topics, p_values, p_lo, p_hi, coef, p_cum)
+            # Without a prior q_prior is 0.0, and q + 0.0 == q, x - q - 0.0 == x - q exactly.
+            x = uniform_from_key(key, t - lo) * (q + q_prior + r + s)
             j = -1
             if x < q:
                 j = base + _search_word(x, q_cum, n)
                 k = packed[j] & mask
-            elif n_list > 0 and x - q < r:
-                k = _walk_doc(x - q, doc_list, n_list, doc_topic, d, beta, inv_denom)
+            elif x - q < q_prior:
+                k = p_topics[p_lo + _search_word(x - q, p_cum, p_hi - p_lo)]
+            elif n_list > 0 and x - q - q_prior < r:
+                k = _walk_doc(x - q - q_prior, doc_list, n_list, doc_topic, d, beta, inv_denom)
             else:
-                k = _walk_smoothing(x - q - r, alpha, beta, inv_denom, s_block)
+                k = _walk_smoothing(x - q - q_prior - r, alpha, beta, inv_denom, s_block)
             if k == k_old:  # common once the chain mixes: restore the saved caches exactly
                 doc_topic[d, k] += 1
                 topic_counts[k] += 1
@@ -612,8 +715,8 @@ def _sweep(token_indptr, token_terms, topics, doc_topic, topic_counts,  # type: 
                     n, sunk = _word_decrement_at(packed, base, n, pos, shift)
                     if pos < j <= sunk:  # the entries it sank past moved up by one
                         j -= 1
-                s, r = _shift_topic(k, 1, d, s, r, doc_topic, topic_counts, alpha, beta, beta_sum, inv_denom, coef,
-                                    s_block)
+                s, r = _shift_topic(k, 1, d, s, r, doc_topic, topic_counts, topic_prior, alpha, beta, beta_sum,
+                                    inv_denom, coef, s_block)
                 if doc_topic[d, k] == 1:
                     doc_list[n_list] = k
                     n_list += 1
@@ -679,17 +782,47 @@ def _n_smoothing_blocks(n_topics: int) -> int:
     return ((n_topics - 1) >> SMOOTHING_BLOCK_BITS) + 1
 
 
+@dataclass(frozen=True, slots=True)
+class _PriorLists:
+    """A :class:`TopicWordPrior` in the sweep's layout: per term, its nonzero N_wk by decreasing value."""
+
+    topic_prior: FloatArray  #: (n_topics,) N_k
+    indptr: IntArray  #: (n_terms + 1,) term w's entries are ``indptr[w]:indptr[w + 1]``
+    topics: IntArray  #: (n_entries,) k of each entry
+    values: FloatArray  #: (n_entries,) N_wk of each entry, > 0
+    vocab_size: int  #: V of V beta
+
+
+def _prior_lists(prior: TopicWordPrior | None, n_terms: int, n_topics: int) -> _PriorLists:
+    """The lists of ``prior`` (sorted by term, then decreasing N_wk, then topic); empty without one."""
+    if prior is None:
+        return _PriorLists(np.zeros(n_topics), np.zeros(n_terms + 1, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                           np.zeros(0), n_terms)
+    rows, topics = np.nonzero(prior.term_topic)
+    values = prior.term_topic[rows, topics]
+    order = np.lexsort((topics, -values, rows))
+    indptr = np.zeros(n_terms + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n_terms), out=indptr[1:])
+    return _PriorLists(prior.topic_counts, indptr, topics[order].astype(np.int64), values[order], prior.vocab_size)
+
+
 def _run_sweep(
     token_indptr: IntArray, token_terms: Int32Array, topics: Int32Array, doc_topic: Int32Array,
     topic_counts: IntArray, lists: _WordLists, alpha: FloatArray, beta: float, seed: int, epoch: int,
-    first_doc: int, progressive: bool,
+    first_doc: int, progressive: bool, prior: _PriorLists | None = None,
 ) -> None:
-    """One sweep (numbered ``epoch``) of ``_sweep`` in place on the given arrays, with fresh scratch."""
+    """One sweep (numbered ``epoch``) of ``_sweep`` in place on the given arrays, with fresh scratch.
+
+    Without ``prior`` the lists are empty and V is the number of terms of the word lists."""
     n_topics, n_terms = alpha.shape[0], lists.lengths.shape[0]
+    if prior is None:
+        prior = _prior_lists(None, n_terms, n_topics)
     _sweep(token_indptr, token_terms, topics, doc_topic, topic_counts, lists.starts, lists.lengths,
-           lists.packed, lists.shift, alpha, beta, n_terms * beta, seed, epoch, first_doc, progressive,
+           lists.packed, lists.shift, alpha, beta, prior.vocab_size * beta, seed, epoch, first_doc, progressive,
+           prior.topic_prior, prior.indptr, prior.topics, prior.values,
            np.empty(n_topics), np.empty(n_topics), np.empty(_n_smoothing_blocks(n_topics)),
-           np.empty(n_topics, dtype=np.int64), np.empty(n_topics, dtype=np.int64), np.empty(n_topics))
+           np.empty(n_topics, dtype=np.int64), np.empty(n_topics, dtype=np.int64), np.empty(n_topics),
+           np.empty(n_topics))
 
 
 def _check_block(block: DocBlock) -> None:
@@ -705,7 +838,9 @@ def _check_block(block: DocBlock) -> None:
         raise InvalidParameterError(f"block starting at document {block.first_doc} has a count below 1")
 
 
-def initial_state(block: DocBlock, params: GibbsParams, *, init: GibbsInit = "random") -> GibbsState:
+def initial_state(
+    block: DocBlock, params: GibbsParams, *, init: GibbsInit = "random", prior: TopicWordPrior | None = None,
+) -> GibbsState:
     """Tokens of a block with their first topic assignments and counts.
 
     Parameters
@@ -717,6 +852,9 @@ def initial_state(block: DocBlock, params: GibbsParams, *, init: GibbsInit = "ra
     init : {"random", "sequential"}, default "random"
         ``"random"``: each z uniform on the K topics. ``"sequential"``: the tokens are drawn in order
         from the collapsed conditional given the tokens before them (the "progressive" start).
+    prior : TopicWordPrior, optional
+        Pseudo-counts N_wk (one row per term of the block) that the sequential start conditions on
+        as well ("sampling from the posterior" of Gao et al. 2016); the random start ignores them.
 
     Returns
     -------
@@ -726,7 +864,7 @@ def initial_state(block: DocBlock, params: GibbsParams, *, init: GibbsInit = "ra
     Raises
     ------
     InvalidParameterError
-        ``init`` unknown, or term ids outside ``[0, block.n_terms)``.
+        ``init`` unknown, term ids outside ``[0, block.n_terms)``, or a prior of another shape.
 
     Notes
     -----
@@ -750,6 +888,7 @@ def initial_state(block: DocBlock, params: GibbsParams, *, init: GibbsInit = "ra
     if init not in ("random", "sequential"):
         raise InvalidParameterError(f"init must be 'random' or 'sequential', got {init!r}")
     _check_block(block)
+    _check_prior(prior, block.n_terms, params.n_topics)
     token_indptr, token_terms = tokens_from_block(block)
     n_topics, first_doc = params.n_topics, int(block.first_doc)
     topics = np.zeros(token_terms.shape[0], dtype=np.int32)
@@ -760,7 +899,7 @@ def initial_state(block: DocBlock, params: GibbsParams, *, init: GibbsInit = "ra
     topic_counts = np.zeros(n_topics, dtype=np.int64)
     lists = _word_lists(np.zeros((block.n_terms, n_topics), dtype=np.int32), token_terms, n_topics)
     _run_sweep(token_indptr, token_terms, topics, doc_topic, topic_counts, lists, params.alpha,
-               params.topic_word_prior, params.seed, 0, first_doc, True)
+               params.topic_word_prior, params.seed, 0, first_doc, True, _prior_lists(prior, block.n_terms, n_topics))
     term_topic = _term_topic_from_lists(lists, block.n_terms, n_topics)
     return GibbsState(token_indptr, token_terms, topics, doc_topic, term_topic, topic_counts, first_doc,
                       params.alpha, params.topic_word_prior, 0)
@@ -931,6 +1070,7 @@ def optimize_hyperparameters(state: GibbsState) -> tuple[FloatArray, float]:
 
 def run_sweeps(
     state: GibbsState, params: GibbsParams, n_sweeps: int, *, optimize_every: int = 0, burn_in: int = 0,
+    prior: TopicWordPrior | None = None,
 ) -> GibbsState:
     """Run ``n_sweeps`` collapsed Gibbs sweeps over every token of the state.
 
@@ -945,36 +1085,44 @@ def run_sweeps(
     optimize_every : int, default 0
         If positive, re-estimate alpha and beta (:func:`optimize_hyperparameters`) after every chain
         sweep number ``n = state.sweeps_done + s + 1`` with ``n > burn_in`` and
-        ``(n - burn_in) % optimize_every == 0``.
+        ``(n - burn_in) % optimize_every == 0``. Not allowed with a ``prior``.
     burn_in : int, default 0
         Chain sweeps before the first hyperparameter update.
+    prior : TopicWordPrior, optional
+        Pseudo-counts N_wk, one row per term of the state (see :class:`TopicWordPrior`). Without it
+        (the default) the sampler is the batch sampler, bit for bit as it was before priors existed.
 
     Returns
     -------
     GibbsState
         New arrays; ``sweeps_done`` increased by ``n_sweeps``, alpha and beta as last optimized.
+        Its counts hold the state's tokens only, never the prior.
 
     Raises
     ------
     InvalidParameterError
-        Mismatched K, or a negative ``n_sweeps``, ``optimize_every`` or ``burn_in``.
+        Mismatched K, a negative ``n_sweeps``, ``optimize_every`` or ``burn_in``, a prior of another
+        shape, or ``optimize_every`` with a prior.
 
     Notes
     -----
     Griffiths and Steyvers (2004), eq. (5): token i of document d with term w is removed from the
     counts and redrawn from
 
-        p(z_i = k | z_-i, w) ∝ (n_dk + alpha_k) (n_wk + beta) / (n_k + V beta)
+        p(z_i = k | z_-i, w) ∝ (n_dk + alpha_k) (n_wk + N_wk + beta) / (n_k + N_k + V beta)
 
-    with all counts excluding token i; tokens are visited in document order. The draw uses one
+    with all counts excluding token i (N = 0 without a prior; V is the prior's ``vocab_size``, else
+    the state's ``n_terms``); tokens are visited in document order. The draw uses one
     uniform u, the (t)-th of ``counter_key(seed, STREAM_GIBBS, sweeps_done + s + 1, first_doc + d)``
     for the t-th token of d in sweep s, so a chain run in pieces equals the chain run at once. It is
     exact inverse-CDF sampling, but walks the mass in the bucket order of Yao et al. (2009): with
-    ``x = u (q + r + s)``, the topic-word bucket q in the word's list order (decreasing n_wk), then
-    the document bucket r in the document's list order, then the smoothing bucket s in topic order
-    (see the module glossary). The topic drawn for a given u therefore differs from a dense
-    ``np.searchsorted(np.cumsum(p), u * p.sum())``, but has the same distribution. NumPy equivalent
-    (O(K) per token) in ``tests/reference/gibbs_numpy.py``.
+    ``x = u (q + q_N + r + s)``, the topic-word bucket q in the word's list order (decreasing n_wk),
+    the prior's part q_N = sum_k (n_dk + alpha_k) N_wk / (n_k + N_k + V beta) over the word's
+    nonzero N_wk (by decreasing N_wk), the document bucket r in the document's list order, then the
+    smoothing bucket s in topic order (see the module glossary). The topic drawn for a given u
+    therefore differs from a dense ``np.searchsorted(np.cumsum(p), u * p.sum())``, but has the same
+    distribution. NumPy equivalent (O(K) per token) in ``tests/reference/gibbs_numpy.py`` and, with a
+    prior, ``tests/reference/sgs_numpy.py``.
 
     Examples
     --------
@@ -986,45 +1134,232 @@ def run_sweeps(
     >>> later.sweeps_done, int(later.term_topic_counts.sum())
     (10, 8)
     """
+    optimize_every = _check_int("", "optimize_every", optimize_every, 0)
+    burn_in = _check_int("", "burn_in", burn_in, 0)
+    if optimize_every and prior is not None:
+        raise InvalidParameterError("optimize_every must be 0 with a prior: the fixed points ignore the pseudo-counts")
+    final, _ = _run_chain(state, params, n_sweeps, optimize_every, burn_in, prior, None)
+    return final
+
+
+def run_sweeps_until(
+    state: GibbsState, params: GibbsParams, max_sweeps: int, should_stop: Callable[[tuple[float, ...]], bool], *,
+    prior: TopicWordPrior | None = None,
+) -> tuple[GibbsState, tuple[float, ...]]:
+    """Sweeps as :func:`run_sweeps` until ``should_stop(trace)`` or ``max_sweeps``, tracing the perplexity.
+
+    Parameters
+    ----------
+    state : GibbsState
+        Not modified.
+    params : GibbsParams
+    max_sweeps : int
+        At least 0.
+    should_stop : callable
+        A pure policy: ``should_stop(trace) -> bool``, called after every sweep with the trace so far.
+    prior : TopicWordPrior, optional
+
+    Returns
+    -------
+    state : GibbsState
+        ``sweeps_done`` increased by the number of sweeps run (``len(trace) - 1``).
+    trace : tuple of float
+        :func:`training_perplexity` of the input state, then after every sweep.
+
+    Raises
+    ------
+    InvalidParameterError
+        As :func:`run_sweeps`.
+
+    Notes
+    -----
+    The chain is the one :func:`run_sweeps` runs (same numbers, same sweeps), stopped early; the
+    perplexity is computed between sweeps from the sampler's own word lists, without touching them.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> from topicflow.models.blocks import block_from_csr
+    >>> params = GibbsParams(n_topics=2, seed=3)
+    >>> state = initial_state(block_from_csr(sp.csr_matrix(np.array([[4, 0], [0, 4]]))), params)
+    >>> later, trace = run_sweeps_until(state, params, 50, lambda trace: len(trace) > 5)
+    >>> later.sweeps_done, len(trace)
+    (5, 6)
+    """
+    return _run_chain(state, params, max_sweeps, 0, 0, prior, should_stop)
+
+
+def _run_chain(
+    state: GibbsState, params: GibbsParams, n_sweeps: int, optimize_every: int, burn_in: int,
+    prior: TopicWordPrior | None, should_stop: Callable[[tuple[float, ...]], bool] | None,
+) -> tuple[GibbsState, tuple[float, ...]]:
+    """The sweep loop shared by :func:`run_sweeps` and :func:`run_sweeps_until` (word lists live throughout)."""
     if params.n_topics != state.n_topics:
         raise InvalidParameterError(f"params.n_topics is {params.n_topics} but the state has {state.n_topics} topics")
     n_sweeps = _check_int("", "n_sweeps", n_sweeps, 0)
-    optimize_every = _check_int("", "optimize_every", optimize_every, 0)
-    burn_in = _check_int("", "burn_in", burn_in, 0)
+    _check_prior(prior, state.n_terms, state.n_topics)
     topics, doc_topic = state.topics.copy(), state.doc_topic_counts.copy()
     topic_counts = state.topic_counts.astype(np.int64, copy=True)
     lists = _word_lists(state.term_topic_counts, state.token_terms, state.n_topics)
+    prior_lists = _prior_lists(prior, state.n_terms, state.n_topics)
     alpha = np.array(state.doc_topic_prior, dtype=np.float64)
     beta = float(state.topic_word_prior)
     doc_lengths = np.diff(state.token_indptr)
-    for s in range(n_sweeps):
-        sweep = state.sweeps_done + s + 1
+    trace: list[float] = []
+
+    def perplexity() -> float:
+        return _perplexity_from_lists(state.token_indptr, state.token_terms, doc_topic, topic_counts, lists,
+                                      prior_lists, alpha, beta)
+
+    if should_stop is not None:
+        trace.append(perplexity())
+    done = 0
+    while done < n_sweeps:
+        sweep = state.sweeps_done + done + 1
         _run_sweep(state.token_indptr, state.token_terms, topics, doc_topic, topic_counts, lists, alpha, beta,
-                   params.seed, sweep, state.first_doc, False)
+                   params.seed, sweep, state.first_doc, False, prior_lists)
+        done += 1
         if optimize_every and sweep > burn_in and (sweep - burn_in) % optimize_every == 0:
             alpha, beta = _optimize_hyper(doc_topic, doc_lengths, lists, topic_counts, alpha, beta)
+        if should_stop is not None:
+            trace.append(perplexity())
+            if should_stop(tuple(trace)):
+                break
     term_topic = _term_topic_from_lists(lists, state.n_terms, state.n_topics)
-    return GibbsState(state.token_indptr, state.token_terms, topics, doc_topic, term_topic, topic_counts,
-                      state.first_doc, alpha, beta, state.sweeps_done + n_sweeps)
+    final = GibbsState(state.token_indptr, state.token_terms, topics, doc_topic, term_topic, topic_counts,
+                       state.first_doc, alpha, beta, state.sweeps_done + done)
+    return final, tuple(trace)
+
+
+# ----------------------------------------------------------------------------- training perplexity
+
+
+@numba.njit(nogil=True, cache=True)
+def _training_log_lik(token_indptr, token_terms, doc_topic, topic_counts,  # type: ignore[no-untyped-def]
+                      starts, lengths, packed, shift, topic_prior, p_indptr, p_topics, p_values, alpha, beta,
+                      beta_sum):
+    """sum over tokens of log sum_k theta_dk phi_kw, each (document, term) pair computed once.
+
+    theta_dk phi_kw = (n_dk + alpha_k)(n_wk + N_wk + beta) / ((n_d + alpha_sum)(n_k + N_k + V beta)),
+    summed over k in the sampler's buckets: s (all topics), r (the document's), and the word's lists.
+    """
+    n_topics = alpha.shape[0]
+    mask = (1 << shift) - 1
+    inv = np.empty(n_topics)
+    s = 0.0
+    for k in range(n_topics):
+        inv[k] = 1.0 / (topic_counts[k] + topic_prior[k] + beta_sum)
+        s += alpha[k] * beta * inv[k]
+    alpha_sum = alpha.sum()
+    total = 0.0
+    for d in range(token_indptr.shape[0] - 1):
+        lo, hi = token_indptr[d], token_indptr[d + 1]
+        if hi == lo:
+            continue
+        r = 0.0
+        for k in range(n_topics):
+            r += doc_topic[d, k] * beta * inv[k]
+        t = lo
+        while t < hi:  # a document's tokens are grouped by term (CSR order)
+            w = token_terms[t]
+            run = 1
+            while t + run < hi and token_terms[t + run] == w:
+                run += 1
+            q = 0.0
+            for j in range(starts[w], starts[w] + lengths[w]):
+                k = packed[j] & mask
+                q += (doc_topic[d, k] + alpha[k]) * np.float64(packed[j] >> shift) * inv[k]
+            for j in range(p_indptr[w], p_indptr[w + 1]):
+                k = p_topics[j]
+                q += (doc_topic[d, k] + alpha[k]) * p_values[j] * inv[k]
+            total += run * math.log((s + r + q) / (hi - lo + alpha_sum))
+            t += run
+    return total
+
+
+def _perplexity_from_lists(
+    token_indptr: IntArray, token_terms: Int32Array, doc_topic: Int32Array, topic_counts: IntArray,
+    lists: _WordLists, prior: _PriorLists, alpha: FloatArray, beta: float,
+) -> float:
+    n_tokens = token_terms.shape[0]
+    if n_tokens == 0:
+        return math.nan
+    log_lik = _training_log_lik(token_indptr, token_terms, doc_topic, topic_counts, lists.starts, lists.lengths,
+                                lists.packed, lists.shift, prior.topic_prior, prior.indptr, prior.topics,
+                                prior.values, alpha, beta, prior.vocab_size * beta)
+    return float(math.exp(-log_lik / n_tokens))
+
+
+def training_perplexity(state: GibbsState, *, prior: TopicWordPrior | None = None) -> float:
+    """Perplexity of the state's own tokens under its point estimates of theta and phi.
+
+    Parameters
+    ----------
+    state : GibbsState
+    prior : TopicWordPrior, optional
+        Pseudo-counts added to the topic-word counts, one row per term of the state.
+
+    Returns
+    -------
+    float
+        ``exp(-sum_i log sum_k theta_dk phi_kw / n_tokens)`` (NaN without tokens), with
+
+            theta_dk = (n_dk + alpha_k) / (n_d + alpha_sum)
+            phi_kw   = (n_wk + N_wk + beta) / (n_k + N_k + V beta)
+
+    Raises
+    ------
+    InvalidParameterError
+        A prior of another shape.
+
+    Notes
+    -----
+    The stopping criterion of streaming Gibbs (Gao et al. 2016, section 3): the training
+    perplexity of the minibatch. Computed in O(K_d + K_w) per distinct (document, term) pair from
+    the sampler's bucket decomposition. NumPy equivalent::
+
+        theta = (n_dk + alpha) / (n_d + alpha.sum())[:, None]
+        phi = ((n_wk + N_wk + beta) / (n_k + N_k + V * beta)).T
+        np.exp(-np.log((theta[doc_of] * phi[:, token_terms].T).sum(axis=1)).mean())
+
+    Examples
+    --------
+    >>> state = state_from_topics(np.array([0, 2]), np.array([0, 1], np.int32), np.array([0, 1], np.int32),
+    ...                           2, GibbsParams(n_topics=2, doc_topic_prior=1.0, topic_word_prior=1.0))
+    >>> round(training_perplexity(state), 12)
+    2.0
+    """
+    _check_prior(prior, state.n_terms, state.n_topics)
+    lists = _word_lists(state.term_topic_counts, state.token_terms, state.n_topics)
+    return _perplexity_from_lists(state.token_indptr, state.token_terms, state.doc_topic_counts, state.topic_counts,
+                                  lists, _prior_lists(prior, state.n_terms, state.n_topics),
+                                  np.asarray(state.doc_topic_prior, dtype=np.float64), float(state.topic_word_prior))
+
+
+# ----------------------------------------------------------------------------- bucket inspection
 
 
 @numba.njit(nogil=True, cache=True)
 def _token_buckets(token_indptr, token_terms, topics, doc_topic, topic_counts,  # type: ignore[no-untyped-def]
-                   starts, lengths, packed, shift, alpha, beta, beta_sum, d, t, s_blocks, masses):
+                   starts, lengths, packed, shift, topic_prior, p_indptr, p_topics, p_values, alpha, beta, beta_sum,
+                   d, t, s_blocks, masses):
     """The sweep's buckets for token t of document d, with the same helpers as ``_sweep``; mutates
-    its (copied) inputs. masses[k] = topic k's part of s + r + q. Returns (s, r, q)."""
+    its (copied) inputs. masses[k] = topic k's part of s + r + q. Returns (s, r, q), q with the prior."""
     n_topics = alpha.shape[0]
     inv_denom, coef, s_block = np.empty(n_topics), np.empty(n_topics), np.empty(s_blocks)
     doc_list, listed = np.empty(n_topics, dtype=np.int64), np.empty(n_topics, dtype=np.int64)
     mask = (1 << shift) - 1
-    s = _reset_topic_caches(topic_counts, alpha, beta, beta_sum, inv_denom, coef, s_block, listed)
+    s = _reset_topic_caches(topic_counts, topic_prior, alpha, beta, beta_sum, inv_denom, coef, s_block, listed)
     n_list, r = _start_doc(topics, token_indptr[d], token_indptr[d + 1], doc_topic, d, alpha, beta, inv_denom,
                            coef, doc_list, listed)
     k_old = topics[t]
-    s, r = _shift_topic(k_old, -1, d, s, r, doc_topic, topic_counts, alpha, beta, beta_sum, inv_denom, coef,
-                        s_block)
-    base, n = starts[token_terms[t]], lengths[token_terms[t]]
+    s, r = _shift_topic(k_old, -1, d, s, r, doc_topic, topic_counts, topic_prior, alpha, beta, beta_sum, inv_denom,
+                        coef, s_block)
+    w = token_terms[t]
+    base, n = starts[w], lengths[w]
     q, _ = _word_mass(packed, base, n, shift, mask, coef, k_old, np.empty(max(n, 1)))
+    p_lo, p_hi = p_indptr[w], p_indptr[w + 1]
+    q += _prior_mass(p_topics, p_values, p_lo, p_hi, coef, np.empty(max(p_hi - p_lo, 1)))
     for k in range(n_topics):
         masses[k] = alpha[k] * beta * inv_denom[k]
     for i in range(n_list):
@@ -1032,6 +1367,8 @@ def _token_buckets(token_indptr, token_terms, topics, doc_topic, topic_counts,  
     for j in range(base, base + n):
         k = packed[j] & mask
         masses[k] += coef[k] * np.float64((packed[j] >> shift) - (k == k_old))
+    for j in range(p_lo, p_hi):
+        masses[p_topics[j]] += coef[p_topics[j]] * p_values[j]
     return s, r, q
 
 
@@ -1042,11 +1379,11 @@ class TokenBuckets:
     Attributes
     ----------
     smoothing : float
-        s = sum_k alpha_k beta / (n_k + V beta).
+        s = sum_k alpha_k beta / (n_k + N_k + V beta).
     document : float
-        r = sum_k n_dk beta / (n_k + V beta).
+        r = sum_k n_dk beta / (n_k + N_k + V beta).
     word : float
-        q = sum_k (n_dk + alpha_k) n_wk / (n_k + V beta).
+        q = sum_k (n_dk + alpha_k) (n_wk + N_wk) / (n_k + N_k + V beta) (N = 0 without a prior).
     masses : ndarray of shape (n_topics,), float64
         Each topic's part of s + r + q, i.e. the unnormalized conditional.
     """
@@ -1057,7 +1394,7 @@ class TokenBuckets:
     masses: FloatArray
 
 
-def token_buckets(state: GibbsState, token: int) -> TokenBuckets:
+def token_buckets(state: GibbsState, token: int, *, prior: TopicWordPrior | None = None) -> TokenBuckets:
     """The bucket masses the sampler uses to redraw one token, counts excluding that token.
 
     Parameters
@@ -1065,6 +1402,8 @@ def token_buckets(state: GibbsState, token: int) -> TokenBuckets:
     state : GibbsState
     token : int
         Index into ``state.topics``, in ``[0, n_tokens)``.
+    prior : TopicWordPrior, optional
+        Pseudo-counts, one row per term of the state.
 
     Returns
     -------
@@ -1073,15 +1412,16 @@ def token_buckets(state: GibbsState, token: int) -> TokenBuckets:
     Raises
     ------
     InvalidParameterError
-        ``token`` out of range.
+        ``token`` out of range, or a prior of another shape.
 
     Notes
     -----
     Yao et al. (2009), eq. (2): with all counts excluding the token,
-    ``(n_dk + alpha_k)(n_wk + beta) / (n_k + V beta)`` splits into ``alpha_k beta / (n_k + V beta)``
-    (s), ``n_dk beta / (n_k + V beta)`` (r) and ``(n_dk + alpha_k) n_wk / (n_k + V beta)`` (q), with
-    q and r summed over the word's and the document's nonzero topics only. Computed by the sweep's own
-    helpers (per-topic caches, document list, word list), for tests and diagnostics.
+    ``(n_dk + alpha_k)(n_wk + N_wk + beta) / (n_k + N_k + V beta)`` splits into
+    ``alpha_k beta / (...)`` (s), ``n_dk beta / (...)`` (r) and ``(n_dk + alpha_k)(n_wk + N_wk) / (...)``
+    (q), with q and r summed over the word's (and its prior's) and the document's nonzero topics
+    only. Computed by the sweep's own helpers (per-topic caches, document list, word and prior
+    lists), for tests and diagnostics.
 
     Examples
     --------
@@ -1094,13 +1434,16 @@ def token_buckets(state: GibbsState, token: int) -> TokenBuckets:
     token = _check_int("", "token", token, 0, max(state.n_tokens, 1))
     if token >= state.n_tokens:
         raise InvalidParameterError(f"token must lie in [0, {state.n_tokens}), got {token!r}")
+    _check_prior(prior, state.n_terms, state.n_topics)
     d = int(np.searchsorted(state.token_indptr, token, side="right") - 1)
     lists = _word_lists(state.term_topic_counts, state.token_terms, state.n_topics)
+    pl = _prior_lists(prior, state.n_terms, state.n_topics)
     masses = np.zeros(state.n_topics)
+    beta = float(state.topic_word_prior)
     s, r, q = _token_buckets(state.token_indptr, state.token_terms, state.topics, state.doc_topic_counts.copy(),
                              state.topic_counts.copy(), lists.starts, lists.lengths, lists.packed, lists.shift,
-                             np.asarray(state.doc_topic_prior, dtype=np.float64), float(state.topic_word_prior),
-                             state.n_terms * float(state.topic_word_prior), d, token,
+                             pl.topic_prior, pl.indptr, pl.topics, pl.values,
+                             np.asarray(state.doc_topic_prior, dtype=np.float64), beta, pl.vocab_size * beta, d, token,
                              _n_smoothing_blocks(state.n_topics), masses)
     return TokenBuckets(float(s), float(r), float(q), masses)
 

@@ -1,0 +1,742 @@
+"""Drivers of streaming Gibbs sampling: one sampler (SGS) and many behind a parameter server (DSGS).
+
+SGS (Gao, Chen and Zhu 2016, Algorithm 2) reads the store in minibatches of ``batch_size``
+documents in store order and hands each to :func:`topicflow.models.streaming_gibbs.observe_minibatch`.
+
+DSGS (their Algorithm 4) keeps the decayed topic-word counts N on a :class:`ParameterServer`, a
+Dask actor (or, without a cluster, an object shared by threads of this process). Each sampler loop
+(:func:`run_worker_loop`, a long-running task that leaves its worker's thread pool) repeats:
+
+1. claim the next minibatch t (minibatches are numbered 0, 1, ... in store order and claimed in
+   that order);
+2. with a staleness bound B, wait until minibatches ``0 .. t - B - 1`` have all been applied (below;
+   the first ``sync_first`` minibatches wait for all earlier ones whatever B);
+3. fetch the rows of N for the minibatch's terms, with N_k and the vocabulary size;
+4. run collapsed Gibbs on the minibatch against them (:func:`~topicflow.models.streaming_gibbs.minibatch_delta`);
+5. push the delta (the minibatch's counts for its terms, in CSR form: :class:`WireDelta`); the server applies
+   ``N <- decay * (N + delta)`` (:func:`~topicflow.models.streaming_gibbs.apply_delta`) under its lock
+   and its version (the number of pushes applied) goes up by one.
+
+By default the loops never wait for each other (hogwild): a minibatch samples against whatever the
+server holds when it fetches, and the pushes of other loops may land between its fetch and its push.
+
+**Staleness bound.** With ``staleness=B`` (an integer >= 0), minibatch t may fetch only once the
+server's *watermark* (the length of the prefix 0, 1, ... of minibatches whose pushes it has applied)
+is at least ``t - B``: of the t minibatches before it in store order, at most B are missing from the
+counts it samples against (the stale synchronous parallel condition of Ho et al. 2013, on
+minibatches). Each record carries that number as ``lag`` (<= B). ``B = 0`` is sequential: every
+minibatch sees all earlier ones and the pushes land in store order, so DSGS with B = 0 on any number
+of workers, or with one worker, is SGS exactly. The bound is on what a minibatch misses when it
+starts, because every minibatch fetches fresh rows: a rule on how far the server may run ahead of a
+worker's last fetch would never bind. The pushes of other loops between a minibatch's fetch and its
+push (its *staleness*, ``version_before_push - fetched_version``) are recorded, not bounded.
+
+**Synchronized start.** With ``sync_first=m``, minibatches ``t < m`` wait for all earlier ones
+(bound 0) whatever B. Without it the first ``n_workers`` minibatches all start from N = 0 (or from
+nearly empty counts) and push independently labelled topic sets into the same N (label switching),
+which costs the hogwild stream held-out perplexity and extra sweeps per minibatch that it does not
+win back. ``sync_first = n_workers`` recovered SGS's perplexity with up to 8 loops in
+``benchmarks/bench_sgs.py`` and is the recommended setting; the default, 0, is fully asynchronous.
+
+Random numbers are keyed by (seed, sweep, global document), never by worker, so the only
+nondeterminism of DSGS is the order in which the loops' fetches and pushes interleave.
+
+The server is an actor: it dies with its worker and nothing here restores it (the driver raises).
+Run a long stream in pieces (``max_docs``) and keep each piece's ``result.state``
+(:func:`~topicflow.models.streaming_gibbs.to_arrays`) to resume from.
+
+References
+----------
+Gao, Chen and Zhu (2016). Streaming Gibbs sampling for LDA model. arXiv:1601.01142.
+Ho et al. (2013). More effective distributed ML via a stale synchronous parallel parameter server. NIPS.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import math
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from topicflow._typing import FloatArray, IntArray
+from topicflow.errors import InvalidParameterError, TopicflowError
+from topicflow.io.model_store import SavedModel
+from topicflow.io.zarr_shards import Corpus
+from topicflow.models import streaming_gibbs as sgs
+from topicflow.models.lda_model import LDAState
+from topicflow.models.streaming_gibbs import SGSParams, SGSState
+from topicflow.pipeline.actors import DocumentStream, StreamSource
+from topicflow.pipeline.cluster import current_client
+from topicflow.pipeline.estimators import corpus_provenance
+from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
+
+log = logging.getLogger(__name__)
+
+#: Seconds a sampler loop waits for the staleness bound before giving up (a lost worker, say).
+WAIT_TIMEOUT = 600.0
+
+
+# ----------------------------------------------------------------------------- the plan
+
+
+@dataclass(frozen=True, slots=True)
+class MinibatchPlan:
+    """Minibatch t holds documents ``[start + t * batch_size, min(stop, start + (t + 1) * batch_size))``.
+
+    Attributes
+    ----------
+    start, stop : int
+        Store positions of the first document and one past the last.
+    batch_size : int
+    """
+
+    start: int
+    stop: int
+    batch_size: int
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1 or self.start < 0 or self.stop < self.start:
+            raise InvalidParameterError(
+                f"batch_size must be >= 1 and 0 <= start <= stop; got batch_size={self.batch_size!r}, "
+                f"start={self.start!r}, stop={self.stop!r}"
+            )
+
+    @property
+    def n_minibatches(self) -> int:
+        return math.ceil((self.stop - self.start) / self.batch_size)
+
+    def bounds(self, t: int) -> tuple[int, int]:
+        lo = self.start + t * self.batch_size
+        return lo, min(self.stop, lo + self.batch_size)
+
+
+def stream_plan(corpus: Corpus, state: SGSState, batch_size: int, max_docs: int | None) -> MinibatchPlan:
+    """From where the state stopped (``docs_seen``) to the end of the store, or to ``max_docs``."""
+    stop = len(corpus) if max_docs is None else min(len(corpus), int(max_docs))
+    return MinibatchPlan(min(state.docs_seen, stop), stop, int(batch_size))
+
+
+def sgs_source(corpus: Corpus) -> StreamSource:
+    """The store's only language as a stream source (SGS models one language)."""
+    if corpus.is_multilingual:
+        raise InvalidParameterError(
+            f"store {str(corpus.path)!r} is multilingual ({', '.join(corpus.languages)}); streaming Gibbs models "
+            "one language. Ingest that language alone, or fit polylingual LDA with `topicflow fit`.",
+            path=str(corpus.path),
+        )
+    language = corpus.languages[0]
+    return StreamSource(str(corpus.path), tuple(corpus.shards), language, len(corpus.vocabulary(language)))
+
+
+def starting_state(corpus: Corpus, params: SGSParams, state: SGSState | None) -> SGSState:
+    """``state`` (grown to the store's vocabulary, copied) or an empty one."""
+    n_terms = len(corpus.vocabulary(corpus.languages[0]))
+    if state is None:
+        return sgs.empty_state(n_terms, params)
+    if state.n_topics != params.n_topics or state.n_terms > n_terms:
+        raise InvalidParameterError(
+            f"the state to resume has {state.n_topics} topics and {state.n_terms} terms; the settings ask for "
+            f"{params.n_topics} topics and the store {str(corpus.path)!r} has {n_terms} terms"
+        )
+    grown = sgs.grow_vocabulary(state, n_terms)
+    if grown is state:
+        grown = SGSState(state.term_topic_counts.copy(), state.topic_counts.copy(), state.minibatches_done,
+                         state.docs_seen, state.tokens_seen)
+    return grown
+
+
+def sgs_model(corpus: Corpus, state: SGSState, params: SGSParams, *, algorithm: str,
+              settings: dict[str, Any], summary: list[dict[str, Any]] | None = None) -> SavedModel:
+    """The stream's topics as an LDA model: lambda = N + beta, alpha, eta = beta (as ``stream_model`` does)."""
+    language = corpus.languages[0]
+    lda = LDAState(topic_word_var={language: sgs.topic_word_var(state, params)}, doc_topic_prior=params.alpha,
+                   topic_word_prior={language: float(params.topic_word_prior)})
+    info = {"kind": "stream", "algorithm": algorithm, "settings": {**params.to_dict(), **settings},
+            "summary": summary or [], "position": {"docs_seen": state.docs_seen,
+                                                   "minibatches_done": state.minibatches_done,
+                                                   "tokens_seen": state.tokens_seen},
+            "corpus": corpus_provenance(corpus, range(corpus.n_shards))}
+    return SavedModel(lda, {language: corpus.vocabulary(language)}, info)
+
+
+# ----------------------------------------------------------------------------- SGS
+
+
+@dataclass(frozen=True, slots=True)
+class SGSRecord:
+    """One minibatch of a single-sampler stream (``minibatch``: its index in this run, from 0)."""
+
+    minibatch: int
+    first_doc: int
+    docs: int
+    tokens: int
+    terms_used: int
+    iterations: int
+    perplexity: float
+    stop_reason: str
+    docs_seen: int
+    seconds: float
+    tokens_per_second: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class SGSResult:
+    """Outcome of :func:`run_sgs`: the final counts, the trace and the model.
+
+    Attributes
+    ----------
+    state : SGSState
+        Resume a stream from it (``run_sgs(..., state=result.state)``).
+    records : tuple of SGSRecord
+    model : SavedModel
+    seconds : float
+        Wall time of the minibatches (reading included).
+    """
+
+    state: SGSState
+    records: tuple[SGSRecord, ...]
+    model: SavedModel
+    seconds: float
+
+
+def run_sgs(
+    corpus: Corpus, params: SGSParams, *, batch_size: int, state: SGSState | None = None,
+    max_docs: int | None = None, on_minibatch: Callable[[SGSRecord, SGSState], None] | None = None,
+    progress: ProgressReporter = NO_PROGRESS,
+) -> SGSResult:
+    """Streaming Gibbs sampling over a store, minibatches in store order (Gao et al. 2016, Algorithm 2).
+
+    Parameters
+    ----------
+    corpus : Corpus
+        A monolingual store.
+    params : SGSParams
+    batch_size : int
+        Documents per minibatch.
+    state : SGSState, optional
+        Continue this stream (from its ``docs_seen``, minibatches aligned on that position); not modified.
+    max_docs : int, optional
+        Stop at this store position (default: the end of the store).
+    on_minibatch : callable, optional
+        ``on_minibatch(record, state)`` after every minibatch; ``state``'s arrays are the driver's own
+        and change with the next minibatch (copy them to keep them).
+    progress : ProgressReporter
+
+    Returns
+    -------
+    SGSResult
+
+    Raises
+    ------
+    InvalidParameterError
+        A multilingual store, a bad ``batch_size``, or a state of other dimensions.
+    """
+    source = sgs_source(corpus)
+    state = starting_state(corpus, params, state)
+    plan = stream_plan(corpus, state, batch_size, max_docs)
+    stream = DocumentStream(source)
+    records: list[SGSRecord] = []
+    started = time.perf_counter()
+    for t in progress.track(range(plan.n_minibatches), total=plan.n_minibatches, desc="sgs", unit="batch"):
+        tick = time.perf_counter()
+        block = stream.read(*plan.bounds(t))
+        state, diag = sgs.observe_minibatch(state, block, params, copy=False)  # the driver owns these arrays
+        seconds = time.perf_counter() - tick
+        record = SGSRecord(t, diag.first_doc, diag.n_docs, diag.n_tokens,
+                           diag.n_terms_used, diag.iterations, diag.perplexity, diag.stop_reason, state.docs_seen,
+                           seconds, diag.n_tokens / max(seconds, 1e-9))
+        records.append(record)
+        log.debug("sgs minibatch %d: %d docs, %d sweeps (%s), perplexity %.1f, %.3f s", record.minibatch,
+                  record.docs, record.iterations, record.stop_reason, record.perplexity, seconds)
+        if on_minibatch is not None:
+            on_minibatch(record, state)
+    seconds = time.perf_counter() - started
+    model = sgs_model(corpus, state, params, algorithm="sgs", settings={"batch_size": plan.batch_size})
+    return SGSResult(state, tuple(records), model, seconds)
+
+
+# ----------------------------------------------------------------------------- the parameter server
+
+
+@dataclass(frozen=True, slots=True)
+class WireDelta:
+    """A minibatch's delta as pushed: its rows in CSR form (a minibatch uses few topics per term).
+
+    Attributes
+    ----------
+    indptr : ndarray of shape (n_rows + 1,), int32
+        Row i's entries are ``indptr[i]:indptr[i + 1]``.
+    topics : ndarray of shape (n_nonzero,), int32
+    counts : ndarray of shape (n_nonzero,), int32
+        Positive counts n_wk.
+    n_topics : int
+    """
+
+    indptr: np.ndarray
+    topics: np.ndarray
+    counts: np.ndarray
+    n_topics: int
+
+    @classmethod
+    def from_dense(cls, values: np.ndarray) -> WireDelta:
+        """From ``(n_rows, n_topics)`` counts (what :func:`~topicflow.models.streaming_gibbs.minibatch_delta` gives)."""
+        rows, topics = np.nonzero(values)
+        indptr = np.zeros(values.shape[0] + 1, dtype=np.int32)
+        np.cumsum(np.bincount(rows, minlength=values.shape[0]), out=indptr[1:])
+        return cls(indptr, topics.astype(np.int32), values[rows, topics].astype(np.int32), int(values.shape[1]))
+
+    def to_dense(self) -> np.ndarray:
+        """The ``(n_rows, n_topics)`` int32 counts again."""
+        out = np.zeros((self.indptr.shape[0] - 1, self.n_topics), dtype=np.int32)
+        out[np.repeat(np.arange(out.shape[0]), np.diff(self.indptr)), self.topics] = self.counts
+        return out
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.indptr.nbytes + self.topics.nbytes + self.counts.nbytes)
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    """What :meth:`ParameterServer.fetch` returns.
+
+    Attributes
+    ----------
+    version : int
+        Pushes applied when the rows were read.
+    rows : ndarray of shape (n_rows, n_topics), float64
+        N for the requested terms.
+    topic_counts : ndarray of shape (n_topics,), float64
+        N_k.
+    n_terms : int
+        Rows of N (the vocabulary size V the worker must use).
+    missing : int
+        Minibatches before the requesting one whose pushes are not in these counts (its lag).
+    """
+
+    version: int
+    rows: FloatArray
+    topic_counts: FloatArray
+    n_terms: int
+    missing: int
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.rows.nbytes + self.topic_counts.nbytes)
+
+
+class ParameterServer:
+    """Holds the global decayed counts N of DSGS; a plain class, run as a Dask actor or shared by threads.
+
+    Parameters
+    ----------
+    term_topic_counts : ndarray of shape (n_terms, n_topics), float64
+        N at the start (copied).
+    topic_counts : ndarray of shape (n_topics,), float64
+        N_k at the start (copied).
+    decay : float
+        lambda, applied once per push.
+    n_minibatches : int
+        Minibatches handed out by :meth:`claim`.
+
+    Notes
+    -----
+    N is dense by rows (a term's row is contiguous; rows are fetched and updated by term id). Every
+    method takes one lock, so concurrent pushes are applied one at a time, in the order they take
+    it, and none is lost. On a Dask worker, actor methods run one at a time on the worker's actor
+    thread anyway; the lock serves the threaded (no cluster) mode. Payload bytes are counted as the
+    arrays' ``nbytes`` (serialization overhead excluded).
+    """
+
+    def __init__(self, term_topic_counts: FloatArray, topic_counts: FloatArray, decay: float,
+                 n_minibatches: int) -> None:
+        self._counts = np.array(term_topic_counts, dtype=np.float64)
+        self._topic_counts = np.array(topic_counts, dtype=np.float64)
+        self._decay = float(decay)
+        self._n_minibatches = int(n_minibatches)
+        self._lock = threading.Lock()
+        self._next = 0
+        self._version = 0
+        self._bytes_received = 0
+        self._bytes_sent = 0
+        self._fetches = 0
+        self._max_staleness = 0
+        self._push_log: list[int] = []  # the minibatch of every push, in the order applied
+        self._applied = np.zeros(self._n_minibatches, dtype=bool)
+        self._watermark = 0
+
+    def claim(self) -> int:
+        """The next minibatch to sample (in store order), or -1 when all are handed out."""
+        with self._lock:
+            if self._next >= self._n_minibatches:
+                return -1
+            self._next += 1
+            return self._next - 1
+
+    def current_version(self) -> int:
+        """Pushes applied so far."""
+        with self._lock:
+            return self._version
+
+    def watermark(self) -> int:
+        """Length of the prefix 0, 1, ... of minibatches whose pushes are applied."""
+        with self._lock:
+            return self._watermark
+
+    def fetch(self, term_ids: IntArray, minibatch: int = -1) -> Fetched:
+        """The rows of N for ``term_ids`` (copies) with N_k, n_terms and the version; unseen terms grow N
+        with zero rows. ``minibatch`` (if >= 0) only sets :attr:`Fetched.missing`."""
+        term_ids = np.asarray(term_ids, dtype=np.int64)
+        with self._lock:
+            self._grow(int(term_ids.max(initial=-1)) + 1)
+            rows = self._counts[term_ids]
+            totals = self._topic_counts.copy()
+            self._fetches += 1
+            self._bytes_received += term_ids.nbytes
+            self._bytes_sent += rows.nbytes + totals.nbytes
+            missing = 0 if minibatch < 0 else int(minibatch) - int(self._applied[:minibatch].sum())
+            return Fetched(self._version, rows, totals, int(self._counts.shape[0]), missing)
+
+    def push(self, term_ids: IntArray, delta: np.ndarray | WireDelta, fetched_version: int, minibatch: int = -1,
+             vocab_size: int = 0) -> int:
+        """Apply ``N <- decay * (N + delta)`` on the rows ``term_ids``; returns the new version.
+
+        ``delta`` is ``(n_rows, n_topics)`` counts or their :class:`WireDelta`. ``fetched_version`` is
+        the version the delta was sampled against: the pushes applied since (its staleness) are
+        recorded. ``minibatch`` (if >= 0) advances the watermark. ``vocab_size`` grows N first if the
+        worker saw a larger vocabulary.
+        """
+        term_ids = np.asarray(term_ids, dtype=np.int64)
+        received = term_ids.nbytes + delta.nbytes
+        values = delta.to_dense() if isinstance(delta, WireDelta) else np.asarray(delta)
+        with self._lock:
+            self._grow(max(int(vocab_size), int(term_ids.max(initial=-1)) + 1))
+            sgs.apply_delta(self._counts, term_ids, values, self._decay, topic_counts=self._topic_counts,
+                            out=(self._counts, self._topic_counts))
+            self._max_staleness = max(self._max_staleness, self._version - int(fetched_version))
+            self._version += 1
+            self._push_log.append(int(minibatch))
+            if 0 <= minibatch < self._n_minibatches:
+                self._applied[minibatch] = True
+                while self._watermark < self._n_minibatches and self._applied[self._watermark]:
+                    self._watermark += 1
+            self._bytes_received += received
+            return self._version
+
+    def snapshot(self) -> tuple[FloatArray, FloatArray, int]:
+        """(N, N_k, version), copies."""
+        with self._lock:
+            return self._counts.copy(), self._topic_counts.copy(), self._version
+
+    def stats(self) -> dict[str, Any]:
+        """Traffic and versions: bytes received and sent, fetches, pushes, the largest staleness, push order."""
+        with self._lock:
+            n_terms, n_topics = self._counts.shape
+            return {"version": self._version, "fetches": self._fetches, "bytes_received": self._bytes_received,
+                    "bytes_sent": self._bytes_sent, "max_staleness": self._max_staleness,
+                    "dense_update_bytes": n_terms * n_topics * 8, "push_order": list(self._push_log)}
+
+    def _grow(self, n_terms: int) -> None:
+        if n_terms > self._counts.shape[0]:
+            grown = np.zeros((n_terms, self._counts.shape[1]))
+            grown[: self._counts.shape[0]] = self._counts
+            self._counts = grown
+
+
+class ServerHandle:
+    """Calls a :class:`ParameterServer` the same way whether it is a local object or a Dask actor."""
+
+    def __init__(self, server: Any) -> None:
+        self.server = server
+        self.remote = not isinstance(server, ParameterServer)
+
+    def call(self, method: str, *args: Any) -> Any:
+        result = getattr(self.server, method)(*args)
+        return result.result() if self.remote else result
+
+
+# ----------------------------------------------------------------------------- sampler loops
+
+
+@dataclass(frozen=True, slots=True)
+class DSGSRecord:
+    """One minibatch of a distributed stream (``minibatch``: t, its index in this run), as its loop saw it.
+
+    ``lag``: earlier minibatches (in store order) missing from the counts it sampled against (<= the
+    staleness bound); ``staleness``: pushes of other loops between its fetch and its push;
+    ``nonzeros``: entries of its :class:`WireDelta`; ``comm_seconds``: its fetch and push calls.
+    Bytes are payload bytes (``nbytes`` of the arrays sent: rows of N and N_k fetched; term ids and
+    the wire delta pushed); ``dense_bytes`` is one dense float64 N of the same shape.
+    """
+
+    minibatch: int
+    worker: int
+    first_doc: int
+    docs: int
+    tokens: int
+    terms_used: int
+    iterations: int
+    perplexity: float
+    stop_reason: str
+    fetched_version: int
+    pushed_version: int
+    lag: int
+    staleness: int
+    bytes_fetched: int
+    bytes_pushed: int
+    nonzeros: int
+    dense_bytes: int
+    wait_seconds: float
+    sample_seconds: float
+    comm_seconds: float
+    seconds: float
+    tokens_per_second: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+
+
+def _leave_thread_pool() -> None:
+    """On a Dask worker, leave its thread pool (a loop runs for the whole stream; see ``distributed.secede``)."""
+    try:
+        from distributed import get_worker, secede
+
+        get_worker()
+    except (ImportError, ValueError):
+        return
+    secede()
+
+
+@dataclass(frozen=True, slots=True)
+class SyncPolicy:
+    """When a minibatch may fetch (a pure policy): the server's watermark must reach :meth:`needed`.
+
+    Attributes
+    ----------
+    staleness : int or None
+        The bound B of the module docstring; None: no bound (hogwild).
+    sync_first : int
+        Minibatches ``t < sync_first`` wait for every earlier one (bound 0).
+    """
+
+    staleness: int | None = None
+    sync_first: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("staleness", "sync_first"):
+            value = getattr(self, name)
+            if (value is not None or name == "sync_first") and (
+                    isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise InvalidParameterError(f"{name} must be {'None or ' if name == 'staleness' else ''}an integer "
+                                            f">= 0, got {value!r}")
+
+    def needed(self, t: int) -> int | None:
+        """Watermark minibatch t waits for (None: no wait)."""
+        if t < self.sync_first:
+            return t
+        return None if self.staleness is None else t - self.staleness
+
+
+def _wait_for_watermark(server: ServerHandle, needed: int, poll_seconds: float, timeout: float) -> float:
+    """Poll until the server's watermark reaches ``needed``; returns the seconds waited."""
+    started = time.perf_counter()
+    delay = poll_seconds
+    while server.call("watermark") < needed:
+        if time.perf_counter() - started > timeout:
+            raise TopicflowError(f"waited {timeout:.0f} s for the first {needed} minibatches to reach the parameter "
+                                 "server; a sampler loop is probably lost. Resume the stream from its last saved "
+                                 "state.")
+        time.sleep(delay)
+        delay = min(2 * delay, 50 * poll_seconds)
+    return time.perf_counter() - started
+
+
+def sample_one(server: ServerHandle, stream: DocumentStream, params: SGSParams, plan: MinibatchPlan, t: int,
+               worker: int, sync: SyncPolicy, poll_seconds: float, timeout: float) -> DSGSRecord:
+    """Algorithm 4 for one minibatch: wait as ``sync`` says, fetch, sample, push."""
+    tick = time.perf_counter()
+    needed = sync.needed(t)
+    waited = 0.0 if needed is None else _wait_for_watermark(server, needed, poll_seconds, timeout)
+    block = stream.read(*plan.bounds(t))
+    term_ids = sgs.minibatch_terms(block)
+    fetching = time.perf_counter()
+    fetched: Fetched = server.call("fetch", term_ids, t)
+    sampling = time.perf_counter()
+    vocab_size = max(fetched.n_terms, block.n_terms)
+    rows, delta, diag = sgs.minibatch_delta(block, fetched.rows, fetched.topic_counts, params, vocab_size=vocab_size)
+    wire = WireDelta.from_dense(delta)
+    pushing = time.perf_counter()
+    pushed = int(server.call("push", rows, wire, fetched.version, t, vocab_size))
+    done = time.perf_counter()
+    return DSGSRecord(t, worker, diag.first_doc, diag.n_docs, diag.n_tokens, diag.n_terms_used, diag.iterations,
+                      diag.perplexity, diag.stop_reason, fetched.version, pushed, fetched.missing,
+                      pushed - 1 - fetched.version, fetched.nbytes, int(rows.nbytes + wire.nbytes),
+                      int(wire.counts.shape[0]), vocab_size * params.n_topics * 8, waited, pushing - sampling,
+                      (sampling - fetching) + (done - pushing), done - tick, diag.n_tokens / max(done - tick, 1e-9))
+
+
+def run_worker_loop(server: Any, source: StreamSource, params: SGSParams, plan: MinibatchPlan, worker: int,
+                    sync: SyncPolicy = SyncPolicy(), poll_seconds: float = 0.002,
+                    timeout: float = WAIT_TIMEOUT) -> list[DSGSRecord]:
+    """One DSGS sampler: claim minibatches until none are left; returns a record per minibatch sampled.
+
+    Parameters
+    ----------
+    server : ParameterServer or Dask actor of one
+    source : StreamSource
+        Where the loop reads its minibatches (it reads them itself: the driver ships no data).
+    params : SGSParams
+    plan : MinibatchPlan
+    worker : int
+        The loop's number, for the records only (draws never depend on it).
+    sync : SyncPolicy
+        When each minibatch may fetch (default: never waits).
+    poll_seconds : float
+        First interval of the poll on the server's version (doubling up to 50 times this).
+    timeout : float
+        Seconds to wait for the bound before raising.
+
+    Returns
+    -------
+    list of DSGSRecord
+    """
+    _leave_thread_pool()
+    handle = server if isinstance(server, ServerHandle) else ServerHandle(server)
+    stream = DocumentStream(source)
+    records = []
+    while (t := int(handle.call("claim"))) >= 0:
+        records.append(sample_one(handle, stream, params, plan, t, worker, sync, poll_seconds, timeout))
+    return records
+
+
+# ----------------------------------------------------------------------------- DSGS
+
+
+@dataclass(frozen=True)
+class DSGSResult:
+    """Outcome of :func:`run_dsgs`.
+
+    Attributes
+    ----------
+    state : SGSState
+        The server's final counts; resume from it with either driver.
+    records : tuple of DSGSRecord
+        Sorted by minibatch.
+    model : SavedModel
+    seconds : float
+        Wall time from the first claim to the last push.
+    n_workers : int
+    staleness : int or None
+    server_stats : dict
+        :meth:`ParameterServer.stats` at the end (``push_order``: the minibatch of each push in order).
+    sync_first : int
+    """
+
+    state: SGSState
+    records: tuple[DSGSRecord, ...]
+    model: SavedModel
+    seconds: float
+    n_workers: int
+    staleness: int | None
+    server_stats: dict[str, Any] = field(default_factory=dict)
+    sync_first: int = 0
+
+    @property
+    def tokens_per_second(self) -> float:
+        return sum(r.tokens for r in self.records) / max(self.seconds, 1e-9)
+
+
+def run_dsgs(
+    corpus: Corpus, params: SGSParams, *, batch_size: int, client: Any = None, n_workers: int = 2,
+    staleness: int | None = None, sync_first: int = 0, state: SGSState | None = None, max_docs: int | None = None,
+    poll_seconds: float = 0.002,
+) -> DSGSResult:
+    """Distributed streaming Gibbs sampling with a parameter server (Gao et al. 2016, Algorithm 4).
+
+    Parameters
+    ----------
+    corpus : Corpus
+        A monolingual store, minibatches in store order.
+    params : SGSParams
+    batch_size : int
+    client : distributed.Client, optional
+        The server becomes an actor on the first worker and the loops long-running tasks spread over
+        the workers in turn (several loops may share a worker); default: the current client, else
+        the server and ``n_workers`` loops run in threads of this process.
+    n_workers : int, default 2
+        Sampler loops.
+    staleness : int, optional
+        The bound B of the module docstring (0: sequential, equal to SGS); None: fully asynchronous.
+    sync_first : int, default 0
+        Minibatches ``0 .. sync_first - 1`` each wait for all earlier ones (a synchronized start).
+    state : SGSState, optional
+        Continue from it (not modified).
+    max_docs : int, optional
+        Stop at this store position.
+    poll_seconds : float
+        First interval of the loops' poll on the server's version when they wait for the bound.
+
+    Returns
+    -------
+    DSGSResult
+
+    Raises
+    ------
+    InvalidParameterError
+        As :func:`run_sgs`, or ``n_workers < 1``, ``staleness < 0`` or ``sync_first < 0``.
+    """
+    if isinstance(n_workers, bool) or not isinstance(n_workers, int) or n_workers < 1:
+        raise InvalidParameterError(f"n_workers must be an integer >= 1, got {n_workers!r}")
+    sync = SyncPolicy(staleness, sync_first)
+    client = current_client(client)
+    source = sgs_source(corpus)
+    start = starting_state(corpus, params, state)
+    plan = stream_plan(corpus, start, batch_size, max_docs)
+    args = (start.term_topic_counts, start.topic_counts, params.decay, plan.n_minibatches)
+    loop_args = (source, params, plan)
+    started = time.perf_counter()
+    if client is None:
+        server: Any = ParameterServer(*args)
+        with concurrent.futures.ThreadPoolExecutor(n_workers, thread_name_prefix="topicflow-dsgs") as pool:
+            futures = [pool.submit(run_worker_loop, server, *loop_args, i, sync, poll_seconds)
+                       for i in range(n_workers)]
+            parts = [f.result() for f in futures]
+    else:
+        workers = sorted(client.scheduler_info()["workers"])
+        run = uuid.uuid4().hex[:12]  # loops are not pure: a key per run, never a cached result
+        counts = client.scatter(start.term_topic_counts, workers=workers[:1])  # not inside the task: N can be large
+        server = client.submit(ParameterServer, counts, *args[1:], actor=True, workers=workers[:1],
+                               pure=False).result()
+        futures = [client.submit(run_worker_loop, server, *loop_args, i, sync, poll_seconds,
+                                 workers=[workers[i % len(workers)]], pure=False, key=f"dsgs-loop-{run}-{i}")
+                   for i in range(n_workers)]
+        parts = client.gather(futures)
+    seconds = time.perf_counter() - started
+    handle = ServerHandle(server)
+    counts, totals, _ = handle.call("snapshot")
+    stats = handle.call("stats")
+    records = tuple(sorted((r for part in parts for r in part), key=lambda r: r.minibatch))
+    final = SGSState(counts, totals, start.minibatches_done + len(records), plan.stop if records else start.docs_seen,
+                     start.tokens_seen + sum(r.tokens for r in records))
+    log.info("dsgs: %d minibatches on %d loops in %.1f s, largest staleness %d", len(records), n_workers, seconds,
+             stats["max_staleness"])
+    model = sgs_model(corpus, final, params, algorithm="dsgs",
+                      settings={"batch_size": plan.batch_size, "n_workers": n_workers, "staleness": staleness,
+                                "sync_first": sync_first})
+    return DSGSResult(final, records, model, seconds, n_workers, staleness, stats, sync_first)
+
+
+__all__: Sequence[str] = (
+    "DSGSRecord", "DSGSResult", "Fetched", "MinibatchPlan", "ParameterServer", "SGSRecord", "SGSResult", "ServerHandle",
+    "SyncPolicy", "WireDelta",
+    "run_dsgs", "run_sgs", "run_worker_loop", "sample_one", "sgs_model", "sgs_source", "starting_state",
+    "stream_plan",
+)
