@@ -12,6 +12,7 @@ Layout::
       versions/<NNNNNN>/                one complete model per version (zero-padded, 000001 first):
         model.json                      format, kind, topics, languages, topic names, settings, traces
         arrays/topic_word_var/<lang>    lambda, (n_topics, n_terms) float64
+        arrays/sampler_state/<name>     streaming samplers only: their exact state (e.g. SGS's decayed counts)
         arrays/doc_topic_prior          alpha, (n_topics,) float64
         arrays/topic_word_prior/<lang>  eta as a matrix (informed priors only; else a scalar in JSON)
         vocab/<lang>/                   terms, doc_freq, corpus_freq (same arrays as a corpus store)
@@ -74,6 +75,8 @@ class SavedModel:
     info: dict[str, Any] = field(default_factory=dict)
     #: Version it was loaded from (None for a model not read from disk); never written.
     version: int | None = None
+    #: Exact state of a streaming sampler that continues the model (e.g. SGS's decayed counts), by name.
+    sampler_state: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 # ----------------------------------------------------------------------------- version index
@@ -392,6 +395,10 @@ def write_model_dir(directory: Path, model: SavedModel) -> None:
             prior_group.create_array(lang, data=np.asarray(prior, dtype=np.float64))
             priors[lang] = "matrix"
         write_vocabulary(directory / "vocab" / lang, model.vocabularies[lang])
+    if model.sampler_state:
+        sampler_group = arrays.create_group("sampler_state")
+        for name, value in model.sampler_state.items():
+            sampler_group.create_array(name, data=np.asarray(value))
     payload = dict(model.info)
     payload.update(
         format=MODEL_FORMAT,
@@ -403,6 +410,7 @@ def write_model_dir(directory: Path, model: SavedModel) -> None:
         vocab_sizes={lang: state.n_terms(lang) for lang in state.languages},
         topic_names=list(state.topic_names),
         topic_word_prior=priors,
+        sampler_state=sorted(model.sampler_state),
     )
     atomic_write_json(directory / "model.json", payload)
 
@@ -478,13 +486,14 @@ def read_model_dir(directory: Path, *, model_path: Path, version: int | None) ->
             topic_names=tuple(info.get("topic_names") or ()),
         )
         vocabularies = {lang: read_vocabulary(directory / "vocab" / lang) for lang in info["languages"]}
+        sampler_state = {name: np.asarray(arrays["sampler_state"][name][:]) for name in info.get("sampler_state", [])}
     except (KeyError, FileNotFoundError) as exc:
         raise CorpusFormatError(
             f"model {where} is incomplete ({exc!r}); roll back to another version, refit it or restore "
             "it from a copy.",
             path=str(model_path),
         ) from exc
-    return SavedModel(state=state, vocabularies=vocabularies, info=info, version=version)
+    return SavedModel(state=state, vocabularies=vocabularies, info=info, version=version, sampler_state=sampler_state)
 
 
 def export_npz(path: Path, model: SavedModel) -> dict[str, tuple[int, ...]]:

@@ -143,6 +143,12 @@ class LabelBook:
         return cls(meta.get("label_codes", {}), arrays.get("book_labels"), arrays.get("book_topics"))
 
 
+def read_held_out(spec: HeldOutSet) -> DocBlock:
+    """Every test document, its term ids in the training vocabulary."""
+    block = DocumentStream(spec.source).read(0, spec.source.n_docs)
+    return block if spec.term_map is None else remap_terms(block, spec.term_map, spec.n_terms)
+
+
 def evaluate_topics(topic_word: np.ndarray, doc_topic_prior: np.ndarray, held_out: DocBlock,
                     seed: int) -> dict[str, float]:
     """Out-of-sample NMI (topics of held-out documents after fold-in Gibbs sweeps) and perplexity."""
@@ -168,9 +174,7 @@ class SamplerActor:
 
     def _held_out_docs(self) -> DocBlock | None:
         if self._held_out is not None and self._held_out_block is None:
-            spec = self._held_out
-            block = DocumentStream(spec.source).read(0, spec.source.n_docs)
-            self._held_out_block = block if spec.term_map is None else remap_terms(block, spec.term_map, spec.n_terms)
+            self._held_out_block = read_held_out(self._held_out)
         return self._held_out_block
 
     def _evaluate(self, topic_word: np.ndarray, doc_topic_prior: np.ndarray) -> dict[str, float]:

@@ -21,7 +21,8 @@ from topicflow.pipeline.stream import STREAM_ALGORITHMS, StreamConfig, StreamRes
 @click.option("--out", required=True, type=click.Path(path_type=Path),
               help="Directory for the trace, the summary, the saved state and the model (OUT/model).")
 @click.option("--algo", "algorithm", type=click.Choice(list(STREAM_ALGORITHMS)), default="pf", show_default=True,
-              help="Batch collapsed Gibbs, o-LDA, incremental Gibbs or the particle filter (Canini et al. 2009).")
+              help="Batch collapsed Gibbs, o-LDA, incremental Gibbs, the particle filter (Canini et al. 2009), "
+              "streaming Gibbs with decay or its parameter-server form (Gao et al. 2016).")
 @click.option("--topics", "n_topics", required=True, type=click.IntRange(min=1), help="Number of topics K.")
 @click.option("--alpha", default=0.1, show_default=True, type=float, help="Document-topic prior (symmetric).")
 @click.option("--beta", default=0.01, show_default=True, type=float, help="Topic-word prior (symmetric).")
@@ -51,6 +52,20 @@ from topicflow.pipeline.stream import STREAM_ALGORITHMS, StreamConfig, StreamRes
 @click.option("--sweeps", default=200, show_default=True, type=click.IntRange(min=1), help="gibbs: sweeps.")
 @click.option("--optimize-every", default=0, show_default=True, type=click.IntRange(min=0),
               help="gibbs: learn asymmetric alpha and beta every N sweeps after 50 burn-in sweeps (0: fixed).")
+@click.option("--batch-size", default=256, show_default=True, type=click.IntRange(min=1),
+              help="sgs/dsgs: documents per minibatch.")
+@click.option("--decay", default=1.0, show_default=True, type=click.FloatRange(0, 1, min_open=True),
+              help="sgs/dsgs: factor lambda applied to the topic-word counts after each minibatch.")
+@click.option("--max-iters", default=100, show_default=True, type=click.IntRange(min=1),
+              help="sgs/dsgs: sweeps of a minibatch at most.")
+@click.option("--patience", default=10, show_default=True, type=click.IntRange(min=1),
+              help="sgs/dsgs: stop a minibatch after this many sweeps without a better training perplexity.")
+@click.option("--sgs-init", type=click.Choice(["posterior", "random"]), default="posterior", show_default=True,
+              help="sgs/dsgs: start of each minibatch's assignments.")
+@click.option("--staleness", default=None, type=click.IntRange(min=0),
+              help="dsgs: a minibatch may miss at most this many earlier ones (default: fully asynchronous).")
+@click.option("--sync-first", default=0, show_default=True, type=click.IntRange(min=0),
+              help="dsgs: minibatches run in order before the sampler loops go asynchronous.")
 @click.option("--max-docs", default=None, type=click.IntRange(min=1), help="Stop after this many documents.")
 @click.option("--test", "test_store", default=None, type=click.Path(file_okay=False),
               help="Test store scored at every record: out-of-sample NMI (with labels) and perplexity.")
@@ -65,9 +80,13 @@ from topicflow.pipeline.stream import STREAM_ALGORITHMS, StreamConfig, StreamRes
 def stream(store: str, out: Path, algorithm: str, n_topics: int, alpha: float, beta: float, particles: int,
            ess: float, resampling: str, rejuv: int, rejuv_source: str, reservoir_size: int, init_docs: int,
            init_sweeps: int, init_trials: int, init_select: str | None, runs: int, eval_every: int, sweeps: int,
-           optimize_every: int, max_docs: int | None, test_store: str | None, seed: int, resume: bool, checkpoint_every: int,
+           optimize_every: int, batch_size: int, decay: float, max_iters: int, patience: int, sgs_init: str,
+           staleness: int | None, sync_first: int, max_docs: int | None, test_store: str | None, seed: int, resume: bool, checkpoint_every: int,
            overwrite: bool, output_format: str, cluster: ClusterConfig) -> None:
-    """Run a streaming sampler over STORE in store order; write OUT/trace.jsonl, summary.json and model."""
+    """Run a streaming sampler over STORE in store order; write OUT/trace.jsonl, summary.json and model.
+
+    With --algo dsgs, --workers is the number of sampler loops (one per local worker process).
+    """
     from topicflow.io.atomic import check_output_path
 
     corpus = Corpus.open(store)
@@ -78,7 +97,9 @@ def stream(store: str, out: Path, algorithm: str, n_topics: int, alpha: float, b
         rejuvenation_source=rejuv_source, reservoir_size=reservoir_size, init_docs=init_docs,  # type: ignore[arg-type]
         init_sweeps=init_sweeps, init_trials=init_trials,
         init_select=init_select or ("nmi" if corpus.has_labels else "perplexity"),  # type: ignore[arg-type]
-        runs=runs, eval_every=eval_every, sweeps=sweeps, optimize_every=optimize_every, max_docs=max_docs, seed=seed,
+        runs=runs, eval_every=eval_every, sweeps=sweeps, optimize_every=optimize_every, batch_size=batch_size,
+        decay=decay, max_iters=max_iters, patience=patience, sgs_init=sgs_init, staleness=staleness,
+        sync_first=sync_first, n_workers=cluster.workers if algorithm == "dsgs" else None, max_docs=max_docs, seed=seed,
     )
     if not resume:
         check_output_path(out, overwrite=overwrite, what="stream output")
@@ -103,7 +124,8 @@ def stream(store: str, out: Path, algorithm: str, n_topics: int, alpha: float, b
 
 def summary_lines(result: StreamResult) -> list[str]:
     """A table of the evaluation points: documents seen and the mean (std) of the main metrics."""
-    names = [n for n in ("nmi_in", "nmi_out", "perplexity_out", "log_evidence_per_token", "log_likelihood_per_token")
+    names = [n for n in ("nmi_in", "nmi_out", "perplexity_out", "log_evidence_per_token", "log_likelihood_per_token",
+                         "perplexity_train")
              if any(f"{n}_mean" in row for row in result.summary)]
     header = "point      docs  " + "  ".join(f"{n:>22s}" for n in names)
     lines = [header]

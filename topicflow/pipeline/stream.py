@@ -44,13 +44,16 @@ from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 
 log = logging.getLogger(__name__)
 
-STREAM_ALGORITHMS: tuple[str, ...] = ("gibbs", "olda", "incgibbs", "pf")
+STREAM_ALGORITHMS: tuple[str, ...] = ("gibbs", "olda", "incgibbs", "pf", "sgs", "dsgs")
+#: Streaming Gibbs with decay (Gao et al. 2016): minibatch samplers, run by :mod:`topicflow.pipeline.sgs_stream`.
+MINIBATCH_ALGORITHMS: tuple[str, ...] = ("sgs", "dsgs")
 
 #: Attempts at one call on a run's actor when workers die under it.
 MAX_ATTEMPTS = 3
 
 #: Trace fields averaged over runs in the summary.
 SUMMARY_FIELDS = ("nmi_in", "nmi_out", "perplexity_out", "log_evidence_per_token", "log_likelihood_per_token",
+                  "perplexity_train",
                   "seconds", "ess_min", "resamples", "depth_max", "n_nodes", "nbytes")
 
 
@@ -90,6 +93,15 @@ class StreamConfig:
     optimize_every : int
         ``"gibbs"``: learn an asymmetric alpha and a symmetric beta (Minka's fixed point) every this
         many sweeps after the first 50 (0: keep them fixed).
+    batch_size, decay, max_iters, patience : int, float, int, int
+        ``"sgs"``/``"dsgs"``: documents per minibatch; the factor lambda that scales the counts after
+        each minibatch; the sweeps of a minibatch at most, and without improvement of its training
+        perplexity.
+    sgs_init : {"posterior", "random"}
+        ``"sgs"``/``"dsgs"``: start of each minibatch's assignments.
+    staleness, sync_first, n_workers : int or None
+        ``"dsgs"``: the staleness bound (None: fully asynchronous), minibatches run in order before
+        the loops go asynchronous, and the sampler loops (default: one per worker).
     max_docs : int or None
         Stop the stream after this many documents (default: the whole store).
     seed : int
@@ -113,6 +125,14 @@ class StreamConfig:
     eval_every: int = 100
     sweeps: int = 200
     optimize_every: int = 0
+    batch_size: int = 256
+    decay: float = 1.0
+    max_iters: int = 100
+    patience: int = 10
+    sgs_init: str = "posterior"
+    staleness: int | None = None
+    sync_first: int = 0
+    n_workers: int | None = None
     max_docs: int | None = None
     seed: int = 0
 
@@ -134,6 +154,10 @@ class StreamConfig:
         if self.doc_topic_prior <= 0 or self.topic_word_prior <= 0:
             raise InvalidParameterError("alpha and beta must be positive; got "
                                         f"{self.doc_topic_prior!r} and {self.topic_word_prior!r}")
+        if self.algorithm in MINIBATCH_ALGORITHMS:
+            from topicflow.pipeline.sgs_stream import sgs_params
+
+            sgs_params(self, self.seed)  # validates the minibatch settings with the model's own checks
         if self.optimize_every < 0:
             raise InvalidParameterError(f"optimize_every must be >= 0; got {self.optimize_every!r}")
         if self.rejuvenation_steps < 0:
@@ -401,8 +425,13 @@ def run_stream(
         a resumed stream with other settings.
     """
     client = current_client(client)
+    if config.algorithm in MINIBATCH_ALGORITHMS:
+        from topicflow.pipeline.sgs_stream import run_sgs_stream
+
+        return run_sgs_stream(corpus, config, client=client, test_corpus=test_corpus, out=out, resume=resume,
+                              progress=progress)
     source = stream_source(corpus)
-    held_out = _held_out_set(test_corpus, source, config)
+    held_out = held_out_set(test_corpus, source, config)
     terms = corpus.vocabulary(source.language).terms
     stop = source.n_docs if config.max_docs is None else min(source.n_docs, config.max_docs)
     records: list[dict[str, Any]] = []
@@ -410,8 +439,8 @@ def run_stream(
         if out is None:
             raise InvalidParameterError("resume needs the output directory of the stream to continue")
         info, states = read_stream_state(out / "state")
-        _check_resumable(info, config, out)
-        _check_same_stream(info, corpus, out)
+        check_resumable(info, config, out)
+        check_same_stream(info, corpus, out)
         records = list(info.get("records", []))
     elif config.algorithm == "gibbs":
         states = [({}, {"kind": "gibbs"}) for _ in range(config.runs)]
@@ -436,7 +465,7 @@ def run_stream(
             records.extend(new)
             _log_point(new)
             if out is not None and checkpoint_every and (i + 1) % checkpoint_every == 0 and i + 1 < len(points):
-                _save(out, corpus, config, records, actors.snapshots())
+                save_outputs(out, corpus, config, records, actors.snapshots())
             elif recovery_every and (i + 1) % recovery_every == 0 and client is not None:
                 actors.snapshots()
         snapshots = actors.snapshots()
@@ -446,11 +475,11 @@ def run_stream(
     summary = summarize(records, config.runs)
     model = stream_model(corpus, source, config, parameters, summary)
     if out is not None:
-        _save(out, corpus, config, records, snapshots)
+        save_outputs(out, corpus, config, records, snapshots)
     return StreamResult(config, records, summary, model, snapshots)
 
 
-def _held_out_set(test_corpus: Corpus | None, source: StreamSource, config: StreamConfig) -> HeldOutSet | None:
+def held_out_set(test_corpus: Corpus | None, source: StreamSource, config: StreamConfig) -> HeldOutSet | None:
     """The test store, with its term ids translated to the training vocabulary (by term string)."""
     if test_corpus is None:
         return None
@@ -483,7 +512,7 @@ def _log_point(records: Sequence[Mapping[str, Any]]) -> None:
              float(np.mean([r["seconds"] for r in records])))
 
 
-def _check_resumable(info: Mapping[str, Any], config: StreamConfig, out: Path) -> None:
+def check_resumable(info: Mapping[str, Any], config: StreamConfig, out: Path) -> None:
     saved = StreamConfig.from_dict(info.get("config", {})).fingerprint()
     if saved != config.fingerprint():
         differ = sorted(k for k in saved if saved[k] != config.fingerprint().get(k))
@@ -494,7 +523,7 @@ def _check_resumable(info: Mapping[str, Any], config: StreamConfig, out: Path) -
         )
 
 
-def _check_same_stream(info: Mapping[str, Any], corpus: Corpus, out: Path) -> None:
+def check_same_stream(info: Mapping[str, Any], corpus: Corpus, out: Path) -> None:
     """The shards a saved stream has read must still open the store, unchanged (it may have grown)."""
     saved = [(entry["id"], entry["checksum"]) for entry in info.get("corpus", {}).get("shards", [])]
     current = [(s.shard_id, s.checksum) for s in corpus.shards[: len(saved)]]
@@ -507,7 +536,7 @@ def _check_same_stream(info: Mapping[str, Any], corpus: Corpus, out: Path) -> No
         )
 
 
-def _save(out: Path, corpus: Corpus, config: StreamConfig, records: list[dict[str, Any]],
+def save_outputs(out: Path, corpus: Corpus, config: StreamConfig, records: list[dict[str, Any]],
           snapshots: Sequence[RunState]) -> None:
     info = {"config": config.to_dict(), "records": records,
             "corpus": corpus_provenance(corpus, range(corpus.n_shards))}

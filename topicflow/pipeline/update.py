@@ -120,6 +120,28 @@ def continue_online(
     return SavedModel(result.state, vocabularies, info), result, new_terms
 
 
+def update_sgs_model(model: SavedModel, model_path: Path, corpus: Corpus, *, client: Any, keep: int | None,
+                     progress: ProgressReporter, started: float) -> UpdateResult:
+    """Continue a streaming-Gibbs model (SGS/DSGS) with the documents after the ones it has seen."""
+    from topicflow.pipeline.sgs_stream import continue_sgs_model
+
+    shards = unseen_shards(model, corpus)  # also refuses a rebuilt or different store
+    if not shards:
+        log.info("model %s has seen every shard of %s; nothing to do", model_path, corpus.path)
+        pruned = tuple(prune_versions(model_path, keep)) if keep else ()
+        return UpdateResult(None, (), 0, {}, 0, time.perf_counter() - started, pruned)
+    updated, new_docs, minibatches = continue_sgs_model(model, corpus, client=client, progress=progress)
+    new_ids = tuple(corpus.shards[i].shard_id for i in shards)
+    grown = len(corpus.vocabulary(corpus.languages[0])) - model.state.n_terms(model.state.languages[0])
+    summary = {"store": str(corpus.path), "new_shards": list(new_ids), "new_docs": new_docs,
+               "new_terms": {corpus.languages[0]: grown}, "minibatches": minibatches,
+               "docs_seen": updated.info["sgs_state"]["docs_seen"]}
+    version = commit_version(model_path, updated, kind="update", summary=summary)
+    pruned = tuple(prune_versions(model_path, keep)) if keep else ()
+    return UpdateResult(version, new_ids, new_docs, {corpus.languages[0]: grown}, minibatches,
+                        time.perf_counter() - started, pruned)
+
+
 def refuse_non_variational(model: SavedModel, model_path: Path) -> None:
     """Nightly updates continue variational models; a streaming sampler continues with its own state."""
     kind = model.info.get("kind", "vb_lda")
@@ -166,6 +188,9 @@ def update_model(
     started = time.perf_counter()
     with model_lock(model_path):
         model = load_model(model_path)
+        if model.info.get("kind") == "stream" and model.info.get("algorithm") in ("sgs", "dsgs"):
+            return update_sgs_model(model, model_path, corpus, client=client, keep=keep, progress=progress,
+                                    started=started)
         refuse_non_variational(model, model_path)
         config = VBConfig.from_dict(model.info.get("settings", {"n_topics": model.state.n_topics}))
         if online is None:
