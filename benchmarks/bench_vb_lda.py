@@ -135,7 +135,8 @@ def perplexity(pairs: list[tuple[DocBlock, DocBlock]], topic_word: np.ndarray, a
 # ----------------------------------------------------------------------------- systems
 
 
-def run_topicflow(train: Corpus, k: int, max_iter: int, client: Any, pairs: list) -> dict[str, Any]:
+def run_topicflow(train: Corpus, k: int, max_iter: int, client: Any, pairs: list, eta: float = 0.01,
+                  alpha: str = "auto", seed: int = 0) -> dict[str, Any]:
     curve: list[tuple[float, float]] = []
     fit_seconds = [0.0]
 
@@ -145,7 +146,8 @@ def run_topicflow(train: Corpus, k: int, max_iter: int, client: Any, pairs: list
         curve.append((fit_seconds[0], perplexity(pairs, tw, state.doc_topic_prior)))
 
     started = time.perf_counter()
-    result = fit_batch_vb(train, VBConfig(n_topics=k, max_iter=max_iter, tol=1e-4, eta=0.01, seed=0),
+    result = fit_batch_vb(train, VBConfig(n_topics=k, max_iter=max_iter, tol=1e-4, eta=eta, seed=seed,
+                                                  **alpha_settings(alpha, k)),
                           client=client, on_iteration=on_iteration)
     wall = time.perf_counter() - started
     eval_time = wall - fit_seconds[0]
@@ -154,6 +156,11 @@ def run_topicflow(train: Corpus, k: int, max_iter: int, client: Any, pairs: list
         "iterations": len(result.trace), "perplexity": curve[-1][1], "curve": curve,
         "tokens_per_second": result.trace[-1].tokens_per_second,
     }
+
+
+def alpha_settings(alpha: str, k: int) -> dict[str, Any]:
+    """``auto`` (learned, asymmetric) or ``fixed`` at 1/K, scikit-learn's default."""
+    return {"alpha_mode": "auto"} if alpha == "auto" else {"alpha_mode": "fixed", "alpha": 1.0 / k}
 
 
 def run_gensim(X: sp.csr_matrix, k: int, passes: int, multicore: bool) -> tuple[float, np.ndarray, np.ndarray]:
@@ -203,6 +210,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--systems", default="topicflow,gensim,gensim-multicore,sklearn")
     parser.add_argument("--max-iter", type=int, default=50, help="topicflow iterations / sklearn max_iter")
     parser.add_argument("--passes", type=int, default=10, help="gensim passes")
+    parser.add_argument("--eta", type=float, default=0.01,
+                        help="topicflow's topic-word prior (gensim and scikit-learn keep their default, 1/K)")
+    parser.add_argument("--alpha", choices=["auto", "fixed"], default="auto",
+                        help="topicflow's alpha: learned, or fixed at 1/K like scikit-learn's")
+    parser.add_argument("--seed", type=int, default=0, help="topicflow's seed")
     parser.add_argument("--sklearn-max-iter", type=int, default=None,
                         help="scikit-learn max_iter (default: --max-iter); its batch iterations are slow at scale")
     parser.add_argument("--workers", type=int, default=2)
@@ -235,7 +247,8 @@ def main(argv: list[str] | None = None) -> int:
             }
             for name in systems:
                 if name == "topicflow":
-                    results[name] = run_topicflow(train, k, args.max_iter, client, pairs)
+                    results[name] = run_topicflow(train, k, args.max_iter, client, pairs, eta=args.eta,
+                                                  alpha=args.alpha, seed=args.seed)
                 else:
                     seconds, topic_word, alpha = anchors[name]()
                     results[name] = {"seconds": seconds, "perplexity": perplexity(pairs, topic_word, alpha)}

@@ -75,6 +75,7 @@ from topicflow.models.hybrid_estep import (
 )
 from topicflow.models.rng import STREAM_FOLD_IN, STREAM_GIBBS, counter_key, uniform_from_key
 from topicflow.models.special import digamma
+from topicflow.models.validation import parse_int
 from topicflow.models.vb_lda import _present_terms
 
 _MAX_SEED = 2**63
@@ -88,14 +89,6 @@ HYPER_FLOOR = 1e-10
 SMOOTHING_BLOCK_BITS = 5
 
 GibbsInit = Literal["random", "sequential"]
-
-
-def _check_int(owner: str, name: str, value: object, low: int, high: int | None = None) -> int:
-    is_int = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-    if not is_int or value < low or (high is not None and value >= high):  # type: ignore[operator]
-        bound = f">= {low}" if high is None else f"in [{low}, {high})"
-        raise InvalidParameterError(f"{owner}{name} must be an integer {bound}, got {value!r}")
-    return int(value)  # type: ignore[call-overload]
 
 
 def _parse_alpha(value: float | FloatArray, n_topics: int, owner: str) -> FloatArray:
@@ -150,8 +143,8 @@ class GibbsParams:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "n_topics", _check_int("GibbsParams.", "n_topics", self.n_topics, 1))
-        object.__setattr__(self, "seed", _check_int("GibbsParams.", "seed", self.seed, 0, _MAX_SEED))
+        object.__setattr__(self, "n_topics", parse_int("GibbsParams.n_topics", self.n_topics, 1))
+        object.__setattr__(self, "seed", parse_int("GibbsParams.seed", self.seed, 0, _MAX_SEED))
         alpha = _parse_alpha(self.doc_topic_prior, self.n_topics, "GibbsParams.")
         prior: float | FloatArray = float(alpha[0]) if np.ndim(self.doc_topic_prior) == 0 else alpha
         object.__setattr__(self, "doc_topic_prior", prior)
@@ -249,9 +242,9 @@ class GibbsState:
             raise InvalidParameterError("GibbsState: " + "; ".join(problems or ["no topics"]))
         _parse_alpha(self.doc_topic_prior, n_topics, "GibbsState.")
         object.__setattr__(self, "topic_word_prior", _parse_beta(self.topic_word_prior, "GibbsState."))
-        object.__setattr__(self, "first_doc", _check_int("GibbsState.", "first_doc", self.first_doc, 0, _MAX_SEED))
+        object.__setattr__(self, "first_doc", parse_int("GibbsState.first_doc", self.first_doc, 0, _MAX_SEED))
         object.__setattr__(self, "sweeps_done",
-                           _check_int("GibbsState.", "sweeps_done", self.sweeps_done, 0, _MAX_SEED))
+                           parse_int("GibbsState.sweeps_done", self.sweeps_done, 0, _MAX_SEED))
 
     @property
     def n_docs(self) -> int:
@@ -317,7 +310,7 @@ class TopicWordPrior:
         for name, values in (("term_topic", term_topic), ("topic_counts", topic_counts)):
             if values.size and not (np.all(np.isfinite(values)) and values.min() >= 0):
                 raise InvalidParameterError(f"TopicWordPrior: {name} must be finite and >= 0")
-        vocab_size = _check_int("TopicWordPrior.", "vocab_size", self.vocab_size, max(1, term_topic.shape[0]))
+        vocab_size = parse_int("TopicWordPrior.vocab_size", self.vocab_size, max(1, term_topic.shape[0]))
         object.__setattr__(self, "term_topic", term_topic)
         object.__setattr__(self, "topic_counts", topic_counts)
         object.__setattr__(self, "vocab_size", vocab_size)
@@ -435,9 +428,9 @@ def state_from_topics(
     token_indptr = np.ascontiguousarray(token_indptr, dtype=np.int64)
     token_terms = np.ascontiguousarray(token_terms, dtype=np.int32)
     topics = np.ascontiguousarray(topics, dtype=np.int32)
-    n_terms = _check_int("", "n_terms", n_terms, 1)
-    first_doc = _check_int("", "first_doc", first_doc, 0, _MAX_SEED)
-    sweeps_done = _check_int("", "sweeps_done", sweeps_done, 0, _MAX_SEED)
+    n_terms = parse_int("n_terms", n_terms, 1)
+    first_doc = parse_int("first_doc", first_doc, 0, _MAX_SEED)
+    sweeps_done = parse_int("sweeps_done", sweeps_done, 0, _MAX_SEED)
     n_tokens = token_terms.shape[0]
     if (token_indptr.ndim != 1 or token_indptr.shape[0] < 1 or token_indptr[0] != 0
             or token_indptr[-1] != n_tokens or np.any(np.diff(token_indptr) < 0)):
@@ -1134,8 +1127,8 @@ def run_sweeps(
     >>> later.sweeps_done, int(later.term_topic_counts.sum())
     (10, 8)
     """
-    optimize_every = _check_int("", "optimize_every", optimize_every, 0)
-    burn_in = _check_int("", "burn_in", burn_in, 0)
+    optimize_every = parse_int("optimize_every", optimize_every, 0)
+    burn_in = parse_int("burn_in", burn_in, 0)
     if optimize_every and prior is not None:
         raise InvalidParameterError("optimize_every must be 0 with a prior: the fixed points ignore the pseudo-counts")
     final, _ = _run_chain(state, params, n_sweeps, optimize_every, burn_in, prior, None)
@@ -1196,7 +1189,7 @@ def _run_chain(
     """The sweep loop shared by :func:`run_sweeps` and :func:`run_sweeps_until` (word lists live throughout)."""
     if params.n_topics != state.n_topics:
         raise InvalidParameterError(f"params.n_topics is {params.n_topics} but the state has {state.n_topics} topics")
-    n_sweeps = _check_int("", "n_sweeps", n_sweeps, 0)
+    n_sweeps = parse_int("n_sweeps", n_sweeps, 0)
     _check_prior(prior, state.n_terms, state.n_topics)
     topics, doc_topic = state.topics.copy(), state.doc_topic_counts.copy()
     topic_counts = state.topic_counts.astype(np.int64, copy=True)
@@ -1431,7 +1424,7 @@ def token_buckets(state: GibbsState, token: int, *, prior: TopicWordPrior | None
     >>> round(buckets.smoothing + buckets.document + buckets.word, 12), buckets.masses.round(6).tolist()
     (1.166666666667, [0.5, 0.666667])
     """
-    token = _check_int("", "token", token, 0, max(state.n_tokens, 1))
+    token = parse_int("token", token, 0, max(state.n_tokens, 1))
     if token >= state.n_tokens:
         raise InvalidParameterError(f"token must lie in [0, {state.n_tokens}), got {token!r}")
     _check_prior(prior, state.n_terms, state.n_topics)
@@ -1639,8 +1632,8 @@ def fold_in(
         )
     n_topics = phi.shape[0]
     alpha = _parse_alpha(doc_topic_prior, n_topics, "")
-    n_sweeps = _check_int("", "n_sweeps", n_sweeps, 0)
-    seed = _check_int("", "seed", seed, 0, _MAX_SEED)
+    n_sweeps = parse_int("n_sweeps", n_sweeps, 0)
+    seed = parse_int("seed", seed, 0, _MAX_SEED)
     _check_block(block)
     present, local_cols = _present_terms(block.term_ids, block.n_terms)
     phi_cols = np.ascontiguousarray(phi[:, present].T)  # (n_present, K): one term's weights contiguous

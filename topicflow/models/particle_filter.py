@@ -60,6 +60,7 @@ from topicflow.models.rng import (
     counter_key,
     uniform_from_key,
 )
+from topicflow.models.validation import parse_choice, parse_float, parse_int
 
 RejuvenateAfter = Literal["resample", "token"]
 
@@ -83,29 +84,6 @@ PROPOSE, WEIGH, MERGE, REJUVENATE = 0, 1, 2, 3
 
 
 # ------------------------------------------------------------------------------------ parameters
-
-
-def _check_int(owner: str, name: str, value: Any, low: int, high: int | None = None) -> int:
-    is_int = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-    if not is_int or value < low or (high is not None and value >= high):
-        bound = f">= {low}" if high is None else f"in [{low}, {high})"
-        raise InvalidParameterError(f"{owner}.{name} must be an integer {bound}, got {value!r}")
-    return int(value)
-
-
-def _check_float(owner: str, name: str, value: Any, low: float, high: float, *, open_low: bool) -> float:
-    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
-    x = float(value) if ok else math.nan
-    if not (math.isfinite(x) and (x > low if open_low else x >= low) and x <= high):
-        side = "(" if open_low else "["
-        raise InvalidParameterError(f"{owner}.{name} must be a number in {side}{low}, {high}], got {value!r}")
-    return x
-
-
-def _check_choice(owner: str, name: str, value: Any, allowed: tuple[str, ...]) -> str:
-    if value not in allowed:
-        raise InvalidParameterError(f"{owner}.{name} must be one of {list(allowed)!r}, got {value!r}")
-    return str(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,15 +147,15 @@ class PFParams:
         owner = "PFParams"
         for name, low, high in (("n_topics", 1, None), ("n_terms", 1, None), ("n_particles", 1, None),
                                 ("rejuvenation_steps", 0, None), ("source_size", 1, None), ("seed", 0, _MAX_SEED)):
-            object.__setattr__(self, name, _check_int(owner, name, getattr(self, name), low, high))
+            object.__setattr__(self, name, parse_int(f"{owner}.{name}", getattr(self, name), low, high))
         for name in ("doc_topic_prior", "topic_word_prior"):
-            object.__setattr__(self, name, _check_float(owner, name, getattr(self, name), 0.0, math.inf,
+            object.__setattr__(self, name, parse_float(f"{owner}.{name}", getattr(self, name), 0.0, math.inf,
                                                         open_low=True))
         object.__setattr__(self, "ess_threshold",
-                           _check_float(owner, "ess_threshold", self.ess_threshold, 0.0, 1.0, open_low=False))
-        _check_choice(owner, "resampling", self.resampling, tuple(SCHEME_CODES))
-        _check_choice(owner, "rejuvenation_source", self.rejuvenation_source, tuple(SOURCE_CODES))
-        _check_choice(owner, "rejuvenate_after", self.rejuvenate_after, ("resample", "token"))
+                           parse_float(f"{owner}.ess_threshold", self.ess_threshold, 0.0, 1.0, open_low=False))
+        parse_choice(f"{owner}.resampling", self.resampling, tuple(SCHEME_CODES))
+        parse_choice(f"{owner}.rejuvenation_source", self.rejuvenation_source, tuple(SOURCE_CODES))
+        parse_choice(f"{owner}.rejuvenate_after", self.rejuvenate_after, ("resample", "token"))
 
     @classmethod
     def olda(cls, n_topics: int, n_terms: int, **kwargs: Any) -> PFParams:

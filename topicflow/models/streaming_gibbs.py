@@ -59,6 +59,7 @@ from topicflow.models.gibbs_lda import (
     initial_state,
     run_sweeps_until,
 )
+from topicflow.models.validation import parse_int
 
 #: How each minibatch's assignments start: drawn in order from the conditional given the prior and
 #: the tokens before them ("posterior", Gao et al. 2016), or uniform on the topics ("random").
@@ -69,14 +70,6 @@ StopReason = Literal["no_improvement", "max_iters", "empty"]
 #: Version of the layout written by :func:`to_arrays`.
 STATE_FORMAT_VERSION = 1
 _MAX_SEED = 2**63
-
-
-def _check_int(name: str, value: object, low: int, high: int | None = None) -> int:
-    is_int = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-    if not is_int or value < low or (high is not None and value >= high):  # type: ignore[operator]
-        bound = f">= {low}" if high is None else f"in [{low}, {high})"
-        raise InvalidParameterError(f"SGSParams.{name} must be an integer {bound}, got {value!r}")
-    return int(value)  # type: ignore[call-overload]
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,9 +117,9 @@ class SGSParams:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "max_iters", _check_int("max_iters", self.max_iters, 1))
-        object.__setattr__(self, "patience", _check_int("patience", self.patience, 1))
-        object.__setattr__(self, "seed", _check_int("seed", self.seed, 0, _MAX_SEED))
+        object.__setattr__(self, "max_iters", parse_int("SGSParams.max_iters", self.max_iters, 1))
+        object.__setattr__(self, "patience", parse_int("SGSParams.patience", self.patience, 1))
+        object.__setattr__(self, "seed", parse_int("SGSParams.seed", self.seed, 0, _MAX_SEED))
         if self.init not in ("posterior", "random"):
             raise InvalidParameterError(f"SGSParams.init must be 'posterior' or 'random', got {self.init!r}")
         decay = self.decay
