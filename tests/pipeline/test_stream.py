@@ -169,7 +169,7 @@ def test_evaluation_points_and_summary() -> None:
     assert evaluation_points(50, 240, 50) == [100, 150, 200, 240]
     assert evaluation_points(240, 240, 50) == []
     records = [{"point": 5, "docs_seen": 5, "run": r, "nmi_in": v, "seconds": 1.0} for r, v in enumerate([0.2, 0.4])]
-    (row,) = summarize(records, 2)
+    (row,) = summarize(records)
     assert row["nmi_in_mean"] == pytest.approx(0.3) and row["nmi_in_std"] == pytest.approx(0.1)
 
 

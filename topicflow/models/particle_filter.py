@@ -854,6 +854,14 @@ def topic_word_counts(cloud: ParticleCloud) -> FloatArray:
     return total
 
 
+def topic_word_distribution(cloud: ParticleCloud) -> FloatArray:
+    """phi of the cloud: ``(n_kw + beta) / (n_k + V beta)`` with the weight-averaged counts; rows sum to 1."""
+    counts = topic_word_counts(cloud)
+    beta = cloud.params.topic_word_prior
+    out: FloatArray = (counts + beta) / (counts.sum(axis=1, keepdims=True) + beta * counts.shape[1])
+    return out
+
+
 def doc_topic_counts(cloud: ParticleCloud, particle: int, doc_position: int) -> Int32Array | None:
     """n_dk of a document in one particle, shape (n_topics,), or None if the document is not stored.
 

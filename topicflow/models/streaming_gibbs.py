@@ -400,6 +400,13 @@ def topic_word_var(state: SGSState, params: SGSParams) -> FloatArray:
     return out
 
 
+def topic_word_distribution(state: SGSState, params: SGSParams) -> FloatArray:
+    """phi = lambda normalized by rows: the topics the next minibatch's prior stands for."""
+    lam = topic_word_var(state, params)
+    out: FloatArray = lam / lam.sum(axis=1, keepdims=True)
+    return out
+
+
 # ----------------------------------------------------------------------------- one minibatch
 
 

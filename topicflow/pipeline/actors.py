@@ -15,8 +15,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from topicflow.errors import InvalidParameterError
 from topicflow.io.stream_state import RunState
-from topicflow.io.zarr_shards import ShardInfo
+from topicflow.io.zarr_shards import Corpus, ShardInfo
 from topicflow.models import gibbs_lda, particle_filter
 from topicflow.models.blocks import DocBlock, concat_blocks, remap_terms
 from topicflow.models.evaluation import completion_log_likelihood, nmi, split_doc_tokens
@@ -62,6 +63,18 @@ class StreamSource:
     @property
     def n_docs(self) -> int:
         return sum(s.n_docs for s in self.shards)
+
+
+def stream_source(corpus: Corpus) -> StreamSource:
+    """The store's only language as a stream source; every streaming sampler models one language."""
+    if corpus.is_multilingual:
+        raise InvalidParameterError(
+            f"store {str(corpus.path)!r} is multilingual ({', '.join(corpus.languages)}); the streaming samplers "
+            "model one language. Ingest that language alone, or fit polylingual LDA with `topicflow fit`.",
+            path=str(corpus.path),
+        )
+    language = corpus.languages[0]
+    return StreamSource(str(corpus.path), tuple(corpus.shards), language, len(corpus.vocabulary(language)))
 
 
 class DocumentStream:
@@ -243,9 +256,7 @@ class ParticleFilterActor(SamplerActor):
         return np.full(self.params.n_topics, self.params.doc_topic_prior)
 
     def topic_word(self) -> np.ndarray:
-        counts = particle_filter.topic_word_counts(self.cloud)
-        beta = self.params.topic_word_prior
-        return (counts + beta) / (counts.sum(axis=1, keepdims=True) + beta * counts.shape[1])
+        return particle_filter.topic_word_distribution(self.cloud)
 
     def model_parameters(self) -> tuple[np.ndarray, np.ndarray, float]:
         """(topic-word counts averaged over particles by weight, alpha, beta) of the saved model."""

@@ -68,12 +68,11 @@ from topicflow.errors import InvalidParameterError, TopicflowError
 from topicflow.io.model_store import SavedModel
 from topicflow.io.zarr_shards import Corpus
 from topicflow.models import streaming_gibbs as sgs
-from topicflow.models.lda_model import LDAState
 from topicflow.models.streaming_gibbs import SGSParams, SGSState
-from topicflow.pipeline.actors import DocumentStream, StreamSource
+from topicflow.pipeline.actors import DocumentStream, StreamSource, stream_source
 from topicflow.pipeline.cluster import current_client
-from topicflow.pipeline.estimators import corpus_provenance
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
+from topicflow.pipeline.stream import stream_model
 
 log = logging.getLogger(__name__)
 
@@ -121,18 +120,6 @@ def stream_plan(corpus: Corpus, state: SGSState, batch_size: int, max_docs: int 
     return MinibatchPlan(min(state.docs_seen, stop), stop, int(batch_size))
 
 
-def sgs_source(corpus: Corpus) -> StreamSource:
-    """The store's only language as a stream source (SGS models one language)."""
-    if corpus.is_multilingual:
-        raise InvalidParameterError(
-            f"store {str(corpus.path)!r} is multilingual ({', '.join(corpus.languages)}); streaming Gibbs models "
-            "one language. Ingest that language alone, or fit polylingual LDA with `topicflow fit`.",
-            path=str(corpus.path),
-        )
-    language = corpus.languages[0]
-    return StreamSource(str(corpus.path), tuple(corpus.shards), language, len(corpus.vocabulary(language)))
-
-
 def starting_state(corpus: Corpus, params: SGSParams, state: SGSState | None) -> SGSState:
     """``state`` (grown to the store's vocabulary, copied) or an empty one."""
     n_terms = len(corpus.vocabulary(corpus.languages[0]))
@@ -152,16 +139,13 @@ def starting_state(corpus: Corpus, params: SGSParams, state: SGSState | None) ->
 
 def sgs_model(corpus: Corpus, state: SGSState, params: SGSParams, *, algorithm: str,
               settings: dict[str, Any], summary: list[dict[str, Any]] | None = None) -> SavedModel:
-    """The stream's topics as an LDA model: lambda = N + beta, alpha, eta = beta (as ``stream_model`` does)."""
-    language = corpus.languages[0]
-    lda = LDAState(topic_word_var={language: sgs.topic_word_var(state, params)}, doc_topic_prior=params.alpha,
-                   topic_word_prior={language: float(params.topic_word_prior)})
-    info = {"kind": "stream", "algorithm": algorithm, "settings": {**params.to_dict(), **settings},
-            "summary": summary or [], "position": {"docs_seen": state.docs_seen,
-                                                   "minibatches_done": state.minibatches_done,
-                                                   "tokens_seen": state.tokens_seen},
-            "corpus": corpus_provenance(corpus, range(corpus.n_shards))}
-    return SavedModel(lda, {language: corpus.vocabulary(language)}, info)
+    """The stream's topics as an LDA model (lambda = N + beta), with its position in the stream."""
+    position = {"docs_seen": state.docs_seen, "minibatches_done": state.minibatches_done,
+                "tokens_seen": state.tokens_seen}
+    return stream_model(corpus, algorithm=algorithm, topic_word_counts=state.term_topic_counts.T,
+                        doc_topic_prior=params.alpha, topic_word_prior=float(params.topic_word_prior),
+                        info={"settings": {**params.to_dict(), **settings}, "summary": summary or [],
+                              "position": position})
 
 
 # ----------------------------------------------------------------------------- SGS
@@ -239,7 +223,7 @@ def run_sgs(
     InvalidParameterError
         A multilingual store, a bad ``batch_size``, or a state of other dimensions.
     """
-    source = sgs_source(corpus)
+    source = stream_source(corpus)
     state = starting_state(corpus, params, state)
     plan = stream_plan(corpus, state, batch_size, max_docs)
     stream = DocumentStream(source)
@@ -697,7 +681,7 @@ def run_dsgs(
         raise InvalidParameterError(f"n_workers must be an integer >= 1, got {n_workers!r}")
     sync = SyncPolicy(staleness, sync_first)
     client = current_client(client)
-    source = sgs_source(corpus)
+    source = stream_source(corpus)
     start = starting_state(corpus, params, state)
     plan = stream_plan(corpus, start, batch_size, max_docs)
     args = (start.term_topic_counts, start.topic_counts, params.decay, plan.n_minibatches)
@@ -737,6 +721,6 @@ def run_dsgs(
 __all__: Sequence[str] = (
     "DSGSRecord", "DSGSResult", "Fetched", "MinibatchPlan", "ParameterServer", "SGSRecord", "SGSResult", "ServerHandle",
     "SyncPolicy", "WireDelta",
-    "run_dsgs", "run_sgs", "run_worker_loop", "sample_one", "sgs_model", "sgs_source", "starting_state",
+    "run_dsgs", "run_sgs", "run_worker_loop", "sample_one", "sgs_model", "starting_state",
     "stream_plan",
 )

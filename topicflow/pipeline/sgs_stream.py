@@ -25,8 +25,8 @@ from topicflow.io.model_store import SavedModel
 from topicflow.io.stream_state import RunState, read_stream_state
 from topicflow.io.zarr_shards import Corpus
 from topicflow.models import streaming_gibbs as sgs
-from topicflow.pipeline.actors import HeldOutSet, evaluate_topics, read_held_out, top_term_ids
-from topicflow.pipeline.parameter_server import run_dsgs, run_sgs, sgs_model, sgs_source
+from topicflow.pipeline.actors import HeldOutSet, evaluate_topics, read_held_out, stream_source, top_term_ids
+from topicflow.pipeline.parameter_server import run_dsgs, run_sgs, sgs_model
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 from topicflow.pipeline.stream import (
     StreamConfig,
@@ -46,6 +46,16 @@ def sgs_params(config: StreamConfig, seed: int) -> sgs.SGSParams:
     return sgs.SGSParams(n_topics=config.n_topics, doc_topic_prior=config.doc_topic_prior,
                          topic_word_prior=config.topic_word_prior, decay=config.decay, max_iters=config.max_iters,
                          patience=config.patience, init=config.sgs_init, seed=seed)  # type: ignore[arg-type]
+
+
+def topic_report(state: sgs.SGSState, params: sgs.SGSParams, terms: np.ndarray, held_out: Any,
+                 seed: int) -> dict[str, Any]:
+    """Top terms per topic and, with held-out documents, their out-of-sample NMI and perplexity."""
+    report: dict[str, Any] = {
+        "top_terms": [[str(terms[i]) for i in topic] for topic in top_term_ids(state.term_topic_counts.T)]}
+    if held_out is not None:
+        report.update(evaluate_topics(sgs.topic_word_distribution(state, params), params.alpha, held_out, seed))
+    return report
 
 
 def sgs_run(corpus_path: str, config: StreamConfig, run: int, state: RunState | None,
@@ -69,11 +79,7 @@ def sgs_run(corpus_path: str, config: StreamConfig, run: int, state: RunState | 
             current.docs_seen >= len(corpus)
         if current.docs_seen >= clock["next"] or last:
             clock["next"] = _next_point(current.docs_seen, config.eval_every)
-            entry["top_terms"] = [[str(terms[i]) for i in topic] for topic in top_term_ids(current.term_topic_counts.T)]
-            if held_out_docs is not None:
-                phi = sgs.topic_word_var(current, params)
-                entry.update(evaluate_topics(phi / phi.sum(axis=1, keepdims=True), params.alpha, held_out_docs,
-                                             config.seed))
+            entry.update(topic_report(current, params, terms, held_out_docs, config.seed))
         records.append(entry)
 
     result = run_sgs(corpus, params, batch_size=config.batch_size, state=start, max_docs=config.max_docs,
@@ -108,12 +114,8 @@ def dsgs_run(corpus: Corpus, config: StreamConfig, run: int, state: RunState | N
         records[-1]["seconds"] = seconds
         records[-1]["tokens_per_s"] = result.tokens_per_second
         terms = corpus.vocabulary(corpus.languages[0]).terms
-        records[-1]["top_terms"] = [[str(terms[i]) for i in topic]
-                                    for topic in top_term_ids(result.state.term_topic_counts.T)]
-        if held_out is not None:
-            phi = sgs.topic_word_var(result.state, params)
-            records[-1].update(evaluate_topics(phi / phi.sum(axis=1, keepdims=True), params.alpha,
-                                               read_held_out(held_out), config.seed))
+        held_out_docs = None if held_out is None else read_held_out(held_out)
+        records[-1].update(topic_report(result.state, params, terms, held_out_docs, config.seed))
     arrays, meta = sgs.to_arrays(result.state)
     return records, (dict(arrays), {**meta, "seconds": seconds})
 
@@ -123,7 +125,7 @@ def run_sgs_stream(
     resume: bool, progress: ProgressReporter = NO_PROGRESS,
 ) -> StreamResult:
     """``run_stream`` for ``algorithm="sgs"`` or ``"dsgs"`` (see :func:`topicflow.pipeline.stream.run_stream`)."""
-    source = sgs_source(corpus)
+    source = stream_source(corpus)
     held_out = held_out_set(test_corpus, source, config)
     records: list[dict[str, Any]] = []
     states: list[RunState | None] = [None] * config.runs
@@ -151,7 +153,7 @@ def run_sgs_stream(
     records.sort(key=lambda r: (r["point"], r["run"]))
     snapshots = [state for _, state in results]
     log.info("%s: %d run(s) in %.1f s", config.algorithm, config.runs, time.perf_counter() - started)
-    summary = summarize(records, config.runs)
+    summary = summarize(records)
     model = sgs_saved_model(corpus, snapshots[0], config, summary)
     if out is not None:
         save_outputs(out, corpus, config, records, snapshots)
@@ -189,5 +191,5 @@ def continue_sgs_model(model: SavedModel, corpus: Corpus, *, client: Any,
     else:
         records, state = sgs_run(str(corpus.path), config, 0, snapshot, None)
     previous = list(model.info.get("summary", []))
-    updated = sgs_saved_model(corpus, state, config, previous + summarize(records, 1))
+    updated = sgs_saved_model(corpus, state, config, previous + summarize(records))
     return updated, int(state[1]["docs_seen"]) - before, len(records)

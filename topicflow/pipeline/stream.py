@@ -19,6 +19,7 @@ after ``topicflow append`` added documents) continues exactly as if it had never
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import logging
 import math
 from dataclasses import asdict, dataclass, field, fields
@@ -37,7 +38,14 @@ from topicflow.models import particle_filter
 from topicflow.models.gibbs_lda import GibbsParams
 from topicflow.models.init_tuning import InitTrial, best_trial, run_initialization_trial, trial_seed
 from topicflow.models.lda_model import LDAState
-from topicflow.pipeline.actors import GibbsActor, HeldOutSet, LabelBook, ParticleFilterActor, StreamSource
+from topicflow.pipeline.actors import (
+    GibbsActor,
+    HeldOutSet,
+    LabelBook,
+    ParticleFilterActor,
+    StreamSource,
+    stream_source,
+)
 from topicflow.pipeline.cluster import current_client
 from topicflow.pipeline.estimators import corpus_provenance
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
@@ -222,17 +230,6 @@ class StreamResult:
     snapshots: list[RunState] = field(repr=False)
 
 
-def stream_source(corpus: Corpus) -> StreamSource:
-    if corpus.is_multilingual:
-        raise InvalidParameterError(
-            f"store {str(corpus.path)!r} is multilingual ({', '.join(corpus.languages)}); the streaming samplers "
-            "model one language. Ingest that language alone, or fit polylingual LDA with `topicflow fit`.",
-            path=str(corpus.path),
-        )
-    language = corpus.languages[0]
-    return StreamSource(str(corpus.path), tuple(corpus.shards), language, len(corpus.vocabulary(language)))
-
-
 # ----------------------------------------------------------------------------- initialization
 
 
@@ -356,11 +353,12 @@ class ActorSet:
 
 def evaluation_points(start: int, stop: int, every: int) -> list[int]:
     """Stream positions (documents, or sweeps for Gibbs) after ``start`` where the runs report."""
-    points = list(range(start + every - start % every, stop, every)) if stop > start else []
-    return points + [stop] if stop > start else []
+    if stop <= start:
+        return []
+    return list(range((start // every + 1) * every, stop, every)) + [stop]
 
 
-def summarize(records: Sequence[Mapping[str, Any]], n_runs: int) -> list[dict[str, Any]]:
+def summarize(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Mean and standard deviation over runs of every metric, per evaluation point."""
     by_point: dict[int, list[Mapping[str, Any]]] = {}
     for record in records:
@@ -472,8 +470,10 @@ def run_stream(
         parameters = actors.call("model_parameters")[0]
     finally:
         actors.close()
-    summary = summarize(records, config.runs)
-    model = stream_model(corpus, source, config, parameters, summary)
+    summary = summarize(records)
+    counts, alpha, beta = parameters
+    model = stream_model(corpus, algorithm=config.algorithm, topic_word_counts=counts, doc_topic_prior=alpha,
+                         topic_word_prior=beta, info={"settings": config.to_dict(), "summary": summary})
     if out is not None:
         save_outputs(out, corpus, config, records, snapshots)
     return StreamResult(config, records, summary, model, snapshots)
@@ -543,22 +543,24 @@ def save_outputs(out: Path, corpus: Corpus, config: StreamConfig, records: list[
     write_stream_state(out / "state", info, snapshots)
     lines = "".join(_json_line(r) for r in records)
     atomic_write_bytes(out / "trace.jsonl", lines.encode("utf-8"))
-    atomic_write_json(out / "summary.json", {"config": config.to_dict(), "summary": summarize(records, config.runs)})
+    atomic_write_json(out / "summary.json", {"config": config.to_dict(), "summary": summarize(records)})
 
 
 def _json_line(record: Mapping[str, Any]) -> str:
-    import json
-
     return json.dumps(record, sort_keys=True) + "\n"
 
 
-def stream_model(corpus: Corpus, source: StreamSource, config: StreamConfig,
-                 parameters: tuple[np.ndarray, np.ndarray, float], summary: list[dict[str, Any]]) -> SavedModel:
-    """Run 0's topic-word counts as an LDA model: lambda = counts + beta, alpha and eta = beta."""
-    counts, alpha, beta = parameters
-    state = LDAState(topic_word_var={source.language: np.asarray(counts, dtype=np.float64) + beta},
-                     doc_topic_prior=np.asarray(alpha, dtype=np.float64),
-                     topic_word_prior={source.language: float(beta)})
-    info = {"kind": "stream", "algorithm": config.algorithm, "settings": config.to_dict(), "summary": summary,
-            "corpus": corpus_provenance(corpus, range(corpus.n_shards))}
-    return SavedModel(state, {source.language: corpus.vocabulary(source.language)}, info)
+def stream_model(corpus: Corpus, *, algorithm: str, topic_word_counts: np.ndarray, doc_topic_prior: np.ndarray,
+                 topic_word_prior: float, info: Mapping[str, Any]) -> SavedModel:
+    """A streaming sampler's topic-word counts as an LDA model: lambda = counts + beta, alpha, eta = beta.
+
+    Every streaming sampler saves its model this way, so ``topics``, ``infer``, ``evaluate`` and
+    ``export`` treat it like a variational one. ``info`` adds to the description (settings, summary).
+    """
+    language = corpus.languages[0]
+    state = LDAState(topic_word_var={language: np.asarray(topic_word_counts, dtype=np.float64) + topic_word_prior},
+                     doc_topic_prior=np.asarray(doc_topic_prior, dtype=np.float64),
+                     topic_word_prior={language: float(topic_word_prior)})
+    description = {"kind": "stream", "algorithm": algorithm, **info,
+                   "corpus": corpus_provenance(corpus, range(corpus.n_shards))}
+    return SavedModel(state, {language: corpus.vocabulary(language)}, description)
