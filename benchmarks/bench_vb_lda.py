@@ -84,12 +84,18 @@ def build_synth(n_docs: int, n_topics: int, n_terms: int, workdir: Path, client:
 
     Synthesis is a function of (seed, global document index), so the first ``n_docs`` documents of a
     corpus of ``n_docs + n_test`` are exactly the training corpus: the held-out store is the tail.
+    Stores left in ``workdir`` by an earlier run with the same settings are reused.
     """
     from topicflow.pipeline.synth import synthesize_corpus
     from topicflow.testing.corpora import write_test_store
 
     n_test = max(1000, n_docs // 10)
     common = dict(n_topics=n_topics, n_terms=n_terms, doc_length=100, alpha=0.1, eta=0.01, seed=1, client=client)
+    settings = {key: value for key, value in common.items() if key != "client"} | {"n_docs": n_docs}
+    marker = workdir / "synth-settings.json"
+    if marker.exists() and json.loads(marker.read_text()) == settings and (workdir / "test.zarr").exists():
+        return Corpus.open(workdir / "train.zarr"), Corpus.open(workdir / "test.zarr")
+    marker.unlink(missing_ok=True)
     synthesize_corpus(workdir / "train.zarr", n_docs=n_docs, **common)
     synthesize_corpus(workdir / "full.zarr", n_docs=n_docs + n_test, **common)
     full = Corpus.open(workdir / "full.zarr")
@@ -98,6 +104,7 @@ def build_synth(n_docs: int, n_topics: int, n_terms: int, workdir: Path, client:
     test = sp.vstack(tail).tocsr()[n_docs - first:]
     write_test_store(workdir / "test.zarr", {"default": test}, shard_size=1000,
                      terms={"default": [str(t) for t in full.vocabulary().terms]})
+    marker.write_text(json.dumps(settings))
     return Corpus.open(workdir / "train.zarr"), Corpus.open(workdir / "test.zarr")
 
 

@@ -159,10 +159,12 @@ class TopicTermStats:
             )
         if np.array_equal(self.term_ids, other.term_ids):
             return TopicTermStats(self.term_ids, self.values + other.values)
-        term_ids = np.union1d(self.term_ids, other.term_ids).astype(np.int64)
-        values = np.zeros((self.n_topics, term_ids.shape[0]), dtype=np.float64)
-        values[:, np.searchsorted(term_ids, self.term_ids)] += self.values
-        values[:, np.searchsorted(term_ids, other.term_ids)] += other.values
+        # A linear merge of the sorted ids: a term on both sides gets a + b, on one side its value,
+        # the same bits as scattering both into zeros.
+        term_ids, values = _merge_sorted_columns(
+            np.ascontiguousarray(self.term_ids, dtype=np.int64), np.ascontiguousarray(self.values),
+            np.ascontiguousarray(other.term_ids, dtype=np.int64), np.ascontiguousarray(other.values),
+        )
         return TopicTermStats(term_ids, values)
 
     def to_dense(self, n_terms: int) -> FloatArray:
@@ -174,6 +176,43 @@ class TopicTermStats:
         out = np.zeros((self.n_topics, n_terms), dtype=np.float64)
         out[:, self.term_ids] = self.values
         return out
+
+
+@numba.njit(nogil=True, cache=True)
+def _merge_sorted_columns(
+    ids_a: IntArray, values_a: FloatArray, ids_b: IntArray, values_b: FloatArray
+) -> tuple[IntArray, FloatArray]:
+    n_a, n_b = ids_a.shape[0], ids_b.shape[0]
+    ids = np.empty(n_a + n_b, dtype=np.int64)
+    n = 0
+    i = j = 0
+    while i < n_a or j < n_b:
+        if j == n_b or (i < n_a and ids_a[i] < ids_b[j]):
+            ids[n] = ids_a[i]
+            i += 1
+        elif i == n_a or ids_b[j] < ids_a[i]:
+            ids[n] = ids_b[j]
+            j += 1
+        else:
+            ids[n] = ids_a[i]
+            i += 1
+            j += 1
+        n += 1
+    n_topics = values_a.shape[0]
+    values = np.empty((n_topics, n), dtype=np.float64)
+    for k in range(n_topics):
+        i = j = 0
+        for c in range(n):
+            term = ids[c]
+            total = 0.0
+            if i < n_a and ids_a[i] == term:
+                total = values_a[k, i]
+                i += 1
+            if j < n_b and ids_b[j] == term:
+                total += values_b[k, j]
+                j += 1
+            values[k, c] = total
+    return ids[:n].copy(), values
 
 
 @dataclass(frozen=True, slots=True)

@@ -119,8 +119,11 @@ class ActorPool:
         if not workers:
             self.client.wait_for_workers(1)
             workers = sorted(self.client.scheduler_info()["workers"])
+        # allow_other_workers: just after a worker died the scheduler may still list it; a server
+        # pinned to it would never start. Two servers on one worker give the same statistics.
         self._futures = [
-            self.client.submit(EStepServer, *self.args, actor=True, workers=[worker], pure=False)
+            self.client.submit(EStepServer, *self.args, actor=True, workers=[worker], allow_other_workers=True,
+                               pure=False)
             for worker in workers
         ]
         self.servers = [future.result() for future in self._futures]

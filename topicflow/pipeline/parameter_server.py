@@ -41,9 +41,14 @@ win back. ``sync_first = n_workers`` recovered SGS's perplexity with up to 8 loo
 Random numbers are keyed by (seed, sweep, global document), never by worker, so the only
 nondeterminism of DSGS is the order in which the loops' fetches and pushes interleave.
 
-The server is an actor: it dies with its worker and nothing here restores it (the driver raises).
-Run a long stream in pieces (``max_docs``) and keep each piece's ``result.state``
-(:func:`~topicflow.models.streaming_gibbs.to_arrays`) to resume from.
+**Lost workers.** A sampler loop is a Dask task; when its worker dies, the scheduler runs it again
+elsewhere under the same loop number. The server remembers each loop's claimed, unpushed minibatch
+and hands it to the rerun first, so no minibatch is skipped, and it ignores a second push of a
+minibatch it has already applied, so none counts twice. Records travel to the server with the next
+claim; the record of a minibatch whose loop died between its push and its next claim is lost (its
+counts are not). The server itself is an actor: it dies with its worker, and then the run stops
+with an error (:class:`ParameterServerLost`). Run a long stream in pieces (``max_docs``) and keep
+each piece's ``result.state`` (:func:`~topicflow.models.streaming_gibbs.to_arrays`) to resume from.
 
 References
 ----------
@@ -356,14 +361,41 @@ class ParameterServer:
         self._push_log: list[int] = []  # the minibatch of every push, in the order applied
         self._applied = np.zeros(self._n_minibatches, dtype=bool)
         self._watermark = 0
+        self._claimed: dict[int, int] = {}  # loop -> its last claimed minibatch
+        self._records: dict[int, Any] = {}
+        self._tokens = 0
+        self._reissued = 0
+        self._duplicate_pushes = 0
 
-    def claim(self) -> int:
-        """The next minibatch to sample (in store order), or -1 when all are handed out."""
+    def claim(self, loop: int = -1, record: Any = None) -> int:
+        """The next minibatch for sampler loop ``loop`` (in store order), or -1 when all are handed out.
+
+        A loop claiming again before its last claimed minibatch was pushed has been restarted (its
+        worker died): it gets that minibatch again. ``record`` (the loop's record of its previous
+        minibatch, any object with a ``minibatch`` attribute) is kept for :meth:`records`.
+        """
         with self._lock:
+            if record is not None:
+                self._records[int(record.minibatch)] = record
+            if loop >= 0 and loop in self._claimed and not self._applied[self._claimed[loop]]:
+                self._reissued += 1
+                return self._claimed[loop]
             if self._next >= self._n_minibatches:
                 return -1
             self._next += 1
+            if loop >= 0:
+                self._claimed[loop] = self._next - 1
             return self._next - 1
+
+    def records(self) -> list[Any]:
+        """Records received with claims, by minibatch."""
+        with self._lock:
+            return [self._records[t] for t in sorted(self._records)]
+
+    def tokens_applied(self) -> int:
+        """Tokens in the deltas applied so far (the sum of their counts)."""
+        with self._lock:
+            return self._tokens
 
     def current_version(self) -> int:
         """Pushes applied so far."""
@@ -395,13 +427,19 @@ class ParameterServer:
 
         ``delta`` is ``(n_rows, n_topics)`` counts or their :class:`WireDelta`. ``fetched_version`` is
         the version the delta was sampled against: the pushes applied since (its staleness) are
-        recorded. ``minibatch`` (if >= 0) advances the watermark. ``vocab_size`` grows N first if the
-        worker saw a larger vocabulary.
+        recorded. ``minibatch`` (if >= 0) advances the watermark; a minibatch already applied (pushed
+        again by the rerun of a loop that died after pushing) is ignored. ``vocab_size`` grows N
+        first if the worker saw a larger vocabulary.
         """
         term_ids = np.asarray(term_ids, dtype=np.int64)
         received = term_ids.nbytes + delta.nbytes
         values = delta.to_dense() if isinstance(delta, WireDelta) else np.asarray(delta)
         with self._lock:
+            if 0 <= minibatch < self._n_minibatches and self._applied[minibatch]:
+                self._duplicate_pushes += 1
+                log.warning("minibatch %d was pushed twice; the second push is ignored", minibatch)
+                return self._version
+            self._tokens += int(values.sum())
             self._grow(max(int(vocab_size), int(term_ids.max(initial=-1)) + 1))
             sgs.apply_delta(self._counts, term_ids, values, self._decay, topic_counts=self._topic_counts,
                             out=(self._counts, self._topic_counts))
@@ -426,7 +464,8 @@ class ParameterServer:
             n_terms, n_topics = self._counts.shape
             return {"version": self._version, "fetches": self._fetches, "bytes_received": self._bytes_received,
                     "bytes_sent": self._bytes_sent, "max_staleness": self._max_staleness,
-                    "dense_update_bytes": n_terms * n_topics * 8, "push_order": list(self._push_log)}
+                    "dense_update_bytes": n_terms * n_topics * 8, "push_order": list(self._push_log),
+                    "reissued_claims": self._reissued, "duplicate_pushes": self._duplicate_pushes}
 
     def _grow(self, n_terms: int) -> None:
         if n_terms > self._counts.shape[0]:
@@ -569,8 +608,11 @@ def sample_one(server: ServerHandle, stream: DocumentStream, params: SGSParams, 
 
 def run_worker_loop(server: Any, source: StreamSource, params: SGSParams, plan: MinibatchPlan, worker: int,
                     sync: SyncPolicy = SyncPolicy(), poll_seconds: float = 0.002,
-                    timeout: float = WAIT_TIMEOUT) -> list[DSGSRecord]:
-    """One DSGS sampler: claim minibatches until none are left; returns a record per minibatch sampled.
+                    timeout: float = WAIT_TIMEOUT) -> int:
+    """One DSGS sampler: claim minibatches until none are left; returns how many it sampled.
+
+    Each minibatch's :class:`DSGSRecord` goes to the server with the next claim
+    (:meth:`ParameterServer.records`), so the records of a loop that dies are not lost with it.
 
     Parameters
     ----------
@@ -580,7 +622,8 @@ def run_worker_loop(server: Any, source: StreamSource, params: SGSParams, plan: 
     params : SGSParams
     plan : MinibatchPlan
     worker : int
-        The loop's number, for the records only (draws never depend on it).
+        The loop's number: the server re-issues its unfinished claim to a rerun of the same loop.
+        Draws never depend on it.
     sync : SyncPolicy
         When each minibatch may fetch (default: never waits).
     poll_seconds : float
@@ -590,18 +633,32 @@ def run_worker_loop(server: Any, source: StreamSource, params: SGSParams, plan: 
 
     Returns
     -------
-    list of DSGSRecord
+    int
     """
     _leave_thread_pool()
     handle = server if isinstance(server, ServerHandle) else ServerHandle(server)
     stream = DocumentStream(source)
-    records = []
-    while (t := int(handle.call("claim"))) >= 0:
-        records.append(sample_one(handle, stream, params, plan, t, worker, sync, poll_seconds, timeout))
-    return records
+    record = None
+    sampled = 0
+    while (t := int(handle.call("claim", worker, record))) >= 0:
+        record = sample_one(handle, stream, params, plan, t, worker, sync, poll_seconds, timeout)
+        sampled += 1
+    return sampled
 
 
 # ----------------------------------------------------------------------------- DSGS
+
+
+class ParameterServerLost(TopicflowError):
+    """The worker holding a DSGS run's parameter server died; the run's counts are gone."""
+
+
+def _server_alive(server: Any) -> bool:
+    try:
+        ServerHandle(server).call("current_version")
+    except Exception:  # noqa: BLE001 - any failure to reach it means it is gone
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -692,24 +749,40 @@ def run_dsgs(
         with concurrent.futures.ThreadPoolExecutor(n_workers, thread_name_prefix="topicflow-dsgs") as pool:
             futures = [pool.submit(run_worker_loop, server, *loop_args, i, sync, poll_seconds)
                        for i in range(n_workers)]
-            parts = [f.result() for f in futures]
+            for future in futures:
+                future.result()
     else:
         workers = sorted(client.scheduler_info()["workers"])
         run = uuid.uuid4().hex[:12]  # loops are not pure: a key per run, never a cached result
         counts = client.scatter(start.term_topic_counts, workers=workers[:1])  # not inside the task: N can be large
         server = client.submit(ParameterServer, counts, *args[1:], actor=True, workers=workers[:1],
                                pure=False).result()
+        # A loop whose worker dies is rerun wherever there is room (see "Lost workers" above).
         futures = [client.submit(run_worker_loop, server, *loop_args, i, sync, poll_seconds,
-                                 workers=[workers[i % len(workers)]], pure=False, key=f"dsgs-loop-{run}-{i}")
+                                 workers=[workers[i % len(workers)]], allow_other_workers=True, pure=False,
+                                 key=f"dsgs-loop-{run}-{i}")
                    for i in range(n_workers)]
-        parts = client.gather(futures)
+        try:
+            client.gather(futures)
+        except Exception as exc:  # noqa: BLE001 - an actor lost with its worker surfaces as many error types
+            if _server_alive(server):
+                raise
+            raise ParameterServerLost(
+                "the parameter server of this DSGS run was lost with its worker "
+                f"({type(exc).__name__}: {exc}); nothing of this run was saved. Run the stream again, or in "
+                "pieces (max_docs / --max-docs) resuming from the last saved state."
+            ) from exc
     seconds = time.perf_counter() - started
     handle = ServerHandle(server)
     counts, totals, _ = handle.call("snapshot")
     stats = handle.call("stats")
-    records = tuple(sorted((r for part in parts for r in part), key=lambda r: r.minibatch))
-    final = SGSState(counts, totals, start.minibatches_done + len(records), plan.stop if records else start.docs_seen,
-                     start.tokens_seen + sum(r.tokens for r in records))
+    records = tuple(handle.call("records"))
+    if len(records) < plan.n_minibatches:
+        log.warning("dsgs: %d of %d minibatches have no record (their loop died after pushing); their counts are in",
+                    plan.n_minibatches - len(records), plan.n_minibatches)
+    final = SGSState(counts, totals, start.minibatches_done + plan.n_minibatches,
+                     plan.stop if plan.n_minibatches else start.docs_seen,
+                     start.tokens_seen + int(handle.call("tokens_applied")))
     log.info("dsgs: %d minibatches on %d loops in %.1f s, largest staleness %d", len(records), n_workers, seconds,
              stats["max_staleness"])
     model = sgs_model(corpus, final, params, algorithm="dsgs",
@@ -719,7 +792,8 @@ def run_dsgs(
 
 
 __all__: Sequence[str] = (
-    "DSGSRecord", "DSGSResult", "Fetched", "MinibatchPlan", "ParameterServer", "SGSRecord", "SGSResult", "ServerHandle",
+    "DSGSRecord", "DSGSResult", "Fetched", "MinibatchPlan", "ParameterServer", "ParameterServerLost", "SGSRecord",
+    "SGSResult", "ServerHandle",
     "SyncPolicy", "WireDelta",
     "run_dsgs", "run_sgs", "run_worker_loop", "sample_one", "sgs_model", "starting_state",
     "stream_plan",
