@@ -56,7 +56,8 @@ def draw(reports: list[dict[str, Any]], out: Path) -> None:
         ax.set_xscale("log", base=2)
         ax.set_xlabel("minibatch size S (documents)")
         ax.set_ylabel("held-out perplexity (document completion)")
-        ax.set_title(f"{info['kind'].split(':')[0]}: {info['n_docs']:,} docs, K={report['settings']['topics']}, "
+        kind = "real corpus" if info["kind"].startswith("jsonl") else "generated corpus"
+        ax.set_title(f"{kind}: {info['n_docs']:,} docs, K={report['settings']['topics']}, "
                      f"{len(report['settings']['seeds'])} seed(s)", fontsize=10)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)

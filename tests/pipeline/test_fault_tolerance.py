@@ -158,6 +158,24 @@ def test_stream_survives_a_killed_worker(tmp_path: Path) -> None:
                                   reference.model.state.topic_word_var["default"])
 
 
+def kill_when_loop_runs(client: Any, address: str, killed: list[str]) -> threading.Thread:
+    """A thread that SIGKILLs worker ``address`` once a DSGS loop has run on it for a second."""
+
+    def run() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if any("dsgs-loop" in str(key) for key in client.processing().get(address, ())):
+                time.sleep(1.0)
+                kill_worker(client, address)
+                killed.append(address)
+                return
+            time.sleep(0.01)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
 def test_dsgs_survives_a_killed_sampler_worker(store: Path) -> None:
     """A loop killed with its worker is rerun; its unpushed minibatch is handed out again, none is lost
     or counted twice. With staleness 0 (sequential) the result must still equal SGS exactly."""
@@ -173,19 +191,7 @@ def test_dsgs_survives_a_killed_sampler_worker(store: Path) -> None:
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         with Client(cluster) as client:
             sampler_worker = sorted(client.scheduler_info()["workers"])[1]  # the server lives on the first
-
-            def kill_mid_stream() -> None:
-                deadline = time.monotonic() + 60
-                while time.monotonic() < deadline:
-                    if any("dsgs-loop" in str(key) for key in client.processing().get(sampler_worker, ())):
-                        time.sleep(1.0)
-                        kill_worker(client, sampler_worker)
-                        killed.append(sampler_worker)
-                        return
-                    time.sleep(0.01)
-
-            killer = threading.Thread(target=kill_mid_stream, daemon=True)
-            killer.start()
+            killer = kill_when_loop_runs(client, sampler_worker, killed)
             result = run_dsgs(Corpus.open(store), params, batch_size=100, client=client, n_workers=2, staleness=0)
             killer.join(timeout=1)
     assert killed, "no worker was killed"
@@ -193,3 +199,22 @@ def test_dsgs_survives_a_killed_sampler_worker(store: Path) -> None:
     np.testing.assert_array_equal(result.state.term_topic_counts, reference.state.term_topic_counts)
     np.testing.assert_array_equal(result.state.topic_counts, reference.state.topic_counts)
     assert result.state.tokens_seen == reference.state.tokens_seen
+
+
+def test_dsgs_reports_a_lost_parameter_server(store: Path) -> None:
+    from distributed import Client, LocalCluster
+
+    from topicflow.models.streaming_gibbs import SGSParams
+    from topicflow.pipeline.parameter_server import ParameterServerLost, run_dsgs
+
+    params = SGSParams(n_topics=10, doc_topic_prior=0.1, topic_word_prior=0.05, decay=0.9, max_iters=40, patience=40,
+                       seed=3)
+    killed: list[str] = []
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        with Client(cluster) as client:
+            server_worker = sorted(client.scheduler_info()["workers"])[0]
+            killer = kill_when_loop_runs(client, server_worker, killed)
+            with pytest.raises(ParameterServerLost, match="lost with its worker"):
+                run_dsgs(Corpus.open(store), params, batch_size=100, client=client, n_workers=2)
+            killer.join(timeout=1)
+    assert killed
