@@ -24,10 +24,10 @@ import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.optimize import linear_sum_assignment
-from scipy.stats import chisquare
 
 from tests.reference import gibbs_numpy as ref
 from tests.reference.corpora import random_block
+from tests.reference.goodness_of_fit import chi_square_p
 from topicflow.errors import InvalidParameterError, NumericalError
 from topicflow.models import gibbs_lda as gl
 from topicflow.models.blocks import block_from_csr, concat_blocks
@@ -70,18 +70,6 @@ def _assert_counts_consistent(state: GibbsState) -> None:
     assert_array_equal(state.topic_counts, topic_counts)
     assert state.doc_topic_counts.dtype == np.int32 and state.term_topic_counts.dtype == np.int32
     assert state.topics.dtype == np.int32 and state.topic_counts.dtype == np.int64
-
-
-def _chi_square_p(observed: np.ndarray, expected_prob: np.ndarray) -> float:
-    """Chi-square p-value, with the outcomes of expected count below 5 pooled into one cell."""
-    expected = expected_prob * observed.sum()
-    small = expected < 5
-    obs = np.append(observed[~small], observed[small].sum())
-    exp = np.append(expected[~small], expected[small].sum())
-    if exp[-1] == 0:
-        assert obs[-1] == 0
-        obs, exp = obs[:-1], exp[:-1]
-    return float(chisquare(obs, exp * obs.sum() / exp.sum()).pvalue)
 
 
 def _tiny_block() -> gl.DocBlock:
@@ -128,7 +116,7 @@ def test_kernel_draw_follows_the_conditional(n_topics: int, alpha: np.ndarray, b
     draws = np.array([run_sweeps(state, GibbsParams(n_topics, alpha, beta, seed=s), 1).topics[0]
                       for s in range(4000)])
     observed = np.bincount(draws, minlength=n_topics)
-    assert _chi_square_p(observed, buckets.masses / buckets.masses.sum()) > MIN_P_VALUE
+    assert chi_square_p(observed, buckets.masses / buckets.masses.sum()) > MIN_P_VALUE
     if n_topics > 32:
         assert buckets.smoothing > buckets.word + buckets.document
 
@@ -144,7 +132,7 @@ def test_one_sweep_follows_the_exact_transition_law() -> None:
     for seed in range(4000):
         nxt = run_sweeps(state, GibbsParams(2, 0.4, 0.3, seed=seed), 1).topics
         observed[index[tuple(int(k) for k in nxt)]] += 1
-    assert _chi_square_p(observed, np.array([exact[z] for z in outcomes])) > MIN_P_VALUE
+    assert chi_square_p(observed, np.array([exact[z] for z in outcomes])) > MIN_P_VALUE
 
 
 @pytest.mark.parametrize("init", ["random", "sequential"])
@@ -160,7 +148,7 @@ def test_chains_reach_the_exact_posterior(init: str) -> None:
         params = GibbsParams(n_topics=2, doc_topic_prior=alpha, topic_word_prior=0.25, seed=seed)
         final = run_sweeps(initial_state(block, params, init=init), params, 30)  # type: ignore[arg-type]
         observed[index[tuple(int(k) for k in final.topics)]] += 1
-    assert _chi_square_p(observed, np.array([exact[z] for z in outcomes])) > MIN_P_VALUE
+    assert chi_square_p(observed, np.array([exact[z] for z in outcomes])) > MIN_P_VALUE
 
 
 def test_reference_sampler_reaches_the_exact_posterior() -> None:
@@ -177,7 +165,7 @@ def test_reference_sampler_reaches_the_exact_posterior() -> None:
         final = ref.gibbs_sweeps(token_indptr, token_terms, start, 3, alpha, 0.25, seed=seed, first_doc=0,
                                  sweeps_done=0, n_sweeps=10)
         observed[index[tuple(int(k) for k in final)]] += 1
-    assert _chi_square_p(observed, np.array([exact[z] for z in outcomes])) > MIN_P_VALUE
+    assert chi_square_p(observed, np.array([exact[z] for z in outcomes])) > MIN_P_VALUE
 
 
 # ----------------------------------------------------------------------------- counts and determinism

@@ -17,10 +17,10 @@ import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.optimize import linear_sum_assignment
-from scipy.stats import chisquare
 
 from tests.reference import sgs_numpy as ref
 from tests.reference.corpora import random_block
+from tests.reference.goodness_of_fit import chi_square_p
 from topicflow.errors import InvalidParameterError
 from topicflow.models import gibbs_lda as gl
 from topicflow.models import streaming_gibbs as sgs
@@ -33,25 +33,13 @@ from topicflow.testing.corpora import draw_planted_corpus
 MIN_P_VALUE = 1e-3
 
 
-def _chi_square_p(observed: np.ndarray, expected_prob: np.ndarray) -> float:
-    """Chi-square p-value, outcomes of expected count below 5 pooled into one cell."""
-    expected = expected_prob * observed.sum()
-    small = expected < 5
-    obs = np.append(observed[~small], observed[small].sum())
-    exp = np.append(expected[~small], expected[small].sum())
-    if exp[-1] == 0:
-        assert obs[-1] == 0
-        obs, exp = obs[:-1], exp[:-1]
-    return float(chisquare(obs, exp * obs.sum() / exp.sum()).pvalue)
-
-
 def _law_p(draws: list[tuple[int, ...]], law: dict[tuple[int, ...], float]) -> float:
     outcomes = list(law)
     index = {z: i for i, z in enumerate(outcomes)}
     observed = np.zeros(len(outcomes))
     for z in draws:
         observed[index[z]] += 1
-    return _chi_square_p(observed, np.array([law[z] for z in outcomes]))
+    return chi_square_p(observed, np.array([law[z] for z in outcomes]))
 
 
 def _tiny() -> tuple[DocBlock, TopicWordPrior]:
@@ -123,7 +111,7 @@ def test_kernel_draw_with_prior_follows_the_conditional(n_topics: int, scale: fl
     draws = [run_sweeps(state, GibbsParams(n_topics, alpha, 0.2, seed=s), 1, prior=prior).topics[0]
              for s in range(4000)]
     observed = np.bincount(draws, minlength=n_topics)
-    assert _chi_square_p(observed, buckets.masses / buckets.masses.sum()) > MIN_P_VALUE
+    assert chi_square_p(observed, buckets.masses / buckets.masses.sum()) > MIN_P_VALUE
 
 
 def test_one_sweep_with_prior_follows_the_exact_transition_law() -> None:

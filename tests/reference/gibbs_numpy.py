@@ -44,6 +44,12 @@ def conditional(doc_row, term_row, topic_counts, alpha, beta, n_terms):
     return weights / weights.sum()
 
 
+def prior_conditional(doc_row, term_row, prior_row, topic_counts, prior_totals, alpha, beta, vocab_size):
+    """p(z_i = k | rest) with prior counts N: (n_dk + alpha_k)(n_wk + N_wk + beta) / (n_k + N_k + V beta)."""
+    weights = (doc_row + alpha) * (term_row + prior_row + beta) / (topic_counts + prior_totals + vocab_size * beta)
+    return weights / weights.sum()
+
+
 def random_topics(token_indptr, n_topics, seed, first_doc):
     """z = floor(u K), u the t-th uniform of counter_key(seed, STREAM_GIBBS, 0, first_doc + d)."""
     topics = np.zeros(token_indptr[-1], dtype=np.int64)
@@ -55,8 +61,12 @@ def random_topics(token_indptr, n_topics, seed, first_doc):
 
 
 def gibbs_sweeps(token_indptr, token_terms, topics, n_terms, alpha, beta, *, seed, first_doc, sweeps_done,
-                 n_sweeps):
-    """Dense collapsed Gibbs sweeps; sweep s of doc d uses counter_key(seed, STREAM_GIBBS, sweeps_done + s + 1, .)."""
+                 n_sweeps, prior=None, prior_totals=None, vocab_size=None):
+    """Dense collapsed Gibbs sweeps; sweep s of doc d uses counter_key(seed, STREAM_GIBBS, sweeps_done + s + 1, .).
+
+    With ``prior`` (n_terms x K counts N), ``prior_totals`` (N_k) and ``vocab_size`` (V), each draw
+    uses :func:`prior_conditional` (streaming Gibbs); otherwise :func:`conditional`.
+    """
     topics = np.array(topics, dtype=np.int64)
     n_topics = len(alpha)
     doc_topic, term_topic, topic_counts = counts_from_topics(token_indptr, token_terms, topics, n_terms, n_topics)
@@ -68,7 +78,11 @@ def gibbs_sweeps(token_indptr, token_terms, topics, n_terms, alpha, beta, *, see
                 doc_topic[d, k] -= 1
                 term_topic[w, k] -= 1
                 topic_counts[k] -= 1
-                p = conditional(doc_topic[d], term_topic[w], topic_counts, alpha, beta, n_terms)
+                if prior is None:
+                    p = conditional(doc_topic[d], term_topic[w], topic_counts, alpha, beta, n_terms)
+                else:
+                    p = prior_conditional(doc_topic[d], term_topic[w], prior[w], topic_counts, prior_totals, alpha,
+                                          beta, vocab_size)
                 cdf = np.cumsum(p)
                 k = min(int(np.searchsorted(cdf, uniform_from_key(key, i) * cdf[-1], side="right")), n_topics - 1)
                 topics[t] = k

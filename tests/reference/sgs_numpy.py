@@ -22,14 +22,9 @@ import itertools
 import numpy as np
 from scipy.special import gammaln
 
-from tests.reference.gibbs_numpy import counter_key, counts_from_topics, random_topics
-from topicflow.models.rng import STREAM_GIBBS, uniform_from_key
-
-
-def conditional(doc_row, term_row, prior_row, topic_counts, prior_totals, alpha, beta, vocab_size):
-    """p(z_i = k | rest) ∝ (n_dk + alpha_k)(n_wk + N_wk + beta) / (n_k + N_k + V beta), counts without token i."""
-    weights = (doc_row + alpha) * (term_row + prior_row + beta) / (topic_counts + prior_totals + vocab_size * beta)
-    return weights / weights.sum()
+from tests.reference import gibbs_numpy
+from tests.reference.gibbs_numpy import counts_from_topics, random_topics
+from tests.reference.gibbs_numpy import prior_conditional as conditional
 
 
 def _doc_of(token_indptr):
@@ -105,27 +100,10 @@ def exact_posterior(token_indptr, token_terms, prior, prior_totals, alpha, beta,
 
 def gibbs_sweeps(token_indptr, token_terms, topics, prior, prior_totals, alpha, beta, vocab_size, *, seed,
                  first_doc, sweeps_done, n_sweeps):
-    """Dense sweeps with the prior; sweep s of doc d uses counter_key(seed, STREAM_GIBBS, sweeps_done + s + 1, .)."""
-    topics = np.array(topics, dtype=np.int64)
-    n_topics, n_terms = len(alpha), prior.shape[0]
-    doc_topic, term_topic, topic_counts = counts_from_topics(token_indptr, token_terms, topics, n_terms, n_topics)
-    for sweep in range(sweeps_done + 1, sweeps_done + n_sweeps + 1):
-        for d in range(len(token_indptr) - 1):
-            key = counter_key(seed, STREAM_GIBBS, sweep, first_doc + d)
-            for i, t in enumerate(range(token_indptr[d], token_indptr[d + 1])):
-                w, k = token_terms[t], topics[t]
-                doc_topic[d, k] -= 1
-                term_topic[w, k] -= 1
-                topic_counts[k] -= 1
-                p = conditional(doc_topic[d], term_topic[w], prior[w], topic_counts, prior_totals, alpha, beta,
-                                vocab_size)
-                cdf = np.cumsum(p)
-                k = min(int(np.searchsorted(cdf, uniform_from_key(key, i) * cdf[-1], side="right")), n_topics - 1)
-                topics[t] = k
-                doc_topic[d, k] += 1
-                term_topic[w, k] += 1
-                topic_counts[k] += 1
-    return topics
+    """Dense sweeps with the prior N (:func:`tests.reference.gibbs_numpy.gibbs_sweeps` with a prior)."""
+    return gibbs_numpy.gibbs_sweeps(token_indptr, token_terms, topics, prior.shape[0], alpha, beta, seed=seed,
+                                    first_doc=first_doc, sweeps_done=sweeps_done, n_sweeps=n_sweeps, prior=prior,
+                                    prior_totals=prior_totals, vocab_size=vocab_size)
 
 
 def training_perplexity(token_indptr, token_terms, topics, prior, prior_totals, alpha, beta, vocab_size):
