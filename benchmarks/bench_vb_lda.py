@@ -170,7 +170,7 @@ def alpha_settings(alpha: str, k: int) -> dict[str, Any]:
     return {"alpha_mode": "auto"} if alpha == "auto" else {"alpha_mode": "fixed", "alpha": 1.0 / k}
 
 
-def run_gensim(X: sp.csr_matrix, k: int, passes: int, multicore: bool) -> tuple[float, np.ndarray, np.ndarray]:
+def run_gensim(X: sp.csr_matrix, k: int, passes: int, multicore: bool, seed: int = 0) -> tuple[float, np.ndarray, np.ndarray]:
     from gensim.matutils import Sparse2Corpus
     from gensim.models import LdaModel, LdaMulticore
 
@@ -178,19 +178,19 @@ def run_gensim(X: sp.csr_matrix, k: int, passes: int, multicore: bool) -> tuple[
     started = time.perf_counter()
     if multicore:
         model = LdaMulticore(corpus, num_topics=k, passes=passes, workers=1, chunksize=2000,
-                             iterations=50, random_state=0, eval_every=None)
+                             iterations=50, random_state=seed, eval_every=None)
     else:
         model = LdaModel(corpus, num_topics=k, passes=passes, chunksize=2000, iterations=50,
-                         alpha="auto", random_state=0, eval_every=None)
+                         alpha="auto", random_state=seed, eval_every=None)
     seconds = time.perf_counter() - started
     return seconds, model.get_topics(), np.asarray(model.alpha)
 
 
-def run_sklearn(X: sp.csr_matrix, k: int, max_iter: int) -> tuple[float, np.ndarray, np.ndarray]:
+def run_sklearn(X: sp.csr_matrix, k: int, max_iter: int, seed: int = 0) -> tuple[float, np.ndarray, np.ndarray]:
     from sklearn.decomposition import LatentDirichletAllocation
 
     model = LatentDirichletAllocation(n_components=k, learning_method="batch", max_iter=max_iter,
-                                      n_jobs=2, random_state=0, evaluate_every=-1)
+                                      n_jobs=2, random_state=seed, evaluate_every=-1)
     started = time.perf_counter()
     model.fit(X)
     seconds = time.perf_counter() - started
@@ -221,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="topicflow's topic-word prior (gensim and scikit-learn keep their default, 1/K)")
     parser.add_argument("--alpha", choices=["auto", "fixed"], default="auto",
                         help="topicflow's alpha: learned, or fixed at 1/K like scikit-learn's")
-    parser.add_argument("--seed", type=int, default=0, help="topicflow's seed")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of every system (topicflow's start, the anchors' random_state)")
     parser.add_argument("--sklearn-max-iter", type=int, default=None,
                         help="scikit-learn max_iter (default: --max-iter); its batch iterations are slow at scale")
     parser.add_argument("--workers", type=int, default=2)
@@ -248,9 +249,9 @@ def main(argv: list[str] | None = None) -> int:
             results: dict[str, dict[str, Any]] = {}
             X = load_csr(train) if set(systems) - {"topicflow"} else None
             anchors: dict[str, Callable[[], tuple[float, np.ndarray, np.ndarray]]] = {
-                "gensim": lambda: run_gensim(X, k, args.passes, multicore=False),
-                "gensim-multicore": lambda: run_gensim(X, k, args.passes, multicore=True),
-                "sklearn": lambda: run_sklearn(X, k, args.sklearn_max_iter or args.max_iter),
+                "gensim": lambda: run_gensim(X, k, args.passes, multicore=False, seed=args.seed),
+                "gensim-multicore": lambda: run_gensim(X, k, args.passes, multicore=True, seed=args.seed),
+                "sklearn": lambda: run_sklearn(X, k, args.sklearn_max_iter or args.max_iter, seed=args.seed),
             }
             for name in systems:
                 if name == "topicflow":
