@@ -48,7 +48,7 @@ import numpy as np
 import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_vb_lda import build_real, heldout_blocks, load_csr, perplexity  # noqa: E402
+from bench_vb_lda import add_corpus_arguments, build_real, heldout_blocks, load_csr, perplexity  # noqa: E402
 
 from topicflow.models.blocks import DocBlock, block_from_csr  # noqa: E402
 from topicflow.models.evaluation import split_doc_tokens  # noqa: E402
@@ -202,9 +202,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--jsonl", nargs="+", type=Path, help="real corpus: JSON Lines with id and text")
-    source.add_argument("--synth-docs", type=int, help="generated corpus of this many training documents")
+    add_corpus_arguments(parser, synth_vocab=False)
     parser.add_argument("--topics", nargs="+", type=int, default=[20, 100, 500])
     parser.add_argument("--systems", default=",".join(SYSTEMS))
     parser.add_argument("--warmup", type=int, default=5, help="untimed sweeps after initialization")

@@ -76,7 +76,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 import scipy.sparse as sp
 
-from bench_vb_lda import build_real, build_synth, heldout_blocks, load_csr, perplexity
+from bench_vb_lda import add_corpus_arguments, build_real, build_synth, heldout_blocks, load_csr, perplexity
 
 from topicflow.io.zarr_shards import Corpus
 from topicflow.pipeline.fit import VBConfig, initial_state
@@ -354,10 +354,7 @@ def print_table(report: dict[str, Any]) -> None:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--jsonl", nargs="+", type=Path, help="real corpus: JSON Lines with id and text")
-    source.add_argument("--synth-docs", type=int, help="generated corpus of this many training documents")
-    parser.add_argument("--synth-vocab", type=int, default=10000)
+    add_corpus_arguments(parser)
     parser.add_argument("--topics", type=int, default=20)
     parser.add_argument("--batch-size", type=int, default=256, help="S, documents per minibatch (all systems)")
     parser.add_argument("--tau0", type=float, default=10.0)

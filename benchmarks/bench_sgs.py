@@ -65,7 +65,7 @@ from typing import Any
 
 import numpy as np
 
-from bench_vb_lda import build_real, build_synth, heldout_blocks, load_csr, perplexity
+from bench_vb_lda import add_corpus_arguments, build_real, build_synth, heldout_blocks, load_csr, perplexity
 
 from topicflow.io.zarr_shards import Corpus
 from topicflow.models.blocks import block_from_csr
@@ -281,10 +281,7 @@ def print_tables(report: dict[str, Any]) -> None:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--jsonl", nargs="+", type=Path, help="real corpus: JSON Lines with id and text")
-    source.add_argument("--synth-docs", type=int, help="generated corpus of this many training documents")
-    parser.add_argument("--synth-vocab", type=int, default=10000)
+    add_corpus_arguments(parser)
     parser.add_argument("--topics", type=int, default=20)
     parser.add_argument("--alpha", type=float, default=0.1, help="symmetric doc-topic prior, fixed (all systems)")
     parser.add_argument("--beta", type=float, default=0.01, help="topic-word prior (eta of online VB)")

@@ -207,12 +207,18 @@ def time_to_reach(curve: list[tuple[float, float]], target: float) -> float | No
     return None
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_corpus_arguments(parser: argparse.ArgumentParser, *, synth_vocab: bool = True) -> None:
+    """``--jsonl FILE...`` (a real corpus) or ``--synth-docs N`` (a generated one), and ``--synth-vocab``."""
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--jsonl", nargs="+", type=Path, help="real corpus: JSON Lines with id and text")
     source.add_argument("--synth-docs", type=int, help="generated corpus of this many training documents")
-    parser.add_argument("--synth-vocab", type=int, default=10000)
+    if synth_vocab:
+        parser.add_argument("--synth-vocab", type=int, default=10000)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_corpus_arguments(parser)
     parser.add_argument("--topics", nargs="+", type=int, default=[20])
     parser.add_argument("--systems", default="topicflow,gensim,gensim-multicore,sklearn")
     parser.add_argument("--max-iter", type=int, default=50, help="topicflow iterations / sklearn max_iter")
