@@ -11,7 +11,9 @@ so is gensim's conversion of the rows into its bag-of-words lists (given precomp
 ``bench_vb_lda.py``; here converted a minibatch at a time to bound memory at 400k documents).
 
 topicflow runs on a local distributed cluster of ``--workers`` worker processes (one thread each), as
-the CLI does, after a numba warm-up on one shard; its time is the wall time of ``fit_online`` (model
+the CLI does (its client connects to the workers directly, as ``topicflow``'s own local cluster does),
+after a numba warm-up on one shard; ``topicflow-local`` runs without a cluster, the E-steps on a thread
+pool of this process, as ``LDA.partial_fit`` or ``fit_online(client=None)`` do; its time is the wall time of ``fit_online`` (model
 initialization, reads from the store, E-steps on the workers, M-steps) minus the evaluations made in
 its ``on_minibatch`` callback. The anchors run afterwards in this process, one at a time, with the
 (idle) cluster still up:
@@ -395,16 +397,17 @@ def main(argv: list[str] | None = None) -> int:
     from distributed import Client, LocalCluster
 
     systems = args.systems.split(",")
-    unknown = set(systems) - {"topicflow", "topicflow-hybrid", "gensim", "sklearn"}
+    known = ["topicflow", "topicflow-hybrid", "topicflow-local", "gensim", "sklearn"]
+    unknown = set(systems) - set(known)
     if unknown:
-        raise SystemExit(f"unknown systems {sorted(unknown)}; choose from topicflow, topicflow-hybrid, gensim, sklearn")
+        raise SystemExit(f"unknown systems {sorted(unknown)}; choose from {', '.join(known)}")
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-online-"))
     workdir.mkdir(parents=True, exist_ok=True)
     k = args.topics
     results: dict[str, dict[str, Any]] = {}
     load: dict[str, list[float]] = {"start": list(os.getloadavg())}
     with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                      dashboard_address=":0") as cluster, Client(cluster) as client:
+                      dashboard_address=":0") as cluster, Client(cluster, direct_to_workers=True) as client:
         if args.jsonl:
             train, test = build_real(args.jsonl, workdir, client)
         else:
@@ -427,9 +430,10 @@ def main(argv: list[str] | None = None) -> int:
                 curve = Curve(pairs, targets)
                 if name.startswith("topicflow"):
                     config = vb_config(args, k, "hybrid" if name == "topicflow-hybrid" else "vb", seed)
+                    executor_client = None if name == "topicflow-local" else client
                     if not runs:
-                        warm_up_topicflow(train, config, online, client)
-                    runs.append(run_topicflow(train, config, online, client, curve, args.init == "shared"))
+                        warm_up_topicflow(train, config, online, executor_client)
+                    runs.append(run_topicflow(train, config, online, executor_client, curve, args.init == "shared"))
                 elif name == "gensim":
                     runs.append(run_gensim(X, k, args, curve, seed))
                 else:

@@ -170,3 +170,44 @@ def test_every_executor_gives_the_same_model(planted: tuple[Path, object], local
             state = fit_online(Corpus.open(path), config, OnlineConfig(**base, executor=executor), client=client).state  # type: ignore[arg-type]
             np.testing.assert_array_equal(state.topic_word_var["default"], local.topic_word_var["default"])
             np.testing.assert_array_equal(state.doc_topic_prior, local.doc_topic_prior)
+
+
+def test_servers_get_lambda_once_then_only_steps(
+    planted: tuple[Path, object], local_cluster: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Servers keep a replica of lambda and follow the driver's steps; the model is the local one."""
+    from distributed import Client
+
+    from topicflow.pipeline import online as online_module
+    from topicflow.pipeline.estep_servers import ActorPool, LocalPool
+
+    pools: list[ActorPool] = []
+
+    class RecordedPool(ActorPool):
+        def __init__(self, *args: object) -> None:
+            super().__init__(*args)
+            pools.append(self)
+
+    monkeypatch.setattr(online_module, "ActorPool", RecordedPool)
+    path, _ = planted
+    corpus = Corpus.open(path)
+    config = VBConfig(n_topics=4, seed=3, optimize_eta=True)
+    base = dict(batch_size=100, passes=2, pieces=4, min_piece_docs=1)
+    local = fit_online(corpus, config, OnlineConfig(**base)).state  # type: ignore[arg-type]
+    with Client(local_cluster) as client:  # type: ignore[arg-type]
+        result = fit_online(corpus, config, OnlineConfig(**base, executor="servers"), client=client)  # type: ignore[arg-type]
+        assert result.t == 8 and len(pools) == 1 and pools[0].full_syncs == 1
+        np.testing.assert_array_equal(result.state.topic_word_var["default"], local.topic_word_var["default"])
+        assert result.state.topic_word_prior["default"] == local.topic_word_prior["default"]
+
+        # A state the servers were not stepped to is shipped whole, and used.
+        pool = RecordedPool(client, str(corpus.path), corpus.shards, corpus.vocab_sizes())
+        threads = LocalPool(str(corpus.path), corpus.shards, corpus.vocab_sizes(), threads=2)
+        pieces = [(0, 0, 0, 50), (1, 1, 0, 30)]
+        params = config.estep_params(online=True)
+        for state in (local, result.state.with_updates(doc_topic_prior=local.doc_topic_prior * 2)):
+            got = pool.estep(pieces, state, params, 0, split_every=8)
+            want = threads.estep(pieces, state, params, 0, split_every=8)
+            np.testing.assert_array_equal(got.topic_terms["default"].values, want.topic_terms["default"].values)
+        assert pool.full_syncs == 2
+        threads.close()

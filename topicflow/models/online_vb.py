@@ -27,13 +27,14 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+import numba
 import numpy as np
 
 from topicflow._typing import FloatArray
 from topicflow.errors import InvalidParameterError
 from topicflow.models.dirichlet import newton_alpha, newton_symmetric_alpha, newton_symmetric_eta
 from topicflow.models.lda_model import LDAState
-from topicflow.models.vb_lda import EStepStats, alpha_elbo_terms, topic_elbo_terms
+from topicflow.models.vb_lda import EStepStats, TopicTermStats, alpha_elbo_terms, topic_elbo_terms
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,28 +114,139 @@ def eta_target(topic_word_var: FloatArray, eta: float) -> float:
     return float(newton_symmetric_eta(topic_word_var, eta)[0])
 
 
+@dataclass(frozen=True, slots=True)
+class TopicWordStep:
+    """One minibatch's move of lambda and eta, all a replica of lambda needs to follow the driver.
+
+    Its size is the minibatch's statistics (n_topics x the terms it contains), not n_topics x n_terms:
+    E-step servers that keep lambda receive this instead of lambda (:class:`TopicWordReplica`).
+
+    Attributes
+    ----------
+    topic_terms : dict of str to TopicTermStats
+        The minibatch's merged statistics per language.
+    rho, scale : float
+        Step size and D/S.
+    new_eta : dict of str to float
+        Target symmetric eta per language when eta is optimized (empty otherwise).
+    """
+
+    topic_terms: dict[str, TopicTermStats]
+    rho: float
+    scale: float
+    new_eta: dict[str, float]
+
+
+def topic_word_step(
+    state: LDAState, stats: EStepStats, *, rho: float, total_docs: int, optimize_eta: bool
+) -> TopicWordStep:
+    """The step of lambda and eta for ``stats`` (eta's Newton target needs the dense target lambda)."""
+    scale = total_docs / max(stats.n_docs, 1)
+    new_eta = {}
+    if optimize_eta:
+        for lang in state.languages:
+            eta = state.topic_word_prior[lang]
+            target = topic_word_target(stats.topic_terms[lang].to_dense(state.n_terms(lang)), eta, scale)
+            new_eta[lang] = eta_target(target, float(eta))  # type: ignore[arg-type]
+    return TopicWordStep(dict(stats.topic_terms), rho, scale, new_eta)
+
+
+def apply_topic_word_step(
+    topic_word_var: Mapping[str, FloatArray], topic_word_prior: Mapping[str, FloatArray | float], step: TopicWordStep,
+    *, in_place: bool = False,
+) -> tuple[dict[str, FloatArray], dict[str, FloatArray | float]]:
+    """lambda <- (1 - rho) lambda + rho target, eta <- (1 - rho) eta + rho new_eta; new arrays unless ``in_place``.
+
+    target is eta + scale * stats, shifted to the new eta as the batch M-step shifts it. Columns
+    of terms absent from the minibatch have target eta (or the new eta), so they take one dense
+    pass; only the present columns need the statistics. The result has the same bits whether
+    computed in place or not, and as the dense formula (:func:`blend` of :func:`topic_word_target`).
+    """
+    lam_out, priors = {}, dict(topic_word_prior)
+    rho = step.rho
+    for lang, lam in topic_word_var.items():
+        eta = topic_word_prior[lang]
+        terms = step.topic_terms[lang]
+        ids = terms.term_ids
+        cols = topic_word_target(terms.values, eta if np.ndim(eta) == 0 else np.asarray(eta)[:, ids], step.scale)
+        base: FloatArray | float = eta
+        if lang in step.new_eta:
+            old_eta, new_eta = float(eta), step.new_eta[lang]  # type: ignore[arg-type]
+            cols = cols - old_eta + new_eta
+            base = (old_eta - old_eta) + new_eta  # the dense target's value where stats are zero
+            priors[lang] = float(blend(np.float64(old_eta), np.float64(new_eta), rho))
+        out = lam if in_place else np.empty((lam.shape[0], lam.shape[1]), dtype=np.float64)
+        if rho == 1.0:
+            out[...] = base
+            out[:, ids] = cols
+        else:
+            eta_matrix = np.ndim(base) == 2
+            _blend_columns(lam, out, 1.0 - rho, rho, float(base) if not eta_matrix else 0.0,  # type: ignore[arg-type]
+                           np.asarray(base, dtype=np.float64) if eta_matrix else _NO_MATRIX, eta_matrix,
+                           np.ascontiguousarray(ids, dtype=np.int64), np.ascontiguousarray(cols, dtype=np.float64))
+        lam_out[lang] = out
+    return lam_out, priors
+
+
+_NO_MATRIX = np.zeros((1, 1))
+
+
+@numba.njit(nogil=True, cache=True)
+def _blend_columns(lam, out, keep, rho, base, base_matrix, use_matrix, ids, cols):  # type: ignore[no-untyped-def]
+    """out = keep * lam + rho * target, target = base where a term is absent and ``cols`` where present.
+
+    One pass, safe in place (``out`` may be ``lam``); the same products and sums, in the same order,
+    as NumPy's ``(1 - rho) * lam + rho * target``.
+    """
+    n_topics, n_terms = lam.shape
+    for k in range(n_topics):
+        p = 0
+        for w in range(n_terms):
+            if p < ids.shape[0] and ids[p] == w:
+                out[k, w] = keep * lam[k, w] + rho * cols[k, p]
+                p += 1
+            elif use_matrix:
+                out[k, w] = lam[k, w] * keep + rho * base_matrix[k, w]
+            else:
+                out[k, w] = lam[k, w] * keep + rho * base
+
+
 def online_update(
-    state: LDAState, stats: EStepStats, *, rho: float, total_docs: int, alpha_mode: str, optimize_eta: bool
+    state: LDAState, stats: EStepStats, step: TopicWordStep, *, alpha_mode: str
 ) -> LDAState:
-    """Move lambda, alpha and eta a step ``rho`` towards the batch M-step on D/S copies of the minibatch.
+    """Move lambda and eta by ``step`` (:func:`topic_word_step`) and alpha a step towards its minibatch optimum.
 
     With ``optimize_eta`` the target lambda is shifted to the target eta, exactly as the batch M-step
     shifts lambda to its new eta, so ``rho = 1`` and one minibatch equal to the corpus give the batch
     iteration.
     """
-    scale = total_docs / max(stats.n_docs, 1)
-    lam, priors = {}, dict(state.topic_word_prior)
-    for lang in state.languages:
-        eta = state.topic_word_prior[lang]
-        target = topic_word_target(stats.topic_terms[lang].to_dense(state.n_terms(lang)), eta, scale)
-        if optimize_eta:
-            old_eta = float(eta)  # type: ignore[arg-type]
-            new_eta = eta_target(target, old_eta)
-            target = target - old_eta + new_eta
-            priors[lang] = float(blend(np.float64(old_eta), np.float64(new_eta), rho))
-        lam[lang] = blend(state.topic_word_var[lang], target, rho)
-    alpha = blend(state.doc_topic_prior, alpha_target(state.doc_topic_prior, stats, alpha_mode), rho)
+    lam, priors = apply_topic_word_step(state.topic_word_var, state.topic_word_prior, step)
+    alpha = blend(state.doc_topic_prior, alpha_target(state.doc_topic_prior, stats, alpha_mode), step.rho)
     return state.with_updates(topic_word_var=lam, doc_topic_prior=alpha, topic_word_prior=priors)
+
+
+class TopicWordReplica:
+    """A copy of lambda and eta kept where E-steps run, moved by :class:`TopicWordStep` values.
+
+    Applying the driver's steps in order reproduces the driver's lambda bit for bit
+    (:func:`apply_topic_word_step` is the one formula both use), so only the first call ships lambda.
+
+    Attributes
+    ----------
+    version : int
+        Steps applied since the copy was taken, plus the version it was taken at.
+    """
+
+    def __init__(self, version: int, topic_word_var: Mapping[str, FloatArray],
+                 topic_word_prior: Mapping[str, FloatArray | float]) -> None:
+        self.version = version
+        self.topic_word_var = {lang: np.array(lam, dtype=np.float64, order="C") for lang, lam in topic_word_var.items()}
+        self.topic_word_prior = dict(topic_word_prior)
+
+    def apply(self, step: TopicWordStep) -> None:
+        self.topic_word_var, self.topic_word_prior = apply_topic_word_step(
+            self.topic_word_var, self.topic_word_prior, step, in_place=True)
+        self.version += 1
 
 
 def minibatch_bound(

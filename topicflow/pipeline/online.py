@@ -29,7 +29,7 @@ from topicflow.io.zarr_shards import Corpus
 from topicflow.models import online_vb
 from topicflow.models.lda_model import LDAState
 from topicflow.models.rng import STREAM_SHUFFLE, doc_generator
-from topicflow.models.vb_lda import EStepStats, topic_word_var_source
+from topicflow.models.vb_lda import EStepStats
 from topicflow.pipeline.cluster import compute, current_client
 from topicflow.pipeline.estep_servers import ActorPool, LocalPool
 from topicflow.pipeline.fit import CheckpointPolicy, VBConfig, initial_state, share
@@ -245,8 +245,11 @@ class MinibatchRunner:
             self.pool = LocalPool(str(corpus.path), corpus.shards, corpus.vocab_sizes())
 
     def estep(self, minibatch: Minibatch, state: LDAState, params: Any, *, t: int, token: str,
-              split_every: int) -> EStepStats:
-        """Statistics of ``minibatch`` under ``state``, merged in the fixed tree order."""
+              split_every: int, upcoming: Minibatch | None = None) -> EStepStats:
+        """Statistics of ``minibatch`` under ``state``, merged in the fixed tree order.
+
+        Servers and threads start reading the shards of the ``upcoming`` minibatch when done.
+        """
         if self.kind == "tasks":
             topics = share(state.prepared_topics(), self.client, name=f"topics-{token}")
             blocks = {s: self.blocks[s] for s in minibatch.shards}
@@ -254,12 +257,26 @@ class MinibatchRunner:
             (stats,) = compute(tree_merge(parts, split_every=split_every, token=token), client=self.client)
             return stats
         pieces = [(i, *piece) for i, piece in enumerate(minibatch.pieces)]
-        topics = topic_word_var_source(state.topic_word_var)  # each executor prepares its own terms only
-        return self.pool.estep(pieces, topics, state.doc_topic_prior, params, t, split_every=split_every)
+        following = [] if upcoming is None else [(i, *piece) for i, piece in enumerate(upcoming.pieces)]
+        return self.pool.estep(pieces, state, params, t, split_every=split_every, upcoming=following)
+
+    def advance(self, before: LDAState, step: online_vb.TopicWordStep, after: LDAState) -> None:
+        """Tell the executor the driver moved from ``before`` to ``after`` (servers then get ``step``, not lambda)."""
+        if self.kind != "tasks":
+            self.pool.advance(before, step, after)
 
     def close(self) -> None:
         if self.kind != "tasks":
             self.pool.close()
+
+
+def _with_next(items: Iterator[Minibatch]) -> Iterator[tuple[Minibatch, Minibatch | None]]:
+    """Each minibatch with the one after it (None for the last), so its shards can be read ahead."""
+    current = next(items, None)
+    while current is not None:
+        following = next(items, None)
+        yield current, following
+        current = following
 
 
 def fit_online(
@@ -336,19 +353,23 @@ def fit_online(
     )
     remaining = online.passes * per_pass - (done[0] * per_pass + done[1] + 1)
     try:
-        for minibatch in progress.track(plan, total=remaining, desc="online", unit="batch"):
+        for minibatch, upcoming in progress.track(_with_next(plan), total=remaining, desc="online", unit="batch"):
             epoch = minibatch.epoch
             started = time.perf_counter()
             rho = schedule.rho(t)
             token = f"{run_token}-{epoch}-{minibatch.index}"
-            stats = runner.estep(minibatch, state, params, t=t, token=token, split_every=split_every)
+            stats = runner.estep(minibatch, state, params, t=t, token=token, split_every=split_every,
+                                 upcoming=upcoming)
             bound = math.nan
             if online.eval_every and (t + 1) % online.eval_every == 0:
                 scale = total_docs / max(stats.n_docs, 1)
                 bound = online_vb.minibatch_bound(stats, state.topic_word_var, state.doc_topic_prior,
                                                   state.topic_word_prior, scale) / max(scale * stats.n_tokens, 1)
-            state = online_vb.online_update(state, stats, rho=rho, total_docs=total_docs,
-                                        alpha_mode=config.alpha_mode, optimize_eta=config.optimize_eta)
+            step = online_vb.topic_word_step(state, stats, rho=rho, total_docs=total_docs,
+                                             optimize_eta=config.optimize_eta)
+            updated = online_vb.online_update(state, stats, step, alpha_mode=config.alpha_mode)
+            runner.advance(state, step, updated)
+            state = updated
             t += 1
             docs_seen += stats.n_docs
             seconds = time.perf_counter() - started
