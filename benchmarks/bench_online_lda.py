@@ -12,8 +12,8 @@ so is gensim's conversion of the rows into its bag-of-words lists (given precomp
 
 topicflow runs on a local distributed cluster of ``--workers`` worker processes (one thread each), as
 the CLI does (its client connects to the workers directly, as ``topicflow``'s own local cluster does),
-after a numba warm-up on one shard; ``topicflow-local`` runs without a cluster, the E-steps on a thread
-pool of this process, as ``LDA.partial_fit`` or ``fit_online(client=None)`` do; its time is the wall time of ``fit_online`` (model
+after a numba warm-up on one shard; ``topicflow-threads`` runs the E-steps on a thread pool of this
+process instead (``--executor threads``), as a fit without a cluster does; its time is the wall time of ``fit_online`` (model
 initialization, reads from the store, E-steps on the workers, M-steps) minus the evaluations made in
 its ``on_minibatch`` callback. The anchors run afterwards in this process, one at a time, with the
 (idle) cluster still up:
@@ -64,6 +64,7 @@ Prints one JSON object (with the exact command), then a readable table.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import math
@@ -397,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
     from distributed import Client, LocalCluster
 
     systems = args.systems.split(",")
-    known = ["topicflow", "topicflow-hybrid", "topicflow-local", "gensim", "sklearn"]
+    known = ["topicflow", "topicflow-hybrid", "topicflow-threads", "gensim", "sklearn"]
     unknown = set(systems) - set(known)
     if unknown:
         raise SystemExit(f"unknown systems {sorted(unknown)}; choose from {', '.join(known)}")
@@ -430,10 +431,11 @@ def main(argv: list[str] | None = None) -> int:
                 curve = Curve(pairs, targets)
                 if name.startswith("topicflow"):
                     config = vb_config(args, k, "hybrid" if name == "topicflow-hybrid" else "vb", seed)
-                    executor_client = None if name == "topicflow-local" else client
+                    executor = "threads" if name == "topicflow-threads" else "auto"
+                    system_online = dataclasses.replace(online, executor=executor)
                     if not runs:
-                        warm_up_topicflow(train, config, online, executor_client)
-                    runs.append(run_topicflow(train, config, online, executor_client, curve, args.init == "shared"))
+                        warm_up_topicflow(train, config, system_online, client)
+                    runs.append(run_topicflow(train, config, system_online, client, curve, args.init == "shared"))
                 elif name == "gensim":
                     runs.append(run_gensim(X, k, args, curve, seed))
                 else:

@@ -94,3 +94,29 @@ def test_polylingual_model_prints_and_exports_each_language(tmp_path: Path) -> N
     with np.load(tmp_path / "poly.npz") as npz:
         assert {"topic_word_en", "topic_word_de", "vocab_en", "vocab_de", "alpha"} <= set(npz.files)
         assert npz["topic_word_de"].shape == (2, 20)
+
+
+def test_online_fit_on_servers_or_threads_gives_one_model(
+    stores: tuple[Path, Path], tmp_path: Path, local_cluster: object
+) -> None:
+    train, test = stores
+    address = local_cluster.scheduler_address  # type: ignore[attr-defined]
+    saved = {}
+    for executor in ("servers", "threads"):
+        model = tmp_path / executor
+        result = run(["fit", str(train), "--model", str(model), "--topics", "3", "--method", "online",
+                      "--batch-size", "40", "--passes", "3", "--shuffle-window", "100", "--seed", "4",
+                      "--executor", executor, "--scheduler", address])
+        assert result.exit_code == 0, result.output
+        assert "15 minibatches, 600 documents" in result.output
+        with np.load(run_export(model, tmp_path / f"{executor}.npz")) as npz:
+            saved[executor] = npz["topic_word"]
+    np.testing.assert_array_equal(saved["servers"], saved["threads"])
+    scores = json.loads(run(["evaluate", str(tmp_path / "threads"), str(test), "--format", "json"]).output)
+    assert 10 < scores["perplexity"] < 25
+
+
+def run_export(model: Path, out: Path) -> Path:
+    result = run(["export", str(model), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    return out

@@ -166,7 +166,7 @@ def test_every_executor_gives_the_same_model(planted: tuple[Path, object], local
     base = dict(batch_size=100, passes=2, shuffle_window=200, pieces=4, min_piece_docs=1)
     local = fit_online(Corpus.open(path), config, OnlineConfig(**base)).state  # type: ignore[arg-type]
     with Client(local_cluster) as client:  # type: ignore[arg-type]
-        for executor in ("servers", "tasks"):
+        for executor in ("servers", "threads", "tasks"):
             state = fit_online(Corpus.open(path), config, OnlineConfig(**base, executor=executor), client=client).state  # type: ignore[arg-type]
             np.testing.assert_array_equal(state.topic_word_var["default"], local.topic_word_var["default"])
             np.testing.assert_array_equal(state.doc_topic_prior, local.doc_topic_prior)

@@ -19,6 +19,7 @@ from topicflow.pipeline.cli_common import cluster_options, reports_errors
 from topicflow.pipeline.cluster import ClusterConfig, connect
 from topicflow.pipeline.estimators import LDA
 from topicflow.pipeline.infer import evaluate_model, infer_doc_topics
+from topicflow.pipeline.online import EXECUTORS
 from topicflow.pipeline.progress import TqdmProgress
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,9 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @click.option("--passes", default=1, show_default=True, type=click.IntRange(min=1), help="Online: passes over the corpus.")
 @click.option("--shuffle-window", default=0, show_default=True, type=click.IntRange(min=0),
               help="Online: visit documents in random order within windows of this many documents (0: store order).")
+@click.option("--executor", type=click.Choice(list(EXECUTORS)), default="auto", show_default=True,
+              help="Online: where minibatch E-steps run. threads: a thread pool of this process, no cluster "
+                   "(fastest on one machine for small minibatches); servers: one actor per Dask worker.")
 @click.option("--estep", type=click.Choice(["vb", "hybrid"]), default="vb", show_default=True,
               help="Dense VB E-step, or Gibbs sampling within VB (sparse; faster at large K).")
 @click.option("--burn-in", default=5, show_default=True, type=click.IntRange(min=0), help="Hybrid: discarded sweeps per document.")
@@ -73,7 +77,7 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @cluster_options
 @reports_errors
 def fit(store: str, model_path: str, n_topics: int, method: str, iterations: int, tol: float, batch_size: int,
-        tau0: float, kappa: float, passes: int, shuffle_window: int, estep: str, burn_in: int, samples: int,
+        tau0: float, kappa: float, passes: int, shuffle_window: int, executor: str, estep: str, burn_in: int, samples: int,
         alpha: str, eta: float, optimize_eta: bool, seed_words: str | None, seed_strength: float,
         doc_iterations: int, doc_tol: float, warm_start: bool, seed: int, checkpoint_every: int | None,
         checkpoint_path: str | None, resume: bool, doc_topics: str | None, split_every: int | None,
@@ -90,7 +94,7 @@ def fit(store: str, model_path: str, n_topics: int, method: str, iterations: int
         doc_tol=doc_tol, seed=seed, seed_topics=read_seed_words(seed_words), seed_strength=seed_strength,
         optimize_eta=optimize_eta, split_every=split_every, warm_start=warm_start, method=method,
         batch_size=batch_size, tau0=tau0, kappa=kappa, passes=passes, shuffle_window=shuffle_window,
-        estep=estep, burn_in=burn_in, samples=samples,
+        estep=estep, burn_in=burn_in, samples=samples, executor=executor,
     )
     estimator._config()  # validate before starting a cluster
     estimator._online_config()

@@ -87,8 +87,9 @@ class LDA:
         documents into the first random topics (alpha collapses).
     method : {"batch", "online"}, default "batch"
         ``online`` streams minibatches (Hoffman et al. 2010); see :class:`OnlineConfig` for
-        ``batch_size``, ``tau0``, ``kappa``, ``passes``, ``shuffle_window``, ``total_docs`` and
-        ``eval_every``. ``max_iter`` and ``tol`` apply to batch only.
+        ``batch_size``, ``tau0``, ``kappa``, ``passes``, ``shuffle_window``, ``total_docs``,
+        ``eval_every`` and ``executor`` (where minibatch E-steps run; ``"threads"`` keeps them in this
+        process even with a cluster). ``max_iter`` and ``tol`` apply to batch only.
     estep : {"vb", "hybrid"}, default "vb"
         Dense coordinate ascent, or Gibbs sampling within VB (Mimno et al. 2012) with ``burn_in``
         discarded and ``samples`` kept sweeps per document (faster for many topics).
@@ -121,7 +122,7 @@ class LDA:
         split_every: int | None = None, warm_start: bool = False, method: str = "batch",
         batch_size: int = 256, tau0: float = 10.0, kappa: float = 0.7, passes: int = 1,
         shuffle_window: int = 0, total_docs: int | None = None, eval_every: int = 10,
-        estep: str = "vb", burn_in: int = 5, samples: int = 5,
+        estep: str = "vb", burn_in: int = 5, samples: int = 5, executor: str = "auto",
     ) -> None:
         self.n_topics = n_topics
         self.alpha = alpha
@@ -147,6 +148,7 @@ class LDA:
         self.estep = estep
         self.burn_in = burn_in
         self.samples = samples
+        self.executor = executor
 
     def __repr__(self) -> str:
         return f"LDA(n_topics={self.n_topics}, alpha={self.alpha!r}, eta={self.eta!r}, seed={self.seed})"
@@ -166,6 +168,7 @@ class LDA:
         return OnlineConfig(
             batch_size=int(self.batch_size), tau0=float(self.tau0), kappa=float(self.kappa), passes=int(self.passes),
             shuffle_window=int(self.shuffle_window), total_docs=self.total_docs, eval_every=int(self.eval_every),
+            executor=self.executor,
         )
 
     def _check_method(self) -> None:

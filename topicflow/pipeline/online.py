@@ -39,6 +39,10 @@ from topicflow.tasks.estep import graph_token, map_piece_estep, tree_merge
 log = logging.getLogger(__name__)
 
 
+#: Where the pieces of a minibatch can run (see :class:`OnlineConfig`).
+EXECUTORS = ("auto", "servers", "threads", "tasks")
+
+
 @dataclass(frozen=True, slots=True)
 class OnlineConfig:
     """How online VB walks the corpus (the model's hyperparameters stay in :class:`VBConfig`).
@@ -59,11 +63,13 @@ class OnlineConfig:
     min_piece_docs : int, default 64
         ... but no piece smaller than this (or the minibatch). Both are fixed, so results do not
         depend on the cluster.
-    executor : {"auto", "servers", "tasks"}, default "auto"
+    executor : {"auto", "servers", "threads", "tasks"}, default "auto"
         Where pieces run: ``servers`` keeps one E-step actor per worker, called directly by the driver
-        (see :mod:`topicflow.pipeline.estep_servers`); ``tasks`` builds a task graph per minibatch
-        (several scheduler round trips, which cost more than a small minibatch's E-step); ``auto`` is
-        ``servers`` on a cluster and a local thread pool without one. The model is the same.
+        (see :mod:`topicflow.pipeline.estep_servers`); ``threads`` runs them on a thread pool of the
+        driver's process, even when a cluster is there (no round trips: the fastest on one machine for
+        small minibatches); ``tasks`` builds a task graph per minibatch (several scheduler round trips,
+        which cost more than a small minibatch's E-step); ``auto`` is ``servers`` on a cluster and
+        ``threads`` without one. The model is the same.
     total_docs : int or None
         D in the D/S scaling; default the number of documents in the store.
     eval_every : int, default 10
@@ -89,7 +95,7 @@ class OnlineConfig:
             (self.pieces >= 1 and self.min_piece_docs >= 1, "pieces and min_piece_docs must be at least 1"),
             (self.total_docs is None or self.total_docs >= 1, "total_docs must be positive"),
             (self.eval_every >= 0, "eval_every must be >= 0"),
-            (self.executor in ("auto", "servers", "tasks"), "executor must be 'auto', 'servers' or 'tasks'"),
+            (self.executor in EXECUTORS, f"executor must be one of {', '.join(EXECUTORS)}"),
         ]
         for ok, message in checks:
             if not ok:
@@ -234,7 +240,7 @@ class MinibatchRunner:
     def __init__(self, corpus: Corpus, online: OnlineConfig, client: Any) -> None:
         kind = online.executor
         if kind == "auto" or (kind == "servers" and client is None):
-            kind = "servers" if client is not None else "local"
+            kind = "servers" if client is not None else "threads"
         self.kind = kind
         self.client = client
         if kind == "tasks":
