@@ -334,7 +334,9 @@ def fit_online(
     shard_sizes = [s.n_docs for s in corpus.shards]
     run_token = graph_token(corpus.token(), config.to_dict(), online.to_dict(), shards, split_every, t)
     fingerprint = {
-        "method": "online", "settings": config.to_dict(), "online": online.to_dict(), "corpus": corpus.token(),
+        "method": "online", "settings": config.to_dict(),
+        # Every executor gives the same model, so a run may resume on another one.
+        "online": {k: v for k, v in online.to_dict().items() if k != "executor"}, "corpus": corpus.token(),
         "shards": shards, "split_every": split_every, "t0": t,
     }
     trace: list[MinibatchRecord] = []
