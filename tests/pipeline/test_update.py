@@ -159,7 +159,8 @@ def test_cli_update_and_versions(grown: tuple[Path, Path], tmp_path: Path) -> No
     store, model_path = grown
     runner = CliRunner()
     assert runner.invoke(main, ["append", str(store), str(tmp_path / "new.jsonl"), "--promote-min-df", "5"]).exit_code == 0
-    result = runner.invoke(main, ["update", str(model_path), str(store), "--workers", "1", "--keep", "5"])
+    result = runner.invoke(main, ["update", str(model_path), str(store), "--workers", "1", "--keep", "5",
+                                  "--executor", "threads"])
     assert result.exit_code == 0, result.output
     assert "version 2: 1 new shards, 100 documents" in result.output and "default +1" in result.output
     again = runner.invoke(main, ["update", str(model_path), str(store), "--workers", "1"])

@@ -19,12 +19,14 @@ from topicflow.pipeline.progress import TqdmProgress
 @click.option("--kappa", default=None, type=float, help="Forgetting rate (default: the model's).")
 @click.option("--passes", default=None, type=click.IntRange(min=1), help="Passes over the new documents (default 1).")
 @click.option("--shuffle-window", default=None, type=click.IntRange(min=0), help="Shuffle within windows of this many documents.")
+@click.option("--executor", type=click.Choice(["auto", "servers", "threads", "tasks"]), default=None,
+              help="Where minibatch E-steps run (default: the model's); the result is the same.")
 @click.option("--keep", default=None, type=click.IntRange(min=1), help="Afterwards keep only the newest N versions.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @cluster_options
 @reports_errors
 def update(model_path: str, store: str, batch_size: int | None, tau0: float | None, kappa: float | None,
-           passes: int | None, shuffle_window: int | None, keep: int | None, fmt: str, cluster: ClusterConfig) -> None:
+           passes: int | None, shuffle_window: int | None, executor: str | None, keep: int | None, fmt: str, cluster: ClusterConfig) -> None:
     """Continue MODEL with the shards of STORE it has not seen, and save the result as a new version.
 
     The vocabulary grows with terms that `topicflow append --promote-min-df` added to STORE. The
@@ -41,7 +43,8 @@ def update(model_path: str, store: str, batch_size: int | None, tau0: float | No
     model = load_model(Path(model_path))
     stored = model.info.get("online", {}).get("config")
     online = OnlineConfig.from_dict(stored) if stored else OnlineConfig()
-    changes = {"batch_size": batch_size, "tau0": tau0, "kappa": kappa, "passes": passes, "shuffle_window": shuffle_window}
+    changes = {"batch_size": batch_size, "tau0": tau0, "kappa": kappa, "passes": passes, "shuffle_window": shuffle_window,
+               "executor": executor}
     online = replace(online, total_docs=None, **{k: v for k, v in changes.items() if v is not None})
     corpus = Corpus.open(store)
     with connect(cluster) as client:
