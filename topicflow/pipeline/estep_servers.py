@@ -160,7 +160,7 @@ class EStepServer:
 
 
 class LocalPool:
-    """Pieces on a thread pool of this process (no cluster)."""
+    """Pieces on a thread pool of the driver's process (without a cluster, or ``executor="threads"``)."""
 
     def __init__(self, store: str, shards: Sequence[ShardInfo], vocab_sizes: Mapping[str, int],
                  threads: int | None = None) -> None:
