@@ -8,6 +8,7 @@ import click
 
 from topicflow.pipeline.cli_common import cluster_options, reports_errors
 from topicflow.pipeline.cluster import ClusterConfig, connect
+from topicflow.pipeline.online import EXECUTORS
 from topicflow.pipeline.progress import TqdmProgress
 
 
@@ -19,7 +20,7 @@ from topicflow.pipeline.progress import TqdmProgress
 @click.option("--kappa", default=None, type=float, help="Forgetting rate (default: the model's).")
 @click.option("--passes", default=None, type=click.IntRange(min=1), help="Passes over the new documents (default 1).")
 @click.option("--shuffle-window", default=None, type=click.IntRange(min=0), help="Shuffle within windows of this many documents.")
-@click.option("--executor", type=click.Choice(["auto", "servers", "threads", "tasks"]), default=None,
+@click.option("--executor", type=click.Choice(list(EXECUTORS)), default=None,
               help="Where minibatch E-steps run (default: the model's); the result is the same.")
 @click.option("--keep", default=None, type=click.IntRange(min=1), help="Afterwards keep only the newest N versions.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
