@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from topicflow.io.id_index import hash_ids
 from topicflow.io.sources import FieldSpec, discover_partitions
 from topicflow.io.tokenizer import TokenizerConfig
 from topicflow.io.zarr_shards import init_store, write_vocabulary
@@ -20,7 +21,6 @@ from topicflow.tasks.ingest import (
     IdHashes,
     PartitionSummary,
     count_partition,
-    hash_ids,
     map_count,
     map_locate_ids,
     map_write_shards,

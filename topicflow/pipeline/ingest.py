@@ -42,6 +42,7 @@ from topicflow.io.atomic import (
     read_json,
     temporary_sibling,
 )
+from topicflow.io.id_index import extend_index, hash_ids, ids_in_store, remove_unlisted_segments
 from topicflow.io.sources import FieldSpec, InputPartition, discover_partitions
 from topicflow.io.tokenizer import (
     LanguageCounts,
@@ -73,7 +74,6 @@ from topicflow.tasks.ingest import (
     IdOccurrence,
     PartitionSummary,
     ShardWritten,
-    hash_ids,
     map_count,
     map_locate_ids,
     map_write_shards,
@@ -442,6 +442,7 @@ def ingest_corpus(
             )
         event = _event("ingest", inputs, fields, summary, written, pruning=prune.to_dict())
         manifest = with_shards(manifest, infos, event)
+        manifest = replace(manifest, id_index=extend_index(tmp, manifest))
         write_manifest(tmp, manifest)
         commit_directory(tmp, out, overwrite=overwrite)
     except BaseException:
@@ -495,18 +496,6 @@ def check_append_consistency(
             + "; ".join(tokenizer.differences(stored)) + " [given != stored]); appended documents must "
             "be tokenized like the store's: leave the tokenizer options out.", path=store)
     return stored
-
-
-def _store_ids_matching(store: Path, manifest: Manifest, hashes: np.ndarray) -> dict[str, str]:
-    """Ids already in the store whose hash is in ``hashes``, with their shard (streams shard by shard)."""
-    corpus = Corpus(store, manifest)
-    found: dict[str, str] = {}
-    for shard in corpus.shards:
-        group = zarr.open_group(str(store / "shards" / shard.shard_id), mode="r")
-        ids = [str(d) for d in group["doc_ids"][:]]
-        mask = np.isin(hash_ids(ids), hashes)
-        found.update({ids[i]: shard.shard_id for i in np.flatnonzero(mask)})
-    return found
 
 
 def _next_candidates_name(store: Path) -> str:
@@ -687,7 +676,7 @@ def append_corpus(
     stored_tokenizer = check_append_consistency(manifest, fields, tokenizer, str(store))
     with exclusive_lock(store / ".lock", what=f"store {str(store)!r}"):
         manifest = read_manifest(store)
-        removed = remove_store_debris(store, manifest)
+        removed = remove_store_debris(store, manifest) + remove_unlisted_segments(store, manifest)
         if removed:
             log.info("removed %d directories left by an interrupted append: %s", len(removed), removed)
         sources, partitions = discover_partitions([Path(p) for p in inputs], fields, manifest.shard_size)
@@ -705,6 +694,7 @@ def _remove_debris_quietly(store: Path, manifest: Manifest) -> None:
     """Clean up after a failed append without hiding its error (the next append retries)."""
     try:
         remove_store_debris(store, manifest)
+        remove_unlisted_segments(store, manifest)
     except OSError as exc:
         log.warning("could not remove what the failed append wrote (%s); the next append will", exc)
 
@@ -720,7 +710,7 @@ def _append_locked(
     vocabulary, a new candidate set) and renamed; rewriting the manifest is the commit.
     """
     summary = _count_pass(partitions, fields, tokenizer, on_error, split, client, progress)
-    in_store = _store_ids_matching(store, manifest, summary.ids.unique)
+    in_store = ids_in_store(store, manifest, summary.ids.unique)
     summary, skip = _resolve_duplicates(summary, partitions, fields, tokenizer, on_error, in_store,
                                         str(store), client, progress)
     _check_records(summary, inputs)
@@ -743,7 +733,12 @@ def _append_locked(
     event = _event("append", inputs, fields, summary, written, candidates=name, oov_tokens=plan.oov_tokens,
                    promote_min_df=promote_min_df, promoted=plan.promoted, vocab_version=plan.version)
     updated = replace(with_shards(manifest, infos, event), candidates=name, vocab_version=plan.version)
+    updated = replace(updated, id_index=extend_index(store, updated))
     write_manifest(store, updated)
+    try:
+        remove_unlisted_segments(store, updated)
+    except OSError as exc:  # committed already: the merged-away segments are only garbage
+        log.warning("could not delete id-index segments merged away (%s); the next append will", exc)
     return AppendResult(
         store=str(store), n_read=summary.n_records, n_kept=sum(i.n_docs for i in infos),
         n_tokens=_sum_dicts(i.n_tokens for i in infos), vocab_sizes={k: len(v) for k, v in plan.vocabs.items()},

@@ -15,7 +15,6 @@ Passes over the input (each a map over partitions):
 from __future__ import annotations
 
 import functools
-import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ import numpy as np
 from dask.delayed import Delayed
 
 from topicflow._typing import OnError
+from topicflow.io.id_index import hash_ids
 from topicflow.io.sources import FieldSpec, InputPartition, Record, RecordError, read_partition
 from topicflow.io.tokenizer import LanguageCounts, TermCounts, TokenizerConfig, count_document, make_tokenizer
 from topicflow.io.zarr_shards import read_vocabulary, write_shard
@@ -33,12 +33,6 @@ from topicflow.tasks.reduce import tree_reduce
 
 #: Per-language bag of one document; None when the document lacks the language.
 Bags = dict[str, "Counter[str] | None"]
-
-
-def hash_ids(doc_ids: Sequence[str]) -> np.ndarray:
-    """64-bit blake2b hashes of document ids, shape (n_docs,), uint64 (equal ids, equal hashes)."""
-    digest = b"".join(hashlib.blake2b(d.encode("utf-8"), digest_size=8).digest() for d in doc_ids)
-    return np.frombuffer(digest, dtype="<u8").astype(np.uint64)
 
 
 @dataclass(frozen=True, slots=True)
