@@ -276,6 +276,39 @@ def test_merge_is_associative_commutative_with_zeros_identity(a, b, c) -> None:
         assert np.array_equal(left.alpha_suff, sa.alpha_suff) and left.doc_elbo == sa.doc_elbo
 
 
+topic_term_parts = st.lists(
+    st.integers(min_value=0, max_value=2**31).map(
+        lambda seed: TopicTermStats(
+            np.sort(np.random.default_rng(seed).choice(30, seed % 12, replace=False)).astype(np.int64),
+            np.random.default_rng(seed + 1).gamma(0.3, 3.0, (3, seed % 12)),
+        )
+    ),
+    min_size=1, max_size=9,
+)
+
+
+@settings(deadline=None, max_examples=60)
+@given(parts=topic_term_parts, languages=st.lists(st.sampled_from(["en", "de"]), min_size=1, max_size=9))
+def test_merge_all_has_the_bits_of_the_left_fold(parts: list[TopicTermStats], languages: list[str]) -> None:
+    """The k-way merge a tree node uses must equal pairwise merges exactly, not just closely: the
+    executors' bit-identical models rest on it."""
+    rng = np.random.default_rng(len(parts))
+    stats = [
+        EStepStats({lang: part}, rng.normal(size=3), float(rng.normal()), 2, 9, 1, 4)
+        for part, lang in zip(parts, languages * len(parts))
+    ]
+    folded, merged = stats[0], EStepStats.merge_all(stats)
+    for item in stats[1:]:
+        folded = folded.merge(item)
+    assert sorted(merged.topic_terms) == sorted(folded.topic_terms)
+    for lang, terms in folded.topic_terms.items():
+        assert np.array_equal(merged.topic_terms[lang].term_ids, terms.term_ids)
+        assert merged.topic_terms[lang].values.tobytes() == terms.values.tobytes()
+    assert merged.alpha_suff.tobytes() == folded.alpha_suff.tobytes() and merged.doc_elbo == folded.doc_elbo
+    assert (merged.n_docs, merged.n_tokens, merged.n_capped, merged.n_doc_iter) == (
+        folded.n_docs, folded.n_tokens, folded.n_capped, folded.n_doc_iter)
+
+
 def test_topic_term_stats_union_and_dense() -> None:
     a = TopicTermStats(np.array([1, 4]), np.array([[1.0, 2.0]]))
     b = TopicTermStats(np.array([0, 4]), np.array([[5.0, 7.0]]))

@@ -167,6 +167,29 @@ class TopicTermStats:
         )
         return TopicTermStats(term_ids, values)
 
+    @classmethod
+    def merge_all(cls, parts: Sequence[TopicTermStats]) -> TopicTermStats:
+        """``parts[0].merge(parts[1]).merge(parts[2])...`` with the same bits, in one pass.
+
+        Every column is summed in part order starting from its first part's value, exactly as the
+        left fold adds it, but without building the intermediate unions.
+        """
+        if len(parts) <= 2:
+            return parts[0] if len(parts) == 1 else parts[0].merge(parts[1])
+        n_topics = parts[0].n_topics
+        if any(part.n_topics != n_topics for part in parts):
+            raise InvalidParameterError("cannot merge TopicTermStats with different numbers of topics")
+        ids = [np.ascontiguousarray(part.term_ids, dtype=np.int64) for part in parts]
+        top = max((int(i[-1]) for i in ids if i.shape[0]), default=-1)
+        mark = np.zeros(top + 1, dtype=np.bool_)
+        for part_ids in ids:
+            mark[part_ids] = True
+        column = np.cumsum(mark, dtype=np.int64) - 1
+        values = np.zeros((n_topics, int(column[-1]) + 1 if top >= 0 else 0), dtype=np.float64)
+        for part_ids, part in zip(ids, parts):
+            _add_columns(values, column[part_ids], np.ascontiguousarray(part.values, dtype=np.float64))
+        return TopicTermStats(np.flatnonzero(mark).astype(np.int64), values)
+
     def to_dense(self, n_terms: int) -> FloatArray:
         """The statistics as a dense ``(n_topics, n_terms)`` float64 array."""
         if self.term_ids.shape[0] and int(self.term_ids[-1]) >= n_terms:
@@ -215,6 +238,13 @@ def _merge_sorted_columns(
     return ids[:n].copy(), values
 
 
+@numba.njit(nogil=True, cache=True)
+def _add_columns(values: FloatArray, columns: IntArray, addend: FloatArray) -> None:
+    for k in range(values.shape[0]):
+        for j in range(columns.shape[0]):
+            values[k, columns[j]] += addend[k, j]
+
+
 @dataclass(frozen=True, slots=True)
 class EStepStats:
     """Mergeable output of the E-step for a set of documents.
@@ -256,6 +286,32 @@ class EStepStats:
         return cls(
             {lang: TopicTermStats.zeros(n_topics) for lang in languages},
             np.zeros(n_topics, dtype=np.float64), 0.0, 0, 0, 0,
+        )
+
+    @classmethod
+    def merge_all(cls, parts: Sequence[EStepStats]) -> EStepStats:
+        """``functools.reduce(EStepStats.merge, parts)`` with the same bits, topic terms in one pass each."""
+        if len(parts) <= 2:
+            return parts[0] if len(parts) == 1 else parts[0].merge(parts[1])
+        if len({part.alpha_suff.shape for part in parts}) > 1:
+            raise InvalidParameterError("cannot merge EStepStats of different numbers of topics")
+        languages = sorted({lang for part in parts for lang in part.topic_terms})
+        alpha_suff = parts[0].alpha_suff
+        doc_elbo = parts[0].doc_elbo
+        for part in parts[1:]:
+            alpha_suff = alpha_suff + part.alpha_suff
+            doc_elbo = doc_elbo + part.doc_elbo
+        return EStepStats(
+            topic_terms={
+                lang: TopicTermStats.merge_all([p.topic_terms[lang] for p in parts if lang in p.topic_terms])
+                for lang in languages
+            },
+            alpha_suff=alpha_suff,
+            doc_elbo=doc_elbo,
+            n_docs=sum(p.n_docs for p in parts),
+            n_tokens=sum(p.n_tokens for p in parts),
+            n_capped=sum(p.n_capped for p in parts),
+            n_doc_iter=sum(p.n_doc_iter for p in parts),
         )
 
     def merge(self, other: EStepStats) -> EStepStats:
@@ -436,15 +492,47 @@ def prepare_topics_for_blocks(source: TopicWordVar, blocks: Sequence[Mapping[str
     -------
     PreparedTopics
     """
-    term_topic = np.zeros((int(source.offsets[-1]), source.n_topics), dtype=np.float64)
+    topics = empty_prepared_topics(source)
+    fill_prepared_terms(source, terms_of_blocks(source, blocks), topics)
+    return topics
+
+
+def terms_of_blocks(source: TopicWordVar, blocks: Sequence[Mapping[str, DocBlock]]) -> tuple[IntArray, ...]:
+    """Per language of ``source``, the sorted ids of the terms the blocks contain (a mark array, no sort)."""
+    terms = []
     for i, lang in enumerate(source.languages):
-        ids = [b[lang].term_ids for b in blocks if lang in b]
-        if not ids:
-            continue
-        present = np.unique(np.concatenate(ids)).astype(np.int64)
-        exp_dirichlet_expectation_columns(source.topic_word_var[i], source.psi_totals[i], present, term_topic,
-                                          row_offset=int(source.offsets[i]))
-    return PreparedTopics(source.languages, source.offsets, term_topic)
+        mark = np.zeros(int(source.offsets[i + 1] - source.offsets[i]), dtype=np.bool_)
+        for block in blocks:
+            if lang in block:
+                _mark(mark, block[lang].term_ids)
+        terms.append(np.flatnonzero(mark).astype(np.int64))
+    return tuple(terms)
+
+
+@numba.njit(nogil=True, cache=True)
+def _mark(mark: np.ndarray, ids: IntArray) -> None:
+    for i in range(ids.shape[0]):
+        mark[ids[i]] = True
+
+
+def empty_prepared_topics(source: TopicWordVar) -> PreparedTopics:
+    """All-zero exp(E[log beta]) in the E-step layout, for :func:`fill_prepared_terms` to fill."""
+    return PreparedTopics(source.languages, source.offsets,
+                          np.zeros((int(source.offsets[-1]), source.n_topics), dtype=np.float64))
+
+
+def fill_prepared_terms(source: TopicWordVar, terms: Sequence[IntArray], topics: PreparedTopics,
+                        part: int = 0, n_parts: int = 1) -> None:
+    """Write the exp(E[log beta]) rows of ``terms`` (per language) into ``topics``, in place.
+
+    With ``n_parts`` > 1 only the ``part``-th contiguous slice of each language's terms is written,
+    so threads can share the work on one array; each value has the same bits however it is split.
+    """
+    for i, present in enumerate(terms):
+        lo, hi = (len(present) * part) // n_parts, (len(present) * (part + 1)) // n_parts
+        if hi > lo:
+            exp_dirichlet_expectation_columns(source.topic_word_var[i], source.psi_totals[i], present[lo:hi],
+                                              topics.term_topic, row_offset=int(source.offsets[i]))
 
 
 @numba.njit(nogil=True, cache=True)

@@ -34,7 +34,8 @@ from topicflow.models.blocks import DocBlock
 from topicflow.models.lda_model import LDAState
 from topicflow.models.online_vb import TopicWordReplica, TopicWordStep
 from topicflow.models.vb_lda import (
-    EStepStats, TopicWordVar, prepare_topics_for_blocks, topic_word_var_source,
+    EStepStats, TopicWordVar, empty_prepared_topics, fill_prepared_terms, prepare_topics_for_blocks,
+    terms_of_blocks, topic_word_var_source,
 )
 from topicflow.tasks.estep import EStepParams, merge_stats, run_estep
 from topicflow.tasks.reduce import tree_reduce_now
@@ -170,14 +171,24 @@ class LocalPool:
 
     def estep(self, pieces: Sequence[Piece], state: LDAState, params: EStepParams, epoch: int, *,
               split_every: int, upcoming: Sequence[Piece] = ()) -> EStepStats:
-        """Statistics of ``pieces`` under ``state``; then start reading the shards of ``upcoming`` pieces."""
-        topics = topic_word_var_source(state.topic_word_var)  # each thread prepares its own terms only
-        shares = _deal(pieces, self.threads)
-        futures = [self.pool.submit(run_pieces, self.reader, share, topics, state.doc_topic_prior, params, epoch)
-                   for share in shares if share]
-        results = [f.result() for f in futures]
+        """Statistics of ``pieces`` under ``state``; meanwhile start reading the shards of ``upcoming`` pieces.
+
+        The threads first share the exp(E[log beta]) rows of the minibatch's terms (each term once,
+        instead of once per thread that meets it), then run the pieces' E-steps.
+        """
+        # Read ahead now, not after the E-step: the threads then wait for the driver's merge and M-step,
+        # and a read started only then would still be running when the next minibatch needs it.
         self.reader.prefetch(_shards_of(upcoming))
-        return _merge(results, split_every)
+        source = topic_word_var_source(state.topic_word_var)
+        blocks = [self.reader.rows(shard, start, stop) for _, shard, start, stop in pieces]
+        terms = terms_of_blocks(source, blocks)
+        topics = empty_prepared_topics(source)
+        for future in [self.pool.submit(fill_prepared_terms, source, terms, topics, part, self.threads)
+                       for part in range(self.threads)]:
+            future.result()
+        # One task per piece, not one run per thread: a thread that is done early takes the next piece.
+        runs = [self.pool.submit(run_estep, rows, topics, state.doc_topic_prior, params, epoch) for rows in blocks]
+        return _merge([[(piece[0], run.result()) for piece, run in zip(pieces, runs)]], split_every)
 
     def advance(self, before: LDAState, step: TopicWordStep, after: LDAState) -> None:
         """Nothing to do: the threads read the driver's state."""

@@ -7,7 +7,6 @@ algorithm and the same inputs give the same graph.
 """
 from __future__ import annotations
 
-import functools
 from typing import Any, Mapping, Sequence
 
 import dask
@@ -58,8 +57,8 @@ def _estep_warm_task(
 
 
 def merge_stats(*parts: EStepStats) -> EStepStats:
-    """Body of one tree node: merge its children left to right (module-level so it pickles)."""
-    return functools.reduce(EStepStats.merge, parts)
+    """Body of one tree node: its children merged left to right (module-level so it pickles)."""
+    return EStepStats.merge_all(parts)
 
 
 def map_estep(
