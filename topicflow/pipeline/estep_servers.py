@@ -176,8 +176,8 @@ class LocalPool:
         The threads first share the exp(E[log beta]) rows of the minibatch's terms (each term once,
         instead of once per thread that meets it), then run the pieces' E-steps.
         """
-        # Read ahead now, not after the E-step: the threads then wait for the driver's merge and M-step,
-        # and a read started only then would still be running when the next minibatch needs it.
+        # Read ahead from the start: a read begun after the E-step would overlap only the driver's short
+        # merge and M-step, and the next minibatch would wait for it.
         self.reader.prefetch(_shards_of(upcoming))
         source = topic_word_var_source(state.topic_word_var)
         blocks = [self.reader.rows(shard, start, stop) for _, shard, start, stop in pieces]
