@@ -143,7 +143,7 @@ def perplexity(pairs: list[tuple[DocBlock, DocBlock]], topic_word: np.ndarray, a
 
 
 def run_topicflow(train: Corpus, k: int, max_iter: int, client: Any, pairs: list, eta: float = 0.01,
-                  alpha: str = "auto", seed: int = 0) -> dict[str, Any]:
+                  alpha: str = "auto", seed: int = 0, init_shape: float = 100.0) -> dict[str, Any]:
     curve: list[tuple[float, float]] = []
     fit_seconds = [0.0]
 
@@ -154,7 +154,7 @@ def run_topicflow(train: Corpus, k: int, max_iter: int, client: Any, pairs: list
 
     started = time.perf_counter()
     result = fit_batch_vb(train, VBConfig(n_topics=k, max_iter=max_iter, tol=1e-4, eta=eta, seed=seed,
-                                                  **alpha_settings(alpha, k)),
+                                          init_shape=init_shape, **alpha_settings(alpha, k)),
                           client=client, on_iteration=on_iteration)
     wall = time.perf_counter() - started
     eval_time = wall - fit_seconds[0]
@@ -229,6 +229,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="topicflow's alpha: learned, or fixed at 1/K like scikit-learn's")
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of every system (topicflow's start, the anchors' random_state)")
+    parser.add_argument("--init-shape", type=float, default=100.0,
+                        help="topicflow's starting topics: Gamma(s, 1/s) entries (the anchors draw Gamma(100, 1/100))")
     parser.add_argument("--sklearn-max-iter", type=int, default=None,
                         help="scikit-learn max_iter (default: --max-iter); its batch iterations are slow at scale")
     parser.add_argument("--workers", type=int, default=2)
@@ -262,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
             for name in systems:
                 if name == "topicflow":
                     results[name] = run_topicflow(train, k, args.max_iter, client, pairs, eta=args.eta,
-                                                  alpha=args.alpha, seed=args.seed)
+                                                  alpha=args.alpha, seed=args.seed, init_shape=args.init_shape)
                 else:
                     seconds, topic_word, alpha = anchors[name]()
                     results[name] = {"seconds": seconds, "perplexity": perplexity(pairs, topic_word, alpha)}

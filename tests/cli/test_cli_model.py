@@ -74,6 +74,26 @@ def test_fit_refuses_existing_model_and_bad_alpha(stores: tuple[Path, Path], tmp
     assert result.exit_code == 2 and "alpha must be" in result.output
 
 
+def test_init_shape_reaches_the_model_and_is_checked(stores: tuple[Path, Path], tmp_path: Path,
+                                                     local_cluster: object) -> None:
+    from topicflow.pipeline.estimators import LDA
+
+    train, _ = stores
+    address = local_cluster.scheduler_address  # type: ignore[attr-defined]
+    models = {}
+    for shape in ("100", "10"):
+        path = tmp_path / f"model-{shape}"
+        result = run(["fit", str(train), "--model", str(path), "--topics", "3", "--iterations", "1",
+                      "--init-shape", shape, "--scheduler", address])
+        assert result.exit_code == 0, result.output
+        models[shape] = LDA.load(path)
+    assert models["10"].init_shape == 10.0 and models["100"].init_shape == 100.0
+    assert not np.allclose(models["10"].components_, models["100"].components_)
+    result = CliRunner().invoke(main, ["fit", str(train), "--model", str(tmp_path / "m0"), "--topics", "2",
+                                       "--init-shape", "0"])
+    assert result.exit_code == 2 and "--init-shape" in result.output
+
+
 def test_missing_store_and_model_are_explained(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["topics", str(tmp_path / "nope")])
     assert result.exit_code == 2 and "no topicflow model" in result.output

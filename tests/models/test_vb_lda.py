@@ -309,6 +309,16 @@ def test_merge_all_has_the_bits_of_the_left_fold(parts: list[TopicTermStats], la
         folded.n_docs, folded.n_tokens, folded.n_capped, folded.n_doc_iter)
 
 
+def test_initial_topics_have_gamma_shape_spread() -> None:
+    from topicflow.models.vb_lda import initial_topic_word_var
+
+    for shape in (100.0, 10.0, 1.0):
+        draws = initial_topic_word_var(4, 5000, seed=2, shape=shape)
+        # Gamma(s, 1/s): mean 1, variance 1/s.
+        assert abs(draws.mean() - 1.0) < 0.03 and abs(draws.var() * shape - 1.0) < 0.1
+    np.testing.assert_array_equal(initial_topic_word_var(2, 7, seed=2), initial_topic_word_var(2, 7, seed=2, shape=100.0))
+
+
 def test_topic_term_stats_union_and_dense() -> None:
     a = TopicTermStats(np.array([1, 4]), np.array([[1.0, 2.0]]))
     b = TopicTermStats(np.array([0, 4]), np.array([[5.0, 7.0]]))

@@ -51,7 +51,7 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
               help="Online: visit documents in random order within windows of this many documents (0: store order).")
 @click.option("--executor", type=click.Choice(list(EXECUTORS)), default="auto", show_default=True,
               help="Online: where minibatch E-steps run. threads: a thread pool of this process, no cluster "
-                   "(fastest on one machine for small minibatches); servers: one actor per Dask worker.")
+                   "(fastest on one machine); servers: one actor per Dask worker.")
 @click.option("--estep", type=click.Choice(["vb", "hybrid"]), default="vb", show_default=True,
               help="Dense VB E-step, or Gibbs sampling within VB (sparse; faster at large K).")
 @click.option("--burn-in", default=5, show_default=True, type=click.IntRange(min=0), help="Hybrid: discarded sweeps per document.")
@@ -66,6 +66,9 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @click.option("--warm-start/--cold-start", default=False, show_default=True,
               help="Batch: after 10 cold iterations, start each document's E-step from its previous gamma.")
 @click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--init-shape", default=100.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="Shape s of the Gamma(s, 1/s) entries of the random starting topics; smaller starts them "
+                   "further apart.")
 @click.option("--checkpoint-every", default=None, type=click.IntRange(min=1),
               help="Write the driver state every N iterations (batch) or minibatches (online).")
 @click.option("--checkpoint", "checkpoint_path", default=None, type=click.Path(),
@@ -79,7 +82,8 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 def fit(store: str, model_path: str, n_topics: int, method: str, iterations: int, tol: float, batch_size: int,
         tau0: float, kappa: float, passes: int, shuffle_window: int, executor: str, estep: str, burn_in: int, samples: int,
         alpha: str, eta: float, optimize_eta: bool, seed_words: str | None, seed_strength: float,
-        doc_iterations: int, doc_tol: float, warm_start: bool, seed: int, checkpoint_every: int | None,
+        doc_iterations: int, doc_tol: float, warm_start: bool, seed: int, init_shape: float,
+        checkpoint_every: int | None,
         checkpoint_path: str | None, resume: bool, doc_topics: str | None, split_every: int | None,
         overwrite: bool, cluster: ClusterConfig) -> None:
     """Fit LDA (polylingual LDA for a multilingual STORE) by batch or online variational Bayes."""
@@ -94,7 +98,7 @@ def fit(store: str, model_path: str, n_topics: int, method: str, iterations: int
         doc_tol=doc_tol, seed=seed, seed_topics=read_seed_words(seed_words), seed_strength=seed_strength,
         optimize_eta=optimize_eta, split_every=split_every, warm_start=warm_start, method=method,
         batch_size=batch_size, tau0=tau0, kappa=kappa, passes=passes, shuffle_window=shuffle_window,
-        estep=estep, burn_in=burn_in, samples=samples, executor=executor,
+        estep=estep, burn_in=burn_in, samples=samples, executor=executor, init_shape=init_shape,
     )
     estimator._config()  # validate before starting a cluster
     estimator._online_config()

@@ -74,6 +74,9 @@ class LDA:
         Stop when the relative ELBO change falls below it.
     doc_max_iter, doc_tol : per-document E-step limits (mean absolute change of gamma).
     seed : int
+    init_shape : float, default 100
+        Shape s of the Gamma(s, 1/s) entries of the random starting lambda (100: Hoffman et al.'s
+        start). A smaller s starts the topics further apart (see ``VBConfig.init_shape``).
     seed_topics : sequence of SeedTopic, optional
         Informed priors (see :func:`topicflow.models.priors.informed_prior`).
     seed_strength : float
@@ -123,6 +126,7 @@ class LDA:
         batch_size: int = 256, tau0: float = 10.0, kappa: float = 0.7, passes: int = 1,
         shuffle_window: int = 0, total_docs: int | None = None, eval_every: int = 10,
         estep: str = "vb", burn_in: int = 5, samples: int = 5, executor: str = "auto",
+        init_shape: float = 100.0,
     ) -> None:
         self.n_topics = n_topics
         self.alpha = alpha
@@ -149,6 +153,7 @@ class LDA:
         self.burn_in = burn_in
         self.samples = samples
         self.executor = executor
+        self.init_shape = init_shape
 
     def __repr__(self) -> str:
         return f"LDA(n_topics={self.n_topics}, alpha={self.alpha!r}, eta={self.eta!r}, seed={self.seed})"
@@ -161,7 +166,7 @@ class LDA:
             doc_max_iter=int(self.doc_max_iter), doc_tol=float(self.doc_tol), seed=int(self.seed),
             seed_topics=tuple(self.seed_topics), seed_strength=float(self.seed_strength),
             warm_start=bool(self.warm_start), estep=self.estep, burn_in=int(self.burn_in),  # type: ignore[arg-type]
-            samples=int(self.samples),
+            samples=int(self.samples), init_shape=float(self.init_shape),
         )
 
     def _online_config(self) -> OnlineConfig:
@@ -341,7 +346,7 @@ class LDA:
             method=model.info.get("method", "batch"), batch_size=online.batch_size, tau0=online.tau0,
             kappa=online.kappa, passes=online.passes, shuffle_window=online.shuffle_window,
             total_docs=online.total_docs, eval_every=online.eval_every, estep=config.estep,
-            burn_in=config.burn_in, samples=config.samples,
+            burn_in=config.burn_in, samples=config.samples, init_shape=config.init_shape,
         )
         estimator.model_ = model
         estimator._set_attributes_from_model()

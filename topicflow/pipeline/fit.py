@@ -79,6 +79,10 @@ class VBConfig:
     #: Start of each document's gamma: "uniform" (alpha + N_d / K), "random" (Gamma(100, 1/100), as
     #: Hoffman et al.), or "auto": random for online VB, which sees a document once, uniform for batch.
     gamma_init: str = "auto"
+    #: Shape s of the Gamma(s, 1/s) entries of the starting lambda: 100 is Hoffman et al.'s start. A
+    #: smaller s starts the topics further apart; on generated LDA corpora s = 10 leaves the flat start
+    #: sooner and ends lower, on real text it ended about 1% higher (benchmarks/RESULTS.md).
+    init_shape: float = 100.0
 
     def __post_init__(self) -> None:
         checks = [
@@ -94,6 +98,7 @@ class VBConfig:
             (self.gamma_init in ("auto", "uniform", "random"), "gamma_init must be 'auto', 'uniform' or 'random'"),
             (self.burn_in >= 0 and self.samples >= 1, "burn_in must be >= 0 and samples >= 1"),
             (not (self.warm_start and self.estep == "hybrid"), "warm_start applies to the 'vb' E-step only"),
+            (self.init_shape > 0, "init_shape must be positive"),
         ]
         for ok, message in checks:
             if not ok:
@@ -171,7 +176,8 @@ def initial_state(corpus: Corpus, config: VBConfig) -> tuple[LDAState, dict[str,
     lam, priors, names, unknown = {}, {}, [None] * config.n_topics, {}
     for index, lang in enumerate(corpus.languages):
         vocab = corpus.vocabulary(lang)
-        lam[lang] = initial_topic_word_var(config.n_topics, len(vocab), seed=config.seed, language_index=index)
+        lam[lang] = initial_topic_word_var(config.n_topics, len(vocab), seed=config.seed, language_index=index,
+                                           shape=config.init_shape)
         if config.seed_topics:
             prior, topic_names, missing = informed_prior(
                 vocab.index, len(vocab), config.n_topics, config.seed_topics,
