@@ -94,7 +94,7 @@ def ids_in_store(store: Path, manifest: Manifest, hashes: np.ndarray) -> dict[st
     candidates: set[int] = set(range(_covered(segments), len(manifest.shards)))
     for segment in segments:
         seg_hashes, seg_shards = _read_segment(store, segment)
-        candidates.update(np.unique(seg_shards[np.isin(seg_hashes, hashes, assume_unique=False)]).tolist())
+        candidates.update(np.unique(seg_shards[np.isin(seg_hashes, hashes)]).tolist())
     found: dict[str, str] = {}
     for position in sorted(candidates):
         ids = _shard_doc_ids(store, manifest, position)
@@ -109,8 +109,7 @@ def _write_segment(store: Path, segment: Segment, hashes: np.ndarray, shards: np
     root.mkdir(exist_ok=True)
     hidden = root / f".{segment.name}-{uuid.uuid4().hex[:8]}"
     order = np.argsort(hashes, kind="stable")
-    write_arrays(hidden, {"hashes": hashes[order].astype(np.uint64),
-                                "shards": shards[order].astype(np.int32)})
+    write_arrays(hidden, {"hashes": hashes[order].astype(np.uint64), "shards": shards[order].astype(np.int32)})
     final = root / segment.name
     if final.exists():  # unlisted debris of an interrupted append
         shutil.rmtree(final)

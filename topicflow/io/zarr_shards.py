@@ -441,6 +441,9 @@ def load_block(
     return load_multiblock(store, shard, {language: n_terms}, with_meta)[language]
 
 
+# ----------------------------------------------------------------------------- reading API
+
+
 class Corpus:
     """A sharded corpus store opened for reading; nothing is loaded until asked for.
 

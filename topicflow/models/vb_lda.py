@@ -1023,7 +1023,7 @@ def initial_topic_word_var(
         Position of the language, so each language gets its own draws.
     shape : float, default 100
         100 is Hoffman et al. (2010)'s start, which gensim and scikit-learn use. A smaller shape
-        starts the topics further apart, so batch VB leaves the flat start in fewer iterations.
+        starts the topics further apart (measured in benchmarks/RESULTS.md).
 
     Returns
     -------
