@@ -28,7 +28,7 @@ import numpy as np
 
 from topicflow._typing import FloatArray, IntArray
 from topicflow.errors import InvalidParameterError, NumericalError
-from topicflow.models.special import digamma, digamma_array, gammaln_array, trigamma_array
+from topicflow.models.special import digamma, digamma_array, exp_digamma_minus_into, gammaln_array, trigamma_array
 
 #: Step halvings tried before a Newton iteration is declared stalled (at the optimum, to rounding).
 _MAX_HALVINGS = 60
@@ -65,9 +65,7 @@ def _exp_dirichlet_expectation_rows(params: FloatArray, out: FloatArray) -> None
         total = 0.0
         for c in range(params.shape[1]):
             total += params[r, c]
-        psi_total = digamma(total)
-        for c in range(params.shape[1]):
-            out[r, c] = math.exp(digamma(params[r, c]) - psi_total)
+        exp_digamma_minus_into(params[r], digamma(total), out[r])
 
 
 @numba.njit(nogil=True, cache=True)
@@ -82,10 +80,20 @@ def _digamma_of_row_sums(params: FloatArray, out: FloatArray) -> None:
 
 @numba.njit(nogil=True, cache=True)
 def _exp_dirichlet_expectation_columns(params, psi_totals, columns, out, row_offset):  # type: ignore[no-untyped-def]
-    for i in range(columns.shape[0]):
-        c = columns[i]
+    # Gathered into contiguous runs so the vectorized exp-digamma applies; a chunk of columns keeps
+    # the scattered output rows in cache.
+    chunk = 256
+    gathered = np.empty(chunk)
+    values = np.empty(chunk)
+    for start in range(0, columns.shape[0], chunk):
+        stop = min(start + chunk, columns.shape[0])
+        n = stop - start
         for r in range(params.shape[0]):
-            out[row_offset + c, r] = math.exp(digamma(params[r, c]) - psi_totals[r])
+            for i in range(n):
+                gathered[i] = params[r, columns[start + i]]
+            exp_digamma_minus_into(gathered[:n], psi_totals[r], values[:n])
+            for i in range(n):
+                out[row_offset + columns[start + i], r] = values[i]
 
 
 def digamma_of_row_sums(params: FloatArray) -> FloatArray:

@@ -15,6 +15,9 @@ import math
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
 
 from topicflow._typing import FloatArray
 
@@ -87,6 +90,111 @@ def digamma(x: float) -> float:
         1.0 / 132 - z * (691.0 / 32760 - z * (1.0 / 12 - z * (3617.0 / 8160 - z * (
             43867.0 / 14364 - z * (174611.0 / 6600))))))))))
     return reflection - shift + math.log(x) - 0.5 * r - series
+
+
+#: exp_digamma_minus_into computes these x branch-free; others (and nan) take the scalar path.
+#: Above the upper bound (x + 6)^7 would overflow the single division below.
+EXP_DIGAMMA_FAST_MIN = 1e-300
+EXP_DIGAMMA_FAST_MAX = 1e40
+_LOG2E = 1.4426950408889634
+#: Adding 1.5 * 2^52 rounds a float to an integer that then sits in the low bits of the mantissa.
+_ROUNDING_SHIFTER = 6755399441055744.0
+#: ln 2 split in two so k * _LN2_HI is exact for |k| < 2^11 (Cody and Waite's reduction).
+_LN2_HI = 6.93147180369123816490e-01
+_LN2_LO = 1.90821492927058770002e-10
+#: exp of anything below this is subnormal; the fast path returns 0 there (libm gives < 2.3e-308).
+_EXP_NORMAL_MIN = -708.3964185322641
+_EXP_MAX = 709.782712893384
+
+
+@intrinsic
+def _float_bits(typingctx, value):  # type: ignore[no-untyped-def]
+    """The IEEE bits of a float64 as an int64 (an LLVM bitcast, so loops using it still vectorize)."""
+    if not isinstance(value, types.Float) or value.bitwidth != 64:
+        return None
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        return builder.bitcast(args[0], ir.IntType(64))
+
+    return types.int64(types.float64), codegen
+
+
+@intrinsic
+def _bits_float(typingctx, bits):  # type: ignore[no-untyped-def]
+    """The float64 whose IEEE bits are the int64 ``bits``."""
+    if not isinstance(bits, types.Integer) or bits.bitwidth != 64:
+        return None
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        return builder.bitcast(args[0], ir.DoubleType())
+
+    return types.float64(types.int64), codegen
+
+
+@numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _exp_normal(t):  # type: ignore[no-untyped-def]
+    """exp(t) for t in [_EXP_NORMAL_MIN, _EXP_MAX] without a libm call: 2^k times a degree-13 Taylor
+    polynomial on |r| <= ln(2) / 2 (truncation below 2e-16 relative)."""
+    shifted = t * _LOG2E + _ROUNDING_SHIFTER
+    k = shifted - _ROUNDING_SHIFTER
+    r = (t - k * _LN2_HI) - k * _LN2_LO
+    poly = 1.0 + r * (1.0 + r * (1.0 / 2 + r * (1.0 / 6 + r * (1.0 / 24 + r * (1.0 / 120 + r * (
+        1.0 / 720 + r * (1.0 / 5040 + r * (1.0 / 40320 + r * (1.0 / 362880 + r * (1.0 / 3628800 + r * (
+            1.0 / 39916800 + r * (1.0 / 479001600 + r * (1.0 / 6227020800)))))))))))))
+    two_to_k = _bits_float((_float_bits(shifted) - _float_bits(_ROUNDING_SHIFTER) + 1023) << 52)
+    return poly * two_to_k
+
+
+@numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _exp_digamma_minus_fast(x, offset):  # type: ignore[no-untyped-def]
+    """exp(psi(x) - offset) for EXP_DIGAMMA_FAST_MIN <= x <= EXP_DIGAMMA_FAST_MAX, with no branch.
+
+    exp(psi(x)) = y exp(-1/(2y) - series(y) - sum_{i<6} 1/(x+i)) with y = x + 6, so the log of the
+    asymptotic expansion cancels against the exp and one exp remains. The six-step shift and 1/y
+    share one division.
+    """
+    num = 1.0
+    den = x
+    for i in range(1, _DIGAMMA_SHIFT):
+        y = x + i
+        num = num * y + den
+        den *= y
+    y = x + _DIGAMMA_SHIFT
+    inv = 1.0 / (den * y)
+    r = den * inv
+    z = r * r
+    series = z * (1.0 / 12 - z * (1.0 / 120 - z * (1.0 / 252 - z * (1.0 / 240 - z * (
+        1.0 / 132 - z * (691.0 / 32760 - z * (1.0 / 12 - z * (3617.0 / 8160 - z * (
+            43867.0 / 14364 - z * (174611.0 / 6600))))))))))
+    t = -(num * y * inv) - 0.5 * r - series - offset
+    value = y * _exp_normal(min(max(t, _EXP_NORMAL_MIN), _EXP_MAX))
+    return value if t >= _EXP_NORMAL_MIN else 0.0
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def exp_digamma_minus_into(x, offset, out):  # type: ignore[no-untyped-def]
+    """out_i = exp(psi(x_i) - offset) for 1-d float64 ``x``, vectorized; ``out`` must not overlap ``x``.
+
+    Notes
+    -----
+    NumPy equivalent: ``np.exp(scipy.special.psi(x) - offset)``, to about 1e-14 relative for
+    x >= 0.01 (4e-13 below, as the scalar digamma), 0 where that is below 2.3e-308. Hoffman et al.'s
+    exp(E[log theta]) and exp(E[log beta]) are this with offset psi(row sum). The branch-free body is
+    what lets LLVM vectorize the loop, which a libm exp and the scalar digamma's branches prevent
+    (4-7x faster per value). ``error_model="numpy"`` drops the zero-division checks for the same
+    reason; it does not reorder arithmetic. Values outside the fast range are recomputed with
+    :func:`digamma` and ``math.exp``, so results are the same on every call and thread.
+    """
+    n_slow = 0
+    for i in range(x.shape[0]):
+        value = x[i]
+        n_slow += not (EXP_DIGAMMA_FAST_MIN <= value <= EXP_DIGAMMA_FAST_MAX)
+        out[i] = _exp_digamma_minus_fast(value, offset)
+    if n_slow:
+        for i in range(x.shape[0]):
+            value = x[i]
+            if not (EXP_DIGAMMA_FAST_MIN <= value <= EXP_DIGAMMA_FAST_MAX):
+                out[i] = math.exp(digamma(value) - offset)
 
 
 @numba.njit(nogil=True, cache=True)

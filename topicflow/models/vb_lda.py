@@ -47,7 +47,7 @@ from topicflow.models.dirichlet import (
     exp_dirichlet_expectation_rows,
 )
 from topicflow.models.rng import STREAM_GAMMA_INIT, STREAM_TOPIC_INIT, doc_generator, gamma_rows_from_keys
-from topicflow.models.special import digamma, gammaln_array
+from topicflow.models.special import digamma, exp_digamma_minus_into, gammaln_array
 
 #: Added to every phi normalizer sum_k exp(E[log theta_k]) exp(E[log beta_kw]) so a term whose
 #: exp(E[log beta]) underflows to 0 in every topic gives phi = 0 instead of 0/0 (as Hoffman's code does).
@@ -553,9 +553,7 @@ def _exp_elog_theta(gamma_d, out):  # type: ignore[no-untyped-def]
     total = 0.0
     for k in range(gamma_d.shape[0]):
         total += gamma_d[k]
-    psi_total = digamma(total)
-    for k in range(gamma_d.shape[0]):
-        out[k] = math.exp(digamma(gamma_d[k]) - psi_total)
+    exp_digamma_minus_into(gamma_d, digamma(total), out)
 
 
 @numba.njit(nogil=True, cache=True)
