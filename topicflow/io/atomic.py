@@ -24,6 +24,13 @@ def temporary_sibling(path: Path, tag: str = "tmp") -> Path:
 
 
 def fsync_directory(path: Path) -> None:
+    """Flush the directory entry of ``path`` to disk, so a rename inside it survives a crash.
+
+    Parameters
+    ----------
+    path : Path
+        An existing directory.
+    """
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -50,6 +57,18 @@ def atomic_write_json(path: Path, payload: Any) -> None:
 
 
 def read_json(path: Path) -> Any:
+    """Read a UTF-8 JSON file.
+
+    Parameters
+    ----------
+    path : Path
+        File to read.
+
+    Returns
+    -------
+    Any
+        The decoded JSON value.
+    """
     with open(path, encoding="utf-8") as handle:
         return json.load(handle)
 
@@ -83,7 +102,25 @@ def commit_directory(tmp: Path, final: Path, *, overwrite: bool) -> None:
 
 @contextlib.contextmanager
 def exclusive_lock(path: Path, *, what: str) -> Iterator[None]:
-    """Hold an advisory exclusive lock on ``path`` (created if missing) or fail at once."""
+    """Hold an advisory exclusive lock on ``path`` (created if missing) or fail at once.
+
+    Parameters
+    ----------
+    path : Path
+        Lock file; created if missing and never deleted.
+    what : str
+        What the lock protects, named in the error message.
+
+    Yields
+    ------
+    None
+        The lock is held while the ``with`` block runs.
+
+    Raises
+    ------
+    LockedError
+        If another process holds the lock.
+    """
     path = Path(path)
     handle = open(path, "a+")
     try:

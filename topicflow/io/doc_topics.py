@@ -53,10 +53,28 @@ def write_doc_topic_part(tmp: str, shard_id: str, doc_ids: np.ndarray, doc_topic
 
 
 def commit_doc_topics(tmp: Path, path: Path, *, overwrite: bool) -> None:
+    """Move the finished output from ``tmp`` to ``path`` atomically.
+
+    Parameters
+    ----------
+    tmp : Path
+        Directory returned by :func:`create_doc_topics`, with every part written.
+    path : Path
+        Final location of the output.
+    overwrite : bool
+        Replace an existing output at ``path``; without it an existing path is an error.
+    """
     commit_directory(Path(tmp), Path(path), overwrite=overwrite)
 
 
 def discard(tmp: Path) -> None:
+    """Delete an unfinished output directory (after a failure); missing files are ignored.
+
+    Parameters
+    ----------
+    tmp : Path
+        Directory returned by :func:`create_doc_topics`.
+    """
     shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -35,6 +35,19 @@ def read_gamma(directory: str, iteration: int, shard_id: str) -> np.ndarray | No
 
 
 def write_gamma(directory: str, iteration: int, shard_id: str, gamma: np.ndarray) -> None:
+    """Save the gamma of ``shard_id`` at ``iteration`` atomically (temporary file, then rename).
+
+    Parameters
+    ----------
+    directory : str
+        Scratch directory of the fit (see :func:`scratch_directory`).
+    iteration : int
+        Iteration that computed ``gamma``; the file goes to ``iter-<iteration>/``.
+    shard_id : str
+        Corpus shard the rows belong to.
+    gamma : ndarray of shape (n_docs_in_shard, n_topics)
+        Variational document-topic parameters; stored as float64.
+    """
     folder = Path(directory) / f"iter-{iteration}"
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".{shard_id}.{uuid.uuid4().hex[:8]}.npy"
@@ -50,4 +63,11 @@ def drop_iterations_before(directory: Path, iteration: int) -> None:
 
 
 def remove_scratch(directory: Path) -> None:
+    """Delete the scratch directory of a fit and everything in it; missing files are ignored.
+
+    Parameters
+    ----------
+    directory : Path
+        Directory returned by :func:`scratch_directory`.
+    """
     shutil.rmtree(directory, ignore_errors=True)

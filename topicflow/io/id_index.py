@@ -85,7 +85,7 @@ def _shard_doc_ids(store: Path, manifest: Manifest, position: int) -> list[str]:
 
 
 def ids_in_store(store: Path, manifest: Manifest, hashes: np.ndarray) -> dict[str, str]:
-    """Ids already in the store whose hash is in ``hashes`` (sorted uint64), each with its shard id.
+    """Return the ids already in the store whose hash is in ``hashes`` (sorted uint64), with their shards.
 
     Reads the index segments, then only the shards with a candidate match and the shards no segment
     covers yet.

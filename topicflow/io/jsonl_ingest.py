@@ -76,7 +76,20 @@ class JsonlSource:
 
 
 def read_partition(partition: InputPartition, fields: FieldSpec) -> Iterator[Record | RecordError]:
-    """Records of the lines of one partition, with their line numbers (blank lines skipped)."""
+    """Parse the lines of one partition into records, with their line numbers (blank lines skipped).
+
+    Parameters
+    ----------
+    partition : InputPartition
+        Byte range ``[start, stop)`` of one JSONL file, starting at line ``first_line``.
+    fields : FieldSpec
+        Which JSON fields hold the text, id, label and timestamp.
+
+    Yields
+    ------
+    Record or RecordError
+        One per non-blank line, in file order; a line that cannot be parsed gives a RecordError.
+    """
     with open(partition.path, "rb") as handle:
         handle.seek(partition.start)
         data = handle.read(partition.stop - partition.start)

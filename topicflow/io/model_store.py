@@ -298,6 +298,25 @@ def model_lock(path: Path, *, action: str = "change") -> Iterator[None]:
     Re-entrant within one thread, so a caller holding the lock can also call
     :func:`~topicflow.io.model_versions.rollback` or :func:`~topicflow.io.model_versions.prune_versions`.
     See :func:`topicflow.io.model_versions.model_lock`, which documents it in full.
+
+    Parameters
+    ----------
+    path : Path
+        Model directory.
+    action : str, default "change"
+        What the caller is about to do, named in the error message.
+
+    Yields
+    ------
+    None
+        The lock is held while the ``with`` block runs.
+
+    Raises
+    ------
+    ModelNotFoundError
+        If ``path`` holds no model.
+    LockedError
+        If another process holds the lock.
     """
     path = Path(path)
     if not (path / VERSIONS_JSON).is_file() and not (path / MODEL_JSON).is_file():

@@ -291,11 +291,12 @@ def prune_versions(path: str | os.PathLike[str], keep: int) -> list[int]:
 
 
 def remove_version_debris(path: Path, index: VersionIndex) -> list[str]:
-    """Delete what ``index`` does not reference: unlisted version directories, hidden temporary ones
-    under ``versions/``, and top-level legacy files left by an interrupted conversion.
+    """Delete what ``index`` does not reference and return the removed paths.
 
-    Only for a versioned model (``versions.json`` exists) or, with an empty ``index``, during the
-    conversion of a legacy one. Returns the removed paths, relative to the model.
+    That is: unlisted version directories, hidden temporary ones under ``versions/``, and top-level
+    legacy files left by an interrupted conversion. Only for a versioned model (``versions.json``
+    exists) or, with an empty ``index``, during the conversion of a legacy one. The removed paths are
+    returned relative to the model.
     """
     path = Path(path)
     removed = []

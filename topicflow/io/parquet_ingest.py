@@ -106,7 +106,20 @@ class ParquetSource:
 
 
 def read_partition(partition: InputPartition, fields: FieldSpec) -> Iterator[Record | RecordError]:
-    """Records of rows ``[start, stop)``, reading only the row groups that overlap them."""
+    """Read rows ``[start, stop)`` as records, reading only the row groups that overlap them.
+
+    Parameters
+    ----------
+    partition : InputPartition
+        Row range ``[start, stop)`` of one parquet file.
+    fields : FieldSpec
+        Which columns hold the text, id, label and timestamp.
+
+    Yields
+    ------
+    Record or RecordError
+        One per row, in file order; a row that cannot be used gives a RecordError.
+    """
     handle = pq.ParquetFile(partition.path)
     columns = _columns(fields, handle.schema_arrow)
     groups, first_row, row = [], 0, 0

@@ -217,7 +217,7 @@ def source_for_path(path: str | Path, fields: FieldSpec) -> CorpusSource:
 def discover_partitions(
     paths: Sequence[str | Path], fields: FieldSpec, partition_size: int
 ) -> tuple[list[CorpusSource], list[InputPartition]]:
-    """Sources and partitions of every input, in the order given (scans, never loads, the inputs).
+    """Return the sources and partitions of every input, in the order given (scanned, never loaded).
 
     Raises
     ------
@@ -245,7 +245,7 @@ def discover_partitions(
 
 
 def check_label_source(source: CorpusSource, fields: FieldSpec) -> None:
-    """Labels and timestamps must come from every input or from none, so all shards agree."""
+    """Check that labels and timestamps come from every input or from none, so all shards agree."""
     if source.kind == "text" and fields.timestamp_field is not None:
         raise InputError(
             f"input {source.path!r} is a text directory, whose files have no {fields.timestamp_field!r} "
@@ -267,7 +267,7 @@ def check_label_source(source: CorpusSource, fields: FieldSpec) -> None:
 
 
 def read_partition(partition: InputPartition, fields: FieldSpec) -> Iterator[Record | RecordError]:
-    """Records of one partition in input order (dispatches on ``partition.kind``)."""
+    """Return the records of one partition in input order (dispatches on ``partition.kind``)."""
     from topicflow.io import jsonl_ingest, parquet_ingest, text_ingest
 
     readers = {
@@ -338,7 +338,7 @@ def _short(value: Any) -> str:
 
 
 def parse_timestamp(value: Any) -> int:
-    """Seconds since the epoch (UTC) from an ISO-8601 string, a number of seconds or a datetime.
+    """Convert an ISO-8601 string, a number of seconds or a datetime to seconds since the epoch (UTC).
 
     Strings without a UTC offset are taken as UTC. Fractional seconds are floored.
 

@@ -31,6 +31,7 @@ RunState = tuple[dict[str, np.ndarray], dict[str, Any]]
 
 
 def run_dir_name(run: int) -> str:
+    """Return the directory name of run number ``run`` under ``runs/`` (zero-padded, e.g. ``"007"``)."""
     return f"{run:03d}"
 
 

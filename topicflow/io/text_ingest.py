@@ -18,7 +18,7 @@ from topicflow.io.zarr_shards import DEFAULT_LANGUAGE
 
 
 def list_text_files(root: str) -> list[str]:
-    """Paths (POSIX, relative to ``root``) of every non-hidden file under ``root``, sorted."""
+    """Return the paths (POSIX, relative to ``root``) of every non-hidden file under ``root``, sorted."""
     found = []
     for directory, subdirs, files in os.walk(root):
         subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
@@ -51,7 +51,20 @@ class TextDirectorySource:
 
 
 def read_partition(partition: InputPartition, fields: FieldSpec) -> Iterator[Record | RecordError]:
-    """One record per file of the partition, in sorted path order."""
+    """Read each file of the partition as one record, in sorted path order.
+
+    Parameters
+    ----------
+    partition : InputPartition
+        A text directory (``path``) and the relative paths of its files in this partition.
+    fields : FieldSpec
+        How ids and labels are derived from the file paths.
+
+    Yields
+    ------
+    Record or RecordError
+        One per file; a file that cannot be read or decoded gives a RecordError.
+    """
     root = Path(partition.path)
     for relative in partition.files:
         yield read_text_file(root, relative, fields)

@@ -34,7 +34,7 @@ def load_builtin_stop_words(name: str) -> tuple[str, ...]:
 
 
 def load_stop_word_file(path: str | Path) -> tuple[str, ...]:
-    """Words of a UTF-8 file with one word per line (blank lines and ``#`` comments ignored).
+    """Read the words of a UTF-8 file with one word per line (blank lines and ``#`` comments ignored).
 
     Raises
     ------
@@ -252,7 +252,7 @@ class TermCounts:
 
 
 def count_document(bags: Mapping[str, Counter[str] | None]) -> TermCounts:
-    """Counts of one document given its per-language bags (None: the document lacks the language)."""
+    """Count one document given its per-language bags (None: the document lacks the language)."""
     return TermCounts({
         lang: LanguageCounts(Counter(dict.fromkeys(bag, 1)), Counter(bag), 1)
         for lang, bag in bags.items() if bag is not None

@@ -327,6 +327,18 @@ def write_vocabulary(directory: Path, vocab: Vocabulary) -> None:
 
 
 def read_vocabulary(directory: Path) -> Vocabulary:
+    """Read a vocabulary group (``terms``, ``doc_freq``, ``corpus_freq``) written by :func:`write_vocabulary`.
+
+    Parameters
+    ----------
+    directory : Path
+        The vocabulary's zarr group, e.g. ``STORE/vocab/<lang>``.
+
+    Returns
+    -------
+    Vocabulary
+        Terms in id order with their document and corpus frequencies (int64).
+    """
     group = zarr.open_group(str(directory), mode="r")
     return Vocabulary(
         terms=_read_array(group, "terms"),
@@ -349,6 +361,27 @@ def write_manifest(path: Path, manifest: Manifest) -> None:
 
 
 def read_manifest(path: Path) -> Manifest:
+    """Read and validate the ``manifest.json`` of the store at ``path``.
+
+    Parameters
+    ----------
+    path : Path
+        Store directory.
+
+    Returns
+    -------
+    Manifest
+        The store's languages, tokenizer, vocabulary version and shard list.
+
+    Raises
+    ------
+    StoreNotFoundError
+        If ``path`` does not exist.
+    CorpusFormatError
+        If ``path`` has no manifest, or the manifest is not valid JSON or not a valid manifest.
+    FormatVersionError
+        If the store was written by a newer topicflow.
+    """
     path = Path(path)
     if not (path / MANIFEST).is_file():
         if not path.exists():
@@ -447,6 +480,15 @@ def load_block(
 class Corpus:
     """A sharded corpus store opened for reading; nothing is loaded until asked for.
 
+    Use :meth:`open` rather than the constructor.
+
+    Parameters
+    ----------
+    path : Path
+        Store directory.
+    manifest : Manifest
+        The store's manifest, as :func:`read_manifest` returns it.
+
     Examples
     --------
     >>> corpus = Corpus.open("news.zarr")                      # doctest: +SKIP
@@ -463,7 +505,27 @@ class Corpus:
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> Corpus:
-        """Open the store at ``path``; raises StoreNotFoundError, CorpusFormatError, FormatVersionError."""
+        """Open the store at ``path``, reading only its manifest.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            Store directory.
+
+        Returns
+        -------
+        Corpus
+            The opened store.
+
+        Raises
+        ------
+        StoreNotFoundError
+            If ``path`` does not exist.
+        CorpusFormatError
+            If ``path`` is not a valid corpus store.
+        FormatVersionError
+            If the store was written by a newer topicflow.
+        """
         path = Path(path)
         return cls(path, read_manifest(path))
 
@@ -478,33 +540,62 @@ class Corpus:
 
     @property
     def languages(self) -> tuple[str, ...]:
+        """Languages of the store, in manifest order (one for a monolingual store)."""
         return self.manifest.languages
 
     @property
     def is_multilingual(self) -> bool:
+        """Whether the store has more than one language."""
         return len(self.languages) > 1
 
     @property
     def shards(self) -> tuple[ShardInfo, ...]:
+        """Shards as the manifest lists them, in store order."""
         return self.manifest.shards
 
     @property
     def n_shards(self) -> int:
+        """Number of shards."""
         return len(self.manifest.shards)
 
     @property
     def n_tokens(self) -> int:
+        """Number of tokens over every shard and language."""
         return self.manifest.n_tokens()
 
     def tokens_by_language(self) -> dict[str, int]:
+        """Return the number of tokens of each language.
+
+        Returns
+        -------
+        dict of str to int
+            Token count keyed by language, in :attr:`languages` order.
+        """
         return {lang: self.manifest.n_tokens(lang) for lang in self.languages}
 
     @property
     def has_labels(self) -> bool:
+        """Whether the documents carry labels."""
         return self.manifest.has_labels
 
     def resolve_language(self, language: str | None) -> str:
-        """The language to read: the given one, or the only one of a monolingual store."""
+        """Return the language to read: the given one, or the only one of a monolingual store.
+
+        Parameters
+        ----------
+        language : str or None
+            A language of the store, or None for the only language of a monolingual store.
+
+        Returns
+        -------
+        str
+            A language of the store.
+
+        Raises
+        ------
+        ValueError
+            If ``language`` is None and the store is multilingual, or the store lacks ``language``.
+        """
         if language is None:
             if self.is_multilingual:
                 raise ValueError(
@@ -523,7 +614,18 @@ class Corpus:
         return self.manifest.vocab_version
 
     def vocabulary(self, language: str | None = None) -> Vocabulary:
-        """The current vocabulary of ``language`` (the only language of a monolingual store)."""
+        """Return the current vocabulary of ``language``.
+
+        Parameters
+        ----------
+        language : str or None, optional
+            A language of the store; None for the only language of a monolingual store.
+
+        Returns
+        -------
+        Vocabulary
+            Terms at the store's current :attr:`vocab_version`.
+        """
         return self.vocabulary_version(language, self.vocab_version)
 
     def vocabulary_version(self, language: str | None, version: int) -> Vocabulary:
@@ -576,10 +678,28 @@ class Corpus:
         return self._vocab[key]
 
     def vocab_sizes(self) -> dict[str, int]:
+        """Return the current vocabulary size of each language.
+
+        Returns
+        -------
+        dict of str to int
+            Number of terms keyed by language.
+        """
         return {lang: len(self.vocabulary(lang)) for lang in self.languages}
 
     def candidates(self, language: str | None = None) -> Vocabulary:
-        """Out-of-vocabulary terms recorded by appends, with their frequencies (empty if none)."""
+        """Return the out-of-vocabulary terms recorded by appends, with their frequencies.
+
+        Parameters
+        ----------
+        language : str or None, optional
+            A language of the store; None for the only language of a monolingual store.
+
+        Returns
+        -------
+        Vocabulary
+            The current candidate terms of ``language``; empty if appends recorded none.
+        """
         lang = self.resolve_language(language)
         if self.manifest.candidates is None:
             return Vocabulary.empty()
@@ -587,7 +707,20 @@ class Corpus:
         return read_vocabulary(directory) if directory.exists() else Vocabulary.empty()
 
     def excluded_terms(self, language: str | None = None) -> frozenset[str]:
-        """Terms the ingest left out as too common (``max_df_fraction``); appends never promote them."""
+        """Return the terms the ingest left out as too common (``max_df_fraction``).
+
+        Appends never promote these terms.
+
+        Parameters
+        ----------
+        language : str or None, optional
+            A language of the store; None for the only language of a monolingual store.
+
+        Returns
+        -------
+        frozenset of str
+            The excluded terms; empty if none were excluded.
+        """
         lang = self.resolve_language(language)
         if lang not in self._excluded:
             directory = self.path / "excluded" / lang
@@ -596,23 +729,81 @@ class Corpus:
         return self._excluded[lang]
 
     def read_block(self, index: int, language: str | None = None) -> DocBlock:
+        """Read one language of one shard.
+
+        Parameters
+        ----------
+        index : int
+            Position of the shard in :attr:`shards`.
+        language : str or None, optional
+            A language of the store; None for the only language of a monolingual store.
+
+        Returns
+        -------
+        DocBlock
+            The shard's documents as CSR counts over the current vocabulary of ``language``.
+        """
         lang = self.resolve_language(language)
         return load_block(str(self.path), self.shards[index], lang, len(self.vocabulary(lang)))
 
     def read_multiblock(self, index: int) -> dict[str, DocBlock]:
+        """Read every language of one shard.
+
+        Parameters
+        ----------
+        index : int
+            Position of the shard in :attr:`shards`.
+
+        Returns
+        -------
+        dict of str to DocBlock
+            The shard's documents in each language, keyed by language.
+        """
         return load_multiblock(str(self.path), self.shards[index], self.vocab_sizes())
 
     def iter_blocks(self, language: str | None = None, *, start: int = 0) -> Iterator[DocBlock]:
-        """Shards in store order, one at a time."""
+        """Read the shards in store order, one at a time.
+
+        Parameters
+        ----------
+        language : str or None, optional
+            A language of the store; None for the only language of a monolingual store.
+        start : int, default 0
+            Position of the first shard to read.
+
+        Yields
+        ------
+        DocBlock
+            One shard of ``language``.
+        """
         for index in range(start, self.n_shards):
             yield self.read_block(index, language)
 
     def iter_minibatches(
         self, batch_size: int, language: str | None = None, *, start: int = 0
     ) -> Iterator[DocBlock]:
-        """Consecutive blocks of ``batch_size`` documents (the last may be shorter), in store order.
+        """Read consecutive blocks of ``batch_size`` documents, in store order.
 
         At most one shard plus one minibatch is held in memory.
+
+        Parameters
+        ----------
+        batch_size : int
+            Documents per minibatch; positive.
+        language : str or None, optional
+            A language of the store; None for the only language of a monolingual store.
+        start : int, default 0
+            Position of the first shard to read.
+
+        Yields
+        ------
+        DocBlock
+            ``batch_size`` documents; the last minibatch may be shorter.
+
+        Raises
+        ------
+        ValueError
+            If ``batch_size`` is less than 1.
         """
         if batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
@@ -636,6 +827,11 @@ class Corpus:
 
         It covers the vocabulary version once the vocabulary grew (block sizes depend on it); stores
         of version 1 keep the token they always had.
+
+        Returns
+        -------
+        str
+            A Dask token of the store's path, shard checksums and (if grown) vocabulary version.
         """
         parts: list[Any] = [str(self.path.resolve()), [s.checksum for s in self.shards]]
         if self.vocab_version > 1:
@@ -643,7 +839,20 @@ class Corpus:
         return dask.base.tokenize(*parts)
 
     def to_delayed(self, language: str | None = None, *, shards: Sequence[int] | None = None) -> list[Any]:
-        """One ``Delayed[DocBlock]`` per shard in store order, with readable keys ``load-block-<token>-<i>``."""
+        """Return one ``Delayed[DocBlock]`` per shard, keyed ``load-block-<token>-<i>``.
+
+        Parameters
+        ----------
+        language : str or None, optional
+            A language of the store; None for the only language of a monolingual store.
+        shards : sequence of int, optional
+            Positions of the shards to load; all shards by default.
+
+        Returns
+        -------
+        list of Delayed
+            One ``Delayed[DocBlock]`` per shard, in store order (or in the order of ``shards``).
+        """
         lang = self.resolve_language(language)
         n_terms = len(self.vocabulary(lang))
         token = dask.base.tokenize(self.token(), lang)
@@ -655,7 +864,18 @@ class Corpus:
         ]
 
     def to_delayed_multi(self, *, shards: Sequence[int] | None = None) -> list[Any]:
-        """One ``Delayed[dict[str, DocBlock]]`` per shard, all languages of the store."""
+        """Return one ``Delayed[dict[str, DocBlock]]`` per shard, with all languages of the store.
+
+        Parameters
+        ----------
+        shards : sequence of int, optional
+            Positions of the shards to load; all shards by default.
+
+        Returns
+        -------
+        list of Delayed
+            One ``Delayed[dict[str, DocBlock]]`` per shard, keyed ``load-multiblock-<token>-<i>``.
+        """
         sizes = self.vocab_sizes()
         token = dask.base.tokenize(self.token(), "multi")
         indices = range(self.n_shards) if shards is None else shards
@@ -666,7 +886,18 @@ class Corpus:
         ]
 
     def to_dask_array(self, language: str | None = None) -> Any:
-        """The corpus as a ``(n_docs, n_terms)`` dask array whose chunks are scipy CSR matrices."""
+        """Return the corpus as a lazy document-term matrix.
+
+        Parameters
+        ----------
+        language : str or None, optional
+            A language of the store; None for the only language of a monolingual store.
+
+        Returns
+        -------
+        dask.array.Array of shape (n_docs, n_terms), int32
+            One chunk per shard, each a scipy CSR matrix.
+        """
         import dask.array as da
         import scipy.sparse as sp
 
@@ -684,13 +915,25 @@ class Corpus:
         return da.concatenate(parts, axis=0)
 
     def doc_ids(self) -> Iterator[str]:
-        """Every document id in store order (one shard in memory at a time)."""
+        """Read every document id in store order (one shard in memory at a time).
+
+        Yields
+        ------
+        str
+            A document id.
+        """
         for shard in self.shards:
             group = zarr.open_group(str(self.path / "shards" / shard.shard_id), mode="r")
             yield from (str(d) for d in _read_array(group, "doc_ids"))
 
     def verify(self) -> list[str]:
-        """Recompute every shard's checksum; return the ids of shards that do not match."""
+        """Recompute every shard's checksum and return the ids of shards that do not match.
+
+        Returns
+        -------
+        list of str
+            Ids of damaged shards, in store order; empty if every shard matches.
+        """
         bad = []
         for index, shard in enumerate(self.shards):
             blocks: MultiBlock = self.read_multiblock(index)

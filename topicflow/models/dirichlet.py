@@ -97,7 +97,7 @@ def _exp_dirichlet_expectation_columns(params, psi_totals, columns, out, row_off
 
 
 def digamma_of_row_sums(params: FloatArray) -> FloatArray:
-    """psi(sum of each row) of a 2-d array of Dirichlet parameters, (n_rows,) float64.
+    """Compute psi(sum of each row) of a 2-d array of Dirichlet parameters, (n_rows,) float64.
 
     Examples
     --------
@@ -136,7 +136,7 @@ def exp_dirichlet_expectation_columns(
 
 
 def exp_dirichlet_expectation_rows(params: FloatArray) -> FloatArray:
-    """exp(E[log X]) for each row of a 2-d array of Dirichlet parameters.
+    """Compute exp(E[log X]) for each row of a 2-d array of Dirichlet parameters.
 
     Parameters
     ----------
@@ -171,7 +171,7 @@ def dirichlet_objective(alpha: FloatArray, alpha_suff: FloatArray, n_docs: int) 
     ----------
     alpha : ndarray of shape (n_topics,), float64
     alpha_suff : ndarray of shape (n_topics,), float64
-        sum_d E_q[log theta_dk].
+        Sufficient statistic sum_d E_q[log theta_dk].
     n_docs : int
 
     Returns
@@ -228,7 +228,7 @@ def newton_alpha(
     alpha : ndarray of shape (n_topics,), float64
         Starting point; finite and positive.
     alpha_suff : ndarray of shape (n_topics,), float64
-        sum_d [psi(gamma_dk) - psi(sum_k gamma_dk)], as collected by the E-step.
+        Sufficient statistic sum_d [psi(gamma_dk) - psi(sum_k gamma_dk)], as collected by the E-step.
     n_docs : int
         Number of documents D that contributed to ``alpha_suff``.
     max_iter : int, default 100
@@ -396,7 +396,7 @@ def newton_symmetric_eta(
     Parameters
     ----------
     topic_word_var : ndarray of shape (n_topics, n_terms), float64
-        lambda; E_q[log beta_kw] is computed from it.
+        Variational parameters lambda; E_q[log beta_kw] is computed from it.
     eta : float
         Starting value, positive.
     max_iter : int, default 100

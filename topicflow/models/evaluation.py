@@ -93,8 +93,11 @@ def split_doc_tokens(block: DocBlock, *, seed: int, fraction: float = 0.5) -> tu
 
     Returns
     -------
-    observed, heldout : DocBlock
-        Same documents (rows, ids, ``first_doc``) as ``block``; their counts add up to ``block``'s.
+    observed : DocBlock
+        Same documents (rows, ids, ``first_doc``) as ``block``, with the observed tokens.
+    heldout : DocBlock
+        Same documents as ``block``, with the other tokens; ``observed`` and ``heldout`` counts add up
+        to ``block``'s.
 
     Raises
     ------
@@ -156,14 +159,14 @@ def completion_log_likelihood(
         Row-normalized topic-word probabilities beta of any system (ours, gensim, sklearn, ...).
         When scoring many blocks, pass ``prepare_topics(topic_word)`` once instead of the mapping.
     doc_topic_prior : float or ndarray of shape (n_topics,)
-        alpha of that system.
+        The prior alpha of that system.
     params : VBParams
         Fold-in settings (``max_doc_iter``, ``doc_tol``).
 
     Returns
     -------
     log_lik : float
-        sum over held-out tokens of log sum_k theta_dk beta_kw; ``-inf`` if a held-out token has
+        Sum over held-out tokens of log sum_k theta_dk beta_kw; ``-inf`` if a held-out token has
         probability 0 under the model.
     n_heldout_tokens : int
         Perplexity is ``exp(-log_lik / n_heldout_tokens)``.
@@ -322,8 +325,10 @@ def document_split_positions(
 
     Returns
     -------
-    train_positions, held_out_positions : ndarray of shape (n_train,) and (n_held_out,), int64
-        Ascending positions ``block.first_doc + row`` in the source corpus; together they are all of the
+    train_positions : ndarray of shape (n_train,), int64
+        Ascending positions ``block.first_doc + row`` in the source corpus of the training documents.
+    held_out_positions : ndarray of shape (n_held_out,), int64
+        Ascending positions of the held-out documents; with ``train_positions`` they are all of the
         block's positions.
 
     Raises
@@ -361,13 +366,15 @@ def split_documents(
 
     Returns
     -------
-    train, held_out : DocBlock
-        The kept and the held-out documents in their original order, with ``doc_ids``, ``labels`` and
-        ``timestamps`` carried along. Each part is numbered as its own stream: its ``first_doc`` is the
-        number of documents of that part before ``block.first_doc`` in the source corpus, so block-wise
-        splits of a corpus concatenate (:func:`~topicflow.models.blocks.concat_blocks`) into the split of
-        the whole corpus, and keys derived from ``first_doc + row`` never collide within a part. The
-        source positions are given by :func:`document_split_positions`.
+    train : DocBlock
+        The kept documents in their original order, with ``doc_ids``, ``labels`` and ``timestamps``
+        carried along.
+    held_out : DocBlock
+        The held-out documents, likewise. Each of the two parts is numbered as its own stream: its
+        ``first_doc`` is the number of documents of that part before ``block.first_doc`` in the source
+        corpus, so block-wise splits of a corpus concatenate (:func:`~topicflow.models.blocks.concat_blocks`)
+        into the split of the whole corpus, and keys derived from ``first_doc + row`` never collide within
+        a part. The source positions are given by :func:`document_split_positions`.
 
     Raises
     ------
@@ -441,12 +448,12 @@ def particle_learning_log_likelihood(
     topic_word : ndarray of shape (n_topics, n_terms), float64
         Row-normalized topic-word probabilities phi, held fixed; ``n_terms >= block.n_terms``.
     doc_topic_prior : float or ndarray of shape (n_topics,)
-        alpha, positive.
+        The prior alpha, positive.
 
     Returns
     -------
     log_lik : float
-        sum over documents and tokens of log p(w_i | w_<i, phi, alpha); ``-inf`` if a token has
+        Sum over documents and tokens of log p(w_i | w_<i, phi, alpha); ``-inf`` if a token has
         probability 0 under ``topic_word``.
     n_tokens : int
         Tokens scored; perplexity is ``exp(-log_lik / n_tokens)``.

@@ -834,7 +834,7 @@ def _check_block(block: DocBlock) -> None:
 def initial_state(
     block: DocBlock, params: GibbsParams, *, init: GibbsInit = "random", prior: TopicWordPrior | None = None,
 ) -> GibbsState:
-    """Tokens of a block with their first topic assignments and counts.
+    """Build the Gibbs state of a block: its tokens with their first topic assignments and counts.
 
     Parameters
     ----------
@@ -1139,7 +1139,7 @@ def run_sweeps_until(
     state: GibbsState, params: GibbsParams, max_sweeps: int, should_stop: Callable[[tuple[float, ...]], bool], *,
     prior: TopicWordPrior | None = None,
 ) -> tuple[GibbsState, tuple[float, ...]]:
-    """Sweeps as :func:`run_sweeps` until ``should_stop(trace)`` or ``max_sweeps``, tracing the perplexity.
+    """Sweep as :func:`run_sweeps` until ``should_stop(trace)`` or ``max_sweeps``, tracing the perplexity.
 
     Parameters
     ----------
@@ -1473,7 +1473,7 @@ def _log_lik_terms(doc_topic, term_topic, topic_counts, alpha, beta):  # type: i
 
 
 def joint_log_likelihood(state: GibbsState) -> float:
-    """log p(w, z | alpha, beta) of the state's assignments.
+    """Compute log p(w, z | alpha, beta) of the state's assignments.
 
     Parameters
     ----------
@@ -1583,9 +1583,9 @@ def fold_in(
     block : DocBlock
         Held-out documents; ``block.n_terms`` at most ``topic_word.shape[1]``.
     topic_word : ndarray of shape (n_topics, n_terms), float64
-        phi, finite and >= 0 (rows need not be normalized: each draw normalizes).
+        Topic-word weights phi, finite and >= 0 (rows need not be normalized: each draw normalizes).
     doc_topic_prior : float or ndarray of shape (n_topics,)
-        alpha, positive.
+        The prior alpha, positive.
     n_sweeps : int, default 5
         Gibbs sweeps after the random start (May et al. 2014 use 5); 0 returns the random start.
     seed : int, default 0
@@ -1593,7 +1593,7 @@ def fold_in(
     Returns
     -------
     ndarray of shape (n_docs, n_topics), int32
-        n_dk after the last sweep; rows sum to the documents' lengths.
+        The counts n_dk after the last sweep; rows sum to the documents' lengths.
 
     Raises
     ------

@@ -352,9 +352,10 @@ def hybrid_estep_block(
     blocks : mapping of str to DocBlock, or DocBlock
         As in :func:`topicflow.models.vb_lda.estep_block`: the block's documents in each language.
     exp_elog_topic_word : mapping of str to ndarray of shape (n_topics, n_terms_lang), or PreparedTopics
-        exp(E_q[log beta]) per language, finite and >= 0; a float32 PreparedTopics is read as float64.
+        Values of exp(E_q[log beta]) per language, finite and >= 0; a float32 PreparedTopics is read
+        as float64.
     doc_topic_prior : float or ndarray of shape (n_topics,), float64
-        alpha, positive.
+        The prior alpha, positive.
     params : HybridParams
     epoch : int, default 0
         Iteration or minibatch number (>= 0), mixed into the random numbers so each pass draws afresh.
@@ -371,7 +372,7 @@ def hybrid_estep_block(
         ``alpha_suff``: sum_d psi(gamma_dk) - psi(sum_k gamma_dk); ``doc_elbo``: see Notes;
         ``n_doc_iter`` = n_docs * (1 + B + M); ``n_capped`` = 0.
     doc_topic_var : ndarray of shape (n_docs, n_topics), float64, or None
-        gamma, when ``return_gamma``.
+        The variational parameters gamma when ``return_gamma``, else None.
 
     Raises
     ------

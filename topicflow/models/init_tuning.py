@@ -72,7 +72,7 @@ def trial_seed(run_seed: int, trial: int) -> int:
 
 
 def fitted_prefix_size(n_prefix_docs: int, select: InitSelection, n_trials: int) -> int:
-    """Documents of the prefix a trial fits: all of them, unless trials are compared by perplexity."""
+    """Return how many prefix documents a trial fits: all, unless trials are compared by perplexity."""
     if select == "perplexity" and n_trials > 1:
         return max(1, int(round(n_prefix_docs * (1.0 - HELD_OUT_FRACTION))))
     return n_prefix_docs

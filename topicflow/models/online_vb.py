@@ -39,7 +39,7 @@ from topicflow.models.vb_lda import EStepStats, TopicTermStats, alpha_elbo_terms
 
 @dataclass(frozen=True, slots=True)
 class StepSchedule:
-    """rho_t = (tau0 + t) ** -kappa.
+    """Step-size schedule rho_t = (tau0 + t) ** -kappa.
 
     Attributes
     ----------
@@ -89,7 +89,7 @@ def blend(current: FloatArray, target: FloatArray, rho: float) -> FloatArray:
 
 
 def topic_word_target(stats_dense: FloatArray, topic_word_prior: FloatArray | float, scale: float) -> FloatArray:
-    """eta + scale * stats: the batch M-step as if the corpus were ``scale`` copies of the minibatch."""
+    """Compute eta + scale * stats, the batch M-step as if the corpus were ``scale`` minibatch copies."""
     stats = np.asarray(stats_dense, dtype=np.float64)
     if scale != 1.0:
         stats = scale * stats
@@ -155,12 +155,13 @@ def apply_topic_word_step(
     topic_word_var: Mapping[str, FloatArray], topic_word_prior: Mapping[str, FloatArray | float], step: TopicWordStep,
     *, in_place: bool = False,
 ) -> tuple[dict[str, FloatArray], dict[str, FloatArray | float]]:
-    """lambda <- (1 - rho) lambda + rho target, eta <- (1 - rho) eta + rho new_eta; new arrays unless ``in_place``.
+    """Apply lambda <- (1 - rho) lambda + rho target and eta <- (1 - rho) eta + rho new_eta.
 
-    target is eta + scale * stats, shifted to the new eta as the batch M-step shifts it. Columns
-    of terms absent from the minibatch have target eta (or the new eta), so they take one dense
-    pass; only the present columns need the statistics. The result has the same bits whether
-    computed in place or not, and as the dense formula (:func:`blend` of :func:`topic_word_target`).
+    New arrays are returned unless ``in_place``. The target is eta + scale * stats, shifted to the
+    new eta as the batch M-step shifts it. Columns of terms absent from the minibatch have target eta
+    (or the new eta), so they take one dense pass; only the present columns need the statistics. The
+    result has the same bits whether computed in place or not, and as the dense formula
+    (:func:`blend` of :func:`topic_word_target`).
     """
     lam_out, priors = {}, dict(topic_word_prior)
     rho = step.rho

@@ -548,8 +548,8 @@ def token_conditional(term_counts: Int32Array, topic_counts: Int32Array, doc_cou
 
     Parameters
     ----------
-    term_counts, topic_counts, doc_counts : ndarray of shape (n_topics,), integer
-        n_wk, n_k and n_dk, including the token itself when ``exclude >= 0``.
+    term_counts, topic_counts, doc_counts : ndarray of shape (n_topics,), int
+        The counts n_wk, n_k and n_dk, including the token itself when ``exclude >= 0``.
     params : PFParams
     exclude : int, default -1
         The token's current topic, removed from the three counts (rejuvenation's full conditional);
@@ -831,7 +831,7 @@ def _check_particle(cloud: ParticleCloud, particle: int) -> int:
 
 
 def particle_topic_word_counts(cloud: ParticleCloud, particle: int) -> Int32Array:
-    """n_kw of one particle, shape (n_topics, n_terms), int32."""
+    """Return the counts n_kw of one particle, shape (n_topics, n_terms), int32."""
     out = np.zeros((cloud.params.n_topics, cloud.params.n_terms), dtype=np.int32)
     node = cloud.store.leaf[_check_particle(cloud, particle)]
     _gather_rows(cloud.store, node, np.arange(cloud.params.n_terms, dtype=np.int64), out)
@@ -855,7 +855,10 @@ def topic_word_counts(cloud: ParticleCloud) -> FloatArray:
 
 
 def topic_word_distribution(cloud: ParticleCloud) -> FloatArray:
-    """phi of the cloud: ``(n_kw + beta) / (n_k + V beta)`` with the weight-averaged counts; rows sum to 1."""
+    """Compute phi of the cloud, ``(n_kw + beta) / (n_k + V beta)`` with weight-averaged counts.
+
+    Rows sum to 1.
+    """
     counts = topic_word_counts(cloud)
     beta = cloud.params.topic_word_prior
     out: FloatArray = (counts + beta) / (counts.sum(axis=1, keepdims=True) + beta * counts.shape[1])
@@ -863,7 +866,7 @@ def topic_word_distribution(cloud: ParticleCloud) -> FloatArray:
 
 
 def doc_topic_counts(cloud: ParticleCloud, particle: int, doc_position: int) -> Int32Array | None:
-    """n_dk of a document in one particle, shape (n_topics,), or None if the document is not stored.
+    """Return n_dk of a document in one particle, shape (n_topics,), or None if it is not stored.
 
     A document stays stored while one of its tokens is in the rejuvenation source (always, with
     "history"), and until the next compaction after that.

@@ -173,7 +173,7 @@ def _exp_digamma_minus_fast(x, offset):  # type: ignore[no-untyped-def]
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
 def exp_digamma_minus_into(x, offset, out):  # type: ignore[no-untyped-def]
-    """out_i = exp(psi(x_i) - offset) for 1-d float64 ``x``, vectorized; ``out`` must not overlap ``x``.
+    """Compute out_i = exp(psi(x_i) - offset) for 1-d float64 ``x``, vectorized; ``out`` must not overlap ``x``.
 
     Notes
     -----

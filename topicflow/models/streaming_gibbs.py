@@ -401,7 +401,7 @@ def topic_word_var(state: SGSState, params: SGSParams) -> FloatArray:
 
 
 def topic_word_distribution(state: SGSState, params: SGSParams) -> FloatArray:
-    """phi = lambda normalized by rows: the topics the next minibatch's prior stands for."""
+    """Compute phi = lambda normalized by rows: the topics the next minibatch's prior stands for."""
     lam = topic_word_var(state, params)
     out: FloatArray = lam / lam.sum(axis=1, keepdims=True)
     return out
@@ -543,15 +543,24 @@ def minibatch_delta(
 
     Parameters
     ----------
-    block, prior_rows, topic_counts, params, vocab_size
-        As in :func:`sample_minibatch`.
+    block : DocBlock
+        The minibatch, as in :func:`sample_minibatch`.
+    prior_rows : ndarray of shape (n_rows, n_topics), float64
+        N_wk of the terms ``minibatch_terms(block)``, in that order.
+    topic_counts : ndarray of shape (n_topics,), float64
+        N_k over the whole vocabulary.
+    params : SGSParams
+        Sampler settings.
+    vocab_size : int
+        V (for ``V beta``), at least ``block.n_terms``.
 
     Returns
     -------
     term_ids : ndarray of shape (n_rows,), int64
         ``minibatch_terms(block)``, ascending.
     delta : ndarray of shape (n_rows, n_topics), int32
-        n_wk of the final sample for those terms (every row sums to the term's count in the minibatch).
+        Counts n_wk of the final sample for those terms (every row sums to the term's count in the
+        minibatch).
     diagnostics : SGSDiagnostics
 
     Raises
@@ -589,12 +598,13 @@ def apply_delta(
     ----------
     counts : ndarray of shape (n_terms, n_topics), float64
         N.
-    delta_rows : ndarray of shape (n_rows,), integer
+    delta_rows : ndarray of shape (n_rows,), int
         Distinct term ids in ``[0, n_terms)``.
-    delta_values : ndarray of shape (n_rows, n_topics), integer or float
+    delta_values : ndarray of shape (n_rows, n_topics), int or float
         The minibatch's counts for those terms (finite, >= 0).
     decay : float
-        lambda in (0, 1], applied once, to every row (also the rows the minibatch did not use).
+        Decay factor lambda in (0, 1], applied once, to every row (also the rows the minibatch did
+        not use).
     topic_counts : ndarray of shape (n_topics,), float64
         N_k, updated the same way: ``decay * (N_k + delta.sum(axis=0))``.
     out : (ndarray, ndarray), optional
@@ -603,8 +613,10 @@ def apply_delta(
 
     Returns
     -------
-    counts, topic_counts : ndarray
-        The new N and N_k (``out`` when given).
+    counts : ndarray of shape (n_terms, n_topics), float64
+        The new N (``out[0]`` when given).
+    topic_counts : ndarray of shape (n_topics,), float64
+        The new N_k (``out[1]`` when given).
 
     Raises
     ------

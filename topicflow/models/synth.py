@@ -56,7 +56,7 @@ def language_names(n_langs: int) -> tuple[str, ...]:
 
 
 def term_names(n_terms: int, language: str) -> np.ndarray:
-    """Terms ``w00000, w00001, ...`` (prefixed ``l1-`` etc. for a multilingual language).
+    """Return the terms ``w00000, w00001, ...`` (prefixed ``l1-`` etc. for a multilingual language).
 
     Term id ``j`` is column ``j`` of the language's true ``topic_word``: synthetic vocabularies are
     in generation order, not in the frequency order of ingested stores.
@@ -211,8 +211,8 @@ def draw_topic_word(params: SynthParams, language: str) -> FloatArray:
 
     Returns
     -------
-    topic_word : ndarray of shape (n_topics, n_terms), float64
-        Row ``k`` ~ Dirichlet(topic_word_prior); rows sum to 1.
+    ndarray of shape (n_topics, n_terms), float64
+        The topic-word matrix: row ``k`` ~ Dirichlet(topic_word_prior); rows sum to 1.
 
     Examples
     --------

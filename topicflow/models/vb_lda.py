@@ -336,7 +336,7 @@ class EStepStats:
 
 @dataclass(frozen=True, slots=True)
 class PreparedTopics:
-    """exp(E[log beta]) of all languages in the kernel's layout; build once per iteration.
+    """Hold exp(E[log beta]) of all languages in the kernel's layout; build once per iteration.
 
     Attributes
     ----------
@@ -412,7 +412,7 @@ def prepare_topics(
 def prepare_topics_from_var(
     topic_word_var: Mapping[str, FloatArray], *, dtype: type = np.float64
 ) -> PreparedTopics:
-    """exp(E[log beta]) of each language's lambda, prepared for :func:`estep_block`.
+    """Compute exp(E[log beta]) of each language's lambda, prepared for :func:`estep_block`.
 
     Parameters
     ----------
@@ -439,7 +439,9 @@ def prepare_topics_from_var(
 
 @dataclass(frozen=True)
 class TopicWordVar:
-    """lambda of every language with the digamma of its row sums: exp(E[log beta]) of any terms on demand.
+    """Hold lambda of every language with the digamma of its row sums.
+
+    It gives exp(E[log beta]) of any terms on demand.
 
     Online minibatches touch a small part of the vocabulary. Shipping this instead of
     :class:`PreparedTopics` lets each E-step compute exp(E[log beta]) for its own documents' terms
@@ -476,7 +478,7 @@ def topic_word_var_source(topic_word_var: Mapping[str, FloatArray]) -> TopicWord
 
 
 def prepare_topics_for_blocks(source: TopicWordVar, blocks: Sequence[Mapping[str, DocBlock]]) -> PreparedTopics:
-    """exp(E[log beta]) in the E-step layout, computed only for the terms these blocks contain.
+    """Compute exp(E[log beta]) in the E-step layout, only for the terms these blocks contain.
 
     Rows of other terms are zero and must not be read: every E-step reads the rows of its
     documents' terms only. The rows it reads have the same bits as :func:`prepare_topics_from_var`
@@ -672,10 +674,12 @@ def _estep_csr(indptr, term_ids, counts, local_cols,  # type: ignore[no-untyped-
 
 
 def as_block_mapping(blocks: Mapping[str, DocBlock] | DocBlock) -> Mapping[str, DocBlock]:
+    """Return ``blocks`` as a mapping of language to DocBlock (a single DocBlock is keyed by its language)."""
     return {blocks.language: blocks} if isinstance(blocks, DocBlock) else blocks
 
 
 def as_prepared_topics(exp_elog_topic_word: Mapping[str, FloatArray] | PreparedTopics) -> PreparedTopics:
+    """Return ``exp_elog_topic_word`` as PreparedTopics, stacking a mapping with :func:`prepare_topics`."""
     if isinstance(exp_elog_topic_word, PreparedTopics):
         return exp_elog_topic_word
     return prepare_topics(exp_elog_topic_word)
@@ -801,10 +805,10 @@ def estep_block(
         The block's documents in each language (same documents, same order); one entry for
         monolingual LDA. A language may be absent, and a document may be empty in a language.
     exp_elog_topic_word : mapping of str to ndarray of shape (n_topics, n_terms_lang), or PreparedTopics
-        exp(E_q[log beta]) per language. Pass :func:`prepare_topics` output (built once per
+        Values of exp(E_q[log beta]) per language. Pass :func:`prepare_topics` output (built once per
         iteration) to avoid re-stacking per block; its dtype (float64 or float32) selects the kernel.
     doc_topic_prior : float or ndarray of shape (n_topics,), float64
-        alpha, positive.
+        The prior alpha, positive.
     params : VBParams
     return_gamma : bool, default False
         Also return gamma.
@@ -817,7 +821,7 @@ def estep_block(
     stats : EStepStats
         Statistics for every language of the topics (zeros for a language without documents).
     doc_topic_var : ndarray of shape (n_docs, n_topics), float64, or None
-        gamma, when ``return_gamma``.
+        The variational parameters gamma when ``return_gamma``, else None.
 
     Raises
     ------
@@ -892,17 +896,25 @@ def fold_in_block(
     *,
     gamma_init: FloatArray | None = None,
 ) -> FloatArray:
-    """Topic proportions of new documents with the topics held fixed (``transform``).
+    """Compute topic proportions of new documents with the topics held fixed (``transform``).
 
     Parameters
     ----------
-    blocks, exp_elog_topic_word, doc_topic_prior, params, gamma_init
+    blocks : mapping of str to DocBlock, or DocBlock
+        As in :func:`estep_block`.
+    exp_elog_topic_word : mapping of str to ndarray of shape (n_topics, n_terms_lang), or PreparedTopics
+        As in :func:`estep_block`.
+    doc_topic_prior : float or ndarray of shape (n_topics,), float64
+        As in :func:`estep_block`.
+    params : VBParams
+        As in :func:`estep_block`.
+    gamma_init : ndarray of shape (n_docs, n_topics), float64, optional
         As in :func:`estep_block`.
 
     Returns
     -------
     ndarray of shape (n_docs, n_topics), float64
-        gamma normalized to rows that sum to 1.
+        The variational parameters gamma normalized to rows that sum to 1.
 
     Notes
     -----
@@ -954,9 +966,9 @@ def topic_elbo_terms(topic_word_var: FloatArray, topic_word_prior: FloatArray | 
     Parameters
     ----------
     topic_word_var : ndarray of shape (n_topics, n_terms), float64
-        lambda.
+        Variational parameters lambda.
     topic_word_prior : float or ndarray of shape (n_topics, n_terms), float64
-        eta (a matrix for informed priors).
+        The prior eta (a matrix for informed priors).
 
     Returns
     -------

@@ -35,7 +35,7 @@ TOP_TERMS = 10
 
 
 def top_term_ids(topic_word_counts: np.ndarray, n: int = TOP_TERMS) -> list[list[int]]:
-    """Ids of each topic's ``n`` most frequent terms, most frequent first (ties: lower id first)."""
+    """Return the ids of each topic's ``n`` most frequent terms, most frequent first (ties: lower id)."""
     order = np.argsort(-topic_word_counts, axis=1, kind="stable")[:, :n]
     return order.tolist()
 
@@ -333,6 +333,20 @@ GIBBS_ARRAYS: Sequence[str] = ("token_indptr", "token_terms", "topics", "doc_top
 
 
 def gibbs_state_to_arrays(state: gibbs_lda.GibbsState) -> RunState:
+    """Split a Gibbs state into arrays and JSON-able scalars for :mod:`topicflow.io.stream_state`.
+
+    Parameters
+    ----------
+    state : GibbsState
+        The sampler state to save; not modified.
+
+    Returns
+    -------
+    arrays : dict of str to ndarray
+        The arrays named in ``GIBBS_ARRAYS``.
+    meta : dict of str to Any
+        ``first_doc``, ``topic_word_prior`` and ``sweeps_done``.
+    """
     arrays = {name: np.asarray(getattr(state, name)) for name in GIBBS_ARRAYS}
     meta = {"first_doc": int(state.first_doc), "topic_word_prior": float(state.topic_word_prior),
             "sweeps_done": int(state.sweeps_done)}
@@ -340,6 +354,20 @@ def gibbs_state_to_arrays(state: gibbs_lda.GibbsState) -> RunState:
 
 
 def gibbs_state_from_arrays(arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> gibbs_lda.GibbsState:
+    """Rebuild a Gibbs state from a snapshot written by :func:`gibbs_state_to_arrays`.
+
+    Parameters
+    ----------
+    arrays : dict of str to ndarray
+        Snapshot arrays, keyed ``gibbs/<name>`` for every name in ``GIBBS_ARRAYS``.
+    meta : dict of str to Any
+        The scalars ``first_doc``, ``topic_word_prior`` and ``sweeps_done``.
+
+    Returns
+    -------
+    GibbsState
+        The saved state.
+    """
     fields = {name: arrays[f"gibbs/{name}"] for name in GIBBS_ARRAYS}
     return gibbs_lda.GibbsState(**fields, first_doc=int(meta["first_doc"]),
                                 topic_word_prior=float(meta["topic_word_prior"]),

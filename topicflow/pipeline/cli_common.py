@@ -55,7 +55,7 @@ def reports_errors(func: F) -> F:
 
 
 def setup_logging(verbose: int) -> None:
-    """topicflow's own log lines at INFO (WARNING with -q); Dask's chatter only with -vv.
+    """Set up logging: topicflow's own lines at INFO (WARNING with -q), Dask's chatter only with -vv.
 
     Dask reads its logging levels from its config when ``distributed`` is imported, in this process
     and in every worker process the local cluster spawns, so the level is also set in the

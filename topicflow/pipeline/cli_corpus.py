@@ -36,7 +36,7 @@ def _parse_lang_fields(values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
 
 
 def field_options(func: F) -> F:
-    """Options naming the input fields; passes ``fields=FieldSpec``."""
+    """Add the options naming the input fields; the command receives them as ``fields=FieldSpec``."""
 
     @click.option("--id-field", default="id", show_default=True,
                   help="Field with the document id (else <file>:<line>, or the file path for text dirs).")

@@ -26,6 +26,25 @@ log = logging.getLogger(__name__)
 
 
 def read_seed_words(path: str | None) -> tuple[Any, ...]:
+    """Read the seed-word file given by ``--seed-words``.
+
+    The file format is described in :func:`topicflow.models.priors.parse_seed_words`.
+
+    Parameters
+    ----------
+    path : str or None
+        The file, or None when the option was not given.
+
+    Returns
+    -------
+    tuple of SeedTopic
+        The seed topics in file order; empty when ``path`` is None.
+
+    Raises
+    ------
+    InvalidParameterError
+        If the file cannot be read or decoded, or a line is malformed.
+    """
     if path is None:
         return ()
     try:
@@ -154,6 +173,21 @@ def trace_lines(estimator: LDA) -> list[str]:
 
 
 def format_topics(model_path: str, top: int) -> dict[str, Any]:
+    """Return the topics of a saved model with their most probable terms, as JSON-able data.
+
+    Parameters
+    ----------
+    model_path : str
+        Model directory.
+    top : int
+        Terms listed per topic and language.
+
+    Returns
+    -------
+    dict of str to Any
+        ``languages`` and ``topics``: one entry per topic, by decreasing alpha, with its id, name,
+        alpha and, per language, its ``top`` terms with their probabilities.
+    """
     model = load_model(Path(model_path))
     state = model.state
     topic_word = state.topic_word()

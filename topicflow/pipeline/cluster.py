@@ -43,7 +43,18 @@ class ClusterConfig:
 
 @contextlib.contextmanager
 def connect(config: ClusterConfig) -> Iterator[Any]:
-    """Yield a ``distributed.Client`` for ``config``; a local cluster is closed on exit."""
+    """Yield a ``distributed.Client`` for ``config``; a local cluster is closed on exit.
+
+    Parameters
+    ----------
+    config : ClusterConfig
+        A scheduler address or file to connect to, else the local cluster to start.
+
+    Yields
+    ------
+    distributed.Client
+        Connected for the duration of the ``with`` block.
+    """
     from distributed import Client, LocalCluster
 
     if config.scheduler:

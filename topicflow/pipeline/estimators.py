@@ -63,24 +63,29 @@ class LDA:
 
     Parameters
     ----------
-    n_topics : int
+    n_topics : int, default 10
+        Number of topics K.
     alpha : {"auto", "symmetric"} or float, default "auto"
         ``auto`` learns an asymmetric alpha by Newton-Raphson; ``symmetric`` learns one shared value;
         a number fixes a symmetric alpha.
     eta : float, default 0.01
         Symmetric topic-word prior.
     max_iter : int, default 50
+        Batch iterations at most.
     tol : float, default 1e-4
-        Stop when the relative ELBO change falls below it.
-    doc_max_iter, doc_tol : per-document E-step limits (mean absolute change of gamma).
-    seed : int
-    init_shape : float, default 100
-        Shape s of the Gamma(s, 1/s) entries of the random starting lambda (100: Hoffman et al.'s
-        start). A smaller s starts the topics further apart (see ``VBConfig.init_shape``).
+        Stop when the relative ELBO change falls below it (batch).
+    doc_max_iter : int, default 100
+        Per-document E-step iteration limit.
+    doc_tol : float, default 1e-3
+        Per-document E-step tolerance on the mean absolute change of gamma.
+    seed : int, default 0
+        Seed of the starting topics and of every random draw (keyed by document, not by worker).
     seed_topics : sequence of SeedTopic, optional
         Informed priors (see :func:`topicflow.models.priors.informed_prior`).
-    seed_strength : float
-    optimize_eta : bool
+    seed_strength : float, default 1.0
+        Prior weight of the seed words in their topics.
+    optimize_eta : bool, default False
+        Learn a symmetric eta by Newton-Raphson.
     split_every : int, optional
         Fan-in of the statistics tree reduction (default from ``topicflow.split-every``).
     warm_start : bool, default False
@@ -89,13 +94,35 @@ class LDA:
         default: measured on planted corpora it saves little time, and started too early it locks
         documents into the first random topics (alpha collapses).
     method : {"batch", "online"}, default "batch"
-        ``online`` streams minibatches (Hoffman et al. 2010); see :class:`OnlineConfig` for
-        ``batch_size``, ``tau0``, ``kappa``, ``passes``, ``shuffle_window``, ``total_docs``,
-        ``eval_every`` and ``executor`` (where minibatch E-steps run; ``"threads"`` keeps them in this
-        process even with a cluster). ``max_iter`` and ``tol`` apply to batch only.
+        ``online`` streams minibatches (Hoffman et al. 2010) with the settings below; ``max_iter``
+        and ``tol`` apply to batch only.
+    batch_size : int, default 256
+        Online: documents per minibatch, S.
+    tau0 : float, default 10.0
+        Online: step sizes rho_t = (tau0 + t) ** -kappa.
+    kappa : float, default 0.7
+        Online: see ``tau0``.
+    passes : int, default 1
+        Online: passes over the documents.
+    shuffle_window : int, default 0
+        Online: visit documents in a random order within windows of this many (0: store order).
+    total_docs : int, optional
+        Online: D in the D/S scaling; default the number of documents in the store.
+    eval_every : int, default 10
+        Online: estimate the per-word bound every this many minibatches (0: never).
     estep : {"vb", "hybrid"}, default "vb"
         Dense coordinate ascent, or Gibbs sampling within VB (Mimno et al. 2012) with ``burn_in``
         discarded and ``samples`` kept sweeps per document (faster for many topics).
+    burn_in : int, default 5
+        Hybrid E-step: discarded sweeps per document.
+    samples : int, default 5
+        Hybrid E-step: kept sweeps per document.
+    executor : {"auto", "servers", "threads", "tasks"}, default "auto"
+        Online: where minibatch E-steps run (see :class:`OnlineConfig`); ``"threads"`` keeps them in
+        this process even with a cluster. The model is the same.
+    init_shape : float, default 100
+        Shape s of the Gamma(s, 1/s) entries of the random starting lambda (100: Hoffman et al.'s
+        start). A smaller s starts the topics further apart (see ``VBConfig.init_shape``).
 
     Attributes
     ----------
@@ -184,10 +211,24 @@ class LDA:
 
     def fit(self, corpus: Any, client: Any = None, *, progress: ProgressReporter = NO_PROGRESS,
             checkpoint: CheckpointPolicy | None = None) -> LDA:
-        """Fit on a corpus store (path or :class:`Corpus`) from scratch; returns ``self``.
+        """Fit on a corpus store from scratch.
 
-        ``checkpoint`` writes the driver state periodically and, with ``resume``, continues an
-        interrupted fit (see :class:`topicflow.pipeline.fit.CheckpointPolicy`).
+        Parameters
+        ----------
+        corpus : str, os.PathLike or Corpus
+            Corpus store (path or opened :class:`Corpus`).
+        client : distributed.Client, optional
+            Cluster to run on; by default the current client, else local threads.
+        progress : ProgressReporter, optional
+            Receives per-iteration (batch) or per-minibatch (online) progress.
+        checkpoint : CheckpointPolicy, optional
+            Writes the driver state periodically and, with ``resume``, continues an interrupted
+            fit (see :class:`topicflow.pipeline.fit.CheckpointPolicy`).
+
+        Returns
+        -------
+        LDA
+            ``self``, fitted.
         """
         self._check_method()
         corpus = as_corpus(corpus)
@@ -205,11 +246,27 @@ class LDA:
 
     def partial_fit(self, corpus: Any, client: Any = None, *, shards: Sequence[int] | None = None,
                     progress: ProgressReporter = NO_PROGRESS) -> LDA:
-        """One online pass over ``corpus`` (or its ``shards``), continuing the model and its step sizes.
+        """Run one online pass over ``corpus`` (or its ``shards``), continuing the model and its step sizes.
 
         The first call starts a model (any ``method``); later calls continue it. The corpus's
         vocabulary must extend the model's (same terms first, as a store whose vocabulary grew by
         ``topicflow append --promote-min-df``); new terms join with topic columns from the prior.
+
+        Parameters
+        ----------
+        corpus : str, os.PathLike or Corpus
+            Corpus store (path or opened :class:`Corpus`).
+        client : distributed.Client, optional
+            Cluster to run on; by default the current client, else local threads.
+        shards : sequence of int, optional
+            Positions of the shards to process, in order; by default all of them.
+        progress : ProgressReporter, optional
+            Receives per-minibatch progress.
+
+        Returns
+        -------
+        LDA
+            ``self``, updated.
         """
         corpus = as_corpus(corpus)
         config = self._config()
@@ -282,7 +339,18 @@ class LDA:
     # ------------------------------------------------------------------ using the model
 
     def transform(self, corpus: Any) -> Any:
-        """Document-topic proportions (rows sum to 1) as a lazy ``(n_docs, n_topics)`` dask array."""
+        """Compute document-topic proportions with the topics fixed, lazily.
+
+        Parameters
+        ----------
+        corpus : str, os.PathLike or Corpus
+            Corpus store (path or opened :class:`Corpus`).
+
+        Returns
+        -------
+        dask.array.Array of shape (n_docs, n_topics), float64
+            Normalized gamma (rows sum to 1), one chunk per shard; nothing is computed yet.
+        """
         import dask
         import dask.array as da
 
@@ -302,24 +370,93 @@ class LDA:
 
     def transform_to_zarr(self, corpus: Any, out: str | os.PathLike[str], client: Any = None, *,
                           overwrite: bool = False) -> int:
-        """Write document-topic proportions out of core (see :mod:`topicflow.io.doc_topics`)."""
+        """Write document-topic proportions out of core (see :mod:`topicflow.io.doc_topics`).
+
+        Parameters
+        ----------
+        corpus : str, os.PathLike or Corpus
+            Corpus store (path or opened :class:`Corpus`).
+        out : str or os.PathLike
+            Zarr store to write (atomically).
+        client : distributed.Client, optional
+            Cluster to run on; by default the current client, else local threads.
+        overwrite : bool, default False
+            Replace an existing ``out``.
+
+        Returns
+        -------
+        int
+            Number of documents written.
+        """
         return infer_doc_topics(self._check_fitted(), as_corpus(corpus), Path(out), client=client, overwrite=overwrite)
 
     def evaluate(self, corpus: Any, client: Any = None, *, seed: int = 0) -> EvaluationResult:
-        """Held-out document-completion perplexity and per-word ELBO bound on ``corpus``."""
+        """Score held-out documents: document-completion perplexity and the per-word ELBO bound.
+
+        Parameters
+        ----------
+        corpus : str, os.PathLike or Corpus
+            Corpus store (path or opened :class:`Corpus`).
+        client : distributed.Client, optional
+            Cluster to run on; by default the current client, else local threads.
+        seed : int, default 0
+            Seed of the split of each document's tokens into observed and scored halves.
+
+        Returns
+        -------
+        EvaluationResult
+            ``perplexity``, ``elbo_per_token`` and the token counts.
+        """
         return evaluate_model(self._check_fitted(), as_corpus(corpus), client=client, seed=seed,
                               split_every=self.split_every)
 
     def perplexity(self, corpus: Any, client: Any = None) -> float:
-        """Held-out perplexity by document completion (lower is better)."""
+        """Compute held-out perplexity by document completion (lower is better).
+
+        Parameters
+        ----------
+        corpus : str, os.PathLike or Corpus
+            Corpus store (path or opened :class:`Corpus`).
+        client : distributed.Client, optional
+            Cluster to run on; by default the current client, else local threads.
+
+        Returns
+        -------
+        float
+        """
         return self.evaluate(corpus, client).perplexity
 
     def score(self, corpus: Any, client: Any = None) -> float:
-        """Per-word variational lower bound on ``corpus`` with the topics fixed (higher is better)."""
+        """Compute the per-word variational lower bound on ``corpus`` with the topics fixed (higher is better).
+
+        Parameters
+        ----------
+        corpus : str, os.PathLike or Corpus
+            Corpus store (path or opened :class:`Corpus`).
+        client : distributed.Client, optional
+            Cluster to run on; by default the current client, else local threads.
+
+        Returns
+        -------
+        float
+        """
         return self.evaluate(corpus, client).elbo_per_token
 
     def top_terms(self, n: int = 10, language: str | None = None) -> list[list[tuple[str, float]]]:
-        """The ``n`` most probable terms of every topic, with their probabilities."""
+        """Return the ``n`` most probable terms of every topic, with their probabilities.
+
+        Parameters
+        ----------
+        n : int, default 10
+            Terms per topic.
+        language : str, optional
+            Language of a polylingual model; by default its first.
+
+        Returns
+        -------
+        list of list of (str, float)
+            Per topic, (term, probability) pairs in decreasing probability.
+        """
         model = self._check_fitted()
         lang = language or model.state.languages[0]
         topic_word = model.state.topic_word()[lang]
@@ -330,10 +467,31 @@ class LDA:
     # ------------------------------------------------------------------ persistence
 
     def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
+        """Save the fitted model to a directory (zarr + JSON, written atomically; never pickle).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            Model directory.
+        overwrite : bool, default False
+            Replace an existing model at ``path``.
+        """
         save_model(Path(path), self._check_fitted(), overwrite=overwrite)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> LDA:
+        """Load a model saved by :meth:`save` or ``topicflow fit``, with its settings.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            Model directory.
+
+        Returns
+        -------
+        LDA
+            A fitted estimator; ``partial_fit`` continues an online model's schedule.
+        """
         model = load_model(Path(path))
         config = VBConfig.from_dict(model.info.get("settings", {"n_topics": model.state.n_topics}))
         online = OnlineConfig.from_dict(model.info["online"]["config"]) if "online" in model.info else OnlineConfig()

@@ -157,6 +157,20 @@ class IterationRecord:
 
 @dataclass(frozen=True, slots=True)
 class FitResult:
+    """The fitted state, the trace of every iteration and whether the ELBO converged.
+
+    Attributes
+    ----------
+    state : LDAState
+        The model after the last iteration.
+    trace : tuple of IterationRecord
+        One record per iteration, in order (including iterations before a resume).
+    converged : bool
+        Whether the relative ELBO change fell below the configured tolerance.
+    unknown_seed_words : dict of str to list of str
+        Seed words missing from the vocabulary, keyed by seed topic name.
+    """
+
     state: LDAState
     trace: tuple[IterationRecord, ...]
     converged: bool
@@ -172,7 +186,11 @@ def has_converged(elbos: Sequence[float], rtol: float) -> bool:
 
 
 def initial_state(corpus: Corpus, config: VBConfig) -> tuple[LDAState, dict[str, list[str]]]:
-    """lambda drawn from the counter RNG, alpha and eta from the config (informed priors applied)."""
+    """Build the starting state: lambda from the counter RNG, alpha and eta from the config.
+
+    Informed priors (seed topics) are applied to eta; the seed words missing from the vocabulary
+    are returned by topic name.
+    """
     lam, priors, names, unknown = {}, {}, [None] * config.n_topics, {}
     for index, lang in enumerate(corpus.languages):
         vocab = corpus.vocabulary(lang)
@@ -201,7 +219,7 @@ def share(value: Any, client: Any, *, name: str) -> Any:
 
 
 def mstep(state: LDAState, stats: EStepStats, config: VBConfig) -> LDAState:
-    """lambda = eta + statistics; alpha and eta by Newton-Raphson as the config asks."""
+    """Apply the batch M-step: lambda = eta + statistics, and alpha and eta by Newton-Raphson as asked."""
     lam = {
         lang: mstep_batch(stats.topic_terms[lang].to_dense(state.n_terms(lang)), state.topic_word_prior[lang])
         for lang in state.languages
@@ -242,8 +260,11 @@ def run_iteration(
 
 @dataclass(frozen=True, slots=True)
 class CheckpointPolicy:
-    """Write the driver state to ``path`` every ``every`` iterations (or minibatches); ``resume`` first
-    continues from the checkpoint found there, if any (see :mod:`topicflow.io.checkpoint`)."""
+    """Write the driver state to ``path`` every ``every`` iterations (or minibatches).
+
+    With ``resume``, the run first continues from the checkpoint found there, if any (see
+    :mod:`topicflow.io.checkpoint`).
+    """
 
     path: Path
     every: int = 1

@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 
 
 def model_token(model: SavedModel) -> str:
-    """Identifies the model's parameters (not its file), so unsaved or updated models never share task keys."""
+    """Return a token of the model's parameters (not its file), so different models never share task keys."""
     state = model.state
     return graph_token(
         state.doc_topic_prior, [state.topic_word_var[lang] for lang in state.languages],
@@ -83,7 +83,7 @@ def term_maps(model: SavedModel, corpus: Corpus) -> dict[str, np.ndarray | None]
 
 
 def oov_token_count(corpus: Corpus, maps: dict[str, np.ndarray | None]) -> int:
-    """Tokens whose terms the model lacks, from the store's corpus frequencies (no shard is read)."""
+    """Count the tokens whose terms the model lacks, from the store's corpus frequencies (reads no shard)."""
     total = 0
     for lang, term_map in maps.items():
         if term_map is not None:
@@ -99,6 +99,22 @@ def model_blocks(model: SavedModel, corpus: Corpus, *, token: str) -> tuple[list
 
 
 def fold_in_params(model: SavedModel, *, max_doc_iter: int | None = None, doc_tol: float | None = None) -> VBParams:
+    """Return the E-step settings for folding documents into ``model`` (lambda fixed).
+
+    Parameters
+    ----------
+    model : SavedModel
+        The model; its saved settings give the defaults.
+    max_doc_iter : int, optional
+        Per-document iteration cap; default the model's ``doc_max_iter`` (100 if not saved).
+    doc_tol : float, optional
+        Per-document convergence tolerance; default the model's ``doc_tol`` (1e-3 if not saved).
+
+    Returns
+    -------
+    VBParams
+        Settings with the model's number of topics.
+    """
     settings = model.info.get("settings", {})
     return VBParams(
         n_topics=model.state.n_topics,

@@ -645,11 +645,17 @@ def append_corpus(
         Must give the store's languages, and labels/timestamps exactly when the store has them.
     tokenizer : TokenizerConfig, optional
         Only to check: it must equal the store's (None uses the store's).
-    split_every, on_error, client, progress
+    split_every : int, optional
+        As for :func:`ingest_corpus`.
+    on_error : {"raise", "skip"}
         As for :func:`ingest_corpus`. Ids colliding with ids in the store are errors (or skipped).
     promote_min_df : int, optional
         Promote candidate terms whose document frequency (over every append so far) is at least
         this; None (default) never changes the vocabulary.
+    client : distributed.Client, optional
+        As for :func:`ingest_corpus`.
+    progress : ProgressReporter
+        As for :func:`ingest_corpus`.
 
     Returns
     -------

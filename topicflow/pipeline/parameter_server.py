@@ -332,7 +332,7 @@ class ParameterServer:
     topic_counts : ndarray of shape (n_topics,), float64
         N_k at the start (copied).
     decay : float
-        lambda, applied once per push.
+        Decay factor lambda, applied once per push.
     n_minibatches : int
         Minibatches handed out by :meth:`claim`.
 

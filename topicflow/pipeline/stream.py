@@ -513,6 +513,22 @@ def _log_point(records: Sequence[Mapping[str, Any]]) -> None:
 
 
 def check_resumable(info: Mapping[str, Any], config: StreamConfig, out: Path) -> None:
+    """Check that a saved stream was run with the settings of ``config``, so it can be resumed.
+
+    Parameters
+    ----------
+    info : mapping of str to Any
+        The saved stream's ``info`` (its ``config`` entry is compared).
+    config : StreamConfig
+        Settings of the run that would resume it.
+    out : Path
+        The stream's output directory, named in the error message.
+
+    Raises
+    ------
+    InvalidParameterError
+        If the settings differ; the message lists which.
+    """
     saved = StreamConfig.from_dict(info.get("config", {})).fingerprint()
     if saved != config.fingerprint():
         differ = sorted(k for k in saved if saved[k] != config.fingerprint().get(k))
@@ -538,6 +554,21 @@ def check_same_stream(info: Mapping[str, Any], corpus: Corpus, out: Path) -> Non
 
 def save_outputs(out: Path, corpus: Corpus, config: StreamConfig, records: list[dict[str, Any]],
           snapshots: Sequence[RunState]) -> None:
+    """Write a stream's state, trace and summary under ``out``, each file atomically.
+
+    Parameters
+    ----------
+    out : Path
+        The stream's output directory; gets ``state/``, ``trace.jsonl`` and ``summary.json``.
+    corpus : Corpus
+        The store read, recorded with every shard's checksum.
+    config : StreamConfig
+        The stream's settings.
+    records : list of dict
+        One evaluation record per run and evaluation point.
+    snapshots : sequence of RunState
+        Each run's sampler state, as its actor exported it.
+    """
     info = {"config": config.to_dict(), "records": records,
             "corpus": corpus_provenance(corpus, range(corpus.n_shards))}
     write_stream_state(out / "state", info, snapshots)

@@ -55,7 +55,17 @@ class StreamingLDA:
         self.settings = dict(settings)
 
     def config(self) -> StreamConfig:
-        """The validated settings (raises InvalidParameterError, naming the allowed values)."""
+        """Return the validated settings.
+
+        Returns
+        -------
+        StreamConfig
+
+        Raises
+        ------
+        InvalidParameterError
+            An unknown setting or a bad value, naming the allowed ones.
+        """
         names = {f.name for f in dataclasses.fields(StreamConfig)}
         unknown = sorted(set(self.settings) - names)
         if unknown:
@@ -66,7 +76,26 @@ class StreamingLDA:
 
     def fit(self, corpus: Any, client: Any = None, *, test: Any = None, out: Path | str | None = None,
             progress: ProgressReporter = NO_PROGRESS) -> StreamingLDA:
-        """Run every seed over ``corpus`` (a store path or Corpus); ``test`` adds held-out scores."""
+        """Run every seed over ``corpus``.
+
+        Parameters
+        ----------
+        corpus : str, os.PathLike or Corpus
+            Training corpus store.
+        client : distributed.Client, optional
+            Cluster to run the runs' actors on; by default the current client, else a local one.
+        test : str, os.PathLike or Corpus, optional
+            Held-out store; adds held-out scores to the traces.
+        out : str or os.PathLike, optional
+            Directory for the runs' state, so :meth:`partial_fit` can continue them.
+        progress : ProgressReporter, optional
+            Receives progress along the stream.
+
+        Returns
+        -------
+        StreamingLDA
+            ``self``, fitted.
+        """
         self._out = None if out is None else Path(out)
         self._test = test
         result = run_stream(as_corpus(corpus), self.config(), client=client,
@@ -74,7 +103,22 @@ class StreamingLDA:
         return self._set_fitted(result)
 
     def partial_fit(self, corpus: Any, client: Any = None, *, progress: ProgressReporter = NO_PROGRESS) -> StreamingLDA:
-        """Continue every run with the documents added to ``corpus`` since (needs ``fit(..., out=DIR)``)."""
+        """Continue every run with the documents added to ``corpus`` since (needs ``fit(..., out=DIR)``).
+
+        Parameters
+        ----------
+        corpus : str, os.PathLike or Corpus
+            Training corpus store.
+        client : distributed.Client, optional
+            Cluster to run the runs' actors on; by default the current client, else a local one.
+        progress : ProgressReporter, optional
+            Receives progress along the stream.
+
+        Returns
+        -------
+        StreamingLDA
+            ``self``, updated.
+        """
         if not hasattr(self, "result_") or getattr(self, "_out", None) is None:
             raise NotFittedError("partial_fit continues a stream saved by fit(..., out=DIR); call that first")
         test = None if self._test is None else as_corpus(self._test)
@@ -92,7 +136,15 @@ class StreamingLDA:
         return self
 
     def save(self, path: Path | str, *, overwrite: bool = False) -> None:
-        """Save run 0 as a model directory (topics, infer, evaluate, export, and update for sgs/dsgs)."""
+        """Save run 0 as a model directory (topics, infer, evaluate, export, and update for sgs/dsgs).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            Model directory.
+        overwrite : bool, default False
+            Replace an existing model at ``path``.
+        """
         if not hasattr(self, "model_"):
             raise NotFittedError("fit the StreamingLDA before saving it")
         save_model(Path(path), self.model_, overwrite=overwrite)

@@ -72,7 +72,7 @@ def map_estep(
     blocks : sequence of Delayed[dict[str, DocBlock]]
         In global block order.
     topics : Delayed or Future of PreparedTopics
-        exp(E[log beta]) of every language in the E-step layout
+        Values exp(E[log beta]) of every language in the E-step layout
         (:func:`topicflow.models.vb_lda.prepare_topics_from_var`); the caller shares it once.
     params : VBParams or HybridParams
         Selects the E-step (see :func:`run_estep`).

@@ -115,7 +115,24 @@ class ShardWritten:
 def iter_records(
     partition: InputPartition, fields: FieldSpec, on_error: OnError, skipped: Counter[str] | None = None
 ) -> Iterator[Record]:
-    """Valid records of a partition; bad ones raise (``on_error="raise"``) or are counted and skipped."""
+    """Read the valid records of a partition; bad ones raise (``on_error="raise"``) or are skipped.
+
+    Parameters
+    ----------
+    partition : InputPartition
+        Part of one input.
+    fields : FieldSpec
+        Which fields hold the text, id, label and timestamp.
+    on_error : {"raise", "skip"}
+        Raise the first bad record's error, or skip bad records.
+    skipped : Counter of str, optional
+        Incremented by reason for every skipped record.
+
+    Yields
+    ------
+    Record
+        Each valid record, in input order.
+    """
     for item in read_partition(partition, fields):
         if isinstance(item, RecordError):
             if on_error == "raise":

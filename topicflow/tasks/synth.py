@@ -142,10 +142,12 @@ def write_synth_shard(
 
 
 def shard_info_of(outcome: ShardOutcome) -> ShardInfo:
+    """Return the manifest entry of a written shard (a task body, so it pickles by reference)."""
     return outcome.info
 
 
 def frequencies_of(outcome: ShardOutcome) -> TermFrequencyStats:
+    """Return the term frequencies of a written shard (a task body, so it pickles by reference)."""
     return outcome.frequencies
 
 

@@ -25,7 +25,7 @@ def _remap_task(
 def map_remap(
     blocks: Sequence[Any], term_maps: Any, n_terms: Mapping[str, int], *, token: str
 ) -> list[Any]:
-    """Blocks re-encoded with a model's term ids (languages the model lacks are left out)."""
+    """Re-encode blocks with a model's term ids, one task each (languages the model lacks are dropped)."""
     task = dask.delayed(_remap_task, pure=True)
     return [
         task(block, term_maps, dict(n_terms), dask_key_name=f"remap-{token}-{i}")
