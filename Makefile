@@ -27,4 +27,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_vb_lda.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache .mypy_cache build *.egg-info

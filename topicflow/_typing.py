@@ -4,7 +4,7 @@ The Literal spellings are the ones used in CLI flags, config keys and model JSON
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -13,6 +13,8 @@ FloatArray = NDArray[np.float64]
 Float32Array = NDArray[np.float32]
 IntArray = NDArray[np.int64]
 Int32Array = NDArray[np.int32]
+#: Term or topic ids of either width: int32 as stored in blocks, int64 after remapping.
+IndexArray = NDArray[np.signedinteger[Any]]
 
 OnError = Literal["raise", "skip"]
 AlphaMode = Literal["auto", "symmetric", "fixed"]

@@ -18,7 +18,7 @@ import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, cast
 
 import click
 
@@ -28,6 +28,7 @@ from topicflow.io.zarr_shards import Corpus
 from topicflow.pipeline.cli_common import cluster_options, reports_errors
 from topicflow.pipeline.cluster import ClusterConfig, connect
 from topicflow.pipeline.estimators import LDA
+from topicflow.pipeline.fit import IterationRecord
 from topicflow.pipeline.ingest import IngestResult, ingest_corpus
 from topicflow.pipeline.progress import TqdmProgress
 
@@ -142,7 +143,7 @@ def run_model_stage(
     echo(f"fitting LDA with {n_topics} topics (batch variational Bayes, at most {iterations} iterations)")
     model = LDA(n_topics, alpha="auto", eta=0.05, max_iter=iterations, tol=1e-4, seed=0)
     model.fit(store, client, progress=TqdmProgress())
-    last = model.trace_[-1]
+    last = cast(IterationRecord, model.trace_[-1])  # a batch fit's trace
     seconds = sum(r.seconds for r in model.trace_)
     echo(
         f"  {model.n_iter_} iterations in {seconds:.1f} s ({'converged' if model.converged_ else 'iteration limit'}), "

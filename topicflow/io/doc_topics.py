@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Sequence, cast
 
 import numpy as np
 import zarr
 
 from topicflow.errors import CorpusFormatError, StoreNotFoundError
 from topicflow.io.atomic import check_output_path, commit_directory, temporary_sibling
+from topicflow.io.zarr_shards import group_array
 
 DOC_TOPICS_FORMAT = "topicflow-doc-topics"
 DOC_TOPICS_VERSION = 1
@@ -92,7 +93,8 @@ class DocTopics:
         path = Path(path)
         if not (path / "zarr.json").is_file():
             raise StoreNotFoundError(f"no document-topic output at {str(path)!r}", path=str(path))
-        attrs = dict(zarr.open_group(str(path), mode="r").attrs).get("topicflow", {})
+        # create_doc_topics writes a JSON object under "topicflow".
+        attrs = cast(dict[str, Any], dict(zarr.open_group(str(path), mode="r").attrs).get("topicflow", {}))
         if attrs.get("kind") != DOC_TOPICS_FORMAT:
             raise CorpusFormatError(f"{str(path)!r} is not a topicflow document-topic output", path=str(path))
         return cls(path, attrs)
@@ -100,7 +102,8 @@ class DocTopics:
     def read_part(self, index: int) -> tuple[np.ndarray, np.ndarray]:
         """(doc_ids, doc_topic) of one part."""
         group = zarr.open_group(str(self.path / "parts" / self.parts[index]), mode="r")
-        return np.asarray(group["doc_ids"][:], dtype=object), np.asarray(group["doc_topic"][:])
+        return (np.asarray(group_array(group, "doc_ids")[:], dtype=object),
+                np.asarray(group_array(group, "doc_topic")[:]))
 
     def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         for index in range(len(self.parts)):

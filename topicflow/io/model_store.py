@@ -30,7 +30,7 @@ import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, Literal, Mapping
+from typing import Any, Iterator, Literal, Mapping, cast
 
 import numpy as np
 import zarr
@@ -45,7 +45,7 @@ from topicflow.io.atomic import (
     read_json,
     temporary_sibling,
 )
-from topicflow.io.zarr_shards import check_format, read_vocabulary, write_vocabulary
+from topicflow.io.zarr_shards import check_format, group_array, read_vocabulary, write_vocabulary
 from topicflow.models.lda_model import LDAState
 from topicflow.models.vocabulary import Vocabulary
 
@@ -409,7 +409,7 @@ def write_model_dir(directory: Path, model: SavedModel) -> None:
         lam_group.create_array(lang, data=lam, chunks=(lam.shape[0], max(1, min(lam.shape[1], 65536))))
         prior = state.topic_word_prior[lang]
         if np.ndim(prior) == 0:
-            priors[lang] = float(prior)  # type: ignore[arg-type]
+            priors[lang] = float(prior)
         else:
             prior_group.create_array(lang, data=np.asarray(prior, dtype=np.float64))
             priors[lang] = "matrix"
@@ -494,18 +494,20 @@ def read_model_dir(directory: Path, *, model_path: Path, version: int | None) ->
     check_format(info, path=str(directory), name=MODEL_FORMAT, version=MODEL_FORMAT_VERSION)
     try:
         arrays = zarr.open_group(str(directory / "arrays"), mode="r")
-        lam = {lang: np.asarray(arrays["topic_word_var"][lang][:]) for lang in info["languages"]}
+        lam = {lang: np.asarray(group_array(arrays, "topic_word_var", lang)[:]) for lang in info["languages"]}
         priors: dict[str, Any] = {}
         for lang, prior in info["topic_word_prior"].items():
-            priors[lang] = np.asarray(arrays["topic_word_prior"][lang][:]) if prior == "matrix" else float(prior)
+            priors[lang] = (np.asarray(group_array(arrays, "topic_word_prior", lang)[:]) if prior == "matrix"
+                            else float(prior))
         state = LDAState(
             topic_word_var=lam,
-            doc_topic_prior=np.asarray(arrays["doc_topic_prior"][:]),
+            doc_topic_prior=np.asarray(group_array(arrays, "doc_topic_prior")[:]),
             topic_word_prior=priors,
             topic_names=tuple(info.get("topic_names") or ()),
         )
         vocabularies = {lang: read_vocabulary(directory / "vocab" / lang) for lang in info["languages"]}
-        sampler_state = {name: np.asarray(arrays["sampler_state"][name][:]) for name in info.get("sampler_state", [])}
+        sampler_state = {name: np.asarray(group_array(arrays, "sampler_state", name)[:])
+                         for name in info.get("sampler_state", [])}
     except (KeyError, FileNotFoundError) as exc:
         raise CorpusFormatError(
             f"model {where} is incomplete ({exc!r}); roll back to another version, refit it or restore "
@@ -533,7 +535,7 @@ def export_npz(path: Path, model: SavedModel) -> dict[str, tuple[int, ...]]:
         arrays[f"vocab{suffix}"] = np.asarray(model.vocabularies[lang].terms, dtype=str)
     tmp = temporary_sibling(path)
     with open(tmp, "wb") as handle:
-        np.savez(handle, **arrays)
+        np.savez(handle, **cast(dict[str, Any], arrays))  # savez's stubs type **kwds like allow_pickle
     tmp.replace(path)
     return {name: tuple(a.shape) for name, a in arrays.items()}
 

@@ -122,7 +122,8 @@ def read_partition(partition: InputPartition, fields: FieldSpec) -> Iterator[Rec
     """
     handle = pq.ParquetFile(partition.path)
     columns = _columns(fields, handle.schema_arrow)
-    groups, first_row, row = [], 0, 0
+    groups: list[int] = []
+    first_row, row = 0, 0
     for index in range(handle.metadata.num_row_groups):
         n = handle.metadata.row_group(index).num_rows
         if row + n > partition.start and row < partition.stop:

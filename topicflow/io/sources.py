@@ -169,8 +169,15 @@ class CorpusSource(Protocol):
     task, reads one partition and yields its records in input order.
     """
 
-    kind: InputKind
-    path: str
+    @property
+    def kind(self) -> InputKind:
+        """The input format."""
+        ...
+
+    @property
+    def path(self) -> str:
+        """The input file or directory."""
+        ...
 
     def partitions(self, partition_size: int, first_index: int) -> list[InputPartition]: ...
 
@@ -230,7 +237,8 @@ def discover_partitions(
         raise InvalidParameterError(f"shard size must be a positive integer, got {partition_size!r}.")
     if not paths:
         raise EmptyInputError("no input given; pass directories of text files, JSONL or parquet files.")
-    sources, partitions = [], []
+    sources: list[CorpusSource] = []
+    partitions: list[InputPartition] = []
     for path in paths:
         source = source_for_path(path, fields)
         check_label_source(source, fields)

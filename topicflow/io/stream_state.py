@@ -59,7 +59,8 @@ def write_stream_state(path: Path, info: Mapping[str, Any], runs: Sequence[RunSt
                     raise InvalidParameterError(
                         f"run {run}: array {name!r} holds Python objects; saved states hold numbers only (never pickle)")
             buffer = io.BytesIO()
-            np.savez(buffer, **{name: np.ascontiguousarray(a) for name, a in arrays.items()})
+            contiguous: dict[str, Any] = {name: np.ascontiguousarray(a) for name, a in arrays.items()}
+            np.savez(buffer, **contiguous)  # Any: savez's stubs type **kwds like allow_pickle
             (run_dir / "arrays.npz").write_bytes(buffer.getvalue())
             atomic_write_json(run_dir / "run.json", dict(meta))
         payload = {"format": STREAM_STATE_FORMAT, "format_version": STREAM_STATE_VERSION, **info,

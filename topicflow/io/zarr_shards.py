@@ -26,7 +26,7 @@ import shutil
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence, cast
 
 import dask
 import numpy as np
@@ -230,6 +230,29 @@ def _as_read(array_dtype: Any, data: Any) -> np.ndarray:
     return np.asarray(data)
 
 
+def group_array(group: zarr.Group, *names: str) -> zarr.Array:
+    """Return the member ``group[names[0]][names[1]]...``, which the layout makes an array.
+
+    zarr types a group's member as ``Array | Group``; the store layouts fix which members are
+    arrays, so this only narrows the static type (it checks and reads nothing).
+
+    Parameters
+    ----------
+    group : zarr.Group
+        An open group.
+    *names : str
+        Member names, outermost first; all but the last name subgroups.
+
+    Returns
+    -------
+    zarr.Array
+    """
+    node: Any = group
+    for name in names:
+        node = node[name]
+    return cast(zarr.Array, node)
+
+
 def write_arrays(directory: Path, arrays: Mapping[str, np.ndarray]) -> None:
     """A new zarr group at ``directory`` holding ``arrays``, one chunk each."""
     group = zarr.open_group(str(directory), mode="w")
@@ -238,7 +261,7 @@ def write_arrays(directory: Path, arrays: Mapping[str, np.ndarray]) -> None:
 
 
 def _read_array(group: zarr.Group, name: str) -> np.ndarray:
-    array = group[name]
+    array = group_array(group, name)
     return _as_read(array.dtype, array[:])
 
 
@@ -408,7 +431,7 @@ async def _read_arrays_async(directory: str, names: Sequence[str]) -> list[np.nd
     group = await zarr_async.open_group(directory, mode="r")
 
     async def read_one(name: str) -> np.ndarray:
-        array = await group.getitem(name)
+        array = cast("zarr.AsyncArray[Any]", await group.getitem(name))  # a member the layout makes an array
         return _as_read(array.dtype, await array.getitem(slice(None)))
 
     return list(await asyncio.gather(*(read_one(name) for name in names)))
@@ -965,7 +988,7 @@ def remove_store_debris(path: Path, manifest: Manifest) -> list[str]:
     """
     path = Path(path)
     removed = [f"shards/{name}" for name in remove_unlisted_shards(path, manifest)]
-    current_candidates = int(manifest.candidates) if (manifest.candidates or "").isdigit() else 0
+    current_candidates = int(manifest.candidates) if manifest.candidates and manifest.candidates.isdigit() else 0
     for folder, current in (("candidates", current_candidates), ("vocabs", manifest.vocab_version)):
         directory = path / folder
         if not directory.is_dir():

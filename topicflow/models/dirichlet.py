@@ -79,7 +79,7 @@ def _digamma_of_row_sums(params: FloatArray, out: FloatArray) -> None:
 
 
 @numba.njit(nogil=True, cache=True)
-def _exp_dirichlet_expectation_columns(params, psi_totals, columns, out, row_offset):  # type: ignore[no-untyped-def]
+def _exp_dirichlet_expectation_columns(params, psi_totals, columns, out, row_offset):
     # Gathered into contiguous runs so the vectorized exp-digamma applies; a chunk of columns keeps
     # the scattered output rows in cache.
     chunk = 256

@@ -45,7 +45,7 @@ from topicflow.models.vb_lda import (
 
 
 @numba.njit(nogil=True, cache=True)
-def _split_counts(indptr, counts, first_doc, seed, fraction, observed):  # type: ignore[no-untyped-def]
+def _split_counts(indptr, counts, first_doc, seed, fraction, observed):
     """observed[j] = tokens of entry j drawn into the observed part (partial Fisher-Yates per doc)."""
     max_len = 0
     for d in range(indptr.shape[0] - 1):
@@ -130,7 +130,7 @@ def split_doc_tokens(block: DocBlock, *, seed: int, fraction: float = 0.5) -> tu
 
 
 @numba.njit(nogil=True, cache=True)
-def _heldout_log_lik(indptr, term_ids, counts, theta, term_topic):  # type: ignore[no-untyped-def]
+def _heldout_log_lik(indptr, term_ids, counts, theta, term_topic):
     """sum_d sum_w n_dw log(sum_k theta_dk beta_kw)."""
     total = 0.0
     for d in range(indptr.shape[0] - 1):
@@ -269,13 +269,13 @@ def nmi(labels_true: np.ndarray, labels_pred: np.ndarray) -> float:
 
 
 @numba.njit(nogil=True, cache=True)
-def _is_held_out(seed, fraction, doc):  # type: ignore[no-untyped-def]
+def _is_held_out(seed, fraction, doc):
     """``uniform_from_key(counter_key(seed, STREAM_SPLIT, 1, doc), 0) < fraction`` for global document ``doc``."""
     return uniform_from_key(counter_key(seed, STREAM_SPLIT, 1, doc), 0) < fraction
 
 
 @numba.njit(nogil=True, cache=True)
-def _held_out_mask(seed, fraction, first_doc, held_out):  # type: ignore[no-untyped-def]
+def _held_out_mask(seed, fraction, first_doc, held_out):
     """held_out[d] = whether document ``first_doc + d`` is held out; returns how many before ``first_doc`` are."""
     before = 0
     for doc in range(first_doc):
@@ -406,7 +406,7 @@ def split_documents(
 
 
 @numba.njit(nogil=True, cache=True)
-def _particle_learning_csr(  # type: ignore[no-untyped-def]
+def _particle_learning_csr(
     indptr, term_ids, counts, term_topic, alpha, expected_counts
 ):
     """Sum over documents and tokens of log p(w_i | w_<i); ``expected_counts`` is a (n_topics,) scratch buffer."""
@@ -511,7 +511,7 @@ def _parse_prior_vector(doc_topic_prior: FloatArray | float, n_topics: int) -> F
     return alpha
 
 
-def most_frequent_topics(doc_topic_counts: IntArray) -> IntArray:
+def most_frequent_topics(doc_topic_counts: np.ndarray) -> IntArray:
     """The most frequent topic of each document (ties go to the lowest topic).
 
     Parameters

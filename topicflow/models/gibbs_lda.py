@@ -370,7 +370,7 @@ def tokens_from_block(block: DocBlock) -> tuple[IntArray, Int32Array]:
 
 
 @numba.njit(nogil=True, cache=True)
-def _recount(token_indptr, token_terms, topics, doc_topic, term_topic, topic_counts):  # type: ignore[no-untyped-def]
+def _recount(token_indptr, token_terms, topics, doc_topic, term_topic, topic_counts):
     """Add every token's indicator to n_dk, n_wk and n_k (all zero on entry)."""
     for d in range(token_indptr.shape[0] - 1):
         for t in range(token_indptr[d], token_indptr[d + 1]):
@@ -457,7 +457,7 @@ def state_from_topics(
 
 
 @numba.njit(nogil=True, cache=True)
-def _build_word_lists(term_topic, starts, lengths, shift, packed):  # type: ignore[no-untyped-def]
+def _build_word_lists(term_topic, starts, lengths, shift, packed):
     """Fill each term's list with its nonzero ``(n_wk << shift) | k``, sorted by decreasing value."""
     for w in range(term_topic.shape[0]):
         base = starts[w]
@@ -475,7 +475,7 @@ def _build_word_lists(term_topic, starts, lengths, shift, packed):  # type: igno
 
 
 @numba.njit(nogil=True, cache=True)
-def _scatter_word_lists(starts, lengths, shift, packed, term_topic):  # type: ignore[no-untyped-def]
+def _scatter_word_lists(starts, lengths, shift, packed, term_topic):
     """term_topic[w, k] = n_wk from the packed lists (term_topic zero on entry)."""
     mask = (1 << shift) - 1
     for w in range(term_topic.shape[0]):
@@ -484,7 +484,7 @@ def _scatter_word_lists(starts, lengths, shift, packed, term_topic):  # type: ig
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
-def _word_decrement_at(packed, base, n, j, shift):  # type: ignore[no-untyped-def]
+def _word_decrement_at(packed, base, n, j, shift):
     """n_wk -= 1 for the entry at absolute position j of the list at ``base`` (length n); the entry
     sinks past the larger ones. Returns (new length, its final position)."""
     value = packed[j] - (1 << shift)
@@ -497,7 +497,7 @@ def _word_decrement_at(packed, base, n, j, shift):  # type: ignore[no-untyped-de
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
-def _word_increment(packed, base, n, k, shift, mask, j):  # type: ignore[no-untyped-def]
+def _word_increment(packed, base, n, k, shift, mask, j):
     """n_wk += 1 for topic k at absolute position j, or, if j < 0, searched for (appended with count 0
     when absent); the entry rises past the smaller ones. Returns the new length."""
     if j < 0:
@@ -520,7 +520,7 @@ def _word_increment(packed, base, n, k, shift, mask, j):  # type: ignore[no-unty
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
-def _word_mass(packed, base, n, shift, mask, coef, k_old, q_cum):  # type: ignore[no-untyped-def]
+def _word_mass(packed, base, n, shift, mask, coef, k_old, q_cum):
     """(q, position of k_old): q = sum over the word's list of coef_k n_wk, where the entry of k_old
     (the token being resampled, -1 if none) counts one less; q_cum[i] is the sum of the first i + 1."""
     q = 0.0
@@ -537,7 +537,7 @@ def _word_mass(packed, base, n, shift, mask, coef, k_old, q_cum):  # type: ignor
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
-def _search_word(x, q_cum, n):  # type: ignore[no-untyped-def]
+def _search_word(x, q_cum, n):
     """Index in the word's list of the first running sum of q above x (x < q, so one is)."""
     i = 0
     while i < n - 1 and q_cum[i] <= x:
@@ -546,7 +546,7 @@ def _search_word(x, q_cum, n):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
-def _walk_doc(x, doc_list, n_list, doc_topic, d, beta, inv_denom):  # type: ignore[no-untyped-def]
+def _walk_doc(x, doc_list, n_list, doc_topic, d, beta, inv_denom):
     """Topic of the document's list where the running sum of n_dk beta / (n_k + V beta) first exceeds x."""
     for i in range(n_list - 1):
         k = doc_list[i]
@@ -557,7 +557,7 @@ def _walk_doc(x, doc_list, n_list, doc_topic, d, beta, inv_denom):  # type: igno
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
-def _walk_smoothing(x, alpha, beta, inv_denom, s_block):  # type: ignore[no-untyped-def]
+def _walk_smoothing(x, alpha, beta, inv_denom, s_block):
     """First topic where the running sum of alpha_k beta / (n_k + V beta) exceeds x: whole blocks are
     skipped by their sums, then the walk goes on topic by topic (past the block's end if rounding
     left x at or above the block's last partial sum)."""
@@ -574,7 +574,7 @@ def _walk_smoothing(x, alpha, beta, inv_denom, s_block):  # type: ignore[no-unty
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
-def _shift_topic(k, delta, d, s, r, doc_topic, topic_counts, topic_prior, alpha, beta,  # type: ignore[no-untyped-def]
+def _shift_topic(k, delta, d, s, r, doc_topic, topic_counts, topic_prior, alpha, beta,
                  beta_sum, inv_denom, coef, s_block):
     """Add ``delta`` (+1 or -1) tokens of document d to topic k: counts, inv_denom_k, coef_k, and s, its
     block sum and r updated by the change of their k-th term. Returns (s, r)."""
@@ -594,7 +594,7 @@ def _shift_topic(k, delta, d, s, r, doc_topic, topic_counts, topic_prior, alpha,
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
-def _doc_list_remove(doc_list, n_list, k):  # type: ignore[no-untyped-def]
+def _doc_list_remove(doc_list, n_list, k):
     i = 0
     while doc_list[i] != k:
         i += 1
@@ -603,7 +603,7 @@ def _doc_list_remove(doc_list, n_list, k):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True)
-def _reset_topic_caches(topic_counts, topic_prior, alpha, beta, beta_sum,  # type: ignore[no-untyped-def]
+def _reset_topic_caches(topic_counts, topic_prior, alpha, beta, beta_sum,
                         inv_denom, coef, s_block, listed):
     """inv_denom, coef outside any document, s's block sums, the ``listed`` marks cleared; returns s
     (summed in k order)."""
@@ -619,7 +619,7 @@ def _reset_topic_caches(topic_counts, topic_prior, alpha, beta, beta_sum,  # typ
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
-def _start_doc(topics, lo, hi, doc_topic, d, alpha, beta,  # type: ignore[no-untyped-def]
+def _start_doc(topics, lo, hi, doc_topic, d, alpha, beta,
                inv_denom, coef, doc_list, listed):
     """List the document's topics (in order of first use), set their coef; returns (list length, r)."""
     n_list = 0
@@ -637,7 +637,7 @@ def _start_doc(topics, lo, hi, doc_topic, d, alpha, beta,  # type: ignore[no-unt
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
-def _prior_mass(p_topics, p_values, lo, hi, coef, p_cum):  # type: ignore[no-untyped-def]
+def _prior_mass(p_topics, p_values, lo, hi, coef, p_cum):
     """q_prior = sum over the word's prior list of coef_k N_wk; p_cum[i] is the sum of the first i + 1."""
     q = 0.0
     for j in range(lo, hi):
@@ -647,7 +647,7 @@ def _prior_mass(p_topics, p_values, lo, hi, coef, p_cum):  # type: ignore[no-unt
 
 
 @numba.njit(nogil=True, cache=True)
-def _sweep(token_indptr, token_terms, topics, doc_topic, topic_counts,  # type: ignore[no-untyped-def]
+def _sweep(token_indptr, token_terms, topics, doc_topic, topic_counts,
            starts, lengths, packed, shift, alpha, beta, beta_sum, seed, epoch, first_doc, progressive,
            topic_prior, p_indptr, p_topics, p_values, inv_denom, coef, s_block, doc_list, listed, q_cum, p_cum):
     """One Gibbs sweep over every token in order; with ``progressive`` the tokens are unassigned on
@@ -724,7 +724,7 @@ def _sweep(token_indptr, token_terms, topics, doc_topic, topic_counts,  # type: 
 
 
 @numba.njit(nogil=True, cache=True)
-def _random_topics(token_indptr, n_topics, seed, first_doc, topics):  # type: ignore[no-untyped-def]
+def _random_topics(token_indptr, n_topics, seed, first_doc, topics):
     """z_t = floor(u_t K) with u_t the t-th uniform of counter_key(seed, STREAM_GIBBS, 0, first_doc + d)."""
     for d in range(token_indptr.shape[0] - 1):
         key = counter_key(seed, STREAM_GIBBS, 0, first_doc + d)
@@ -759,7 +759,7 @@ def _word_lists(
     shift = max(1, int(n_topics - 1).bit_length())
     if dtype is None:
         dtype = np.int32 if int(freq.max(initial=0)) < 2 ** (31 - shift) else np.int64
-    packed = np.zeros(max(1, int(capacity.sum())), dtype=dtype)
+    packed: np.ndarray = np.zeros(max(1, int(capacity.sum())), dtype=dtype)
     lengths = np.zeros(n_terms, dtype=np.int64)
     _build_word_lists(term_topic, starts, lengths, shift, packed)
     return _WordLists(starts, lengths, packed, shift)
@@ -902,7 +902,7 @@ def initial_state(
 
 
 @numba.njit(nogil=True, cache=True)
-def _topic_count_pairs(doc_topic):  # type: ignore[no-untyped-def]
+def _topic_count_pairs(doc_topic):
     """Histograms H_k(n) = #{d : n_dk = n} of the nonzero n_dk, run-length encoded: sorted distinct
     keys k * (max_n + 1) + n and their multiplicities (memory O(nonzero n_dk), not O(K max_n))."""
     max_n, nnz = 0, 0
@@ -931,7 +931,7 @@ def _topic_count_pairs(doc_topic):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True)
-def _alpha_fixed_point(doc_topic, doc_lengths, alpha, max_iter, tol, floor):  # type: ignore[no-untyped-def]
+def _alpha_fixed_point(doc_topic, doc_lengths, alpha, max_iter, tol, floor):
     """Minka's fixed point for an asymmetric Dirichlet from the histograms of n_d and n_dk.
 
     alpha_k <- alpha_k sum_n H_k(n) D(n; alpha_k) / sum_n H(n) D(n; alpha_sum), with
@@ -975,7 +975,7 @@ def _alpha_fixed_point(doc_topic, doc_lengths, alpha, max_iter, tol, floor):  # 
 
 
 @numba.njit(nogil=True, cache=True)
-def _beta_fixed_point(starts, lengths, packed, shift, topic_counts,  # type: ignore[no-untyped-def]
+def _beta_fixed_point(starts, lengths, packed, shift, topic_counts,
                       n_terms, beta, max_iter, tol, floor):
     """Minka's fixed point for a symmetric Dirichlet over the n_terms words of every topic.
 
@@ -1228,7 +1228,7 @@ def _run_chain(
 
 
 @numba.njit(nogil=True, cache=True)
-def _training_log_lik(token_indptr, token_terms, doc_topic, topic_counts,  # type: ignore[no-untyped-def]
+def _training_log_lik(token_indptr, token_terms, doc_topic, topic_counts,
                       starts, lengths, packed, shift, topic_prior, p_indptr, p_topics, p_values, alpha, beta,
                       beta_sum):
     """sum over tokens of log sum_k theta_dk phi_kw, each (document, term) pair computed once.
@@ -1333,7 +1333,7 @@ def training_perplexity(state: GibbsState, *, prior: TopicWordPrior | None = Non
 
 
 @numba.njit(nogil=True, cache=True)
-def _token_buckets(token_indptr, token_terms, topics, doc_topic, topic_counts,  # type: ignore[no-untyped-def]
+def _token_buckets(token_indptr, token_terms, topics, doc_topic, topic_counts,
                    starts, lengths, packed, shift, topic_prior, p_indptr, p_topics, p_values, alpha, beta, beta_sum,
                    d, t, s_blocks, masses):
     """The sweep's buckets for token t of document d, with the same helpers as ``_sweep``; mutates
@@ -1445,7 +1445,7 @@ def token_buckets(state: GibbsState, token: int, *, prior: TopicWordPrior | None
 
 
 @numba.njit(nogil=True, cache=True)
-def _log_lik_terms(doc_topic, term_topic, topic_counts, alpha, beta):  # type: ignore[no-untyped-def]
+def _log_lik_terms(doc_topic, term_topic, topic_counts, alpha, beta):
     """log p(w | z, beta) + log p(z | alpha), skipping zero counts (whose terms cancel)."""
     n_terms, n_topics = term_topic.shape
     beta_sum = n_terms * beta
@@ -1537,7 +1537,7 @@ def topic_word_distribution(state: GibbsState) -> FloatArray:
 
 
 @numba.njit(nogil=True, cache=True)
-def _fold_in_doc(n_tok, tok_col, key_seed, doc, n_sweeps, phi_cols, alpha, chunk_cum,  # type: ignore[no-untyped-def]
+def _fold_in_doc(n_tok, tok_col, key_seed, doc, n_sweeps, phi_cols, alpha, chunk_cum,
                  z, doc_counts, nonzero, doc_cum):
     """Random start, then ``n_sweeps`` sweeps of one document's tokens; returns the nonzero-list length."""
     n_topics = alpha.shape[0]
@@ -1558,7 +1558,7 @@ def _fold_in_doc(n_tok, tok_col, key_seed, doc, n_sweeps, phi_cols, alpha, chunk
 
 
 @numba.njit(nogil=True, cache=True)
-def _fold_in_csr(indptr, term_ids, counts, local_cols, phi_cols,  # type: ignore[no-untyped-def]
+def _fold_in_csr(indptr, term_ids, counts, local_cols, phi_cols,
                  alpha, chunk_cum, first_doc, seed, n_sweeps, out, tok_term, tok_col, z, doc_counts, nonzero,
                  doc_cum):
     """Fold every document in; out[d] = n_dk after the last sweep (out zero on entry)."""

@@ -114,7 +114,7 @@ class HybridParams:
 
 
 @numba.njit(nogil=True, cache=True)
-def _smoothing_chunks(present, term_topic, alpha, chunk, out):  # type: ignore[no-untyped-def]
+def _smoothing_chunks(present, term_topic, alpha, chunk, out):
     """out[c, b] = s_cum[min((b + 1) * chunk, K) - 1] for w = present[c]: the smoothing running sum
     ``s_cum[k] = sum_{k' <= k} alpha_k' E_k'w`` (summed in k order) at the end of each chunk of topics.
 
@@ -135,7 +135,7 @@ def _smoothing_chunks(present, term_topic, alpha, chunk, out):  # type: ignore[n
 
 
 @numba.njit(nogil=True, cache=True)
-def _search_smoothing(y, w, c, term_topic, alpha, chunk_cum, chunk):  # type: ignore[no-untyped-def]
+def _search_smoothing(y, w, c, term_topic, alpha, chunk_cum, chunk):
     """First k with s_cum[k] > y or, if none (y rounded up to the total s), the first k with s_cum[k] >= s.
 
     A binary search over the chunk ends, then the running sum is continued inside one chunk from the
@@ -162,7 +162,7 @@ def _search_smoothing(y, w, c, term_topic, alpha, chunk_cum, chunk):  # type: ig
 
 
 @numba.njit(nogil=True, cache=True)
-def _draw_topic(u, w, c, term_topic, alpha, chunk_cum, chunk,  # type: ignore[no-untyped-def]
+def _draw_topic(u, w, c, term_topic, alpha, chunk_cum, chunk,
                 doc_counts, nonzero, n_nonzero, doc_cum):
     """One draw from p(z = k) ∝ (N_dk + alpha_k) E_kw with the uniform ``u`` (see hybrid_estep_block, Notes).
 
@@ -184,7 +184,7 @@ def _draw_topic(u, w, c, term_topic, alpha, chunk_cum, chunk,  # type: ignore[no
 
 
 @numba.njit(nogil=True, cache=True)
-def _add_token(k, doc_counts, nonzero, n_nonzero):  # type: ignore[no-untyped-def]
+def _add_token(k, doc_counts, nonzero, n_nonzero):
     """N_dk += 1; a topic that becomes used is inserted into the sorted ``nonzero`` list. Returns its length."""
     doc_counts[k] += 1
     if doc_counts[k] == 1:
@@ -198,7 +198,7 @@ def _add_token(k, doc_counts, nonzero, n_nonzero):  # type: ignore[no-untyped-de
 
 
 @numba.njit(nogil=True, cache=True)
-def _remove_token(k, doc_counts, nonzero, n_nonzero):  # type: ignore[no-untyped-def]
+def _remove_token(k, doc_counts, nonzero, n_nonzero):
     """N_dk -= 1; a topic that becomes unused is removed from the sorted ``nonzero`` list. Returns its length."""
     doc_counts[k] -= 1
     if doc_counts[k] == 0:
@@ -212,7 +212,7 @@ def _remove_token(k, doc_counts, nonzero, n_nonzero):  # type: ignore[no-untyped
 
 
 @numba.njit(nogil=True, cache=True)
-def _gibbs_sweep(tok_term, tok_col, z, n_tok, first_sweep, key, first_draw,  # type: ignore[no-untyped-def]
+def _gibbs_sweep(tok_term, tok_col, z, n_tok, first_sweep, key, first_draw,
                  term_topic, alpha, chunk_cum, chunk, doc_counts, nonzero, n_nonzero, doc_cum):
     """One sweep over the document's tokens in order; the first sweep assigns progressively (no removal)."""
     for t in range(n_tok):
@@ -227,7 +227,7 @@ def _gibbs_sweep(tok_term, tok_col, z, n_tok, first_sweep, key, first_draw,  # t
 
 
 @numba.njit(nogil=True, cache=True)
-def _expand_tokens(lo, hi, term_ids, counts, local_cols, tok_term, tok_col):  # type: ignore[no-untyped-def]
+def _expand_tokens(lo, hi, term_ids, counts, local_cols, tok_term, tok_col):
     """A term with count c becomes c consecutive tokens, in CSR order. Returns the number of tokens."""
     n_tok = 0
     for j in range(lo, hi):
@@ -239,7 +239,7 @@ def _expand_tokens(lo, hi, term_ids, counts, local_cols, tok_term, tok_col):  # 
 
 
 @numba.njit(nogil=True, cache=True)
-def _gibbs_csr(indptr, term_ids, counts, local_cols,  # type: ignore[no-untyped-def]
+def _gibbs_csr(indptr, term_ids, counts, local_cols,
                term_topic, alpha, chunk_cum, chunk, first_doc, seed, epoch, burn_in, samples,
                kept_term_topic, kept_doc_topic,
                tok_term, tok_col, z, doc_counts, nonzero, doc_cum):
@@ -268,7 +268,7 @@ def _gibbs_csr(indptr, term_ids, counts, local_cols,  # type: ignore[no-untyped-
 
 
 @numba.njit(nogil=True, cache=True)
-def _log_norm_terms(indptr, term_ids, counts, term_topic, exp_elog_theta, out):  # type: ignore[no-untyped-def]
+def _log_norm_terms(indptr, term_ids, counts, term_topic, exp_elog_theta, out):
     """out_d = sum_w n_dw log(eps + sum_k exp(E[log theta_dk]) E_kw), each inner sum in k order.
 
     Four terms share each pass over k (independent sums, so the adds pipeline); each inner sum is

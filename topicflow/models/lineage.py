@@ -152,14 +152,14 @@ class KeyFilter:
 
 
 @numba.njit(nogil=True, cache=True)
-def _home_slot(key, capacity):  # type: ignore[no-untyped-def]
+def _home_slot(key, capacity):
     """Multiplicative (Fibonacci) hash of ``key`` into [0, capacity), capacity a power of two."""
     h = np.uint64(key) * np.uint64(_FIB)
     return np.int64(h >> np.uint64(33)) & (capacity - 1)
 
 
 @numba.njit(nogil=True, cache=True)
-def _table_find(keys, nodes, node, table, key):  # type: ignore[no-untyped-def]
+def _table_find(keys, nodes, node, table, key):
     """Slot of ``key`` in the ``table`` (ROW_TABLE or Z_TABLE) of ``node``, or -1 (linear probing)."""
     capacity = nodes[node, table + 1]
     if capacity == 0:
@@ -176,7 +176,7 @@ def _table_find(keys, nodes, node, table, key):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True)
-def _slot_insert(keys, values, start, capacity, key, value):  # type: ignore[no-untyped-def]
+def _slot_insert(keys, values, start, capacity, key, value):
     """Write ``key -> value`` in the first free slot of its probe sequence (``key`` known absent)."""
     i = _home_slot(key, capacity)
     while keys[start + i] != EMPTY_KEY:
@@ -187,7 +187,7 @@ def _slot_insert(keys, values, start, capacity, key, value):  # type: ignore[no-
 
 
 @numba.njit(nogil=True, cache=True)
-def growth_need(count, capacity, extra):  # type: ignore[no-untyped-def]
+def growth_need(count, capacity, extra):
     """Slots a table of ``count`` keys and ``capacity`` slots allocates to take ``extra`` more keys.
 
     Zero if it stays at most half full, else the smallest power of two >= MIN_TABLE that keeps it so
@@ -203,7 +203,7 @@ def growth_need(count, capacity, extra):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True)
-def _table_reserve(keys, values, nodes, node, table, extra, counters, used):  # type: ignore[no-untyped-def]
+def _table_reserve(keys, values, nodes, node, table, extra, counters, used):
     """Rebuild the table at a larger size, if needed, so ``extra`` more keys fit (space checked)."""
     need = growth_need(nodes[node, table + 2], nodes[node, table + 1], extra)
     if need == 0:
@@ -220,7 +220,7 @@ def _table_reserve(keys, values, nodes, node, table, extra, counters, used):  # 
 
 
 @numba.njit(nogil=True, cache=True)
-def _table_add(keys, values, nodes, node, table, key, value):  # type: ignore[no-untyped-def]
+def _table_add(keys, values, nodes, node, table, key, value):
     """Insert an absent key into a table that has been reserved for it."""
     if 2 * (nodes[node, table + 2] + 1) > nodes[node, table + 1]:
         raise RuntimeError("lineage: hash table written without a reservation")
@@ -232,14 +232,14 @@ def _table_add(keys, values, nodes, node, table, key, value):  # type: ignore[no
 
 
 @numba.njit(nogil=True, cache=True)
-def node_space(st, node, n_row_keys, n_z_keys, out):  # type: ignore[no-untyped-def]
+def node_space(st, node, n_row_keys, n_z_keys, out):
     """Add to ``out`` (row slots, topic slots) what reserving ``node`` for new keys would allocate."""
     out[0] += growth_need(st.nodes[node, ROW_TABLE + 2], st.nodes[node, ROW_TABLE + 1], n_row_keys)
     out[1] += growth_need(st.nodes[node, Z_TABLE + 2], st.nodes[node, Z_TABLE + 1], n_z_keys)
 
 
 @numba.njit(nogil=True, cache=True)
-def has_space(st, row_slots, z_slots, n_rows):  # type: ignore[no-untyped-def]
+def has_space(st, row_slots, z_slots, n_rows):
     """True if the arenas can take the allocation; otherwise record it in ``counters[NEED_*]``."""
     c = st.counters
     ok = (c[ROW_SLOTS_USED] + row_slots <= st.row_keys.shape[0]
@@ -253,7 +253,7 @@ def has_space(st, row_slots, z_slots, n_rows):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True)
-def reserve_node(st, node, n_row_keys, n_z_keys):  # type: ignore[no-untyped-def]
+def reserve_node(st, node, n_row_keys, n_z_keys):
     """Grow ``node``'s tables so that ``n_row_keys`` and ``n_z_keys`` more keys fit (space checked)."""
     _table_reserve(st.row_keys, st.row_values, st.nodes, node, ROW_TABLE, n_row_keys, st.counters,
                    ROW_SLOTS_USED)
@@ -261,7 +261,7 @@ def reserve_node(st, node, n_row_keys, n_z_keys):  # type: ignore[no-untyped-def
 
 
 @numba.njit(nogil=True, cache=True)
-def reserve_leaf(st, particle, n_row_keys, n_z_keys, n_rows):  # type: ignore[no-untyped-def]
+def reserve_leaf(st, particle, n_row_keys, n_z_keys, n_rows):
     """Check space and reserve ``particle``'s leaf for one write unit; False (nothing done) if full."""
     need = np.zeros(2, dtype=np.int64)
     node_space(st, st.leaf[particle], n_row_keys, n_z_keys, need)
@@ -275,7 +275,7 @@ def reserve_leaf(st, particle, n_row_keys, n_z_keys, n_rows):  # type: ignore[no
 
 
 @numba.njit(nogil=True, cache=True)
-def find_row(st, node, key):  # type: ignore[no-untyped-def]
+def find_row(st, node, key):
     """Row index of ``key`` as seen from ``node`` (first holder on the path to the root), or -1."""
     while node >= 0:
         s = _table_find(st.row_keys, st.nodes, node, ROW_TABLE, key)
@@ -286,7 +286,7 @@ def find_row(st, node, key):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True)
-def find_topic(st, node, key):  # type: ignore[no-untyped-def]
+def find_topic(st, node, key):
     """Topic of ``key`` as seen from ``node``, or -1 if no node on the path holds it."""
     while node >= 0:
         s = _table_find(st.z_keys, st.nodes, node, Z_TABLE, key)
@@ -297,7 +297,7 @@ def find_topic(st, node, key):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True)
-def writable_row(st, node, key):  # type: ignore[no-untyped-def]
+def writable_row(st, node, key):
     """Index of ``node``'s own row for ``key``, copied from the nearest ancestor (or zeros) if absent.
 
     The caller has reserved one row key and one row (see :func:`reserve_leaf`).
@@ -317,7 +317,7 @@ def writable_row(st, node, key):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True)
-def write_topic(st, node, key, topic):  # type: ignore[no-untyped-def]
+def write_topic(st, node, key, topic):
     """Set ``key``'s topic in ``node``'s own table (the caller reserved one topic key)."""
     s = _table_find(st.z_keys, st.nodes, node, Z_TABLE, key)
     if s >= 0:
@@ -327,7 +327,7 @@ def write_topic(st, node, key, topic):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True)
-def depth(st, node):  # type: ignore[no-untyped-def]
+def depth(st, node):
     """Nodes on the path from ``node`` to the root, both included."""
     n = 0
     while node >= 0:
@@ -340,7 +340,7 @@ def depth(st, node):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True)
-def _link_child(nodes, parent, child):  # type: ignore[no-untyped-def]
+def _link_child(nodes, parent, child):
     """Make ``child`` the first child of ``parent``."""
     head = nodes[parent, FIRST_CHILD]
     nodes[child, PARENT] = parent
@@ -353,7 +353,7 @@ def _link_child(nodes, parent, child):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True)
-def _unlink_child(nodes, child):  # type: ignore[no-untyped-def]
+def _unlink_child(nodes, child):
     """Remove ``child`` from its parent's list of children (the parent must exist)."""
     parent, prev, nxt = nodes[child, PARENT], nodes[child, PREV_SIBLING], nodes[child, NEXT_SIBLING]
     if prev >= 0:
@@ -366,7 +366,7 @@ def _unlink_child(nodes, child):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True)
-def _alloc_node(st, parent, owner):  # type: ignore[no-untyped-def]
+def _alloc_node(st, parent, owner):
     """A fresh empty node under ``parent`` (-1: a root), owned by particle ``owner`` (-1: none)."""
     c = st.counters
     if c[N_FREE] == 0:
@@ -386,7 +386,7 @@ def _alloc_node(st, parent, owner):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True)
-def _free_node(st, node):  # type: ignore[no-untyped-def]
+def _free_node(st, node):
     """Return ``node`` to the free list; its tables and rows become garbage until compaction."""
     st.nodes[node, :] = 0
     st.nodes[node, PARENT] = FREE
@@ -396,7 +396,7 @@ def _free_node(st, node):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True)
-def _prune(st, node):  # type: ignore[no-untyped-def]
+def _prune(st, node):
     """Free ``node`` and its ancestors while they have neither an owner nor children.
 
     An ancestor left with exactly one child (and no owner) is queued in ``pending`` for merging.
@@ -415,7 +415,7 @@ def _prune(st, node):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True)
-def rewire(st, ancestors):  # type: ignore[no-untyped-def]
+def rewire(st, ancestors):
     """Point new particle i at a copy of old particle ``ancestors[i]``'s state, in O(P) node work.
 
     An ancestor copied once hands its leaf over; one copied c >= 2 times keeps its leaf as an
@@ -443,7 +443,7 @@ def rewire(st, ancestors):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True)
-def _merge_tables(keys, values, nodes, parent, child, table, counters, used):  # type: ignore[no-untyped-def]
+def _merge_tables(keys, values, nodes, parent, child, table, counters, used):
     """Give ``child`` the union of both tables, the child's entries winning (space checked).
 
     The smaller table is inserted into the larger one, so the cost is the smaller table's size.
@@ -467,7 +467,7 @@ def _merge_tables(keys, values, nodes, parent, child, table, counters, used):  #
 
 
 @numba.njit(nogil=True, cache=True)
-def _merge_into_child(st, node):  # type: ignore[no-untyped-def]
+def _merge_into_child(st, node):
     """Merge internal ``node`` into its only child, which takes its place (space checked)."""
     nodes = st.nodes
     child, grandparent = nodes[node, FIRST_CHILD], nodes[node, PARENT]
@@ -483,7 +483,7 @@ def _merge_into_child(st, node):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True)
-def merge_pending(st):  # type: ignore[no-untyped-def]
+def merge_pending(st):
     """Merge every queued single-child internal node into its child; False if an arena is full.
 
     Each merge is all-or-nothing, so after :func:`make_room` the call resumes where it stopped.
@@ -510,7 +510,7 @@ def merge_pending(st):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True)
-def _is_live(key, keep_below, live_keys):  # type: ignore[no-untyped-def]
+def _is_live(key, keep_below, live_keys):
     if key < keep_below:
         return True
     i = np.searchsorted(live_keys, key)
@@ -518,7 +518,7 @@ def _is_live(key, keep_below, live_keys):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True)
-def _compact_table(old_keys, old_values, new_keys, new_values, old_nodes, new_nodes, node, table,  # type: ignore[no-untyped-def]
+def _compact_table(old_keys, old_values, new_keys, new_values, old_nodes, new_nodes, node, table,
                    counters, used, keep_below, live_keys, old_rows, new_rows, copy_rows):
     """Rebuild one table in the new arenas with its live keys only (rows copied when ``copy_rows``)."""
     start, capacity = old_nodes[node, table], old_nodes[node, table + 1]
@@ -547,7 +547,7 @@ def _compact_table(old_keys, old_values, new_keys, new_values, old_nodes, new_no
 
 
 @numba.njit(nogil=True, cache=True)
-def _compact_into(old, new, row_keep_below, live_row_keys, z_keep_below, live_z_keys):  # type: ignore[no-untyped-def]
+def _compact_into(old, new, row_keep_below, live_row_keys, z_keep_below, live_z_keys):
     """Copy the live part of ``old`` into the empty arenas of ``new``, node by node in id order."""
     new.counters[ROW_SLOTS_USED] = 0
     new.counters[Z_SLOTS_USED] = 0
@@ -618,14 +618,14 @@ def empty_store(n_particles: int, row_width: int, *, row_slots: int = 64, z_slot
 
 
 @numba.njit(nogil=True, cache=True)
-def _init_tree(st):  # type: ignore[no-untyped-def]
+def _init_tree(st):
     root = _alloc_node(st, -1, 0 if st.leaf.shape[0] == 1 else -1)
     for p in range(st.leaf.shape[0]):
         st.leaf[p] = root if st.leaf.shape[0] == 1 else _alloc_node(st, root, p)
 
 
 @numba.njit(nogil=True, cache=True)
-def _fill_root(st, row_keys, rows, z_keys, z_values):  # type: ignore[no-untyped-def]
+def _fill_root(st, row_keys, rows, z_keys, z_values):
     """Insert the initial entries into the root's tables (space checked by the caller)."""
     root = st.leaf[0]
     while st.nodes[root, PARENT] >= 0:
@@ -781,7 +781,7 @@ def lookup_topic(store: LineageStore, particle: int, key: int) -> int:
 
 
 @numba.njit(nogil=True, cache=True)
-def _add_to_row(st, particle, key, delta):  # type: ignore[no-untyped-def]
+def _add_to_row(st, particle, key, delta):
     if not reserve_leaf(st, particle, 1, 0, 1):
         return False
     r = writable_row(st, st.leaf[particle], key)
@@ -791,7 +791,7 @@ def _add_to_row(st, particle, key, delta):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True)
-def _set_topic(st, particle, key, topic):  # type: ignore[no-untyped-def]
+def _set_topic(st, particle, key, topic):
     if not reserve_leaf(st, particle, 0, 1, 0):
         return False
     write_topic(st, st.leaf[particle], key, topic)
@@ -856,13 +856,13 @@ def resample_lineage(store: LineageStore, ancestors: IntArray, rows_filter: KeyF
 
 
 @numba.njit(nogil=True, cache=True)
-def _depths(st, out):  # type: ignore[no-untyped-def]
+def _depths(st, out):
     for p in range(st.leaf.shape[0]):
         out[p] = depth(st, st.leaf[p])
 
 
 @numba.njit(nogil=True, cache=True)
-def _n_entries(st):  # type: ignore[no-untyped-def]
+def _n_entries(st):
     total = 0
     for node in range(st.nodes.shape[0]):
         if st.nodes[node, PARENT] != FREE:

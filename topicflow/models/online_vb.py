@@ -81,7 +81,7 @@ class StepSchedule:
         return {"tau0": self.tau0, "kappa": self.kappa}
 
 
-def blend(current: FloatArray, target: FloatArray, rho: float) -> FloatArray:
+def blend(current: FloatArray | float, target: FloatArray | float, rho: float) -> FloatArray:
     """(1 - rho) current + rho target; exactly ``target`` when rho = 1."""
     if rho == 1.0:
         return np.array(target, dtype=np.float64)
@@ -147,7 +147,7 @@ def topic_word_step(
         for lang in state.languages:
             eta = state.topic_word_prior[lang]
             target = topic_word_target(stats.topic_terms[lang].to_dense(state.n_terms(lang)), eta, scale)
-            new_eta[lang] = eta_target(target, float(eta))  # type: ignore[arg-type]
+            new_eta[lang] = eta_target(target, float(eta))
     return TopicWordStep(dict(stats.topic_terms), rho, scale, new_eta)
 
 
@@ -172,7 +172,7 @@ def apply_topic_word_step(
         cols = topic_word_target(terms.values, eta if np.ndim(eta) == 0 else np.asarray(eta)[:, ids], step.scale)
         base: FloatArray | float = eta
         if lang in step.new_eta:
-            old_eta, new_eta = float(eta), step.new_eta[lang]  # type: ignore[arg-type]
+            old_eta, new_eta = float(eta), step.new_eta[lang]
             cols = cols - old_eta + new_eta
             base = (old_eta - old_eta) + new_eta  # the dense target's value where stats are zero
             priors[lang] = float(blend(np.float64(old_eta), np.float64(new_eta), rho))
@@ -182,7 +182,7 @@ def apply_topic_word_step(
             out[:, ids] = cols
         else:
             eta_matrix = np.ndim(base) == 2
-            _blend_columns(lam, out, 1.0 - rho, rho, float(base) if not eta_matrix else 0.0,  # type: ignore[arg-type]
+            _blend_columns(lam, out, 1.0 - rho, rho, float(base) if not eta_matrix else 0.0,
                            np.asarray(base, dtype=np.float64) if eta_matrix else _NO_MATRIX, eta_matrix,
                            np.ascontiguousarray(ids, dtype=np.int64), np.ascontiguousarray(cols, dtype=np.float64))
         lam_out[lang] = out
@@ -193,7 +193,7 @@ _NO_MATRIX = np.zeros((1, 1))
 
 
 @numba.njit(nogil=True, cache=True)
-def _blend_columns(lam, out, keep, rho, base, base_matrix, use_matrix, ids, cols):  # type: ignore[no-untyped-def]
+def _blend_columns(lam, out, keep, rho, base, base_matrix, use_matrix, ids, cols):
     """out = keep * lam + rho * target, target = base where a term is absent and ``cols`` where present.
 
     One pass, safe in place (``out`` may be ``lam``); the same products and sums, in the same order,

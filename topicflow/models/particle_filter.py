@@ -292,7 +292,7 @@ class PFDiagnostics:
 
 
 @numba.njit(nogil=True, cache=True)
-def _conditional(term_row, total_row, doc_row, own, alpha, beta, v_beta, out):  # type: ignore[no-untyped-def]
+def _conditional(term_row, total_row, doc_row, own, alpha, beta, v_beta, out):
     """out[k] = (n_wk - e_k + beta) / (n_k - e_k + V beta) * (n_dk - e_k + alpha), e_k = [k == own]."""
     for k in range(out.shape[0]):
         e = 1 if k == own else 0
@@ -301,7 +301,7 @@ def _conditional(term_row, total_row, doc_row, own, alpha, beta, v_beta, out):  
 
 
 @numba.njit(nogil=True, cache=True)
-def _draw(weights, u):  # type: ignore[no-untyped-def]
+def _draw(weights, u):
     """(index, total): the first k whose running sum exceeds u * total (running sums in k order)."""
     total = 0.0
     for k in range(weights.shape[0]):
@@ -316,7 +316,7 @@ def _draw(weights, u):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True)
-def _source_slot(source, t, size, seed):  # type: ignore[no-untyped-def]
+def _source_slot(source, t, size, seed):
     """Slot token ``t`` takes in the source, or -1 (dropped by the reservoir)."""
     if source == HISTORY:
         return t
@@ -326,7 +326,7 @@ def _source_slot(source, t, size, seed):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True)
-def _propose(st, p, t, term, doc_key, ip, fp, q):  # type: ignore[no-untyped-def]
+def _propose(st, p, t, term, doc_key, ip, fp, q):
     """Draw z_t in particle p from the proposal, add it to the counts; return P(w_t | particle p).
 
     The particle's leaf must be reserved for 3 row keys, 3 rows and 1 topic key.
@@ -351,7 +351,7 @@ def _propose(st, p, t, term, doc_key, ip, fp, q):  # type: ignore[no-untyped-def
 
 
 @numba.njit(nogil=True, cache=True)
-def _proposal_phase(st, t, term, doc_key, ip, fp, lik, q):  # type: ignore[no-untyped-def]
+def _proposal_phase(st, t, term, doc_key, ip, fp, lik, q):
     """Every particle draws token t (all or nothing: False if the store lacks room)."""
     n_particles = st.leaf.shape[0]
     need = np.zeros(2, dtype=np.int64)
@@ -367,7 +367,7 @@ def _proposal_phase(st, t, term, doc_key, ip, fp, lik, q):  # type: ignore[no-un
 
 
 @numba.njit(nogil=True, cache=True)
-def _reweight(weights, lik, acc):  # type: ignore[no-untyped-def]
+def _reweight(weights, lik, acc):
     """w_p <- w_p L_p / sum_q w_q L_q; add log sum_q w_q L_q to acc[0]; return the ESS."""
     evidence = 0.0
     for p in range(weights.shape[0]):
@@ -381,7 +381,7 @@ def _reweight(weights, lik, acc):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True)
-def _weigh_phase(st, t, term, doc, ip, fp, weights, lik, cursor, resampled_at,  # type: ignore[no-untyped-def]
+def _weigh_phase(st, t, term, doc, ip, fp, weights, lik, cursor, resampled_at,
                  source_positions, source_terms, source_docs, acc):
     """Reweight, resample if the ESS is low, enter token t into the source, decide on rejuvenation."""
     n_particles = weights.shape[0]
@@ -404,7 +404,7 @@ def _weigh_phase(st, t, term, doc, ip, fp, weights, lik, cursor, resampled_at,  
 
 
 @numba.njit(nogil=True, cache=True)
-def _rejuvenate_one(st, p, t, step, n_filled, ip, fp, source_positions, source_terms,  # type: ignore[no-untyped-def]
+def _rejuvenate_one(st, p, t, step, n_filled, ip, fp, source_positions, source_terms,
                     source_docs, q):
     """Redraw the topic of the ``step``-th token of particle p's rejuvenation sequence R(t).
 
@@ -437,7 +437,7 @@ def _rejuvenate_one(st, p, t, step, n_filled, ip, fp, source_positions, source_t
 
 
 @numba.njit(nogil=True, cache=True)
-def _rejuvenation_phase(st, t, ip, fp, cursor, source_positions, source_terms, source_docs, q):  # type: ignore[no-untyped-def]
+def _rejuvenation_phase(st, t, ip, fp, cursor, source_positions, source_terms, source_docs, q):
     """Every particle redraws r source tokens; resumable at (particle, step) through the cursor."""
     n_filled = t + 1 if ip[I_SOURCE] == HISTORY else min(t + 1, ip[I_SOURCE_SIZE])
     while cursor[C_PARTICLE] < st.leaf.shape[0]:
@@ -452,7 +452,7 @@ def _rejuvenation_phase(st, t, ip, fp, cursor, source_positions, source_terms, s
 
 
 @numba.njit(nogil=True, cache=True)
-def _record_doc_topic(st, weights, doc_key, out, d):  # type: ignore[no-untyped-def]
+def _record_doc_topic(st, weights, doc_key, out, d):
     """out[d] = argmax_k n_dk in the particle of largest weight (first maximum on ties)."""
     best = 0
     for p in range(weights.shape[0]):
@@ -467,7 +467,7 @@ def _record_doc_topic(st, weights, doc_key, out, d):  # type: ignore[no-untyped-
 
 
 @numba.njit(nogil=True, cache=True)
-def _run_tokens(st, cursor, tok_term, tok_doc, tok_end, ip, fp, weights, lik, q,  # type: ignore[no-untyped-def]
+def _run_tokens(st, cursor, tok_term, tok_doc, tok_end, ip, fp, weights, lik, q,
                 source_positions, source_terms, source_docs, acc, resampled_at, doc_topics):
     """Process the block's tokens from ``cursor`` on; False when the store needs room (then resume).
 
@@ -504,7 +504,7 @@ def _run_tokens(st, cursor, tok_term, tok_doc, tok_end, ip, fp, weights, lik, q,
 
 
 @numba.njit(nogil=True, cache=True)
-def _expand_block(indptr, term_ids, counts, first_doc, seed, tok_term, tok_doc, tok_end):  # type: ignore[no-untyped-def]
+def _expand_block(indptr, term_ids, counts, first_doc, seed, tok_term, tok_doc, tok_end):
     """Tokens of every document in order: its CSR terms repeated by count, then shuffled.
 
     The shuffle is a Fisher-Yates permutation keyed by (seed, global document position), so term
@@ -529,7 +529,7 @@ def _expand_block(indptr, term_ids, counts, first_doc, seed, tok_term, tok_doc, 
 
 
 @numba.njit(nogil=True, cache=True)
-def _offer_prefix(source, size, seed, terms, docs, positions_out, terms_out, docs_out):  # type: ignore[no-untyped-def]
+def _offer_prefix(source, size, seed, terms, docs, positions_out, terms_out, docs_out):
     """Enter the initialization tokens (stream positions 0, 1, ...) into the source, in order."""
     for t in range(terms.shape[0]):
         slot = _source_slot(source, t, size, seed)
@@ -816,7 +816,7 @@ def observe(cloud: ParticleCloud, block: DocBlock, params: PFParams) -> tuple[Pa
 
 
 @numba.njit(nogil=True, cache=True)
-def _gather_rows(st, node, keys, out):  # type: ignore[no-untyped-def]
+def _gather_rows(st, node, keys, out):
     """out[:, i] = the row of keys[i] seen from ``node`` (zeros if absent)."""
     for i in range(keys.shape[0]):
         r = lin.find_row(st, node, keys[i])
@@ -878,7 +878,7 @@ def doc_topic_counts(cloud: ParticleCloud, particle: int, doc_position: int) -> 
 
 
 @numba.njit(nogil=True, cache=True)
-def _gather_topics(st, node, keys, out):  # type: ignore[no-untyped-def]
+def _gather_topics(st, node, keys, out):
     """out[i] = the topic of keys[i] seen from ``node`` (-1 if absent)."""
     for i in range(keys.shape[0]):
         out[i] = lin.find_topic(st, node, keys[i])

@@ -40,7 +40,7 @@ WEIGHT_SUM_TOL = 1e-6
 
 
 @numba.njit(nogil=True, cache=True)
-def _sorted_uniforms(scheme_code, key, positions):  # type: ignore[no-untyped-def]
+def _sorted_uniforms(scheme_code, key, positions):
     """Fill ``positions`` with the scheme's sorted points in [0, 1) (one per new particle)."""
     n = positions.shape[0]
     if n == 0:
@@ -65,7 +65,7 @@ def _sorted_uniforms(scheme_code, key, positions):  # type: ignore[no-untyped-de
 
 
 @numba.njit(nogil=True, cache=True)
-def _last_positive(values):  # type: ignore[no-untyped-def]
+def _last_positive(values):
     """Index of the last positive entry of ``values``, or of its largest entry if none is positive."""
     for j in range(values.shape[0] - 1, -1, -1):
         if values[j] > 0.0:
@@ -74,7 +74,7 @@ def _last_positive(values):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True)
-def _walk(values, floor_copies, positions, out):  # type: ignore[no-untyped-def]
+def _walk(values, floor_copies, positions, out):
     """Merge deterministic copies and sorted points into sorted ancestors written to ``out``.
 
     Particle j first gets ``floor_copies[j]`` copies, then one per point of ``positions * sum(values)``
@@ -99,7 +99,7 @@ def _walk(values, floor_copies, positions, out):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True)
-def resample_into(weights, scheme_code, key, out):  # type: ignore[no-untyped-def]
+def resample_into(weights, scheme_code, key, out):
     """Draw sorted ancestor indices for a new generation of ``len(weights)`` particles.
 
     Parameters
@@ -146,7 +146,7 @@ def resample_into(weights, scheme_code, key, out):  # type: ignore[no-untyped-de
 
 
 @numba.njit(nogil=True, cache=True)
-def effective_sample_size_njit(weights):  # type: ignore[no-untyped-def]
+def effective_sample_size_njit(weights):
     """``(sum w)^2 / sum w^2``, i.e. ``1 / sum w^2`` for normalized weights (callable from kernels)."""
     total = 0.0
     squares = 0.0

@@ -31,13 +31,13 @@ _MAX_SEED = 2**63
 
 
 @numba.njit(nogil=True, cache=True)
-def reservoir_key(seed, n_seen):  # type: ignore[no-untyped-def]
+def reservoir_key(seed, n_seen):
     """Key of item ``n_seen``'s draw: ``counter_key(seed, STREAM_RESERVOIR, 0, n_seen)``."""
     return counter_key(seed, STREAM_RESERVOIR, 0, n_seen)
 
 
 @numba.njit(nogil=True, cache=True)
-def reservoir_slot(n_seen, capacity, key):  # type: ignore[no-untyped-def]
+def reservoir_slot(n_seen, capacity, key):
     """Slot of item number ``n_seen`` (0-based) under Vitter's Algorithm R, or -1 if it is dropped.
 
     Parameters
@@ -69,13 +69,13 @@ def reservoir_slot(n_seen, capacity, key):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True)
-def window_slot(n_seen, capacity):  # type: ignore[no-untyped-def]
+def window_slot(n_seen, capacity):
     """Ring-buffer slot ``n_seen % capacity`` of item ``n_seen`` in a window of the last ``capacity`` items."""
     return n_seen % capacity
 
 
 @numba.njit(nogil=True, cache=True)
-def _reservoir_slots(n_seen, capacity, seed, slots):  # type: ignore[no-untyped-def]
+def _reservoir_slots(n_seen, capacity, seed, slots):
     """slots[i] = reservoir_slot(n_seen + i, capacity, reservoir_key(seed, n_seen + i))."""
     for i in range(slots.shape[0]):
         n = n_seen + i

@@ -108,31 +108,31 @@ _EXP_MAX = 709.782712893384
 
 
 @intrinsic
-def _float_bits(typingctx, value):  # type: ignore[no-untyped-def]
+def _float_bits(typingctx, value):
     """The IEEE bits of a float64 as an int64 (an LLVM bitcast, so loops using it still vectorize)."""
     if not isinstance(value, types.Float) or value.bitwidth != 64:
         return None
 
-    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+    def codegen(context, builder, signature, args):
         return builder.bitcast(args[0], ir.IntType(64))
 
     return types.int64(types.float64), codegen
 
 
 @intrinsic
-def _bits_float(typingctx, bits):  # type: ignore[no-untyped-def]
+def _bits_float(typingctx, bits):
     """The float64 whose IEEE bits are the int64 ``bits``."""
     if not isinstance(bits, types.Integer) or bits.bitwidth != 64:
         return None
 
-    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+    def codegen(context, builder, signature, args):
         return builder.bitcast(args[0], ir.DoubleType())
 
     return types.float64(types.int64), codegen
 
 
 @numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
-def _exp_normal(t):  # type: ignore[no-untyped-def]
+def _exp_normal(t):
     """exp(t) for t in [_EXP_NORMAL_MIN, _EXP_MAX] without a libm call: 2^k times a degree-13 Taylor
     polynomial on |r| <= ln(2) / 2 (truncation below 2e-16 relative)."""
     shifted = t * _LOG2E + _ROUNDING_SHIFTER
@@ -146,7 +146,7 @@ def _exp_normal(t):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
-def _exp_digamma_minus_fast(x, offset):  # type: ignore[no-untyped-def]
+def _exp_digamma_minus_fast(x, offset):
     """exp(psi(x) - offset) for EXP_DIGAMMA_FAST_MIN <= x <= EXP_DIGAMMA_FAST_MAX, with no branch.
 
     exp(psi(x)) = y exp(-1/(2y) - series(y) - sum_{i<6} 1/(x+i)) with y = x + 6, so the log of the
@@ -172,7 +172,7 @@ def _exp_digamma_minus_fast(x, offset):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")
-def exp_digamma_minus_into(x, offset, out):  # type: ignore[no-untyped-def]
+def exp_digamma_minus_into(x, offset, out):
     """Compute out_i = exp(psi(x_i) - offset) for 1-d float64 ``x``, vectorized; ``out`` must not overlap ``x``.
 
     Notes

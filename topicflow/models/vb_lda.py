@@ -36,7 +36,7 @@ from typing import Any, Mapping, Sequence, cast
 import numba
 import numpy as np
 
-from topicflow._typing import FloatArray, IntArray
+from topicflow._typing import FloatArray, IndexArray, IntArray
 from topicflow.errors import InvalidParameterError, NumericalError
 from topicflow.models.blocks import DocBlock
 from topicflow.models.dirichlet import (
@@ -512,7 +512,7 @@ def terms_of_blocks(source: TopicWordVar, blocks: Sequence[Mapping[str, DocBlock
 
 
 @numba.njit(nogil=True, cache=True)
-def _mark(mark: np.ndarray, ids: IntArray) -> None:
+def _mark(mark: np.ndarray, ids: IndexArray) -> None:
     for i in range(ids.shape[0]):
         mark[ids[i]] = True
 
@@ -538,7 +538,7 @@ def fill_prepared_terms(source: TopicWordVar, terms: Sequence[IntArray], topics:
 
 
 @numba.njit(nogil=True, cache=True)
-def _gather_doc(term_topic, term_ids, counts, lo, n, rows, cols, cnts):  # type: ignore[no-untyped-def]
+def _gather_doc(term_topic, term_ids, counts, lo, n, rows, cols, cnts):
     """Copy the document's exp(E[log beta]) rows into ``rows`` (n, K) and ``cols`` (K, n)."""
     for j in range(n):
         t = term_ids[lo + j]
@@ -550,7 +550,7 @@ def _gather_doc(term_topic, term_ids, counts, lo, n, rows, cols, cnts):  # type:
 
 
 @numba.njit(nogil=True, cache=True)
-def _exp_elog_theta(gamma_d, out):  # type: ignore[no-untyped-def]
+def _exp_elog_theta(gamma_d, out):
     """out_k = exp(psi(gamma_k) - psi(sum gamma))."""
     total = 0.0
     for k in range(gamma_d.shape[0]):
@@ -559,7 +559,7 @@ def _exp_elog_theta(gamma_d, out):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True)
-def _phi_norm(cols, n, exp_elog_theta, norm):  # type: ignore[no-untyped-def]
+def _phi_norm(cols, n, exp_elog_theta, norm):
     """norm_j = eps + sum_k exp_elog_theta_k * cols[k, j], summed in k order.
 
     k-outer order vectorizes over j; four k per pass cut the loads/stores of ``norm`` by four
@@ -583,7 +583,7 @@ def _phi_norm(cols, n, exp_elog_theta, norm):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True)
-def _weighted_row_sum(rows, cnts, norm, n, acc):  # type: ignore[no-untyped-def]
+def _weighted_row_sum(rows, cnts, norm, n, acc):
     """acc_k = sum_j (cnts_j / norm_j) rows[j, k], summed in j order, four rows per pass over acc."""
     n_topics = rows.shape[1]
     acc[:] = 0.0
@@ -602,7 +602,7 @@ def _weighted_row_sum(rows, cnts, norm, n, acc):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True)
-def _fit_doc(rows, cols, cnts, n, alpha, gamma_d, eth, norm, acc, max_iter, tol):  # type: ignore[no-untyped-def]
+def _fit_doc(rows, cols, cnts, n, alpha, gamma_d, eth, norm, acc, max_iter, tol):
     """Alternate phi and gamma in place; ``eth`` ends matching the final gamma. Return (converged, sweeps).
 
     One sweep: phi_jk = eth_k rows[j, k] / norm_j (never stored) and gamma_k = alpha_k + eth_k acc_k
@@ -625,7 +625,7 @@ def _fit_doc(rows, cols, cnts, n, alpha, gamma_d, eth, norm, acc, max_iter, tol)
 
 
 @numba.njit(nogil=True, cache=True)
-def _doc_stats(rows, cols, cnts, n, local_cols,  # type: ignore[no-untyped-def]
+def _doc_stats(rows, cols, cnts, n, local_cols,
                gamma_d, eth, norm, stats, alpha_suff):
     """Add n_w phi_wk to ``stats`` and E[log theta] to ``alpha_suff``; return the document's ELBO terms."""
     n_topics = gamma_d.shape[0]
@@ -650,7 +650,7 @@ def _doc_stats(rows, cols, cnts, n, local_cols,  # type: ignore[no-untyped-def]
 
 
 @numba.njit(nogil=True, cache=True)
-def _estep_csr(indptr, term_ids, counts, local_cols,  # type: ignore[no-untyped-def]
+def _estep_csr(indptr, term_ids, counts, local_cols,
                term_topic, alpha, max_iter, tol, gamma, stats, alpha_suff, doc_elbo,
                rows, cols, cnts, eth, norm, acc):
     """Coordinate ascent for every document; NumPy equivalent in tests/reference/vb_lda_numpy.py.

@@ -147,7 +147,7 @@ def grow_state(state: LDAState, new_sizes: Mapping[str, int], base_prior: float)
             continue
         prior = priors[lang]
         if np.ndim(prior) == 0:
-            new_columns = np.full((state.n_topics, n_new), float(prior))  # type: ignore[arg-type]
+            new_columns = np.full((state.n_topics, n_new), float(prior))
         else:
             new_columns = np.full((state.n_topics, n_new), float(base_prior))
             priors[lang] = np.hstack([np.asarray(prior, dtype=np.float64), new_columns])

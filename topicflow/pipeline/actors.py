@@ -223,7 +223,7 @@ class ParticleFilterActor(SamplerActor):
         self.evidence_tokens = int(meta.get("evidence_tokens", 0))
         self.resamples = int(meta.get("resamples", 0))
         self.book = LabelBook.from_state(arrays, meta)
-        self.initialization = {k: meta[k] for k in ("init_seed", "init_score") if k in meta}
+        self.initialization: dict[str, Any] = {k: meta[k] for k in ("init_seed", "init_score") if k in meta}
 
     def advance(self, stop: int, evaluate: bool = False) -> dict[str, Any]:
         """Observe documents ``[position, stop)`` and report where the run stands."""

@@ -6,7 +6,7 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import click
 import numpy as np
@@ -19,7 +19,7 @@ from topicflow.pipeline.cli_common import cluster_options, reports_errors
 from topicflow.pipeline.cluster import ClusterConfig, connect
 from topicflow.pipeline.estimators import LDA
 from topicflow.pipeline.infer import evaluate_model, infer_doc_topics
-from topicflow.pipeline.online import EXECUTORS
+from topicflow.pipeline.online import EXECUTORS, MinibatchRecord
 from topicflow.pipeline.progress import TqdmProgress
 
 log = logging.getLogger(__name__)
@@ -159,14 +159,15 @@ def trace_lines(estimator: LDA) -> list[str]:
             f"alpha sum {r.alpha_sum:.4f}  {r.seconds:.2f} s  {r.tokens_per_second:,.0f} tokens/s"
             for r in records
         ]
+    online = cast(list[MinibatchRecord], records)  # not a batch trace, so an online one (or empty)
     lines = [
         f"minibatch {r.t:6d}  docs seen {r.docs_seen:9d}  rho {r.rho:.4f}  bound per token {r.bound_per_token:.4f}  "
         f"alpha sum {r.alpha_sum:.4f}"
-        for r in records if np.isfinite(r.bound_per_token)
+        for r in online if np.isfinite(r.bound_per_token)
     ]
-    seconds = sum(r.seconds for r in records)
-    docs = sum(r.docs for r in records)
-    tokens = sum(r.tokens for r in records)
+    seconds = sum(r.seconds for r in online)
+    docs = sum(r.docs for r in online)
+    tokens = sum(r.tokens for r in online)
     lines.append(f"{len(records)} minibatches, {docs} documents in {seconds:.1f} s: "
                  f"{docs / max(seconds, 1e-9):,.0f} docs/s, {tokens / max(seconds, 1e-9):,.0f} tokens/s")
     return lines

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -44,8 +45,8 @@ def update(model_path: str, store: str, batch_size: int | None, tau0: float | No
     model = load_model(Path(model_path))
     stored = model.info.get("online", {}).get("config")
     online = OnlineConfig.from_dict(stored) if stored else OnlineConfig()
-    changes = {"batch_size": batch_size, "tau0": tau0, "kappa": kappa, "passes": passes, "shuffle_window": shuffle_window,
-               "executor": executor}
+    changes: dict[str, Any] = {"batch_size": batch_size, "tau0": tau0, "kappa": kappa, "passes": passes,
+                               "shuffle_window": shuffle_window, "executor": executor}
     online = replace(online, total_docs=None, **{k: v for k, v in changes.items() if v is not None})
     corpus = Corpus.open(store)
     with connect(cluster) as client:

@@ -145,6 +145,8 @@ class LDA:
     >>> model.perplexity("heldout.zarr")                      # doctest: +SKIP
     """
 
+    trace_: list[IterationRecord] | list[MinibatchRecord]
+
     def __init__(
         self, n_topics: int = 10, *, alpha: str | float = "auto", eta: float = 0.01, max_iter: int = 50,
         tol: float = 1e-4, doc_max_iter: int = 100, doc_tol: float = 1e-3, seed: int = 0,
@@ -301,7 +303,7 @@ class LDA:
             },
         )
         self._set_attributes_from_model()
-        self.trace_: list[Any] = list(result.trace)
+        self.trace_ = list(result.trace)
 
     def _set_fitted_online(self, result: OnlineResult, corpus: Corpus, config: VBConfig, online: OnlineConfig,
                            shards: Sequence[int] | None) -> None:
@@ -508,8 +510,11 @@ class LDA:
         )
         estimator.model_ = model
         estimator._set_attributes_from_model()
-        record = MinibatchRecord if "online" in model.info else IterationRecord
-        estimator.trace_ = [record(**r) for r in model.info.get("trace", [])]
+        trace = model.info.get("trace", [])
+        if "online" in model.info:
+            estimator.trace_ = [MinibatchRecord(**r) for r in trace]
+        else:
+            estimator.trace_ = [IterationRecord(**r) for r in trace]
         return estimator
 
 

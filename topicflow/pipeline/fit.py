@@ -16,7 +16,7 @@ import dask
 import numpy as np
 
 from topicflow import config as tf_config
-from topicflow._typing import AlphaMode, EStepKind
+from topicflow._typing import AlphaMode, EStepKind, FloatArray
 from topicflow.errors import InvalidParameterError
 from topicflow.io import gamma_scratch
 from topicflow.io.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
@@ -122,7 +122,7 @@ class VBConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (model files keep it as ``settings``); :meth:`from_dict` inverts it."""
-        payload = {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+        payload = {name: getattr(self, name) for name in self.__slots__}
         payload["alpha"] = self.initial_alpha
         payload["seed_topics"] = [
             {"name": s.name, "words": list(s.words), "weights": list(s.weights)} for s in self.seed_topics
@@ -131,7 +131,7 @@ class VBConfig:
 
     @classmethod
     def from_dict(cls, payload: dict[str, Any]) -> VBConfig:
-        known = {name: payload[name] for name in cls.__slots__ if name in payload}  # type: ignore[attr-defined]
+        known = {name: payload[name] for name in cls.__slots__ if name in payload}
         known["seed_topics"] = tuple(
             SeedTopic(s["name"], tuple(s["words"]), tuple(s["weights"])) for s in payload.get("seed_topics", ())
         )
@@ -152,7 +152,7 @@ class IterationRecord:
     docs_capped: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+        return {name: getattr(self, name) for name in self.__slots__}
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +191,10 @@ def initial_state(corpus: Corpus, config: VBConfig) -> tuple[LDAState, dict[str,
     Informed priors (seed topics) are applied to eta; the seed words missing from the vocabulary
     are returned by topic name.
     """
-    lam, priors, names, unknown = {}, {}, [None] * config.n_topics, {}
+    lam: dict[str, FloatArray] = {}
+    priors: dict[str, float | FloatArray] = {}
+    names: list[str | None] = [None] * config.n_topics
+    unknown: dict[str, list[str]] = {}
     for index, lang in enumerate(corpus.languages):
         vocab = corpus.vocabulary(lang)
         lam[lang] = initial_topic_word_var(config.n_topics, len(vocab), seed=config.seed, language_index=index,
@@ -234,7 +237,7 @@ def mstep(state: LDAState, stats: EStepStats, config: VBConfig) -> LDAState:
     if config.optimize_eta:
         priors = {}
         for lang in state.languages:
-            eta = float(state.topic_word_prior[lang])  # type: ignore[arg-type]
+            eta = float(state.topic_word_prior[lang])
             priors[lang] = float(newton_symmetric_eta(lam[lang], eta)[0])
             lam[lang] = lam[lang] - eta + priors[lang]
     return state.with_updates(topic_word_var=lam, doc_topic_prior=np.asarray(alpha), topic_word_prior=priors)

@@ -58,7 +58,7 @@ class EvaluationResult:
     oov_tokens: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+        return {name: getattr(self, name) for name in self.__slots__}
 
 
 def term_maps(model: SavedModel, corpus: Corpus) -> dict[str, np.ndarray | None]:
@@ -76,9 +76,10 @@ def term_maps(model: SavedModel, corpus: Corpus) -> dict[str, np.ndarray | None]
             maps[lang] = None
             continue
         ids = model_vocab.ids_of(str(t) for t in store_vocab.terms)
-        maps[lang] = np.array([-1 if i is None else i for i in ids], dtype=np.int64)
+        term_map = np.array([-1 if i is None else i for i in ids], dtype=np.int64)
+        maps[lang] = term_map
         log.info("language %r: %d of %d store terms are in the model's vocabulary", lang,
-                 int((maps[lang] >= 0).sum()), len(store_vocab))
+                 int((term_map >= 0).sum()), len(store_vocab))
     return maps
 
 

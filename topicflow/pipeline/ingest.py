@@ -26,7 +26,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence, cast
 
 import numpy as np
 import zarr
@@ -58,6 +58,7 @@ from topicflow.io.zarr_shards import (
     Corpus,
     Manifest,
     ShardInfo,
+    group_array,
     init_store,
     read_manifest,
     remove_store_debris,
@@ -215,7 +216,7 @@ def _count_pass(
     root = tree_merge(parts, split_every=split_every)
     client = current_client(client)
     if client is None or progress is NO_PROGRESS:
-        return compute(root, client=client)[0]  # type: ignore[no-any-return]
+        return compute(root, client=client)[0]
     from distributed import as_completed
 
     # Holding the partitions' futures lets the tree reuse their results instead of recomputing.
@@ -224,7 +225,7 @@ def _count_pass(
         pass
     summary = compute(root, client=client)[0]
     del futures
-    return summary  # type: ignore[no-any-return]
+    return summary
 
 
 def _resolve_duplicates(
@@ -306,7 +307,7 @@ def _place_shards(written: Sequence[ShardWritten], shards_dir: Path, manifest: M
     ``vocab_version`` is the vocabulary version they were encoded with (default: the manifest's).
     """
     version = manifest.vocab_version if vocab_version is None else vocab_version
-    infos = []
+    infos: list[ShardInfo] = []
     for result in sorted(written, key=lambda w: w.partition):
         if result.checksum is None:
             continue
@@ -316,7 +317,7 @@ def _place_shards(written: Sequence[ShardWritten], shards_dir: Path, manifest: M
     return infos
 
 
-def _event(action: str, inputs: Sequence[str | Path], fields: FieldSpec, summary: PartitionSummary,
+def _event(action: str, inputs: Sequence[str | os.PathLike[str]], fields: FieldSpec, summary: PartitionSummary,
            written: Sequence[ShardWritten], **extra: Any) -> dict[str, Any]:
     return {
         "action": action,
@@ -340,7 +341,7 @@ def _sum_dicts(items: Iterable[Mapping[str, int]]) -> dict[str, int]:
     return dict(total)
 
 
-def _check_records(summary: PartitionSummary, inputs: Sequence[str | Path]) -> None:
+def _check_records(summary: PartitionSummary, inputs: Sequence[str | os.PathLike[str]]) -> None:
     if summary.n_records == 0:
         skipped = f" ({_reasons(summary.skipped)} skipped)" if summary.skipped else ""
         raise EmptyInputError(
@@ -766,7 +767,7 @@ def describe_store(path: str | os.PathLike[str]) -> dict[str, Any]:
     if manifest.has_labels:
         for shard in corpus.shards:
             group = zarr.open_group(str(corpus.path / "shards" / shard.shard_id), mode="r")
-            labels.update(str(v) for v in group["labels"][:])
+            labels.update(str(v) for v in cast(np.ndarray, group_array(group, "labels")[:]))
     tokenizer = dict(manifest.tokenizer)
     tokenizer["stop_words"] = len(tokenizer.get("stop_words", ()))
     return {

@@ -110,11 +110,11 @@ class OnlineConfig:
         return max(math.ceil(self.batch_size / self.pieces), min(self.batch_size, self.min_piece_docs))
 
     def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+        return {name: getattr(self, name) for name in self.__slots__}
 
     @classmethod
     def from_dict(cls, payload: dict[str, Any]) -> OnlineConfig:
-        return cls(**{name: payload[name] for name in cls.__slots__ if name in payload})  # type: ignore[attr-defined]
+        return cls(**{name: payload[name] for name in cls.__slots__ if name in payload})
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,7 +220,7 @@ class MinibatchRecord:
     tokens_per_second: float
 
     def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+        return {name: getattr(self, name) for name in self.__slots__}
 
 
 @dataclass(frozen=True, slots=True)

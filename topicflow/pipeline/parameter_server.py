@@ -173,7 +173,7 @@ class SGSRecord:
     tokens_per_second: float
 
     def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+        return {name: getattr(self, name) for name in self.__slots__}
 
 
 @dataclass(frozen=True)
@@ -524,7 +524,7 @@ class DSGSRecord:
     tokens_per_second: float
 
     def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+        return {name: getattr(self, name) for name in self.__slots__}
 
 
 def _leave_thread_pool() -> None:

@@ -243,7 +243,8 @@ def initialize_runs(corpus: Corpus, source: StreamSource, config: StreamConfig, 
     def trial_args(run: int, trial: int) -> tuple[Any, ...]:
         return (prefix, config.gibbs_params(trial_seed(config.run_seed(run), trial)))
 
-    kwargs = {"sweeps": config.init_sweeps, "select": config.init_select, "n_trials": config.init_trials}
+    kwargs: dict[str, Any] = {"sweeps": config.init_sweeps, "select": config.init_select,
+                              "n_trials": config.init_trials}
     if client is not None:
         shared = client.scatter(prefix, broadcast=False)
         futures = [client.submit(run_initialization_trial, shared, trial_args(r, t)[1], **kwargs, pure=False)
@@ -444,6 +445,7 @@ def run_stream(
         states = [({}, {"kind": "gibbs"}) for _ in range(config.runs)]
     else:
         states = initialize_runs(corpus, source, config, client)
+    args: list[tuple[Any, ...]]
     if config.algorithm == "gibbs":
         args = [(source, config.gibbs_params(config.run_seed(r)), states[r], held_out, config.optimize_every)
                 for r in range(config.runs)]

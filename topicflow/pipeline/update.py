@@ -40,7 +40,7 @@ class UpdateResult:
     pruned: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+        return {name: getattr(self, name) for name in self.__slots__}
 
 
 def unseen_shards(model: SavedModel, corpus: Corpus) -> list[int]:
@@ -206,7 +206,7 @@ def update_model(
                                                      split_every=split_every, progress=progress,
                                                      model_path=str(model_path))
         new_ids = tuple(corpus.shards[i].shard_id for i in shards)
-        summary = {
+        summary: dict[str, Any] = {
             "store": str(corpus.path), "new_shards": list(new_ids), "new_docs": sum(corpus.shards[i].n_docs for i in shards),
             "new_terms": new_terms, "minibatches": len(result.trace), "t": result.t, "docs_seen": result.docs_seen,
         }

@@ -217,7 +217,7 @@ def write_partition(
     tokens is in the vocabulary (``drop_reason``). Records at ``skip_positions`` are left out.
     """
     languages = fields.languages
-    csr = {lang: ([0], [], []) for lang in languages}
+    csr: dict[str, tuple[list[int], list[int], list[int]]] = {lang: ([0], [], []) for lang in languages}
     doc_ids, labels, timestamps = [], [], []
     dropped: Counter[str] = Counter()
     for position, record in enumerate(iter_records(partition, fields, on_error)):

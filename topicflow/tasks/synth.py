@@ -122,7 +122,7 @@ def tree_merge_frequencies(outcomes: Sequence[Delayed], *, token: str, split_eve
     """Merge every shard's term frequencies with :func:`topicflow.tasks.reduce.tree_reduce`."""
     select = delayed(frequencies_of, pure=True)
     leaves = [select(o, dask_key_name=f"synth-freqs-{token}-leaf-{i}") for i, o in enumerate(outcomes)]
-    return tree_reduce(leaves, merge_frequencies, split_every=split_every, name=f"synth-freqs-{token}")  # type: ignore[no-any-return]
+    return tree_reduce(leaves, merge_frequencies, split_every=split_every, name=f"synth-freqs-{token}")
 
 
 # ----------------------------------------------------------------------------- task bodies
