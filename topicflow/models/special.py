@@ -28,6 +28,26 @@ _ASYMPTOTIC_FROM = 6.0
 _DIGAMMA_SHIFT = 6
 
 
+@numba.njit(nogil=True, cache=True, inline="always")
+def _shift_fraction(x):
+    """(num, den) with num / den = sum_{i<6} 1/(x + i): the six recurrence steps as one fraction."""
+    num = 1.0
+    den = x
+    for i in range(1, _DIGAMMA_SHIFT):
+        y = x + i
+        num = num * y + den
+        den *= y
+    return num, den
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _digamma_series(z):
+    """sum_n B_2n / (2n) z^n for n = 1..10 in Horner form (z = 1/x^2 of the asymptotic expansion)."""
+    return z * (1.0 / 12 - z * (1.0 / 120 - z * (1.0 / 252 - z * (1.0 / 240 - z * (
+        1.0 / 132 - z * (691.0 / 32760 - z * (1.0 / 12 - z * (3617.0 / 8160 - z * (
+            43867.0 / 14364 - z * (174611.0 / 6600))))))))))
+
+
 @numba.njit(nogil=True, cache=True)
 def digamma(x: float) -> float:
     """Digamma function psi(x) for a float64 scalar.
@@ -73,22 +93,14 @@ def digamma(x: float) -> float:
         # Always shift by 6 (valid for any x): a data-dependent loop costs more in branch
         # mispredictions than the arithmetic. sum_{i<6} 1/(x+i) is one fraction num/den, so the
         # six steps take one division.
-        num = 1.0
-        den = x
-        for i in range(1, _DIGAMMA_SHIFT):
-            y = x + i
-            num = num * y + den
-            den *= y
+        num, den = _shift_fraction(x)
         shift += num / den
         x += _DIGAMMA_SHIFT
     if x > 1e17:
         return reflection - shift + math.log(x)
     r = 1.0 / x
     z = r * r
-    # Bernoulli coefficients B_2n / (2n) for n = 1..10 in Horner form.
-    series = z * (1.0 / 12 - z * (1.0 / 120 - z * (1.0 / 252 - z * (1.0 / 240 - z * (
-        1.0 / 132 - z * (691.0 / 32760 - z * (1.0 / 12 - z * (3617.0 / 8160 - z * (
-            43867.0 / 14364 - z * (174611.0 / 6600))))))))))
+    series = _digamma_series(z)
     return reflection - shift + math.log(x) - 0.5 * r - series
 
 
@@ -153,19 +165,12 @@ def _exp_digamma_minus_fast(x, offset):
     asymptotic expansion cancels against the exp and one exp remains. The six-step shift and 1/y
     share one division.
     """
-    num = 1.0
-    den = x
-    for i in range(1, _DIGAMMA_SHIFT):
-        y = x + i
-        num = num * y + den
-        den *= y
+    num, den = _shift_fraction(x)
     y = x + _DIGAMMA_SHIFT
     inv = 1.0 / (den * y)
     r = den * inv
     z = r * r
-    series = z * (1.0 / 12 - z * (1.0 / 120 - z * (1.0 / 252 - z * (1.0 / 240 - z * (
-        1.0 / 132 - z * (691.0 / 32760 - z * (1.0 / 12 - z * (3617.0 / 8160 - z * (
-            43867.0 / 14364 - z * (174611.0 / 6600))))))))))
+    series = _digamma_series(z)
     t = -(num * y * inv) - 0.5 * r - series - offset
     value = y * _exp_normal(min(max(t, _EXP_NORMAL_MIN), _EXP_MAX))
     return value if t >= _EXP_NORMAL_MIN else 0.0
