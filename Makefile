@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m topicflow.demo
+	$(BIN)/python -m topicflow.cli.demo
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests

@@ -1,7 +1,7 @@
 """What one synchronous call to every worker's actor costs, as online VB makes one per minibatch.
 
 One actor per worker of a local cluster (processes, one thread each), called from the driver in
-parallel and waited for, as :class:`topicflow.pipeline.estep_servers.ActorPool` does. The payload is
+parallel and waited for, as :class:`topicflow.pipeline.vb.estep_servers.ActorPool` does. The payload is
 an array of K x V float64 (lambda, or a minibatch's step of it); the method does nothing with it, so
 the time is the round trip and the transfer only. Each shape is timed twice: through the scheduler
 (a client's default) and with the client connected to the workers directly (``direct_to_workers``,

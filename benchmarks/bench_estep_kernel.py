@@ -1,4 +1,4 @@
-"""Micro-benchmark of the VB E-step kernel (``topicflow.models.vb_lda.estep_block``) on one block.
+"""Micro-benchmark of the VB E-step kernel (``topicflow.models.lda.vb.estep.estep_block``) on one block.
 
 Generates a block from planted LDA topics (default 2000 documents of 100 tokens, 10000 terms), builds
 lambda = eta + scaled planted topics so documents need a realistic number of sweeps, warms numba
@@ -29,8 +29,10 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from topicflow.models.blocks import DocBlock, block_from_csr
-from topicflow.models.vb_lda import VBParams, estep_block, prepare_topics_from_var
+from topicflow.models.common.blocks import DocBlock, block_from_csr
+from topicflow.models.lda.vb.params import VBParams
+from topicflow.models.lda.vb.estep import estep_block
+from topicflow.models.lda.vb.layout import prepare_topics_from_var
 
 
 def planted_block(n_docs: int, doc_len: int, n_terms: int, n_topics: int, seed: int) -> tuple[DocBlock, np.ndarray]:

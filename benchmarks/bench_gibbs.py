@@ -8,9 +8,9 @@ second over the timed sweeps (best of ``--repeats`` independent runs for topicfl
 same total number of sweeps:
 
 * the joint log-likelihood log p(w, z) per token of each system's final assignments, recomputed for
-  all of them by :func:`topicflow.models.gibbs_lda.joint_log_likelihood`;
+  all of them by :func:`topicflow.models.lda.gibbs.scores.joint_log_likelihood`;
 * the document-completion perplexity of held-out documents
-  (:func:`topicflow.models.evaluation.completion_log_likelihood`, as in ``bench_vb_lda.py``) from each
+  (:func:`topicflow.metrics.heldout.completion_log_likelihood`, as in ``bench_vb_lda.py``) from each
   system's phi = (n_wk + beta) / (n_k + V beta), computed from its counts.
 
 topicflow runs single-threaded (``run_sweeps``: one call for all timed sweeps, including its copy of
@@ -50,19 +50,12 @@ import scipy.sparse as sp
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_vb_lda import add_corpus_arguments, build_real, heldout_blocks, load_csr, perplexity  # noqa: E402
 
-from topicflow.models.blocks import DocBlock, block_from_csr  # noqa: E402
-from topicflow.models.evaluation import split_doc_tokens  # noqa: E402
-from topicflow.models.gibbs_lda import (  # noqa: E402
-    GibbsParams,
-    GibbsState,
-    initial_state,
-    joint_log_likelihood,
-    run_sweeps,
-    state_from_topics,
-    tokens_from_block,
-    topic_word_distribution,
-)
-from topicflow.models.synth import SynthParams, draw_shard, draw_topic_word  # noqa: E402
+from topicflow.models.common.blocks import DocBlock, block_from_csr
+from topicflow.metrics.heldout import split_doc_tokens
+from topicflow.models.lda.gibbs.state import GibbsParams, GibbsState, state_from_topics, tokens_from_block
+from topicflow.models.lda.gibbs.chain import initial_state, run_sweeps
+from topicflow.models.lda.gibbs.scores import joint_log_likelihood, topic_word_distribution
+from topicflow.models.lda.synth import SynthParams, draw_shard, draw_topic_word
 
 ALPHA, BETA = 0.1, 0.01
 EVAL_SEED = 12345

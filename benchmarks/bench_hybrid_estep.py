@@ -1,6 +1,6 @@
 """Hybrid (Gibbs within VB) E-step against the dense VB E-step: cost per token and model quality.
 
-Documents are drawn once, in memory, from a planted LDA model (:mod:`topicflow.models.synth`:
+Documents are drawn once, in memory, from a planted LDA model (:mod:`topicflow.models.lda.synth`:
 ``--true-topics`` 50 topics, alpha 0.1, eta 0.01, default 2000 training documents of ~100 tokens over
 5000 terms, plus a held-out tail of 200 documents of the same draw). Then, for each number of topics K
 fitted, two measurements (numba warmed up first):
@@ -8,7 +8,7 @@ fitted, two measurements (numba warmed up first):
 1. Quality: ``--fit-iters`` batch iterations (E-step on the training block, then
    ``lambda = eta + stats``, fixed alpha = 0.1) from the same random lambda, once with each E-step;
    then the document-completion perplexity of the held-out documents
-   (:func:`topicflow.models.evaluation.completion_log_likelihood`: theta folded in on half of each
+   (:func:`topicflow.metrics.heldout.completion_log_likelihood`: theta folded in on half of each
    document's tokens, the other half scored) from each run's normalized lambda, after every
    iteration (untimed). Reported: each run's E-step seconds and final perplexity, and the dense
    run's perplexity after the last iteration it finished within the hybrid run's E-step seconds
@@ -39,17 +39,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-from topicflow.models.blocks import DocBlock
-from topicflow.models.evaluation import completion_log_likelihood, split_doc_tokens
-from topicflow.models.hybrid_estep import HybridParams, hybrid_estep_block
-from topicflow.models.synth import SynthParams, draw_shard, draw_topic_word
-from topicflow.models.vb_lda import (
-    EStepStats,
-    VBParams,
-    estep_block,
-    initial_topic_word_var,
-    prepare_topics_from_var,
-)
+from topicflow.models.common.blocks import DocBlock
+from topicflow.metrics.heldout import completion_log_likelihood, split_doc_tokens
+from topicflow.models.lda.vb.hybrid import HybridParams, hybrid_estep_block
+from topicflow.models.lda.synth import SynthParams, draw_shard, draw_topic_word
+from topicflow.models.lda.vb.stats import EStepStats
+from topicflow.models.lda.vb.params import VBParams
+from topicflow.models.lda.vb.estep import estep_block
+from topicflow.models.lda.vb.objective import initial_topic_word_var
+from topicflow.models.lda.vb.layout import prepare_topics_from_var
 
 ALPHA, ETA = 0.1, 0.01
 EVAL_SEED = 12345

@@ -59,7 +59,7 @@ def write_corpus(path: Path, n_docs: int, words: list[str], mean_length: int, se
 def run_child(args: argparse.Namespace) -> None:
     """Body of one measured subprocess: ingest on a fresh local cluster, print the result as JSON."""
     from topicflow.pipeline.cluster import ClusterConfig, connect
-    from topicflow.pipeline.ingest import ingest_corpus
+    from topicflow.pipeline.ingest.ingest import ingest_corpus
 
     cluster = ClusterConfig(workers=args.workers, threads_per_worker=1, memory_limit=args.memory_limit)
     with connect(cluster) as client:

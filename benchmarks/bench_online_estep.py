@@ -28,9 +28,11 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import psi
 
-from topicflow.io.zarr_shards import Corpus
-from topicflow.models.blocks import block_from_csr
-from topicflow.models.vb_lda import VBParams, estep_block, prepare_topics
+from topicflow.io.corpus.reader import Corpus
+from topicflow.models.common.blocks import block_from_csr
+from topicflow.models.lda.vb.params import VBParams
+from topicflow.models.lda.vb.estep import estep_block
+from topicflow.models.lda.vb.layout import prepare_topics
 
 
 def sklearn_estep():  # type: ignore[no-untyped-def]

@@ -81,9 +81,9 @@ import scipy.sparse as sp
 
 from bench_vb_lda import add_corpus_arguments, build_real, build_synth, heldout_blocks, load_csr, perplexity
 
-from topicflow.io.zarr_shards import Corpus
-from topicflow.pipeline.fit import VBConfig, initial_state
-from topicflow.pipeline.online import OnlineConfig, fit_online
+from topicflow.io.corpus.reader import Corpus
+from topicflow.pipeline.vb.batch import VBConfig, initial_state
+from topicflow.pipeline.vb.online import OnlineConfig, fit_online
 
 #: Per-document E-step limits shared by every system (topicflow's defaults).
 DOC_MAX_ITER, DOC_TOL = 100, 1e-3

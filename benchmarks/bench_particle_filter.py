@@ -1,4 +1,4 @@
-"""Throughput and lineage of the streaming samplers' engine (`topicflow.models.particle_filter`), one thread.
+"""Throughput and lineage of the streaming samplers' engine (`topicflow.models.lda.streaming.particle_filter`), one thread.
 
 A generated corpus (K topics drawn from Dirichlet(0.05) over V terms, 100 tokens per document) is
 streamed after a prefix of ``--prefix`` documents whose topics are set at random (the engine's speed does
@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from topicflow.models import particle_filter as pf
-from topicflow.models.blocks import block_from_csr
+from topicflow.models.lda.streaming import particle_filter as pf
+from topicflow.models.common.blocks import block_from_csr
 from topicflow.testing.corpora import draw_planted_corpus
 
 

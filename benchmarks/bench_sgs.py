@@ -4,7 +4,7 @@ Gao, Chen and Zhu (2016) report that SGS reaches a held-out perplexity close to 
 Gibbs, better than streaming/online variational Bayes at small minibatches, that decay helps at
 larger minibatches, and that DSGS scales because its updates are small. Three experiments test that
 here; every model is scored by one evaluator, the document-completion perplexity of
-``bench_vb_lda.py`` (:func:`topicflow.models.evaluation.completion_log_likelihood`) on the same
+``bench_vb_lda.py`` (:func:`topicflow.metrics.heldout.completion_log_likelihood`) on the same
 held-out documents, from its topic-word matrix and alpha alone. All systems share K, alpha (fixed,
 symmetric) and the topic-word prior (beta = eta), and see the training documents once, in store
 order (the real corpus is shuffled once by ``bench_vb_lda.split_jsonl``).
@@ -12,9 +12,9 @@ order (the real corpus is shuffled once by ``bench_vb_lda.split_jsonl``).
 ``batch-size``
     For each minibatch size S: SGS (decay 1, ``--max-iters`` sweeps at most per minibatch, stopping
     after ``--patience`` sweeps without a better training perplexity, "posterior" start), online VB
-    (:func:`topicflow.pipeline.online.fit_online`, one pass, rho_t = (tau0 + t) ** -kappa, fixed
+    (:func:`topicflow.pipeline.vb.online.fit_online`, one pass, rho_t = (tau0 + t) ** -kappa, fixed
     alpha, Dask's threaded pool in this process) and, once, batch CGS
-    (:func:`topicflow.models.gibbs_lda.run_sweeps`, ``--cgs-sweeps`` sweeps over all training
+    (:func:`topicflow.models.lda.gibbs.chain.run_sweeps`, ``--cgs-sweeps`` sweeps over all training
     documents: the reference SGS is after).
 ``decay``
     SGS for every S and every decay in ``--decays``.
@@ -67,13 +67,16 @@ import numpy as np
 
 from bench_vb_lda import add_corpus_arguments, build_real, build_synth, heldout_blocks, load_csr, perplexity
 
-from topicflow.io.zarr_shards import Corpus
-from topicflow.models.blocks import block_from_csr
-from topicflow.models.gibbs_lda import GibbsParams, initial_state, run_sweeps, topic_word_distribution
-from topicflow.models.streaming_gibbs import SGSParams, topic_word_var
-from topicflow.pipeline.fit import VBConfig
-from topicflow.pipeline.online import OnlineConfig, fit_online
-from topicflow.pipeline.parameter_server import run_dsgs, run_sgs
+from topicflow.io.corpus.reader import Corpus
+from topicflow.models.common.blocks import block_from_csr
+from topicflow.models.lda.gibbs.state import GibbsParams
+from topicflow.models.lda.gibbs.chain import initial_state, run_sweeps
+from topicflow.models.lda.gibbs.scores import topic_word_distribution
+from topicflow.models.lda.streaming.sgs import SGSParams, topic_word_var
+from topicflow.pipeline.vb.batch import VBConfig
+from topicflow.pipeline.vb.online import OnlineConfig, fit_online
+from topicflow.pipeline.streaming.dsgs import run_dsgs
+from topicflow.pipeline.streaming.sgs import run_sgs
 
 EXPERIMENTS = ("batch-size", "decay", "dsgs")
 

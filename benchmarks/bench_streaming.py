@@ -39,10 +39,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
-from topicflow.io.zarr_shards import Corpus
-from topicflow.pipeline.stream import StreamConfig, StreamResult, run_stream
+from topicflow.io.corpus.reader import Corpus
+from topicflow.pipeline.streaming.config import StreamConfig, StreamResult
+from topicflow.pipeline.streaming import run_stream
 
 TOPICS = 3
 ALPHA = 0.1
@@ -57,9 +57,9 @@ def shuffled_copy(source: Path, target: Path, seed: int) -> Path:
 
 
 def build_subset(subset_dir: Path, workdir: Path, client: Any) -> tuple[Corpus, Corpus]:
-    from topicflow.io.sources import FieldSpec
+    from topicflow.io.sources.base import FieldSpec
     from topicflow.io.tokenizer import PruneConfig, TokenizerConfig
-    from topicflow.pipeline.ingest import ingest_corpus
+    from topicflow.pipeline.ingest.ingest import ingest_corpus
 
     fields = FieldSpec(id_field="id", text_field="text", label_field="label")
     out = workdir / subset_dir.name
@@ -154,7 +154,7 @@ def long_stream(args: argparse.Namespace, client: Any, workdir: Path) -> dict[st
 
 
 def plot(results: dict[str, Any], directory: Path) -> list[str]:
-    from topicflow.pipeline.plots import plot_metric_band
+    from topicflow.cli.plots import plot_metric_band
 
     directory.mkdir(parents=True, exist_ok=True)
     written = []

@@ -1,7 +1,7 @@
 """Nightly update time against the size of the new data and of the base corpus.
 
 For each base size B (``--base-docs``), documents are drawn from one known LDA model
-(:func:`topicflow.models.synth.draw_shard`: document i is a function of the seed and i only, so the
+(:func:`topicflow.models.lda.synth.draw_shard`: document i is a function of the seed and i only, so the
 corpora are prefixes of one stream) and written as JSON Lines text (terms ``w00042``). The base is
 ingested with :func:`ingest_corpus` (no stop words, no pruning), an online model is fitted on it
 (one pass, ``LDA(method="online")``) and saved. Then, for each increment (``--increments``: a
@@ -50,11 +50,12 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from topicflow.io.tokenizer import PruneConfig, TokenizerConfig
-from topicflow.io.zarr_shards import Corpus
-from topicflow.models.synth import SynthParams, draw_shard, draw_topic_word, term_names
+from topicflow.io.corpus.reader import Corpus
+from topicflow.models.lda.synth import SynthParams, draw_shard, draw_topic_word, term_names
 from topicflow.pipeline import update as update_module
-from topicflow.pipeline.estimators import LDA
-from topicflow.pipeline.ingest import append_corpus, ingest_corpus
+from topicflow.api.lda import LDA
+from topicflow.pipeline.ingest.append import append_corpus
+from topicflow.pipeline.ingest.ingest import ingest_corpus
 from topicflow.pipeline.update import update_model
 
 NO_STOP = TokenizerConfig(stop_words_name="none", stop_words=())

@@ -1,7 +1,7 @@
 """Batch variational LDA: topicflow against gensim LdaModel, gensim LdaMulticore and scikit-learn.
 
 Every system is fitted on the same training documents and scored by one evaluator,
-:func:`topicflow.models.evaluation.completion_log_likelihood` (document completion on held-out
+:func:`topicflow.metrics.heldout.completion_log_likelihood` (document completion on held-out
 documents), from its topic-word matrix and alpha alone. topicflow runs on a local distributed
 cluster of real worker processes, as the CLI does; numba compilation is warmed up before timing.
 For topicflow the held-out perplexity is also measured after every iteration (outside the timed
@@ -32,12 +32,12 @@ from typing import Any, Callable
 import numpy as np
 import scipy.sparse as sp
 
-from topicflow.io.sources import FieldSpec
-from topicflow.io.zarr_shards import Corpus
-from topicflow.models.blocks import DocBlock, remap_terms
-from topicflow.models.evaluation import completion_log_likelihood, split_doc_tokens
-from topicflow.models.vb_lda import VBParams
-from topicflow.pipeline.fit import VBConfig, fit_batch_vb
+from topicflow.io.sources.base import FieldSpec
+from topicflow.io.corpus.reader import Corpus
+from topicflow.models.common.blocks import DocBlock, remap_terms
+from topicflow.metrics.heldout import completion_log_likelihood, split_doc_tokens
+from topicflow.models.lda.vb.params import VBParams
+from topicflow.pipeline.vb.batch import VBConfig, fit_batch_vb
 
 EVAL_SEED = 12345
 EVAL_PARAMS_ITER, EVAL_PARAMS_TOL = 100, 1e-3
@@ -68,7 +68,7 @@ def split_jsonl(inputs: list[Path], workdir: Path, every: int) -> tuple[Path, Pa
 
 def build_real(inputs: list[Path], workdir: Path, client: Any) -> tuple[Corpus, Corpus]:
     from topicflow.io.tokenizer import PruneConfig, TokenizerConfig
-    from topicflow.pipeline.ingest import ingest_corpus
+    from topicflow.pipeline.ingest.ingest import ingest_corpus
 
     train, test = split_jsonl(inputs, workdir, every=10)
     fields = FieldSpec(id_field="id", text_field="text")

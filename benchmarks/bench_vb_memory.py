@@ -23,9 +23,9 @@ from _memory import measure_process_tree
 
 def run_child(args: argparse.Namespace) -> None:
     """Body of one measured subprocess: fit on a fresh local cluster, print the result as JSON."""
-    from topicflow.io.zarr_shards import Corpus
+    from topicflow.io.corpus.reader import Corpus
     from topicflow.pipeline.cluster import ClusterConfig, connect
-    from topicflow.pipeline.fit import VBConfig, fit_batch_vb
+    from topicflow.pipeline.vb.batch import VBConfig, fit_batch_vb
 
     corpus = Corpus.open(args.child)
     with connect(ClusterConfig(workers=args.workers, threads_per_worker=1)) as client:

@@ -44,7 +44,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from topicflow.io.atomic import atomic_write_bytes, atomic_write_json
+from topicflow.io._atomic import atomic_write_bytes, atomic_write_json
 from topicflow.io.tokenizer import TokenizerConfig, make_tokenizer
 
 #: Declared related triple: three labels about computing (general computer humour, Linux, Perl).

@@ -11,7 +11,7 @@ import numpy as np
 from click.testing import CliRunner
 
 from topicflow import Corpus
-from topicflow.demo import STORE_NAME, bundled_corpus, main, prepare_corpus, summarize_corpus
+from topicflow.cli.demo import STORE_NAME, bundled_corpus, main, prepare_corpus, summarize_corpus
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -39,7 +39,7 @@ CORE_CHECKS = frozenset({
 API_CHECKS = CORE_CHECKS | {"PR01", "RT01"}
 
 #: Subpackages and modules that are not part of the library API.
-SKIPPED_MODULES = ("topicflow.testing", "topicflow.demo")
+SKIPPED_MODULES = ("topicflow.testing", "topicflow.cli.demo")
 
 
 def _is_skipped(module_name: str) -> bool:

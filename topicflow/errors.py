@@ -7,6 +7,7 @@ place they refer to (``path``, ``line``, ``doc_id``, ``shard``) so messages and 
 from __future__ import annotations
 
 
+
 class TopicflowError(Exception):
     """Base class of every error raised on purpose by topicflow."""
 
@@ -72,3 +73,10 @@ class NumericalError(TopicflowError, FloatingPointError):
 
 class LockedError(TopicflowError, RuntimeError):
     """Another process holds the lock on a model or store."""
+
+
+# ----------------------------------------------------------------------------- DSGS
+
+
+class ParameterServerLost(TopicflowError):
+    """The worker holding a DSGS run's parameter server died; the run's counts are gone."""

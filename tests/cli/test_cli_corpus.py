@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from topicflow import Corpus
-from topicflow.pipeline.cli_corpus import COMMANDS
+from topicflow.cli.corpus import COMMANDS
 
 
 @click.group()
@@ -41,7 +41,7 @@ def write_rows(path: Path, rows: list[dict[str, object]]) -> Path:
 
 def test_commands_are_the_corpus_family() -> None:
     assert [c.name for c in COMMANDS] == ["ingest", "append", "info"]
-    from topicflow.pipeline.cli import main
+    from topicflow.cli import main
 
     assert {"ingest", "append", "info"} <= set(main.commands)
 

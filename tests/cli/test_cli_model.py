@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from topicflow.io.doc_topics import DocTopics
-from topicflow.pipeline.cli import main
+from topicflow.io.outputs.doc_topics import DocTopics
+from topicflow.cli import main
 from topicflow.testing.corpora import draw_planted_corpus, write_test_store
 
 
@@ -76,7 +76,7 @@ def test_fit_refuses_existing_model_and_bad_alpha(stores: tuple[Path, Path], tmp
 
 def test_init_shape_reaches_the_model_and_is_checked(stores: tuple[Path, Path], tmp_path: Path,
                                                      local_cluster: object) -> None:
-    from topicflow.pipeline.estimators import LDA
+    from topicflow.api.lda import LDA
 
     train, _ = stores
     address = local_cluster.scheduler_address  # type: ignore[attr-defined]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner, Result
 
-from topicflow.pipeline.cli import main
+from topicflow.cli import main
 from topicflow.testing.corpora import draw_planted_corpus, write_test_store
 
 

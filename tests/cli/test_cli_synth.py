@@ -8,7 +8,7 @@ import numpy as np
 from click.testing import CliRunner
 
 from topicflow import Corpus
-from topicflow.pipeline.cli import main
+from topicflow.cli import main
 from topicflow.pipeline.synth import load_truth
 
 

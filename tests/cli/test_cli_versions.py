@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner, Result
 
-from topicflow.io.model_store import SavedModel, load_model, save_model
-from topicflow.io.model_versions import commit_version, model_lock
-from topicflow.models.lda_model import LDAState
-from topicflow.models.vocabulary import Vocabulary
-from topicflow.pipeline.cli_versions import COMMANDS
+from topicflow.io.models.store import SavedModel, load_model, save_model
+from topicflow.io.models.versions import commit_version, model_lock
+from topicflow.models.lda.state import LDAState
+from topicflow.models.common.vocabulary import Vocabulary
+from topicflow.cli.versions import COMMANDS
 
 
 @click.group()
@@ -47,7 +47,7 @@ def run(*args: object) -> Result:
 
 def test_commands_are_registered() -> None:
     assert [c.name for c in COMMANDS] == ["versions", "rollback"]
-    from topicflow.pipeline.cli import main
+    from topicflow.cli import main
 
     assert {"versions", "rollback"} <= set(main.commands)
 

@@ -12,9 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from topicflow.errors import EmptyInputError, InputError
-from topicflow.io import jsonl_ingest
-from topicflow.io.jsonl_ingest import line_offsets
-from topicflow.io.sources import FieldSpec, Record, RecordError, discover_partitions, parse_timestamp, read_partition
+from topicflow.io.sources import jsonl as jsonl_ingest
+from topicflow.io.sources.jsonl import line_offsets
+from topicflow.io.sources.base import FieldSpec, Record, RecordError, parse_timestamp
+from topicflow.io.sources import discover_partitions, read_partition
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -16,9 +16,9 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
-from topicflow.io.zarr_shards import Corpus
-from topicflow.pipeline.fit import VBConfig, fit_batch_vb
-from topicflow.pipeline.online import OnlineConfig, fit_online
+from topicflow.io.corpus.reader import Corpus
+from topicflow.pipeline.vb.batch import VBConfig, fit_batch_vb
+from topicflow.pipeline.vb.online import OnlineConfig, fit_online
 from topicflow.testing.corpora import draw_planted_corpus, write_test_store
 
 
@@ -110,7 +110,7 @@ def test_online_e_step_servers_are_replaced_when_their_worker_dies(store: Path, 
                     kill_worker(client, address)
                     killed.append(address)
 
-            with caplog.at_level("WARNING", logger="topicflow.pipeline.estep_servers"):
+            with caplog.at_level("WARNING", logger="topicflow.pipeline.vb.estep_servers"):
                 state = fit_online(Corpus.open(store), config, online, client=client, on_minibatch=kill_one_worker).state
     assert killed and "restarting servers" in caplog.text
     np.testing.assert_array_equal(state.topic_word_var["default"], reference.topic_word_var["default"])
@@ -139,7 +139,8 @@ class KillAfterFirstPoint:
 def test_stream_survives_a_killed_worker(tmp_path: Path) -> None:
     from distributed import Client, LocalCluster
 
-    from topicflow.pipeline.stream import StreamConfig, run_stream
+    from topicflow.pipeline.streaming.config import StreamConfig
+    from topicflow.pipeline.streaming import run_stream
 
     truth = draw_planted_corpus(n_docs=400, n_topics=3, n_terms=60, doc_length=30, alpha=0.1, seed=6)
     labels = [f"t{k}" for k in np.argmax(truth.doc_topic, axis=1)]
@@ -181,8 +182,9 @@ def test_dsgs_survives_a_killed_sampler_worker(store: Path) -> None:
     or counted twice. With staleness 0 (sequential) the result must still equal SGS exactly."""
     from distributed import Client, LocalCluster
 
-    from topicflow.models.streaming_gibbs import SGSParams
-    from topicflow.pipeline.parameter_server import run_dsgs, run_sgs
+    from topicflow.models.lda.streaming.sgs import SGSParams
+    from topicflow.pipeline.streaming.dsgs import run_dsgs
+    from topicflow.pipeline.streaming.sgs import run_sgs
 
     params = SGSParams(n_topics=10, doc_topic_prior=0.1, topic_word_prior=0.05, decay=0.9, max_iters=40, patience=40,
                        seed=3)
@@ -204,8 +206,9 @@ def test_dsgs_survives_a_killed_sampler_worker(store: Path) -> None:
 def test_dsgs_reports_a_lost_parameter_server(store: Path) -> None:
     from distributed import Client, LocalCluster
 
-    from topicflow.models.streaming_gibbs import SGSParams
-    from topicflow.pipeline.parameter_server import ParameterServerLost, run_dsgs
+    from topicflow.models.lda.streaming.sgs import SGSParams
+    from topicflow.errors import ParameterServerLost
+    from topicflow.pipeline.streaming.dsgs import run_dsgs
 
     params = SGSParams(n_topics=10, doc_topic_prior=0.1, topic_word_prior=0.05, decay=0.9, max_iters=40, patience=40,
                        seed=3)

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from topicflow.errors import CorpusFormatError
-from topicflow.io.zarr_shards import Corpus, load_multiblock
-from topicflow.pipeline import estep_servers
-from topicflow.pipeline.estep_servers import ShardReader
+from topicflow.io.corpus.reader import Corpus, load_multiblock
+from topicflow.pipeline import shard_reader
+from topicflow.pipeline.shard_reader import ShardReader
 from topicflow.testing.corpora import draw_planted_corpus, write_test_store
 
 
@@ -40,13 +40,13 @@ def test_rows_are_the_shards_rows_whether_read_ahead_or_not(store: Path) -> None
 
 def test_each_shard_is_loaded_once_by_threads_and_read_ahead(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     loads: list[str] = []
-    original = estep_servers.load_multiblock
+    original = shard_reader.load_multiblock
 
     def counting(store_path: str, shard: object, vocab_sizes: object) -> object:
         loads.append(shard.shard_id)  # type: ignore[attr-defined]
         return original(store_path, shard, vocab_sizes)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(estep_servers, "load_multiblock", counting)
+    monkeypatch.setattr(shard_reader, "load_multiblock", counting)
     corpus, reader = open_reader(store)
     reader.prefetch([0, 1, 2])
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
@@ -59,8 +59,8 @@ def test_each_shard_is_loaded_once_by_threads_and_read_ahead(store: Path, monkey
 
 def test_cache_keeps_the_most_recent_shards(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     loads: list[int] = []
-    original = estep_servers.load_multiblock
-    monkeypatch.setattr(estep_servers, "load_multiblock",
+    original = shard_reader.load_multiblock
+    monkeypatch.setattr(shard_reader, "load_multiblock",
                         lambda p, shard, v: loads.append(shard.first_doc) or original(p, shard, v))
     _, reader = open_reader(store, cache_size=2)
     for shard in (0, 1, 0, 2, 0, 1):

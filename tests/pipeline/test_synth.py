@@ -11,7 +11,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from topicflow import Corpus
 from topicflow.errors import InvalidParameterError, StoreExistsError, StoreNotFoundError
-from topicflow.models.synth import draw_shard
+from topicflow.models.lda.synth import draw_shard
 from topicflow.pipeline.synth import load_truth, synthesize_corpus
 
 SMALL: dict[str, Any] = dict(

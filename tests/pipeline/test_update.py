@@ -12,16 +12,17 @@ import pytest
 from click.testing import CliRunner
 
 from topicflow.errors import LockedError, VocabularyMismatchError
-from topicflow.io.model_store import load_model
-from topicflow.io.model_versions import list_versions
+from topicflow.io.models.store import load_model
+from topicflow.io.models.versions import list_versions
 from topicflow.io.tokenizer import TokenizerConfig
-from topicflow.io.zarr_shards import Corpus
+from topicflow.io.corpus.reader import Corpus
 from topicflow.pipeline import update as update_module
-from topicflow.pipeline.cli import main
-from topicflow.pipeline.estimators import LDA
-from topicflow.pipeline.fit import VBConfig
-from topicflow.pipeline.ingest import append_corpus, ingest_corpus
-from topicflow.pipeline.online import OnlineConfig, fit_online
+from topicflow.cli import main
+from topicflow.api.lda import LDA
+from topicflow.pipeline.vb.batch import VBConfig
+from topicflow.pipeline.ingest.append import append_corpus
+from topicflow.pipeline.ingest.ingest import ingest_corpus
+from topicflow.pipeline.vb.online import OnlineConfig, fit_online
 from topicflow.pipeline.update import update_model
 from topicflow.testing.corpora import draw_planted_corpus
 
@@ -140,7 +141,7 @@ def test_a_second_update_of_the_same_model_is_refused(grown: tuple[Path, Path], 
     store, model_path = grown
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys, time\nfrom topicflow.io.model_versions import model_lock\n"
+         "import sys, time\nfrom topicflow.io.models.versions import model_lock\n"
          f"with model_lock({str(model_path)!r}, action='update'):\n    print('locked', flush=True)\n    time.sleep(60)\n"],
         stdout=subprocess.PIPE, text=True,
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from topicflow.models.blocks import DocBlock, block_from_csr
+from topicflow.models.common.blocks import DocBlock, block_from_csr
 
 
 def random_counts(n_docs, n_terms, *, seed, mean_len=12, empty_rows=(), max_count=4):

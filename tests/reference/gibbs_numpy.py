@@ -2,7 +2,7 @@
 
 Written for clarity, not speed: Python loops over sweeps and tokens, and every draw computes the full
 O(K) conditional and inverts its cumulative sum in topic order. The sparse kernel of
-:mod:`topicflow.models.gibbs_lda` walks the same mass in another order (word bucket, document
+:mod:`topicflow.models.lda.gibbs.sparse` walks the same mass in another order (word bucket, document
 bucket, smoothing bucket), so for a given uniform the two pick different topics; they agree in
 distribution, which the tests check (see tests/models/test_gibbs_lda.py). The random start, the
 counts, the log-likelihood, phi, the hyperparameter fixed points and the fold-in draw are computed
@@ -17,8 +17,8 @@ import itertools
 import numpy as np
 from scipy.special import gammaln, psi
 
-from topicflow.models.rng import STREAM_FOLD_IN, STREAM_GIBBS, uniform_from_key
-from topicflow.models.rng import counter_key as _counter_key
+from topicflow.models.common.rng import STREAM_FOLD_IN, STREAM_GIBBS, uniform_from_key
+from topicflow.models.common.rng import counter_key as _counter_key
 
 
 def counter_key(seed, stream, epoch, index):

@@ -2,7 +2,7 @@
 
 Written for clarity, not speed: Python loops over documents, sweeps and tokens, and every draw computes
 the full O(K) topic weights (no sparse buckets). It consumes the same counter-based uniforms as
-:mod:`topicflow.models.hybrid_estep` in the same way, so it makes exactly the same assignments.
+:mod:`topicflow.models.lda.vb.hybrid` in the same way, so it makes exactly the same assignments.
 Polylingual documents are handled per language (no stacked vocabulary).
 
 A corpus here is ``docs[lang][d] = {term_id: count}``; ``exp_elog[lang]`` has shape (K, V_lang) and its
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import gammaln, psi
 
-from topicflow.models.rng import STREAM_GIBBS, counter_key, uniform_from_key
+from topicflow.models.common.rng import STREAM_GIBBS, counter_key, uniform_from_key
 
 PHI_NORM_EPS = 1e-100  # the same guard vb_lda adds to each phi normalizer
 

@@ -1,4 +1,4 @@
-"""Slow, obvious reference for topicflow.models.lineage and topicflow.models.particle_filter.
+"""Slow, obvious reference for topicflow.models.common.lineage and topicflow.models.lda.streaming.particle_filter.
 
 ``NaiveStore`` keeps every particle's state as its own dicts (rows: key -> int64 vector, topics:
 key -> int) and copies them all on resampling: O(P x history), no sharing, no hash tables, nothing
@@ -15,11 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from topicflow.models.particle_filter import TOKEN_ORDER_EPOCH, PFParams
-from topicflow.models.resampling import effective_sample_size, resample
-from topicflow.models.reservoir import reservoir_key, reservoir_slot
-from topicflow.models.rng import STREAM_PARTICLE, STREAM_REJUVENATE, STREAM_RESAMPLE, uniform_from_key
-from topicflow.models.rng import counter_key as _counter_key
+from topicflow.models.lda.streaming.particle_filter import TOKEN_ORDER_EPOCH, PFParams
+from topicflow.models.common.resampling import effective_sample_size, resample
+from topicflow.models.common.reservoir import reservoir_key, reservoir_slot
+from topicflow.models.common.rng import STREAM_PARTICLE, STREAM_REJUVENATE, STREAM_RESAMPLE, uniform_from_key
+from topicflow.models.common.rng import counter_key as _counter_key
 
 
 def counter_key(seed, stream, epoch, index):

@@ -2,7 +2,7 @@
 
 Written for clarity, not speed: Python loops over documents, languages and words, scipy's digamma and
 gammaln, one phi vector per word. Polylingual documents are handled with a separate loop per language
-(not the stacked-vocabulary trick of :mod:`topicflow.models.vb_lda`). The tests compare the numba
+(not the stacked-vocabulary trick of :mod:`topicflow.models.lda.vb.estep`). The tests compare the numba
 kernels against these functions.
 
 A corpus here is ``docs[lang][d] = {term_id: count}``; every language has the same number of documents.

@@ -8,15 +8,15 @@ from typing import Any
 
 import dask
 import numpy as np
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from topicflow.io.id_index import hash_ids
-from topicflow.io.sources import FieldSpec, discover_partitions
+from topicflow.io.corpus.id_index import hash_ids
+from topicflow.io.sources.base import FieldSpec
+from topicflow.io.sources import discover_partitions
 from topicflow.io.tokenizer import TokenizerConfig
-from topicflow.io.zarr_shards import init_store, write_vocabulary
-from topicflow.models.vocabulary import Vocabulary
+from topicflow.io.corpus.writer import init_store, write_vocabulary
+from topicflow.models.common.vocabulary import Vocabulary
 from topicflow.tasks.ingest import (
     IdHashes,
     PartitionSummary,

@@ -6,7 +6,7 @@ from typing import Any
 import dask
 import pytest
 
-from topicflow.models.synth import SynthParams
+from topicflow.models.lda.synth import SynthParams
 from topicflow.tasks.synth import (
     map_shard_infos,
     map_topic_word,

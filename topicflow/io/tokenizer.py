@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from topicflow.errors import InputError, InvalidParameterError
-from topicflow.models.vocabulary import Vocabulary
+from topicflow.models.common.vocabulary import Vocabulary
 
 #: Default token pattern: maximal runs of word characters (letters, digits, underscore).
 DEFAULT_TOKEN_PATTERN = r"(?u)\b\w+\b"

@@ -1,7 +1,7 @@
 """Driver for ``topicflow synth``: draw a corpus from a true LDA model into a new store, and read it back.
 
 The store is built in a temporary sibling directory and moved into place by
-:func:`topicflow.io.atomic.commit_directory`, so an interrupted run leaves no store behind. Every
+:func:`topicflow.io._atomic.commit_directory`, so an interrupted run leaves no store behind. Every
 shard is drawn and written by its own Dask task on a worker; the driver only gathers the manifest
 entries and the tree-merged term frequencies.
 
@@ -27,18 +27,19 @@ import numpy as np
 from topicflow import config
 from topicflow._typing import FloatArray
 from topicflow.errors import InvalidParameterError
-from topicflow.io.atomic import check_output_path, commit_directory, temporary_sibling
-from topicflow.io.synth_truth import (
+from topicflow.io._atomic import check_output_path, commit_directory, temporary_sibling
+from topicflow.io.corpus.synth_truth import (
     create_truth_group,
     open_doc_topic,
     read_topic_word,
     read_truth_json,
     write_truth_json,
 )
-from topicflow.io.zarr_shards import Manifest, init_store, with_shards, write_manifest, write_vocabulary
-from topicflow.models.rng import STREAM_SYNTH, STREAM_TOPIC_INIT
-from topicflow.models.synth import SynthParams, TermFrequencyStats, term_names
-from topicflow.models.vocabulary import Vocabulary
+from topicflow.io.corpus.layout import Manifest
+from topicflow.io.corpus.writer import init_store, with_shards, write_manifest, write_vocabulary
+from topicflow.models.common.rng import STREAM_SYNTH, STREAM_TOPIC_INIT
+from topicflow.models.lda.synth import SynthParams, TermFrequencyStats, term_names
+from topicflow.models.common.vocabulary import Vocabulary
 from topicflow.pipeline.cluster import compute_list
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 from topicflow.tasks.synth import (

@@ -1,7 +1,7 @@
 """Graph builders for the variational E-step, the statistics tree-merge, fold-in and evaluation.
 
 Lazy only: nothing here computes, persists, or touches a Client. The math lives in
-:mod:`topicflow.models.vb_lda` and :mod:`topicflow.models.evaluation`; task bodies only call it.
+:mod:`topicflow.models.lda.vb.estep` and :mod:`topicflow.metrics.heldout`; task bodies only call it.
 Keys are deterministic and readable (``estep-<token>-<block>``), so the dashboard reads like the
 algorithm and the same inputs give the same graph.
 """
@@ -13,11 +13,13 @@ import dask
 import numpy as np
 from dask.base import tokenize
 
-from topicflow.io.gamma_scratch import read_gamma, write_gamma
-from topicflow.models import evaluation
-from topicflow.models.blocks import DocBlock
-from topicflow.models.hybrid_estep import HybridParams, hybrid_estep_block
-from topicflow.models.vb_lda import EStepStats, PreparedTopics, VBParams, estep_block
+from topicflow.io.outputs.gamma_scratch import read_gamma, write_gamma
+from topicflow.models.common.blocks import DocBlock
+from topicflow.models.lda.vb.estep import estep_block
+from topicflow.models.lda.vb.hybrid import HybridParams, hybrid_estep_block
+from topicflow.models.lda.vb.layout import PreparedTopics
+from topicflow.models.lda.vb.params import VBParams
+from topicflow.models.lda.vb.stats import EStepStats
 from topicflow.tasks.reduce import tree_reduce
 
 #: Either E-step's parameters; the type selects the kernel.
@@ -73,7 +75,7 @@ def map_estep(
         In global block order.
     topics : Delayed or Future of PreparedTopics
         Values exp(E[log beta]) of every language in the E-step layout
-        (:func:`topicflow.models.vb_lda.prepare_topics_from_var`); the caller shares it once.
+        (:func:`topicflow.models.lda.vb.layout.prepare_topics_from_var`); the caller shares it once.
     params : VBParams or HybridParams
         Selects the E-step (see :func:`run_estep`).
     token : str
@@ -123,7 +125,7 @@ def map_estep_warm(
 ) -> list[Any]:
     """Like :func:`map_estep`, but each document starts from its gamma of the previous iteration.
 
-    Gamma goes through :mod:`topicflow.io.gamma_scratch` (read ``iteration - 1``, write
+    Gamma goes through :mod:`topicflow.io.outputs.gamma_scratch` (read ``iteration - 1``, write
     ``iteration``), so a recomputed task sees the same input.
     """
     task = dask.delayed(_estep_warm_task, pure=True)
@@ -137,53 +139,6 @@ def map_estep_warm(
 def tree_merge(parts: Sequence[Any], *, split_every: int, token: str) -> Any:
     """Tree-merge E-step statistics (see :func:`topicflow.tasks.reduce.tree_reduce`): ``Delayed[EStepStats]``."""
     return tree_reduce(parts, merge_stats, split_every=split_every, name=f"merge-{token}")
-
-
-def _fold_in_task(
-    blocks: Mapping[str, DocBlock], topics: PreparedTopics,
-    doc_topic_prior: np.ndarray, params: VBParams,
-) -> np.ndarray:
-    _, gamma = estep_block(blocks, topics, doc_topic_prior, params, return_gamma=True)
-    return gamma / gamma.sum(axis=1, keepdims=True)  # type: ignore[union-attr]
-
-
-def map_fold_in(
-    blocks: Sequence[Any], topics: Any, doc_topic_prior: np.ndarray,
-    params: VBParams, *, token: str,
-) -> list[Any]:
-    """Normalized document-topic proportions per block, ``Delayed[ndarray (n_docs, n_topics)]``."""
-    task = dask.delayed(_fold_in_task, pure=True)
-    return [
-        task(block, topics, doc_topic_prior, params, dask_key_name=f"fold-in-{token}-{i}")
-        for i, block in enumerate(blocks)
-    ]
-
-
-def _completion_task(
-    blocks: Mapping[str, DocBlock], topic_word: PreparedTopics,
-    doc_topic_prior: np.ndarray, params: VBParams, seed: int,
-) -> tuple[float, int]:
-    observed, heldout = {}, {}
-    for lang, block in blocks.items():
-        observed[lang], heldout[lang] = evaluation.split_doc_tokens(block, seed=seed)
-    return evaluation.completion_log_likelihood(observed, heldout, topic_word, doc_topic_prior, params)
-
-
-def _sum_pairs(*pairs: tuple[float, int]) -> tuple[float, int]:
-    return (float(sum(p[0] for p in pairs)), int(sum(p[1] for p in pairs)))
-
-
-def map_completion(
-    blocks: Sequence[Any], topic_word: Any, doc_topic_prior: np.ndarray, params: VBParams,
-    *, seed: int, split_every: int, token: str,
-) -> Any:
-    """Held-out log likelihood by document completion, tree-summed: ``Delayed[(log_lik, n_tokens)]``."""
-    task = dask.delayed(_completion_task, pure=True)
-    parts = [
-        task(block, topic_word, doc_topic_prior, params, seed, dask_key_name=f"completion-{token}-{i}")
-        for i, block in enumerate(blocks)
-    ]
-    return tree_reduce(parts, _sum_pairs, split_every=split_every, name=f"sum-{token}")
 
 
 def graph_token(*parts: Any) -> str:

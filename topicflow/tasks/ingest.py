@@ -25,10 +25,12 @@ import numpy as np
 from dask.delayed import Delayed
 
 from topicflow._typing import OnError
-from topicflow.io.id_index import hash_ids
-from topicflow.io.sources import FieldSpec, InputPartition, Record, RecordError, read_partition
+from topicflow.io.corpus.id_index import hash_ids
+from topicflow.io.sources.base import FieldSpec, InputPartition, Record, RecordError
+from topicflow.io.sources import read_partition
 from topicflow.io.tokenizer import LanguageCounts, TermCounts, TokenizerConfig, count_document, make_tokenizer
-from topicflow.io.zarr_shards import read_vocabulary, write_shard
+from topicflow.io.corpus.reader import read_vocabulary
+from topicflow.io.corpus.writer import write_shard
 from topicflow.tasks.reduce import tree_reduce
 
 #: Per-language bag of one document; None when the document lacks the language.

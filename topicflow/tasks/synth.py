@@ -1,7 +1,7 @@
 """Graph builders for drawing a synthetic corpus out of core: one task per shard.
 
 Lazy only: nothing here computes, persists or talks to a client. The generative math lives in
-:mod:`topicflow.models.synth`; task bodies call it and write their own shard from the worker through
+:mod:`topicflow.models.lda.synth`; task bodies call it and write their own shard from the worker through
 :mod:`topicflow.io`, so no document ever travels through the driver.
 
 Keys (``<token>`` identifies the parameters and the output directory)::
@@ -22,9 +22,10 @@ from typing import Any, Mapping, Sequence
 import dask
 from dask.delayed import Delayed, delayed
 
-from topicflow.io.synth_truth import write_doc_topic_rows, write_topic_word
-from topicflow.io.zarr_shards import ShardInfo, write_shard
-from topicflow.models.synth import SynthParams, TermFrequencyStats, draw_shard, draw_topic_word
+from topicflow.io.corpus.synth_truth import write_doc_topic_rows, write_topic_word
+from topicflow.io.corpus.layout import ShardInfo
+from topicflow.io.corpus.writer import write_shard
+from topicflow.models.lda.synth import SynthParams, TermFrequencyStats, draw_shard, draw_topic_word
 from topicflow.tasks.reduce import tree_reduce
 
 

@@ -6,8 +6,8 @@ from typing import Any, Mapping, Sequence
 import dask
 import numpy as np
 
-from topicflow.io.doc_topics import write_doc_topic_part
-from topicflow.models.blocks import DocBlock, remap_terms
+from topicflow.io.outputs.doc_topics import write_doc_topic_part
+from topicflow.models.common.blocks import DocBlock, remap_terms
 
 
 def _remap_task(

@@ -11,16 +11,9 @@ from typing import Mapping, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from topicflow.io.zarr_shards import (
-    Manifest,
-    ShardInfo,
-    init_store,
-    with_shards,
-    write_manifest,
-    write_shard,
-    write_vocabulary,
-)
-from topicflow.models.vocabulary import Vocabulary
+from topicflow.io.corpus.layout import Manifest, ShardInfo
+from topicflow.io.corpus.writer import init_store, with_shards, write_manifest, write_shard, write_vocabulary
+from topicflow.models.common.vocabulary import Vocabulary
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,4 @@
+"""``python -m topicflow``: the command line."""
+from topicflow.cli import main
+
+main()

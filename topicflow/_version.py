@@ -1,0 +1,3 @@
+"""The package version, importable without importing the package's estimators."""
+
+__version__ = "0.1.0"

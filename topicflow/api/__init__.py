@@ -1,0 +1,1 @@
+"""Estimators with the scikit-learn conventions, one per model family."""

@@ -1,0 +1,509 @@
+"""The estimator façade: ``topicflow.LDA`` in the style of scikit-learn.
+
+``__init__`` only stores keyword parameters; ``fit`` validates them once, runs batch or online
+variational Bayes on Dask (the given client, else the current one, else the threaded scheduler) and
+sets the fitted attributes, whose names end in ``_``. ``partial_fit`` continues an online fit.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from topicflow.errors import InvalidParameterError, NotFittedError
+from topicflow.io.corpus.reader import Corpus, as_corpus
+from topicflow.io.models.info import corpus_provenance
+from topicflow.io.models.store import SavedModel, load_model, save_model
+from topicflow.models.lda.priors import SeedTopic
+from topicflow.pipeline.policies import CheckpointPolicy
+from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
+from topicflow.pipeline.vb.batch import FitResult, IterationRecord, VBConfig, fit_batch_vb
+from topicflow.pipeline.vb.infer import (
+    EvaluationResult,
+    evaluate_model,
+    fold_in_params,
+    infer_doc_topics,
+    model_blocks,
+    model_token,
+)
+from topicflow.pipeline.vb.online import MinibatchRecord, OnlineConfig, OnlineResult, fit_online, online_info
+
+
+def parse_alpha(alpha: str | float) -> tuple[str, float | None]:
+    """``"auto"``, ``"symmetric"`` or a positive number (fixed symmetric alpha)."""
+    if isinstance(alpha, str) and alpha in ("auto", "symmetric"):
+        return alpha, None
+    try:
+        value = float(alpha)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(
+            f"alpha must be 'auto', 'symmetric' or a positive number, got {alpha!r}"
+        ) from None
+    if not value > 0:
+        raise InvalidParameterError(f"alpha must be positive, got {alpha!r}")
+    return "fixed", value
+
+
+class LDA:
+    """Latent Dirichlet allocation by batch or online variational Bayes over an out-of-core corpus store.
+
+    A store with several languages gives polylingual LDA (documents share theta across languages).
+
+    Parameters
+    ----------
+    n_topics : int, default 10
+        Number of topics K.
+    alpha : {"auto", "symmetric"} or float, default "auto"
+        ``auto`` learns an asymmetric alpha by Newton-Raphson; ``symmetric`` learns one shared value;
+        a number fixes a symmetric alpha.
+    eta : float, default 0.01
+        Symmetric topic-word prior.
+    max_iter : int, default 50
+        Batch iterations at most.
+    tol : float, default 1e-4
+        Stop when the relative ELBO change falls below it (batch).
+    doc_max_iter : int, default 100
+        Per-document E-step iteration limit.
+    doc_tol : float, default 1e-3
+        Per-document E-step tolerance on the mean absolute change of gamma.
+    seed : int, default 0
+        Seed of the starting topics and of every random draw (keyed by document, not by worker).
+    seed_topics : sequence of SeedTopic, optional
+        Informed priors (see :func:`topicflow.models.lda.priors.informed_prior`).
+    seed_strength : float, default 1.0
+        Prior weight of the seed words in their topics.
+    optimize_eta : bool, default False
+        Learn a symmetric eta by Newton-Raphson.
+    split_every : int, optional
+        Fan-in of the statistics tree reduction (default from ``topicflow.split-every``).
+    warm_start : bool, default False
+        After ``cold_iterations`` (10) cold iterations, start each document's E-step from its gamma of
+        the previous iteration (kept on disk beside the store, or in ``topicflow.scratch-dir``). Off by
+        default: measured on planted corpora it saves little time, and started too early it locks
+        documents into the first random topics (alpha collapses).
+    method : {"batch", "online"}, default "batch"
+        ``online`` streams minibatches (Hoffman et al. 2010) with the settings below; ``max_iter``
+        and ``tol`` apply to batch only.
+    batch_size : int, default 256
+        Online: documents per minibatch, S.
+    tau0 : float, default 10.0
+        Online: step sizes rho_t = (tau0 + t) ** -kappa.
+    kappa : float, default 0.7
+        Online: see ``tau0``.
+    passes : int, default 1
+        Online: passes over the documents.
+    shuffle_window : int, default 0
+        Online: visit documents in a random order within windows of this many (0: store order).
+    total_docs : int, optional
+        Online: D in the D/S scaling; default the number of documents in the store.
+    eval_every : int, default 10
+        Online: estimate the per-word bound every this many minibatches (0: never).
+    estep : {"vb", "hybrid"}, default "vb"
+        Dense coordinate ascent, or Gibbs sampling within VB (Mimno et al. 2012) with ``burn_in``
+        discarded and ``samples`` kept sweeps per document (faster for many topics).
+    burn_in : int, default 5
+        Hybrid E-step: discarded sweeps per document.
+    samples : int, default 5
+        Hybrid E-step: kept sweeps per document.
+    executor : {"auto", "servers", "threads", "tasks"}, default "auto"
+        Online: where minibatch E-steps run (see :class:`OnlineConfig`); ``"threads"`` keeps them in
+        this process even with a cluster. The model is the same.
+    init_shape : float, default 100
+        Shape s of the Gamma(s, 1/s) entries of the random starting lambda (100: Hoffman et al.'s
+        start). A smaller s starts the topics further apart (see ``VBConfig.init_shape``).
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_topics, n_terms), or dict of them per language
+        lambda.
+    topic_word_ : same, rows normalized.
+    doc_topic_prior_ : ndarray of shape (n_topics,)
+    topic_names_ : list of str
+    vocabularies_ : dict of str to Vocabulary
+    trace_ : list of IterationRecord (batch) or MinibatchRecord (online, this run's minibatches)
+    n_iter_ : int
+        Batch iterations, or minibatches processed so far (online; the step-size schedule's t).
+    converged_ : bool
+    n_docs_seen_ : int
+        Online: documents processed so far, over all ``partial_fit`` calls.
+
+    Examples
+    --------
+    >>> model = LDA(n_topics=20).fit("corpus.zarr")          # doctest: +SKIP
+    >>> model.perplexity("heldout.zarr")                      # doctest: +SKIP
+    """
+
+    trace_: list[IterationRecord] | list[MinibatchRecord]
+
+    def __init__(
+        self, n_topics: int = 10, *, alpha: str | float = "auto", eta: float = 0.01, max_iter: int = 50,
+        tol: float = 1e-4, doc_max_iter: int = 100, doc_tol: float = 1e-3, seed: int = 0,
+        seed_topics: Sequence[SeedTopic] = (), seed_strength: float = 1.0, optimize_eta: bool = False,
+        split_every: int | None = None, warm_start: bool = False, method: str = "batch",
+        batch_size: int = 256, tau0: float = 10.0, kappa: float = 0.7, passes: int = 1,
+        shuffle_window: int = 0, total_docs: int | None = None, eval_every: int = 10,
+        estep: str = "vb", burn_in: int = 5, samples: int = 5, executor: str = "auto",
+        init_shape: float = 100.0,
+    ) -> None:
+        self.n_topics = n_topics
+        self.alpha = alpha
+        self.eta = eta
+        self.max_iter = max_iter
+        self.tol = tol
+        self.doc_max_iter = doc_max_iter
+        self.doc_tol = doc_tol
+        self.seed = seed
+        self.seed_topics = seed_topics
+        self.seed_strength = seed_strength
+        self.optimize_eta = optimize_eta
+        self.split_every = split_every
+        self.warm_start = warm_start
+        self.method = method
+        self.batch_size = batch_size
+        self.tau0 = tau0
+        self.kappa = kappa
+        self.passes = passes
+        self.shuffle_window = shuffle_window
+        self.total_docs = total_docs
+        self.eval_every = eval_every
+        self.estep = estep
+        self.burn_in = burn_in
+        self.samples = samples
+        self.executor = executor
+        self.init_shape = init_shape
+
+    def __repr__(self) -> str:
+        return f"LDA(n_topics={self.n_topics}, alpha={self.alpha!r}, eta={self.eta!r}, seed={self.seed})"
+
+    def _config(self) -> VBConfig:
+        mode, value = parse_alpha(self.alpha)
+        return VBConfig(
+            n_topics=int(self.n_topics), alpha_mode=mode, alpha=value, eta=float(self.eta),  # type: ignore[arg-type]
+            optimize_eta=bool(self.optimize_eta), max_iter=int(self.max_iter), tol=float(self.tol),
+            doc_max_iter=int(self.doc_max_iter), doc_tol=float(self.doc_tol), seed=int(self.seed),
+            seed_topics=tuple(self.seed_topics), seed_strength=float(self.seed_strength),
+            warm_start=bool(self.warm_start), estep=self.estep, burn_in=int(self.burn_in),  # type: ignore[arg-type]
+            samples=int(self.samples), init_shape=float(self.init_shape),
+        )
+
+    def _online_config(self) -> OnlineConfig:
+        return OnlineConfig(
+            batch_size=int(self.batch_size), tau0=float(self.tau0), kappa=float(self.kappa), passes=int(self.passes),
+            shuffle_window=int(self.shuffle_window), total_docs=self.total_docs, eval_every=int(self.eval_every),
+            executor=self.executor,
+        )
+
+    def _check_method(self) -> None:
+        if self.method not in ("batch", "online"):
+            raise InvalidParameterError(f"method must be 'batch' or 'online', got {self.method!r}")
+
+    # ------------------------------------------------------------------ fitting
+
+    def fit(self, corpus: Any, client: Any = None, *, progress: ProgressReporter = NO_PROGRESS,
+            checkpoint: CheckpointPolicy | None = None) -> LDA:
+        """Fit on a corpus store from scratch.
+
+        Parameters
+        ----------
+        corpus : str, os.PathLike or Corpus
+            Corpus store (path or opened :class:`Corpus`).
+        client : distributed.Client, optional
+            Cluster to run on; by default the current client, else local threads.
+        progress : ProgressReporter, optional
+            Receives per-iteration (batch) or per-minibatch (online) progress.
+        checkpoint : CheckpointPolicy, optional
+            Writes the driver state periodically and, with ``resume``, continues an interrupted
+            fit (see :class:`topicflow.pipeline.policies.CheckpointPolicy`).
+
+        Returns
+        -------
+        LDA
+            ``self``, fitted.
+        """
+        self._check_method()
+        corpus = as_corpus(corpus)
+        config = self._config()
+        if self.method == "online":
+            online = self._online_config()
+            result = fit_online(corpus, config, online, client=client, split_every=self.split_every,
+                                progress=progress, checkpoint=checkpoint)
+            self._set_fitted_online(result, corpus, config, online, shards=None)
+            return self
+        batch = fit_batch_vb(corpus, config, client=client, split_every=self.split_every, progress=progress,
+                             checkpoint=checkpoint)
+        self._set_fitted(batch, corpus, config)
+        return self
+
+    def partial_fit(self, corpus: Any, client: Any = None, *, shards: Sequence[int] | None = None,
+                    progress: ProgressReporter = NO_PROGRESS) -> LDA:
+        """Run one online pass over ``corpus`` (or its ``shards``), continuing the model and its step sizes.
+
+        The first call starts a model (any ``method``); later calls continue it. The corpus's
+        vocabulary must extend the model's (same terms first, as a store whose vocabulary grew by
+        ``topicflow append --promote-min-df``); new terms join with topic columns from the prior.
+
+        Parameters
+        ----------
+        corpus : str, os.PathLike or Corpus
+            Corpus store (path or opened :class:`Corpus`).
+        client : distributed.Client, optional
+            Cluster to run on; by default the current client, else local threads.
+        shards : sequence of int, optional
+            Positions of the shards to process, in order; by default all of them.
+        progress : ProgressReporter, optional
+            Receives per-minibatch progress.
+
+        Returns
+        -------
+        LDA
+            ``self``, updated.
+        """
+        corpus = as_corpus(corpus)
+        config = self._config()
+        online = self._online_config()
+        model = getattr(self, "model_", None)
+        if model is None:
+            result = fit_online(corpus, config, online, client=client, split_every=self.split_every,
+                                progress=progress, shards=shards)
+            self._set_fitted_online(result, corpus, config, online, shards=shards)
+            return self
+        from topicflow.pipeline.vb.nightly import continue_online
+
+        self.model_, result, _ = continue_online(model, corpus, config, online, client=client, shards=shards,
+                                              split_every=self.split_every, progress=progress)
+        self._set_attributes_from_model()
+        self.trace_ = list(result.trace)
+        return self
+
+    def _set_fitted(self, result: FitResult, corpus: Corpus, config: VBConfig) -> None:
+        state = result.state
+        self.model_ = SavedModel(
+            state=state,
+            vocabularies={lang: corpus.vocabulary(lang) for lang in state.languages},
+            info={
+                "kind": "vb_lda",
+                "method": "batch",
+                "settings": config.to_dict(),
+                "trace": [r.to_dict() for r in result.trace],
+                "converged": result.converged,
+                "unknown_seed_words": result.unknown_seed_words,
+                "corpus": corpus_provenance(corpus, range(corpus.n_shards)),
+            },
+        )
+        self._set_attributes_from_model()
+        self.trace_ = list(result.trace)
+
+    def _set_fitted_online(self, result: OnlineResult, corpus: Corpus, config: VBConfig, online: OnlineConfig,
+                           shards: Sequence[int] | None) -> None:
+        self.model_ = SavedModel(
+            state=result.state,
+            vocabularies={lang: corpus.vocabulary(lang) for lang in result.state.languages},
+            info=online_info(corpus, config, online, result, seen=(), shards=shards),
+        )
+        self._set_attributes_from_model()
+        self.trace_ = list(result.trace)
+
+    def _set_attributes_from_model(self) -> None:
+        state = self.model_.state
+        langs = state.languages
+        single = len(langs) == 1
+        topic_word = state.topic_word()
+        self.components_ = state.topic_word_var[langs[0]] if single else dict(state.topic_word_var)
+        self.topic_word_ = topic_word[langs[0]] if single else topic_word
+        self.doc_topic_prior_ = np.asarray(state.doc_topic_prior)
+        self.topic_names_ = [state.topic_label(k) for k in range(state.n_topics)]
+        self.vocabularies_ = dict(self.model_.vocabularies)
+        self.languages_ = list(langs)
+        info = self.model_.info
+        online = info.get("online")
+        self.n_iter_ = int(online["t"]) if online else len(info.get("trace", []))
+        self.n_docs_seen_ = int(online["docs_seen"]) if online else int(info.get("corpus", {}).get("n_docs", 0))
+        self.converged_ = bool(info.get("converged", False))
+
+    def _check_fitted(self) -> SavedModel:
+        model = getattr(self, "model_", None)
+        if model is None:
+            raise NotFittedError("this LDA is not fitted yet; call fit(corpus) or LDA.load(path) first.")
+        return model
+
+    # ------------------------------------------------------------------ using the model
+
+    def transform(self, corpus: Any) -> Any:
+        """Compute document-topic proportions with the topics fixed, lazily.
+
+        Parameters
+        ----------
+        corpus : str, os.PathLike or Corpus
+            Corpus store (path or opened :class:`Corpus`).
+
+        Returns
+        -------
+        dask.array.Array of shape (n_docs, n_topics), float64
+            Normalized gamma (rows sum to 1), one chunk per shard; nothing is computed yet.
+        """
+        import dask
+        import dask.array as da
+
+        from topicflow.tasks.estep import graph_token
+        from topicflow.tasks.evaluate import map_fold_in
+
+        model = self._check_fitted()
+        corpus = as_corpus(corpus)
+        token = graph_token(corpus.token(), model_token(model), "transform")
+        blocks, maps = model_blocks(model, corpus, token=token)
+        topics = dask.delayed(model.state.prepared_topics(list(maps)), traverse=False, name=f"topics-{token}")
+        thetas = map_fold_in(blocks, topics, model.state.doc_topic_prior, fold_in_params(model), token=token)
+        k = model.state.n_topics
+        return da.concatenate(
+            [da.from_delayed(t, shape=(s.n_docs, k), dtype=np.float64) for t, s in zip(thetas, corpus.shards)],
+            axis=0,
+        )
+
+    def transform_to_zarr(self, corpus: Any, out: str | os.PathLike[str], client: Any = None, *,
+                          overwrite: bool = False) -> int:
+        """Write document-topic proportions out of core (see :mod:`topicflow.io.outputs.doc_topics`).
+
+        Parameters
+        ----------
+        corpus : str, os.PathLike or Corpus
+            Corpus store (path or opened :class:`Corpus`).
+        out : str or os.PathLike
+            Zarr store to write (atomically).
+        client : distributed.Client, optional
+            Cluster to run on; by default the current client, else local threads.
+        overwrite : bool, default False
+            Replace an existing ``out``.
+
+        Returns
+        -------
+        int
+            Number of documents written.
+        """
+        return infer_doc_topics(self._check_fitted(), as_corpus(corpus), Path(out), client=client, overwrite=overwrite)
+
+    def evaluate(self, corpus: Any, client: Any = None, *, seed: int = 0) -> EvaluationResult:
+        """Score held-out documents: document-completion perplexity and the per-word ELBO bound.
+
+        Parameters
+        ----------
+        corpus : str, os.PathLike or Corpus
+            Corpus store (path or opened :class:`Corpus`).
+        client : distributed.Client, optional
+            Cluster to run on; by default the current client, else local threads.
+        seed : int, default 0
+            Seed of the split of each document's tokens into observed and scored halves.
+
+        Returns
+        -------
+        EvaluationResult
+            ``perplexity``, ``elbo_per_token`` and the token counts.
+        """
+        return evaluate_model(self._check_fitted(), as_corpus(corpus), client=client, seed=seed,
+                              split_every=self.split_every)
+
+    def perplexity(self, corpus: Any, client: Any = None) -> float:
+        """Compute held-out perplexity by document completion (lower is better).
+
+        Parameters
+        ----------
+        corpus : str, os.PathLike or Corpus
+            Corpus store (path or opened :class:`Corpus`).
+        client : distributed.Client, optional
+            Cluster to run on; by default the current client, else local threads.
+
+        Returns
+        -------
+        float
+        """
+        return self.evaluate(corpus, client).perplexity
+
+    def score(self, corpus: Any, client: Any = None) -> float:
+        """Compute the per-word variational lower bound on ``corpus`` with the topics fixed (higher is better).
+
+        Parameters
+        ----------
+        corpus : str, os.PathLike or Corpus
+            Corpus store (path or opened :class:`Corpus`).
+        client : distributed.Client, optional
+            Cluster to run on; by default the current client, else local threads.
+
+        Returns
+        -------
+        float
+        """
+        return self.evaluate(corpus, client).elbo_per_token
+
+    def top_terms(self, n: int = 10, language: str | None = None) -> list[list[tuple[str, float]]]:
+        """Return the ``n`` most probable terms of every topic, with their probabilities.
+
+        Parameters
+        ----------
+        n : int, default 10
+            Terms per topic.
+        language : str, optional
+            Language of a polylingual model; by default its first.
+
+        Returns
+        -------
+        list of list of (str, float)
+            Per topic, (term, probability) pairs in decreasing probability.
+        """
+        model = self._check_fitted()
+        lang = language or model.state.languages[0]
+        topic_word = model.state.topic_word()[lang]
+        vocab = model.vocabularies[lang]
+        order = np.argsort(-topic_word, axis=1, kind="stable")[:, :n]
+        return [[(vocab.term_of(int(w)), float(topic_word[k, w])) for w in order[k]] for k in range(len(order))]
+
+    # ------------------------------------------------------------------ persistence
+
+    def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
+        """Save the fitted model to a directory (zarr + JSON, written atomically; never pickle).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            Model directory.
+        overwrite : bool, default False
+            Replace an existing model at ``path``.
+        """
+        save_model(Path(path), self._check_fitted(), overwrite=overwrite)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> LDA:
+        """Load a model saved by :meth:`save` or ``topicflow fit``, with its settings.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            Model directory.
+
+        Returns
+        -------
+        LDA
+            A fitted estimator; ``partial_fit`` continues an online model's schedule.
+        """
+        model = load_model(Path(path))
+        config = VBConfig.from_dict(model.info.get("settings", {"n_topics": model.state.n_topics}))
+        online = OnlineConfig.from_dict(model.info["online"]["config"]) if "online" in model.info else OnlineConfig()
+        estimator = cls(
+            n_topics=config.n_topics,
+            alpha=config.alpha_mode if config.alpha_mode != "fixed" else config.initial_alpha,
+            eta=config.eta, max_iter=config.max_iter, tol=config.tol, doc_max_iter=config.doc_max_iter,
+            doc_tol=config.doc_tol, seed=config.seed, seed_topics=config.seed_topics,
+            seed_strength=config.seed_strength, optimize_eta=config.optimize_eta, warm_start=config.warm_start,
+            method=model.info.get("method", "batch"), batch_size=online.batch_size, tau0=online.tau0,
+            kappa=online.kappa, passes=online.passes, shuffle_window=online.shuffle_window,
+            total_docs=online.total_docs, eval_every=online.eval_every, estep=config.estep,
+            burn_in=config.burn_in, samples=config.samples, init_shape=config.init_shape,
+        )
+        estimator.model_ = model
+        estimator._set_attributes_from_model()
+        trace = model.info.get("trace", [])
+        if "online" in model.info:
+            estimator.trace_ = [MinibatchRecord(**r) for r in trace]
+        else:
+            estimator.trace_ = [IterationRecord(**r) for r in trace]
+        return estimator

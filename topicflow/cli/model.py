@@ -1,0 +1,280 @@
+"""CLI commands for variational models: fit, topics, infer, evaluate, export."""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any, cast
+
+import click
+import numpy as np
+
+from topicflow.errors import InvalidParameterError
+from topicflow.io.models.store import export_npz, load_model
+from topicflow.io.corpus.reader import Corpus
+from topicflow.models.lda.priors import parse_seed_words
+from topicflow.cli._common import cluster_options, reports_errors
+from topicflow.pipeline.cluster import ClusterConfig, connect
+from topicflow.api.lda import LDA
+from topicflow.pipeline.vb.infer import evaluate_model, infer_doc_topics
+from topicflow.pipeline.vb.online import EXECUTORS, MinibatchRecord
+from topicflow.pipeline.progress import TqdmProgress
+
+log = logging.getLogger(__name__)
+
+
+def read_seed_words(path: str | None) -> tuple[Any, ...]:
+    """Read the seed-word file given by ``--seed-words``.
+
+    The file format is described in :func:`topicflow.models.lda.priors.parse_seed_words`.
+
+    Parameters
+    ----------
+    path : str or None
+        The file, or None when the option was not given.
+
+    Returns
+    -------
+    tuple of SeedTopic
+        The seed topics in file order; empty when ``path`` is None.
+
+    Raises
+    ------
+    InvalidParameterError
+        If the file cannot be read or decoded, or a line is malformed.
+    """
+    if path is None:
+        return ()
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidParameterError(f"cannot read seed-words file {path!r}: {exc}", path=path) from exc
+    return tuple(parse_seed_words(text, source=path))
+
+
+@click.command()
+@click.argument("store", type=click.Path(file_okay=False))
+@click.option("--model", "model_path", required=True, type=click.Path(), help="Directory to save the model to.")
+@click.option("--topics", "n_topics", required=True, type=click.IntRange(min=1), help="Number of topics K.")
+@click.option("--method", type=click.Choice(["batch", "online"]), default="batch", show_default=True,
+              help="Batch VB (Mr. LDA) or online VB over minibatches (Hoffman et al. 2010).")
+@click.option("--iterations", default=50, show_default=True, type=click.IntRange(min=1), help="Maximum batch VB iterations.")
+@click.option("--tol", default=1e-4, show_default=True, type=float, help="Batch: stop at this relative ELBO change.")
+@click.option("--batch-size", default=256, show_default=True, type=click.IntRange(min=1), help="Online: documents per minibatch S.")
+@click.option("--tau0", default=10.0, show_default=True, type=float, help="Online: delay of the step sizes (tau0 + t)^-kappa.")
+@click.option("--kappa", default=0.7, show_default=True, type=float, help="Online: forgetting rate, in [0, 1].")
+@click.option("--passes", default=1, show_default=True, type=click.IntRange(min=1), help="Online: passes over the corpus.")
+@click.option("--shuffle-window", default=0, show_default=True, type=click.IntRange(min=0),
+              help="Online: visit documents in random order within windows of this many documents (0: store order).")
+@click.option("--executor", type=click.Choice(list(EXECUTORS)), default="auto", show_default=True,
+              help="Online: where minibatch E-steps run. threads: a thread pool of this process, no cluster "
+                   "(fastest on one machine); servers: one actor per Dask worker.")
+@click.option("--estep", type=click.Choice(["vb", "hybrid"]), default="vb", show_default=True,
+              help="Dense VB E-step, or Gibbs sampling within VB (sparse; faster at large K).")
+@click.option("--burn-in", default=5, show_default=True, type=click.IntRange(min=0), help="Hybrid: discarded sweeps per document.")
+@click.option("--samples", default=5, show_default=True, type=click.IntRange(min=1), help="Hybrid: kept sweeps per document.")
+@click.option("--alpha", default="auto", show_default=True, help="auto (asymmetric, Newton-Raphson), symmetric (learned), or a fixed value.")
+@click.option("--eta", default=0.01, show_default=True, type=float, help="Topic-word prior.")
+@click.option("--optimize-eta", is_flag=True, help="Learn a symmetric eta by Newton-Raphson.")
+@click.option("--seed-words", type=click.Path(dir_okay=False), default=None, help="Informed priors: seeded topics and their words.")
+@click.option("--seed-strength", default=1.0, show_default=True, type=float, help="Prior weight of a seed word in its topic.")
+@click.option("--doc-iterations", default=100, show_default=True, type=click.IntRange(min=1), help="Maximum E-step iterations per document.")
+@click.option("--doc-tol", default=1e-3, show_default=True, type=float, help="E-step stops at this mean absolute change of gamma.")
+@click.option("--warm-start/--cold-start", default=False, show_default=True,
+              help="Batch: after 10 cold iterations, start each document's E-step from its previous gamma.")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--init-shape", default=100.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="Shape s of the Gamma(s, 1/s) entries of the random starting topics; smaller starts them "
+                   "further apart.")
+@click.option("--checkpoint-every", default=None, type=click.IntRange(min=1),
+              help="Write the driver state every N iterations (batch) or minibatches (online).")
+@click.option("--checkpoint", "checkpoint_path", default=None, type=click.Path(),
+              help="Checkpoint directory (default: MODEL.checkpoint beside the model).")
+@click.option("--resume", is_flag=True, help="Continue from the checkpoint of an interrupted run with the same settings.")
+@click.option("--doc-topics", type=click.Path(), default=None, help="Also write normalized document topics to this zarr path.")
+@click.option("--split-every", default=None, type=click.IntRange(min=2), help="Fan-in of the statistics tree reduction.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing model / doc-topics output.")
+@cluster_options
+@reports_errors
+def fit(store: str, model_path: str, n_topics: int, method: str, iterations: int, tol: float, batch_size: int,
+        tau0: float, kappa: float, passes: int, shuffle_window: int, executor: str, estep: str, burn_in: int, samples: int,
+        alpha: str, eta: float, optimize_eta: bool, seed_words: str | None, seed_strength: float,
+        doc_iterations: int, doc_tol: float, warm_start: bool, seed: int, init_shape: float,
+        checkpoint_every: int | None,
+        checkpoint_path: str | None, resume: bool, doc_topics: str | None, split_every: int | None,
+        overwrite: bool, cluster: ClusterConfig) -> None:
+    """Fit LDA (polylingual LDA for a multilingual STORE) by batch or online variational Bayes."""
+    from topicflow.io._atomic import check_output_path
+    from topicflow.io.models.checkpoint import default_checkpoint_path, remove_checkpoint
+    from topicflow.pipeline.policies import CheckpointPolicy
+
+    corpus = Corpus.open(store)
+    check_output_path(Path(model_path), overwrite=overwrite, what="model")
+    estimator = LDA(
+        n_topics, alpha=alpha, eta=eta, max_iter=iterations, tol=tol, doc_max_iter=doc_iterations,
+        doc_tol=doc_tol, seed=seed, seed_topics=read_seed_words(seed_words), seed_strength=seed_strength,
+        optimize_eta=optimize_eta, split_every=split_every, warm_start=warm_start, method=method,
+        batch_size=batch_size, tau0=tau0, kappa=kappa, passes=passes, shuffle_window=shuffle_window,
+        estep=estep, burn_in=burn_in, samples=samples, executor=executor, init_shape=init_shape,
+    )
+    estimator._config()  # validate before starting a cluster
+    estimator._online_config()
+    checkpoint = None
+    if checkpoint_every or resume:
+        path = Path(checkpoint_path) if checkpoint_path else default_checkpoint_path(Path(model_path))
+        checkpoint = CheckpointPolicy(path, every=checkpoint_every or 1, resume=resume)
+        if resume and (path / "latest.json").exists():
+            click.echo(f"resuming from checkpoint {path}", err=True)
+    click.echo(f"fitting K={n_topics} by {method} VB on {corpus!r}", err=True)
+    with connect(cluster) as client:
+        click.echo(f"dashboard: {client.dashboard_link}", err=True)
+        started = time.perf_counter()
+        estimator.fit(corpus, client, progress=TqdmProgress(), checkpoint=checkpoint)
+        for line in trace_lines(estimator):
+            click.echo(line, err=True)
+        estimator.save(model_path, overwrite=overwrite)
+        if checkpoint is not None:
+            remove_checkpoint(checkpoint.path)
+        done = (f"{estimator.n_iter_} iterations, {'converged' if estimator.converged_ else 'not converged'}"
+                if method == "batch" else f"{estimator.n_iter_} minibatches, {estimator.n_docs_seen_} documents")
+        click.echo(f"saved model to {model_path} ({done}, {time.perf_counter() - started:.1f} s)", err=True)
+        for name, words in estimator.model_.info.get("unknown_seed_words", {}).items():
+            click.echo(f"warning: seed words of topic {name!r} not in the vocabulary: {', '.join(words)}", err=True)
+        if doc_topics:
+            written = infer_doc_topics(estimator.model_, corpus, Path(doc_topics), client=client,
+                                       overwrite=overwrite, progress=TqdmProgress())
+            click.echo(f"wrote document topics of {written} documents to {doc_topics}", err=True)
+
+
+def trace_lines(estimator: LDA) -> list[str]:
+    """One line per batch iteration, or one per bound estimate of an online run plus a throughput summary."""
+    from topicflow.pipeline.vb.batch import IterationRecord
+
+    records = estimator.trace_
+    if records and isinstance(records[0], IterationRecord):
+        return [
+            f"iter {r.iteration:3d}  ELBO {r.elbo:.6e}  per token {r.elbo_per_token:.4f}  "
+            f"alpha sum {r.alpha_sum:.4f}  {r.seconds:.2f} s  {r.tokens_per_second:,.0f} tokens/s"
+            for r in records
+        ]
+    online = cast(list[MinibatchRecord], records)  # not a batch trace, so an online one (or empty)
+    lines = [
+        f"minibatch {r.t:6d}  docs seen {r.docs_seen:9d}  rho {r.rho:.4f}  bound per token {r.bound_per_token:.4f}  "
+        f"alpha sum {r.alpha_sum:.4f}"
+        for r in online if np.isfinite(r.bound_per_token)
+    ]
+    seconds = sum(r.seconds for r in online)
+    docs = sum(r.docs for r in online)
+    tokens = sum(r.tokens for r in online)
+    lines.append(f"{len(records)} minibatches, {docs} documents in {seconds:.1f} s: "
+                 f"{docs / max(seconds, 1e-9):,.0f} docs/s, {tokens / max(seconds, 1e-9):,.0f} tokens/s")
+    return lines
+
+
+def format_topics(model_path: str, top: int) -> dict[str, Any]:
+    """Return the topics of a saved model with their most probable terms, as JSON-able data.
+
+    Parameters
+    ----------
+    model_path : str
+        Model directory.
+    top : int
+        Terms listed per topic and language.
+
+    Returns
+    -------
+    dict of str to Any
+        ``languages`` and ``topics``: one entry per topic, by decreasing alpha, with its id, name,
+        alpha and, per language, its ``top`` terms with their probabilities.
+    """
+    model = load_model(Path(model_path))
+    state = model.state
+    topic_word = state.topic_word()
+    order = np.argsort(-state.doc_topic_prior, kind="stable")
+    topics = []
+    for k in order:
+        entry: dict[str, Any] = {"topic": int(k), "name": state.topic_label(int(k)), "alpha": float(state.doc_topic_prior[k])}
+        for lang in state.languages:
+            row = topic_word[lang][k]
+            best = np.argsort(-row, kind="stable")[:top]
+            entry[lang] = [{"term": model.vocabularies[lang].term_of(int(w)), "p": float(row[w])} for w in best]
+        topics.append(entry)
+    return {"languages": list(state.languages), "topics": topics}
+
+
+@click.command()
+@click.argument("model_path", metavar="MODEL", type=click.Path(file_okay=False))
+@click.option("--top", default=10, show_default=True, type=click.IntRange(min=1), help="Terms per topic.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@reports_errors
+def topics(model_path: str, top: int, fmt: str) -> None:
+    """Print each topic's top terms (side by side per language), by decreasing alpha."""
+    listing = format_topics(model_path, top)
+    if fmt == "json":
+        click.echo(json.dumps(listing, indent=2, ensure_ascii=False))
+        return
+    langs = listing["languages"]
+    for entry in listing["topics"]:
+        columns = [" ".join(t["term"] for t in entry[lang]) for lang in langs]
+        if len(langs) == 1:
+            click.echo(f"{entry['name']:>12} ({entry['alpha']:.3f}): {columns[0]}")
+        else:
+            click.echo(f"{entry['name']} (alpha {entry['alpha']:.3f})")
+            for lang, column in zip(langs, columns):
+                click.echo(f"    [{lang}] {column}")
+
+
+@click.command()
+@click.argument("model_path", metavar="MODEL", type=click.Path(file_okay=False))
+@click.argument("store", type=click.Path(file_okay=False))
+@click.option("--out", required=True, type=click.Path(), help="zarr path for the document topics.")
+@click.option("--overwrite", is_flag=True)
+@cluster_options
+@reports_errors
+def infer(model_path: str, store: str, out: str, overwrite: bool, cluster: ClusterConfig) -> None:
+    """Fold STORE's documents into MODEL (topics fixed) and write their topic proportions."""
+    model = load_model(Path(model_path))
+    corpus = Corpus.open(store)
+    with connect(cluster) as client:
+        written = infer_doc_topics(model, corpus, Path(out), client=client, overwrite=overwrite, progress=TqdmProgress())
+    click.echo(f"wrote document topics of {written} documents to {out}", err=True)
+
+
+@click.command()
+@click.argument("model_path", metavar="MODEL", type=click.Path(file_okay=False))
+@click.argument("store", type=click.Path(file_okay=False))
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the token split.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@cluster_options
+@reports_errors
+def evaluate(model_path: str, store: str, seed: int, fmt: str, cluster: ClusterConfig) -> None:
+    """Held-out perplexity (document completion) and per-word ELBO bound of MODEL on STORE."""
+    model = load_model(Path(model_path))
+    corpus = Corpus.open(store)
+    with connect(cluster) as client:
+        result = evaluate_model(model, corpus, client=client, seed=seed)
+    if fmt == "json":
+        click.echo(json.dumps(result.to_dict(), indent=2))
+        return
+    click.echo(f"documents            {result.n_docs}")
+    click.echo(f"held-out tokens      {result.n_heldout_tokens}")
+    click.echo(f"perplexity           {result.perplexity:.2f}")
+    click.echo(f"per-word ELBO bound  {result.elbo_per_token:.4f}")
+    if result.oov_tokens:
+        click.echo(f"out-of-vocabulary    {result.oov_tokens} tokens (ignored)")
+
+
+@click.command()
+@click.argument("model_path", metavar="MODEL", type=click.Path(file_okay=False))
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Output .npz file.")
+@reports_errors
+def export(model_path: str, out: str) -> None:
+    """Export topic_word (rows normalized), alpha and vocab (per language) to an .npz file."""
+    shapes = export_npz(Path(out), load_model(Path(model_path)))
+    for name, shape in shapes.items():
+        click.echo(f"{name:>20} {shape}", err=True)
+    click.echo(f"wrote {out}", err=True)
+
+
+COMMANDS = [fit, topics, infer, evaluate, export]

@@ -1,0 +1,166 @@
+"""CLI command ``topicflow stream``: the streaming samplers, many runs side by side on the cluster."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from topicflow.io.models.store import save_model
+from topicflow.io.corpus.reader import Corpus
+from topicflow.cli._common import cluster_options, reports_errors
+from topicflow.pipeline.cluster import ClusterConfig, connect
+from topicflow.pipeline.progress import TqdmProgress
+from topicflow.pipeline.streaming.config import STREAM_ALGORITHMS, StreamConfig, StreamResult
+from topicflow.pipeline.streaming import run_stream
+
+
+@click.command()
+@click.argument("store", type=click.Path(file_okay=False))
+@click.option("--out", required=True, type=click.Path(path_type=Path),
+              help="Directory for the trace, the summary, the saved state and the model (OUT/model).")
+@click.option("--algo", "algorithm", type=click.Choice(list(STREAM_ALGORITHMS)), default="pf", show_default=True,
+              help="Batch collapsed Gibbs, o-LDA, incremental Gibbs, the particle filter (Canini et al. 2009), "
+              "streaming Gibbs with decay or its parameter-server form (Gao et al. 2016).")
+@click.option("--topics", "n_topics", required=True, type=click.IntRange(min=1), help="Number of topics K.")
+@click.option("--alpha", default=0.1, show_default=True, type=float, help="Document-topic prior (symmetric).")
+@click.option("--beta", default=0.01, show_default=True, type=float, help="Topic-word prior (symmetric).")
+@click.option("--particles", default=100, show_default=True, type=click.IntRange(min=1), help="pf: particles P.")
+@click.option("--ess", default=0.5, show_default=True, type=click.FloatRange(0, 1, min_open=True),
+              help="pf: resample when the effective sample size falls below this share of P.")
+@click.option("--resampling", type=click.Choice(["multinomial", "residual", "stratified", "systematic"]),
+              default="systematic", show_default=True, help="pf: resampling scheme.")
+@click.option("--rejuv", default=30, show_default=True, type=click.IntRange(min=0),
+              help="Tokens resampled per rejuvenation (pf: after resampling; incgibbs: after each token).")
+@click.option("--rejuv-source", type=click.Choice(["history", "window", "reservoir"]), default="reservoir",
+              show_default=True, help="Where rejuvenation tokens are drawn from.")
+@click.option("--reservoir", "reservoir_size", default=1000, show_default=True, type=click.IntRange(min=1),
+              help="Tokens in the reservoir (or the window).")
+@click.option("--init-docs", default=100, show_default=True, type=click.IntRange(min=1),
+              help="Documents of the stream's prefix fitted by batch Gibbs to initialize.")
+@click.option("--init-sweeps", default=100, show_default=True, type=click.IntRange(min=1),
+              help="Gibbs sweeps of each initialization.")
+@click.option("--init-trials", default=1, show_default=True, type=click.IntRange(min=1),
+              help="Independent initializations per run; the best is kept (May et al. 2014).")
+@click.option("--init-select", type=click.Choice(["nmi", "perplexity"]), default=None,
+              help="How to pick the best initialization [default: nmi if the store has labels, else perplexity].")
+@click.option("--runs", default=1, show_default=True, type=click.IntRange(min=1),
+              help="Independent runs (seeds SEED, SEED+1, ...), side by side on the cluster.")
+@click.option("--eval-every", default=100, show_default=True, type=click.IntRange(min=1),
+              help="Documents between trace records (sweeps for gibbs).")
+@click.option("--sweeps", default=200, show_default=True, type=click.IntRange(min=1), help="gibbs: sweeps.")
+@click.option("--optimize-every", default=0, show_default=True, type=click.IntRange(min=0),
+              help="gibbs: learn asymmetric alpha and beta every N sweeps after 50 burn-in sweeps (0: fixed).")
+@click.option("--batch-size", default=256, show_default=True, type=click.IntRange(min=1),
+              help="sgs/dsgs: documents per minibatch.")
+@click.option("--decay", default=1.0, show_default=True, type=click.FloatRange(0, 1, min_open=True),
+              help="sgs/dsgs: factor lambda applied to the topic-word counts after each minibatch.")
+@click.option("--max-iters", default=100, show_default=True, type=click.IntRange(min=1),
+              help="sgs/dsgs: sweeps of a minibatch at most.")
+@click.option("--patience", default=10, show_default=True, type=click.IntRange(min=1),
+              help="sgs/dsgs: stop a minibatch after this many sweeps without a better training perplexity.")
+@click.option("--sgs-init", type=click.Choice(["posterior", "random"]), default="posterior", show_default=True,
+              help="sgs/dsgs: start of each minibatch's assignments.")
+@click.option("--staleness", default=None, type=click.IntRange(min=0),
+              help="dsgs: a minibatch may miss at most this many earlier ones (default: fully asynchronous).")
+@click.option("--sync-first", default=0, show_default=True, type=click.IntRange(min=0),
+              help="dsgs: minibatches run in order before the sampler loops go asynchronous.")
+@click.option("--max-docs", default=None, type=click.IntRange(min=1), help="Stop after this many documents.")
+@click.option("--test", "test_store", default=None, type=click.Path(file_okay=False),
+              help="Test store scored at every record: out-of-sample NMI (with labels) and perplexity.")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--resume", is_flag=True, help="Continue the stream saved in OUT (the store may have grown).")
+@click.option("--checkpoint-every", default=0, show_default=True, type=click.IntRange(min=0),
+              help="Save the runs' state every N records (0: at the end only).")
+@click.option("--overwrite", is_flag=True, help="Replace an existing OUT.")
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@cluster_options
+@reports_errors
+def stream(store: str, out: Path, algorithm: str, n_topics: int, alpha: float, beta: float, particles: int,
+           ess: float, resampling: str, rejuv: int, rejuv_source: str, reservoir_size: int, init_docs: int,
+           init_sweeps: int, init_trials: int, init_select: str | None, runs: int, eval_every: int, sweeps: int,
+           optimize_every: int, batch_size: int, decay: float, max_iters: int, patience: int, sgs_init: str,
+           staleness: int | None, sync_first: int, max_docs: int | None, test_store: str | None, seed: int, resume: bool, checkpoint_every: int,
+           overwrite: bool, output_format: str, cluster: ClusterConfig) -> None:
+    """Run a streaming sampler over STORE in store order; write OUT/trace.jsonl, summary.json and model.
+
+    With --algo dsgs, --workers is the number of sampler loops (one per local worker process).
+    """
+    from topicflow.io._atomic import check_output_path
+
+    corpus = Corpus.open(store)
+    test_corpus = Corpus.open(test_store) if test_store else None
+    config = StreamConfig(
+        algorithm=algorithm, n_topics=n_topics, doc_topic_prior=alpha, topic_word_prior=beta,  # type: ignore[arg-type]
+        n_particles=particles, ess_threshold=ess, resampling=resampling, rejuvenation_steps=rejuv,  # type: ignore[arg-type]
+        rejuvenation_source=rejuv_source, reservoir_size=reservoir_size, init_docs=init_docs,  # type: ignore[arg-type]
+        init_sweeps=init_sweeps, init_trials=init_trials,
+        init_select=init_select or ("nmi" if corpus.has_labels else "perplexity"),  # type: ignore[arg-type]
+        runs=runs, eval_every=eval_every, sweeps=sweeps, optimize_every=optimize_every, batch_size=batch_size,
+        decay=decay, max_iters=max_iters, patience=patience, sgs_init=sgs_init, staleness=staleness,
+        sync_first=sync_first, n_workers=cluster.workers if algorithm == "dsgs" else None, max_docs=max_docs, seed=seed,
+    )
+    if not resume:
+        check_output_path(out, overwrite=overwrite, what="stream output")
+    click.echo(f"{'resuming' if resume else 'running'} {runs} run(s) of {algorithm} with K={n_topics} on {corpus!r}",
+               err=True)
+    with connect(cluster) as client:
+        click.echo(f"dashboard: {client.dashboard_link}", err=True)
+        started = time.perf_counter()
+        result = run_stream(corpus, config, client=client, test_corpus=test_corpus, out=out, resume=resume,
+                            checkpoint_every=checkpoint_every, progress=TqdmProgress())
+    save_model(out / "model", result.model, overwrite=True)
+    plot = write_plots(result, out)
+    final = result.summary[-1]
+    if output_format == "json":
+        click.echo(json.dumps({"final": final, "model": str(out / "model"), "plot": plot}, indent=2, sort_keys=True))
+    else:
+        for line in summary_lines(result):
+            click.echo(line)
+    click.echo(f"wrote {out / 'trace.jsonl'}, {out / 'summary.json'} and the model {out / 'model'} "
+               f"({time.perf_counter() - started:.1f} s)", err=True)
+
+
+def summary_lines(result: StreamResult) -> list[str]:
+    """A table of the evaluation points: documents seen and the mean (std) of the main metrics."""
+    names = [n for n in ("nmi_in", "nmi_out", "perplexity_out", "log_evidence_per_token", "log_likelihood_per_token",
+                         "perplexity_train")
+             if any(f"{n}_mean" in row for row in result.summary)]
+    header = "point      docs  " + "  ".join(f"{n:>22s}" for n in names)
+    lines = [header]
+    for row in result.summary:
+        cells = []
+        for n in names:
+            mean, std = row.get(f"{n}_mean"), row.get(f"{n}_std")
+            cells.append(f"{'':>22s}" if mean is None else f"{mean:>13.4f} ({std:6.4f})")
+        lines.append(f"{row['point']:5d} {row['docs_seen']:9d}  " + "  ".join(cells))
+    return lines
+
+
+def write_plots(result: StreamResult, out: Path) -> str | None:
+    """NMI against documents seen (sweeps for gibbs), mean and one standard deviation over runs, if labeled."""
+    from topicflow.cli.plots import plot_metric_band
+
+    traces = _traces(result.records)
+    if not traces:
+        return None
+    path = out / "nmi.png"
+    plot_metric_band(traces, ylabel="NMI", out=path, title=f"{result.config.algorithm}, {result.config.runs} run(s)")
+    return str(path)
+
+
+def _traces(records: list[dict[str, Any]]) -> dict[str, list[list[tuple[int, float]]]]:
+    traces: dict[str, list[list[tuple[int, float]]]] = {}
+    for name in ("nmi_in", "nmi_out"):
+        runs: dict[int, list[tuple[int, float]]] = {}
+        for record in records:
+            if record.get(name) is not None:
+                runs.setdefault(int(record["run"]), []).append((int(record["point"]), float(record[name])))
+        if runs:
+            traces[name] = [runs[r] for r in sorted(runs)]
+    return traces
+
+
+COMMANDS = [stream]

@@ -1,0 +1,70 @@
+"""CLI command for nightly incremental updates of a saved model: ``topicflow update``."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from topicflow.cli._common import cluster_options, reports_errors
+from topicflow.pipeline.cluster import ClusterConfig, connect
+from topicflow.pipeline.vb.online import EXECUTORS
+from topicflow.pipeline.progress import TqdmProgress
+
+
+@click.command()
+@click.argument("model_path", metavar="MODEL", type=click.Path(file_okay=False))
+@click.argument("store", type=click.Path(file_okay=False))
+@click.option("--batch-size", default=None, type=click.IntRange(min=1), help="Documents per minibatch (default: the model's).")
+@click.option("--tau0", default=None, type=float, help="Delay of the step sizes (default: the model's).")
+@click.option("--kappa", default=None, type=float, help="Forgetting rate (default: the model's).")
+@click.option("--passes", default=None, type=click.IntRange(min=1), help="Passes over the new documents (default 1).")
+@click.option("--shuffle-window", default=None, type=click.IntRange(min=0), help="Shuffle within windows of this many documents.")
+@click.option("--executor", type=click.Choice(list(EXECUTORS)), default=None,
+              help="Where minibatch E-steps run (default: the model's); the result is the same.")
+@click.option("--keep", default=None, type=click.IntRange(min=1), help="Afterwards keep only the newest N versions.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@cluster_options
+@reports_errors
+def update(model_path: str, store: str, batch_size: int | None, tau0: float | None, kappa: float | None,
+           passes: int | None, shuffle_window: int | None, executor: str | None, keep: int | None, fmt: str, cluster: ClusterConfig) -> None:
+    """Continue MODEL with the shards of STORE it has not seen, and save the result as a new version.
+
+    The vocabulary grows with terms that `topicflow append --promote-min-df` added to STORE. The
+    model is locked meanwhile; a crashed update leaves the previous version current, and running
+    the same command again redoes it. Exit status 0 also when there is nothing new.
+    """
+    from dataclasses import replace
+
+    from topicflow.io.models.store import load_model
+    from topicflow.io.corpus.reader import Corpus
+    from topicflow.pipeline.vb.online import OnlineConfig
+    from topicflow.pipeline.update import update_model
+
+    model = load_model(Path(model_path))
+    stored = model.info.get("online", {}).get("config")
+    online = OnlineConfig.from_dict(stored) if stored else OnlineConfig()
+    changes: dict[str, Any] = {"batch_size": batch_size, "tau0": tau0, "kappa": kappa, "passes": passes,
+                               "shuffle_window": shuffle_window, "executor": executor}
+    online = replace(online, total_docs=None, **{k: v for k, v in changes.items() if v is not None})
+    corpus = Corpus.open(store)
+    with connect(cluster) as client:
+        result = update_model(Path(model_path), corpus, online=online, client=client, keep=keep, progress=TqdmProgress())
+    if fmt == "json":
+        click.echo(json.dumps(result.to_dict(), indent=2))
+        return
+    if result.version is None:
+        click.echo(f"{model_path} has already seen every shard of {store}; nothing to do.", err=True)
+    else:
+        grown = ", ".join(f"{lang} +{n}" for lang, n in result.new_terms.items() if n) or "none"
+        click.echo(
+            f"version {result.version}: {len(result.new_shards)} new shards, {result.new_docs} documents, "
+            f"{result.minibatches} minibatches in {result.seconds:.1f} s; new terms: {grown}",
+            err=True,
+        )
+    if result.pruned:
+        click.echo(f"pruned versions {', '.join(map(str, result.pruned))}", err=True)
+
+
+COMMANDS = [update]

@@ -1,0 +1,1 @@
+"""The sharded zarr corpus store: layout, writer, reader and id index."""

@@ -1,0 +1,214 @@
+"""Corpus store layout: manifest, shard records, format versions, checksums."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from topicflow.errors import CorpusFormatError
+from topicflow.io._zarr import check_format
+
+#: One bag of words per language: (indptr, term_ids, counts) of a CSR matrix.
+CsrArrays = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+FORMAT_NAME = "topicflow-corpus"
+#: Format of stores whose vocabulary never grew: still written as 1, so older readers keep reading them.
+BASE_FORMAT_VERSION = 1
+#: Format of stores whose vocabulary grew (``vocabs/``, vocab_version >= 2), which a reader of format 1
+#: would misread (it only knows ``vocab/``).
+GROWN_VOCAB_FORMAT_VERSION = 2
+#: Newest store format this topicflow reads.
+FORMAT_VERSION = GROWN_VOCAB_FORMAT_VERSION
+DEFAULT_LANGUAGE = "default"
+MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True, slots=True)
+class ShardInfo:
+    """One shard as the manifest lists it.
+
+    Attributes
+    ----------
+    shard_id : str
+        Directory name under ``shards/``; zero-padded sequence number.
+    first_doc : int
+        Global position of the shard's first document.
+    n_docs : int
+    n_tokens : dict of str to int
+        Tokens per language.
+    checksum : str
+        ``sha256:<hex>`` over the shard's arrays (see :func:`shard_checksum`).
+    vocab_version : int
+        Vocabulary version the shard was encoded with.
+    """
+
+    shard_id: str
+    first_doc: int
+    n_docs: int
+    n_tokens: dict[str, int]
+    checksum: str
+    vocab_version: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.shard_id,
+            "first_doc": self.first_doc,
+            "n_docs": self.n_docs,
+            "n_tokens": dict(self.n_tokens),
+            "checksum": self.checksum,
+            "vocab_version": self.vocab_version,
+        }
+
+    @classmethod
+    def from_dict(cls, payload: Mapping[str, Any]) -> ShardInfo:
+        return cls(
+            shard_id=str(payload["id"]),
+            first_doc=int(payload["first_doc"]),
+            n_docs=int(payload["n_docs"]),
+            n_tokens={str(k): int(v) for k, v in payload["n_tokens"].items()},
+            checksum=str(payload["checksum"]),
+            vocab_version=int(payload.get("vocab_version", 1)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """The store's authoritative description; written atomically as ``manifest.json``."""
+
+    languages: tuple[str, ...]
+    tokenizer: dict[str, Any]
+    shards: tuple[ShardInfo, ...] = ()
+    shard_size: int = 1000
+    vocab_version: int = 1
+    has_labels: bool = False
+    has_timestamps: bool = False
+    #: Directory name under ``candidates/`` of the current candidate-term set, or None.
+    candidates: str | None = None
+    created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat())
+    #: One entry per ingest or append: what was read, kept and dropped.
+    history: tuple[dict[str, Any], ...] = ()
+    #: Segments of the document-id hash index (see :mod:`topicflow.io.corpus.id_index`).
+    id_index: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def n_docs(self) -> int:
+        return sum(s.n_docs for s in self.shards)
+
+    def n_tokens(self, language: str | None = None) -> int:
+        langs = self.languages if language is None else (language,)
+        return sum(s.n_tokens.get(lang, 0) for s in self.shards for lang in langs)
+
+    def next_shard_id(self, offset: int = 0) -> str:
+        return f"{len(self.shards) + offset:06d}"
+
+    @property
+    def format_version(self) -> int:
+        """The store format this manifest needs: 2 once the vocabulary grew, else 1."""
+        return store_format_version(self.vocab_version)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT_NAME,
+            "format_version": self.format_version,
+            "languages": list(self.languages),
+            "tokenizer": self.tokenizer,
+            "shard_size": self.shard_size,
+            "vocab_version": self.vocab_version,
+            "has_labels": self.has_labels,
+            "has_timestamps": self.has_timestamps,
+            "candidates": self.candidates,
+            "created": self.created,
+            "n_docs": self.n_docs,
+            "n_tokens": {lang: self.n_tokens(lang) for lang in self.languages},
+            "shards": [s.to_dict() for s in self.shards],
+            "history": list(self.history),
+            "id_index": list(self.id_index),
+        }
+
+    @classmethod
+    def from_dict(cls, payload: Mapping[str, Any], *, path: str = "") -> Manifest:
+        check_format(payload, path=path, name=FORMAT_NAME, version=FORMAT_VERSION)
+        try:
+            return cls(
+                languages=tuple(payload["languages"]),
+                tokenizer=dict(payload["tokenizer"]),
+                shards=tuple(ShardInfo.from_dict(s) for s in payload["shards"]),
+                shard_size=int(payload["shard_size"]),
+                vocab_version=int(payload["vocab_version"]),
+                has_labels=bool(payload["has_labels"]),
+                has_timestamps=bool(payload["has_timestamps"]),
+                candidates=payload.get("candidates"),
+                created=str(payload.get("created", "")),
+                history=tuple(payload.get("history", ())),
+                id_index=tuple(dict(s) for s in payload.get("id_index", ())),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CorpusFormatError(
+                f"manifest {path!r} is damaged ({exc!r}); re-create the store with `topicflow ingest`.",
+                path=path,
+            ) from exc
+
+
+def store_format_version(vocab_version: int) -> int:
+    """Format version a store with vocabulary version ``vocab_version`` is written with."""
+    return GROWN_VOCAB_FORMAT_VERSION if vocab_version >= 2 else BASE_FORMAT_VERSION
+
+
+def vocabulary_dir(path: Path, version: int, language: str) -> Path:
+    """Directory of one language of vocabulary ``version``: ``vocab/<lang>`` or ``vocabs/<NNNNNN>/<lang>``."""
+    if version == 1:
+        return Path(path) / "vocab" / language
+    return Path(path) / "vocabs" / vocabulary_version_name(version) / language
+
+
+def vocabulary_version_name(version: int) -> str:
+    """Directory name under ``vocabs/`` of vocabulary ``version`` (>= 2): six digits, zero-padded."""
+    return f"{version:06d}"
+
+
+def _string_digest(values: np.ndarray) -> bytes:
+    return "\x00".join(str(v) for v in values).encode("utf-8")
+
+
+def shard_checksum(
+    bags: Mapping[str, CsrArrays],
+    doc_ids: np.ndarray,
+    labels: np.ndarray | None,
+    timestamps: np.ndarray | None,
+) -> str:
+    """``sha256:<hex>`` over a shard's arrays in a fixed order (languages sorted)."""
+    digest = hashlib.sha256()
+    digest.update(_string_digest(doc_ids))
+    if labels is not None:
+        digest.update(b"labels")
+        digest.update(_string_digest(labels))
+    if timestamps is not None:
+        digest.update(b"timestamps")
+        digest.update(np.ascontiguousarray(timestamps, dtype=np.int64).tobytes())
+    for lang in sorted(bags):
+        digest.update(lang.encode("utf-8"))
+        for array, dtype in zip(bags[lang], (np.int64, np.int32, np.int32)):
+            digest.update(np.ascontiguousarray(array, dtype=dtype).tobytes())
+    return "sha256:" + digest.hexdigest()
+
+
+def validate_csr(bag: CsrArrays, n_docs: int, n_terms: int, *, where: str) -> None:
+    """Check one language's CSR arrays before they are written; raise CorpusFormatError if wrong."""
+    indptr, term_ids, counts = bag
+    problems = []
+    if indptr.shape != (n_docs + 1,) or (n_docs >= 0 and len(indptr) and indptr[0] != 0):
+        problems.append(f"indptr has shape {indptr.shape}, expected ({n_docs + 1},) starting at 0")
+    elif np.any(np.diff(indptr) < 0) or indptr[-1] != len(term_ids):
+        problems.append("indptr is not nondecreasing up to the number of entries")
+    if len(term_ids) != len(counts):
+        problems.append("term_ids and counts differ in length")
+    if len(term_ids) and (term_ids.min() < 0 or term_ids.max() >= n_terms):
+        problems.append(f"term ids outside [0, {n_terms})")
+    if len(counts) and counts.min() <= 0:
+        problems.append("counts must be positive")
+    if problems:
+        raise CorpusFormatError(f"{where}: " + "; ".join(problems), shard=where)

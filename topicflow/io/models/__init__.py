@@ -1,0 +1,1 @@
+"""Saved models: model directories, versions, checkpoints, streaming state."""

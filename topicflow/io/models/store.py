@@ -1,0 +1,543 @@
+"""Saved models: versioned directories of zarr arrays plus JSON; written atomically, never pickled.
+
+This module owns the model directory format (spec in docs/model-format.md): writing and reading one
+model, and the version index. The lifecycle of versions (commit, list, rollback, prune, the lock)
+lives in :mod:`topicflow.io.models.versions`.
+
+Layout::
+
+    MODEL/
+      versions.json                     index: current version, every version's kind/created/summary, history
+      .lock                             advisory lock of whoever commits, rolls back or prunes versions
+      versions/<NNNNNN>/                one complete model per version (zero-padded, 000001 first):
+        model.json                      format, kind, topics, languages, topic names, settings, traces
+        arrays/topic_word_var/<lang>    lambda, (n_topics, n_terms) float64
+        arrays/sampler_state/<name>     streaming samplers only: their exact state (e.g. SGS's decayed counts)
+        arrays/doc_topic_prior          alpha, (n_topics,) float64
+        arrays/topic_word_prior/<lang>  eta as a matrix (informed priors only; else a scalar in JSON)
+        vocab/<lang>/                   terms, doc_freq, corpus_freq (same arrays as a corpus store)
+
+``versions.json`` is the commit point: a directory under ``versions/`` that it does not list is
+unfinished work and is removed by the next commit. A legacy model (written before versions existed)
+is a single model directory at ``MODEL/`` itself; it loads as version 1 and is converted to this
+layout by the first :func:`topicflow.io.models.versions.commit_version`.
+"""
+from __future__ import annotations
+
+import contextlib
+import shutil
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator, Literal, Mapping, cast
+
+import numpy as np
+import zarr
+
+from topicflow._version import __version__
+from topicflow.errors import CorpusFormatError, InvalidParameterError, LockedError, ModelNotFoundError
+from topicflow.io._atomic import (
+    atomic_write_json,
+    check_output_path,
+    commit_directory,
+    exclusive_lock,
+    read_json,
+    temporary_sibling,
+)
+from topicflow.io._zarr import check_format, group_array
+from topicflow.io.corpus.reader import read_vocabulary
+from topicflow.io.corpus.writer import write_vocabulary
+from topicflow.models.lda.state import LDAState
+from topicflow.models.common.vocabulary import Vocabulary
+
+MODEL_FORMAT = "topicflow-model"
+MODEL_FORMAT_VERSION = 1
+VERSIONS_FORMAT = "topicflow-model-versions"
+VERSIONS_FORMAT_VERSION = 1
+MODEL_JSON = "model.json"
+VERSIONS_JSON = "versions.json"
+VERSIONS_DIR = "versions"
+LOCK_FILE = ".lock"
+#: What a legacy (unversioned) model directory holds at its top level.
+LEGACY_ENTRIES = (MODEL_JSON, "arrays", "vocab")
+
+#: How a version was made: a full fit, or an incremental update of the previous current version.
+VersionKind = Literal["fit", "update"]
+VERSION_KINDS: tuple[str, ...] = ("fit", "update")
+
+
+@dataclass(frozen=True)
+class SavedModel:
+    """A model as stored: its state, the vocabulary of each language and its JSON description."""
+
+    state: LDAState
+    vocabularies: dict[str, Vocabulary]
+    #: Free-form JSON-able description: kind, settings, ELBO trace, corpus provenance.
+    info: dict[str, Any] = field(default_factory=dict)
+    #: Version it was loaded from (None for a model not read from disk); never written.
+    version: int | None = None
+    #: Exact state of a streaming sampler that continues the model (e.g. SGS's decayed counts), by name.
+    sampler_state: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+# ----------------------------------------------------------------------------- version index
+
+
+def utc_now() -> str:
+    """The current time as ISO-8601 UTC (what ``created`` and history entries hold)."""
+    return datetime.now(timezone.utc).isoformat()
+
+
+def parse_version_kind(kind: str) -> VersionKind:
+    """``kind`` if it is one of :data:`VERSION_KINDS`, else InvalidParameterError listing them."""
+    if kind not in VERSION_KINDS:
+        raise InvalidParameterError(f"version kind must be one of {list(VERSION_KINDS)!r}, got {kind!r}.")
+    return kind  # type: ignore[return-value]
+
+
+@dataclass(frozen=True, slots=True)
+class VersionRecord:
+    """One version as ``versions.json`` lists it.
+
+    Attributes
+    ----------
+    version : int
+        Positive; also the name of its directory, ``versions/<version:06d>``.
+    created : str
+        ISO-8601 UTC time of the commit.
+    kind : {"fit", "update"}
+    summary : dict
+        Free JSON given by whoever committed it (documents processed, store, ELBO, ...).
+    parent : int or None
+        The version that was current when this one was committed (None for the first).
+    """
+
+    version: int
+    created: str
+    kind: str
+    summary: dict[str, Any]
+    parent: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"version": self.version, "created": self.created, "kind": self.kind,
+                "summary": dict(self.summary), "parent": self.parent}
+
+    @classmethod
+    def from_dict(cls, payload: Mapping[str, Any]) -> VersionRecord:
+        parent = payload.get("parent")
+        return cls(version=int(payload["version"]), created=str(payload["created"]), kind=str(payload["kind"]),
+                   summary=dict(payload.get("summary") or {}), parent=None if parent is None else int(parent))
+
+
+@dataclass(frozen=True, slots=True)
+class VersionIndex:
+    """The content of ``versions.json``: which versions exist and which one is current.
+
+    Attributes
+    ----------
+    current : int
+        The version :func:`load_model` reads by default; always one of ``versions``.
+    versions : tuple of VersionRecord
+        In increasing version order.
+    history : tuple of dict
+        Events in order: ``{"action": "commit" | "rollback" | "prune" | "convert", "time": ..., ...}``.
+    """
+
+    current: int
+    versions: tuple[VersionRecord, ...]
+    history: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def numbers(self) -> list[int]:
+        return [r.version for r in self.versions]
+
+    @property
+    def next_version(self) -> int:
+        """Number of the next commit: one more than the highest listed (pruning never removes it)."""
+        return max(self.numbers, default=0) + 1
+
+    def require(self, version: int, *, path: str) -> VersionRecord:
+        """The record of ``version``, or ModelNotFoundError listing the available versions."""
+        for record in self.versions:
+            if record.version == version:
+                return record
+        raise ModelNotFoundError(
+            f"model {path!r} has no version {version!r}; it has versions {self.numbers} (current "
+            f"{self.current}). See `topicflow versions {path}`.",
+            path=path,
+        )
+
+    def with_new_version(self, *, kind: str, summary: Mapping[str, Any]) -> VersionIndex:
+        """This index with version :attr:`next_version` added and made current."""
+        parent = self.current if self.versions else None
+        record = VersionRecord(version=self.next_version, created=utc_now(), kind=parse_version_kind(kind),
+                               summary=dict(summary), parent=parent)
+        event = {"action": "commit", "time": record.created, "version": record.version, "kind": record.kind,
+                 "previous": parent}
+        return VersionIndex(current=record.version, versions=self.versions + (record,),
+                            history=self.history + (event,))
+
+    @classmethod
+    def empty(cls) -> VersionIndex:
+        """The index of a model with no version yet (never written as is)."""
+        return cls(current=0, versions=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": VERSIONS_FORMAT,
+            "format_version": VERSIONS_FORMAT_VERSION,
+            "current": self.current,
+            "versions": [r.to_dict() for r in self.versions],
+            "history": list(self.history),
+        }
+
+    @classmethod
+    def from_dict(cls, payload: Mapping[str, Any], *, path: str) -> VersionIndex:
+        check_format(payload, path=path, name=VERSIONS_FORMAT, version=VERSIONS_FORMAT_VERSION)
+        try:
+            index = cls(current=int(payload["current"]),
+                        versions=tuple(sorted((VersionRecord.from_dict(v) for v in payload["versions"]),
+                                              key=lambda r: r.version)),
+                        history=tuple(payload.get("history", ())))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CorpusFormatError(
+                f"version index {path!r} is damaged ({exc!r}); restore it from a copy or refit the model.",
+                path=path,
+            ) from exc
+        if index.current not in index.numbers:
+            raise CorpusFormatError(
+                f"version index {path!r} is damaged: current version {index.current} is not among the "
+                f"listed versions {index.numbers}; restore it from a copy or refit the model.",
+                path=path,
+            )
+        return index
+
+
+def version_name(version: int) -> str:
+    """Directory name of ``version`` under ``versions/``: six digits, zero-padded."""
+    return f"{version:06d}"
+
+
+def version_path(path: Path, version: int) -> Path:
+    """The model directory of ``version`` of the model at ``path``."""
+    return Path(path) / VERSIONS_DIR / version_name(version)
+
+
+def read_version_index(path: Path) -> VersionIndex | None:
+    """The index of the model at ``path``, or None when it has none (legacy layout, or no model)."""
+    file = Path(path) / VERSIONS_JSON
+    if not file.is_file():
+        return None
+    try:
+        payload = read_json(file)
+    except ValueError as exc:
+        raise CorpusFormatError(
+            f"{str(file)!r} is not valid JSON ({exc}); restore it from a copy or refit the model.",
+            path=str(path),
+        ) from exc
+    return VersionIndex.from_dict(payload, path=str(file))
+
+
+def write_version_index(path: Path, index: VersionIndex) -> None:
+    """Commit point of every version change: atomically replace ``versions.json``."""
+    atomic_write_json(Path(path) / VERSIONS_JSON, index.to_dict())
+
+
+def is_legacy_model(path: Path) -> bool:
+    """Whether ``path`` holds a model written before versions existed (``model.json`` at the top)."""
+    path = Path(path)
+    return not (path / VERSIONS_JSON).is_file() and (path / MODEL_JSON).is_file()
+
+
+def model_not_found(path: Path) -> ModelNotFoundError:
+    """The error for a path that holds no model, saying what to do."""
+    where = str(path)
+    detail = (" (the directory has neither versions.json nor model.json)" if Path(path).is_dir() else "")
+    return ModelNotFoundError(
+        f"no topicflow model at {where!r}{detail}; fit one with `topicflow fit STORE --model {where}`.",
+        path=where,
+    )
+
+
+def summary_of(info: Mapping[str, Any]) -> dict[str, Any]:
+    """A short version summary taken from a model's ``info`` (what ``topicflow versions`` shows)."""
+    corpus = info.get("corpus") or {}
+    summary: dict[str, Any] = {}
+    for key, value in (("method", info.get("method")), ("store", corpus.get("path")),
+                       ("n_docs", corpus.get("n_docs")), ("n_tokens", corpus.get("n_tokens")),
+                       ("converged", info.get("converged"))):
+        if value is not None:
+            summary[key] = value
+    if info.get("trace"):
+        summary["n_iterations"] = len(info["trace"])
+    return summary
+
+
+# ----------------------------------------------------------------------------- lock
+
+
+#: Model locks this process holds, by resolved lock path, with the thread holding each.
+_HELD_LOCKS: dict[str, int] = {}
+_HELD_LOCKS_GUARD = threading.Lock()
+
+
+def lock_key(path: Path) -> str:
+    """The resolved path of the model's lock file, identifying the lock within this process."""
+    return str((Path(path) / LOCK_FILE).resolve())
+
+
+def holds_model_lock(path: Path) -> bool:
+    """Whether the calling thread holds :func:`model_lock` on the model at ``path``."""
+    with _HELD_LOCKS_GUARD:
+        return _HELD_LOCKS.get(lock_key(path)) == threading.get_ident()
+
+
+@contextlib.contextmanager
+def model_lock(path: Path, *, action: str = "change") -> Iterator[None]:
+    """Hold the model's advisory lock (``MODEL/.lock``) or fail at once with LockedError.
+
+    Re-entrant within one thread, so a caller holding the lock can also call
+    :func:`~topicflow.io.models.versions.rollback` or :func:`~topicflow.io.models.versions.prune_versions`.
+    See :func:`topicflow.io.models.versions.model_lock`, which documents it in full.
+
+    Parameters
+    ----------
+    path : Path
+        Model directory.
+    action : str, default "change"
+        What the caller is about to do, named in the error message.
+
+    Yields
+    ------
+    None
+        The lock is held while the ``with`` block runs.
+
+    Raises
+    ------
+    ModelNotFoundError
+        If ``path`` holds no model.
+    LockedError
+        If another process holds the lock.
+    """
+    path = Path(path)
+    if not (path / VERSIONS_JSON).is_file() and not (path / MODEL_JSON).is_file():
+        raise model_not_found(path)
+    if holds_model_lock(path):
+        yield
+        return
+    stack = contextlib.ExitStack()
+    with stack:
+        try:
+            stack.enter_context(exclusive_lock(path / LOCK_FILE, what=f"model {str(path)!r}"))
+        except LockedError as exc:
+            raise LockedError(
+                f"model {str(path)!r} is locked by another topicflow process, which is changing it (an "
+                f"update, rollback, prune or fit --overwrite holds {str(path / LOCK_FILE)!r}), so this "
+                f"{action} did not start. Wait for that process to finish, then retry; the lock is released "
+                "when it exits, so nothing needs deleting.",
+                path=str(path),
+            ) from exc
+        key = lock_key(path)
+        with _HELD_LOCKS_GUARD:
+            _HELD_LOCKS[key] = threading.get_ident()
+        try:
+            yield
+        finally:
+            with _HELD_LOCKS_GUARD:
+                _HELD_LOCKS.pop(key, None)
+
+
+# ----------------------------------------------------------------------------- one model
+
+
+def save_model(path: Path, model: SavedModel, *, overwrite: bool = False) -> None:
+    """Write ``model`` as a new versioned model directory whose only version, 1, is a ``"fit"``.
+
+    The whole directory is built in a temporary sibling and renamed into place, so ``path`` is
+    either absent (or the old model) or complete. Replacing an existing model (``overwrite``)
+    discards its versions and takes its lock, so it fails while an update is running.
+
+    Parameters
+    ----------
+    path : path
+        Model directory to create.
+    model : SavedModel
+    overwrite : bool
+        Replace an existing ``path`` once the new model is complete.
+
+    Raises
+    ------
+    StoreExistsError
+        ``path`` exists and ``overwrite`` is False.
+    LockedError
+        ``overwrite`` of a model that another process is changing.
+
+    Examples
+    --------
+    >>> save_model(Path("model"), estimator.model_)   # doctest: +SKIP
+    >>> load_model(Path("model")).version              # doctest: +SKIP
+    1
+    """
+    path = Path(path)
+    check_output_path(path, overwrite=overwrite, what="model")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temporary_sibling(path)
+    try:
+        write_model_dir(tmp / VERSIONS_DIR / version_name(1), model)
+        write_version_index(tmp, VersionIndex.empty().with_new_version(kind="fit", summary=summary_of(model.info)))
+        replacing_model = overwrite and ((path / VERSIONS_JSON).is_file() or (path / MODEL_JSON).is_file())
+        with model_lock(path, action="overwrite") if replacing_model else contextlib.nullcontext():
+            commit_directory(tmp, path, overwrite=overwrite)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def write_model_dir(directory: Path, model: SavedModel) -> None:
+    """Write one model (``model.json``, ``arrays/``, ``vocab/``) into the new directory ``directory``.
+
+    Not atomic by itself: callers write to a temporary name and rename (:func:`save_model`,
+    :func:`topicflow.io.models.versions.commit_version`).
+    """
+    state = model.state
+    arrays = zarr.open_group(str(directory / "arrays"), mode="w")
+    arrays.create_array("doc_topic_prior", data=np.asarray(state.doc_topic_prior, dtype=np.float64))
+    lam_group = arrays.create_group("topic_word_var")
+    prior_group = arrays.create_group("topic_word_prior")
+    priors: dict[str, Any] = {}
+    for lang in state.languages:
+        lam = np.asarray(state.topic_word_var[lang], dtype=np.float64)
+        lam_group.create_array(lang, data=lam, chunks=(lam.shape[0], max(1, min(lam.shape[1], 65536))))
+        prior = state.topic_word_prior[lang]
+        if np.ndim(prior) == 0:
+            priors[lang] = float(prior)
+        else:
+            prior_group.create_array(lang, data=np.asarray(prior, dtype=np.float64))
+            priors[lang] = "matrix"
+        write_vocabulary(directory / "vocab" / lang, model.vocabularies[lang])
+    if model.sampler_state:
+        sampler_group = arrays.create_group("sampler_state")
+        for name, value in model.sampler_state.items():
+            sampler_group.create_array(name, data=np.asarray(value))
+    payload = dict(model.info)
+    payload.update(
+        format=MODEL_FORMAT,
+        format_version=MODEL_FORMAT_VERSION,
+        topicflow_version=__version__,
+        saved=datetime.now(timezone.utc).isoformat(),
+        n_topics=state.n_topics,
+        languages=list(state.languages),
+        vocab_sizes={lang: state.n_terms(lang) for lang in state.languages},
+        topic_names=list(state.topic_names),
+        topic_word_prior=priors,
+        sampler_state=sorted(model.sampler_state),
+    )
+    atomic_write_json(directory / "model.json", payload)
+
+
+def load_model(path: Path, version: int | None = None) -> SavedModel:
+    """Read the current version (or ``version``) of the model at ``path``.
+
+    Parameters
+    ----------
+    path : path
+        A model directory written by :func:`save_model`, or a legacy one (``model.json`` at its
+        top, written before versions existed), which loads as version 1.
+    version : int, optional
+        Default: the current version (see ``topicflow versions MODEL``).
+
+    Returns
+    -------
+    SavedModel
+        With :attr:`SavedModel.version` set to the version read.
+
+    Raises
+    ------
+    ModelNotFoundError
+        No model at ``path``, or no such version (the message lists the available ones).
+    FormatVersionError
+        The model was written by a newer topicflow.
+    CorpusFormatError
+        The model is damaged or incomplete.
+
+    Examples
+    --------
+    >>> model = load_model(Path("model"))              # doctest: +SKIP
+    >>> previous = load_model(Path("model"), version=model.version - 1)  # doctest: +SKIP
+    """
+    path = Path(path)
+    index = read_version_index(path)
+    if index is None:
+        if not (path / MODEL_JSON).is_file():
+            raise model_not_found(path)
+        if version is not None and version != 1:
+            raise ModelNotFoundError(
+                f"model {str(path)!r} has no version {version!r}; it is an unversioned (legacy) model, "
+                "which only has version 1.",
+                path=str(path),
+            )
+        return read_model_dir(path, model_path=path, version=1)
+    number = index.current if version is None else index.require(version, path=str(path)).version
+    return read_model_dir(version_path(path, number), model_path=path, version=number)
+
+
+def read_model_dir(directory: Path, *, model_path: Path, version: int | None) -> SavedModel:
+    """Read the model written by :func:`write_model_dir` at ``directory`` (messages name ``model_path``)."""
+    where = str(model_path) if version is None else f"{str(model_path)!r} version {version}"
+    try:
+        info = read_json(directory / MODEL_JSON)
+    except FileNotFoundError as exc:
+        raise CorpusFormatError(
+            f"model {where} is incomplete (no {MODEL_JSON} in {str(directory)!r}); roll back to another "
+            "version (`topicflow rollback`), refit it, or restore it from a copy.",
+            path=str(model_path),
+        ) from exc
+    check_format(info, path=str(directory), name=MODEL_FORMAT, version=MODEL_FORMAT_VERSION)
+    try:
+        arrays = zarr.open_group(str(directory / "arrays"), mode="r")
+        lam = {lang: np.asarray(group_array(arrays, "topic_word_var", lang)[:]) for lang in info["languages"]}
+        priors: dict[str, Any] = {}
+        for lang, prior in info["topic_word_prior"].items():
+            priors[lang] = (np.asarray(group_array(arrays, "topic_word_prior", lang)[:]) if prior == "matrix"
+                            else float(prior))
+        state = LDAState(
+            topic_word_var=lam,
+            doc_topic_prior=np.asarray(group_array(arrays, "doc_topic_prior")[:]),
+            topic_word_prior=priors,
+            topic_names=tuple(info.get("topic_names") or ()),
+        )
+        vocabularies = {lang: read_vocabulary(directory / "vocab" / lang) for lang in info["languages"]}
+        sampler_state = {name: np.asarray(group_array(arrays, "sampler_state", name)[:])
+                         for name in info.get("sampler_state", [])}
+    except (KeyError, FileNotFoundError) as exc:
+        raise CorpusFormatError(
+            f"model {where} is incomplete ({exc!r}); roll back to another version, refit it or restore "
+            "it from a copy.",
+            path=str(model_path),
+        ) from exc
+    return SavedModel(state=state, vocabularies=vocabularies, info=info, version=version, sampler_state=sampler_state)
+
+
+def export_npz(path: Path, model: SavedModel) -> dict[str, tuple[int, ...]]:
+    """Write ``topic_word`` (rows normalized), ``alpha`` and ``vocab`` per language to an ``.npz``.
+
+    A monolingual model uses plain names; a polylingual one suffixes each with ``_<lang>``.
+    Returns the names and shapes written.
+    """
+    path = Path(path)
+    state = model.state
+    topic_word = state.topic_word()
+    multi = len(state.languages) > 1
+    arrays: dict[str, np.ndarray] = {"alpha": np.asarray(state.doc_topic_prior)}
+    arrays["topic_names"] = np.array([state.topic_label(k) for k in range(state.n_topics)], dtype=str)
+    for lang in state.languages:
+        suffix = f"_{lang}" if multi else ""
+        arrays[f"topic_word{suffix}"] = topic_word[lang]
+        arrays[f"vocab{suffix}"] = np.asarray(model.vocabularies[lang].terms, dtype=str)
+    tmp = temporary_sibling(path)
+    with open(tmp, "wb") as handle:
+        np.savez(handle, **cast(dict[str, Any], arrays))  # savez's stubs type **kwds like allow_pickle
+    tmp.replace(path)
+    return {name: tuple(a.shape) for name, a in arrays.items()}
+

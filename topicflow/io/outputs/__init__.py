@@ -1,0 +1,1 @@
+"""Outputs beside models: document topics, scratch gamma."""

@@ -1,0 +1,1 @@
+"""Evaluation math shared by every model family: held-out likelihood, clustering scores."""

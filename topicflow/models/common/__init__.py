@@ -1,0 +1,1 @@
+"""Math shared by every model family: special functions, Dirichlet expectations, blocks, random numbers."""

@@ -1,0 +1,1 @@
+"""Latent Dirichlet allocation: one state, three kinds of inference (vb, gibbs, streaming)."""

@@ -1,0 +1,457 @@
+"""Hybrid E-step for LDA: Gibbs sampling of each document's topic assignments within variational inference.
+
+This module owns the sampled E-step of Mimno, Hoffman and Blei (2012): with the topics held at
+exp(E_q[log beta]), every document's token assignments z are drawn by collapsed Gibbs sampling (theta
+integrated out), and the averaged assignments of the kept sweeps replace the dense phi of the
+variational E-step. The result is the same mergeable :class:`~topicflow.models.lda.vb.stats.EStepStats`, so
+merging, the batch and online M-steps and the alpha update are unchanged. The draw is sparse, in the
+manner of SparseLDA (Yao et al. 2009): a token costs O(K_d + log K), with K_d the number of topics in
+use in its document, instead of O(K).
+
+Pure NumPy + numba; must not import dask, distributed, zarr or logging, and does no I/O.
+
+Glossary (Mimno et al. 2012; Yao et al. 2009):
+    exp_elog_topic_word (E, exp E_q[log beta], (n_topics, n_terms)): per language
+    term_topic ((n_terms_total, n_topics)): E of all languages, transposed and stacked (PreparedTopics)
+    doc_topic_prior (alpha, (n_topics,))
+    doc_topic_counts (N_dk): tokens of document d assigned to topic k in the current sweep
+    burn_in (B), samples (M): discarded and kept Gibbs sweeps after the initialization sweep
+    mean_doc_topic_counts (Nbar_dk, (n_docs, n_topics)): N_dk averaged over the kept sweeps
+    doc_topic_var (gamma, (n_docs, n_topics)): alpha + Nbar_d, the Dirichlet implied by the samples
+    smoothing bucket s_w = sum_k alpha_k E_kw; document bucket r_w = sum_k N_dk^{-i} E_kw
+    alpha_suff ((n_topics,)): sum_d E_q[log theta_dk] under Dirichlet(gamma_d)
+
+References
+----------
+Mimno, Hoffman and Blei (2012). Sparse stochastic inference for latent Dirichlet allocation. ICML.
+Yao, Mimno and McCallum (2009). Efficient methods for topic model inference on streaming document
+collections. KDD.
+Griffiths and Steyvers (2004). Finding scientific topics. PNAS 101, 5228-5235.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numba
+import numpy as np
+
+from topicflow._typing import FloatArray, IntArray
+from topicflow.errors import InvalidParameterError, NumericalError
+from topicflow.models.common.blocks import DocBlock
+from topicflow.models.common.dirichlet import dirichlet_expectation
+from topicflow.models.common.rng import STREAM_GIBBS, counter_key, uniform_from_key
+from topicflow.models.common.special import gammaln_array
+from topicflow.models.lda.vb.estep import PHI_NORM_EPS, _parse_prior, _present_terms
+from topicflow.models.lda.vb.stats import EStepStats
+from topicflow.models.lda.vb.layout import (
+    PreparedTopics,
+    _split_stats,
+    _stack_languages,
+    as_block_mapping,
+    as_prepared_topics,
+    check_blocks,
+)
+
+_MAX_SEED = 2**63
+#: Topics per chunk of the smoothing bucket's table: the kernel stores the running sum of alpha_k E_kw
+#: only at chunk ends (n_present x K / 32 floats) and recomputes at most 32 terms of it per draw.
+SMOOTHING_CHUNK = 32
+
+
+@dataclass(frozen=True, slots=True)
+class HybridParams:
+    """Hyperparameters of the hybrid (Gibbs within VB) E-step.
+
+    Attributes
+    ----------
+    n_topics : int
+        Number of topics K, at least 1.
+    burn_in : int, default 5
+        Gibbs sweeps B discarded after the initialization sweep, at least 0.
+    samples : int, default 5
+        Gibbs sweeps M kept and averaged into the statistics, at least 1.
+    seed : int, default 0
+        Seed of the counter-based random numbers, in [0, 2**63).
+
+    Raises
+    ------
+    InvalidParameterError
+        A field is outside its allowed values.
+
+    Examples
+    --------
+    >>> HybridParams(n_topics=10).samples
+    5
+    """
+
+    n_topics: int
+    burn_in: int = 5
+    samples: int = 5
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name, low, high in (("n_topics", 1, None), ("burn_in", 0, None), ("samples", 1, None),
+                                ("seed", 0, _MAX_SEED)):
+            value = getattr(self, name)
+            is_int = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+            if not is_int or value < low or (high is not None and value >= high):
+                bound = f">= {low}" if high is None else f"in [{low}, 2**63)"
+                raise InvalidParameterError(f"HybridParams.{name} must be an integer {bound}, got {value!r}")
+            object.__setattr__(self, name, int(value))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able fields, for model files and checkpoints."""
+        return {"n_topics": self.n_topics, "burn_in": self.burn_in, "samples": self.samples, "seed": self.seed}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> HybridParams:
+        """Inverse of :meth:`to_dict`."""
+        return cls(n_topics=data["n_topics"], burn_in=data["burn_in"], samples=data["samples"], seed=data["seed"])
+
+
+@numba.njit(nogil=True, cache=True)
+def _smoothing_chunks(present, term_topic, alpha, chunk, out):
+    """out[c, b] = s_cum[min((b + 1) * chunk, K) - 1] for w = present[c]: the smoothing running sum
+    ``s_cum[k] = sum_{k' <= k} alpha_k' E_k'w`` (summed in k order) at the end of each chunk of topics.
+
+    Returns the number of E entries of the present terms that are negative or not finite.
+    """
+    n_bad = 0
+    n_topics = alpha.shape[0]
+    for c in range(present.shape[0]):
+        w = present[c]
+        acc = 0.0
+        for k in range(n_topics):
+            value = np.float64(term_topic[w, k])
+            n_bad += not (0.0 <= value < math.inf)
+            acc += alpha[k] * value
+            if (k + 1) % chunk == 0 or k == n_topics - 1:
+                out[c, k // chunk] = acc
+    return n_bad
+
+
+@numba.njit(nogil=True, cache=True)
+def _search_smoothing(y, w, c, term_topic, alpha, chunk_cum, chunk):
+    """First k with s_cum[k] > y or, if none (y rounded up to the total s), the first k with s_cum[k] >= s.
+
+    A binary search over the chunk ends, then the running sum is continued inside one chunk from the
+    stored value at the end of the previous chunk, so every s_cum[k] is the same float as a
+    sequential cumulative sum over all k.
+    """
+    n_chunks = chunk_cum.shape[1]
+    total = chunk_cum[c, n_chunks - 1]
+    strict = y < total
+    lo, hi = 0, n_chunks - 1
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if (chunk_cum[c, mid] > y) if strict else (chunk_cum[c, mid] >= total):
+            hi = mid
+        else:
+            lo = mid + 1
+    acc = 0.0 if lo == 0 else chunk_cum[c, lo - 1]
+    k_end = min((lo + 1) * chunk, alpha.shape[0])
+    for k in range(lo * chunk, k_end):
+        acc += alpha[k] * np.float64(term_topic[w, k])
+        if (acc > y) if strict else (acc >= total):
+            return k
+    return k_end - 1  # not reached: the chunk's last running sum is chunk_cum[c, lo]
+
+
+@numba.njit(nogil=True, cache=True)
+def _draw_topic(u, w, c, term_topic, alpha, chunk_cum, chunk,
+                doc_counts, nonzero, n_nonzero, doc_cum):
+    """One draw from p(z = k) ∝ (N_dk + alpha_k) E_kw with the uniform ``u`` (see hybrid_estep_block, Notes).
+
+    The document bucket is summed over the nonzero topics in increasing topic order (``nonzero``
+    is kept sorted), its partial sums kept in ``doc_cum`` for the walk.
+    """
+    r = 0.0
+    for i in range(n_nonzero):
+        k = nonzero[i]
+        r += np.float64(doc_counts[k]) * np.float64(term_topic[w, k])
+        doc_cum[i] = r
+    x = u * (chunk_cum[c, chunk_cum.shape[1] - 1] + r)
+    if x < r:
+        i = 0
+        while doc_cum[i] <= x:
+            i += 1
+        return nonzero[i]
+    return _search_smoothing(x - r, w, c, term_topic, alpha, chunk_cum, chunk)
+
+
+@numba.njit(nogil=True, cache=True)
+def _add_token(k, doc_counts, nonzero, n_nonzero):
+    """N_dk += 1; a topic that becomes used is inserted into the sorted ``nonzero`` list. Returns its length."""
+    doc_counts[k] += 1
+    if doc_counts[k] == 1:
+        i = n_nonzero
+        while i > 0 and nonzero[i - 1] > k:
+            nonzero[i] = nonzero[i - 1]
+            i -= 1
+        nonzero[i] = k
+        n_nonzero += 1
+    return n_nonzero
+
+
+@numba.njit(nogil=True, cache=True)
+def _remove_token(k, doc_counts, nonzero, n_nonzero):
+    """N_dk -= 1; a topic that becomes unused is removed from the sorted ``nonzero`` list. Returns its length."""
+    doc_counts[k] -= 1
+    if doc_counts[k] == 0:
+        i = 0
+        while nonzero[i] != k:
+            i += 1
+        for i in range(i, n_nonzero - 1):
+            nonzero[i] = nonzero[i + 1]
+        n_nonzero -= 1
+    return n_nonzero
+
+
+@numba.njit(nogil=True, cache=True)
+def _gibbs_sweep(tok_term, tok_col, z, n_tok, first_sweep, key, first_draw,
+                 term_topic, alpha, chunk_cum, chunk, doc_counts, nonzero, n_nonzero, doc_cum):
+    """One sweep over the document's tokens in order; the first sweep assigns progressively (no removal)."""
+    for t in range(n_tok):
+        if not first_sweep:
+            n_nonzero = _remove_token(z[t], doc_counts, nonzero, n_nonzero)
+        u = uniform_from_key(key, first_draw + t)
+        k = _draw_topic(u, tok_term[t], tok_col[t], term_topic, alpha, chunk_cum, chunk,
+                        doc_counts, nonzero, n_nonzero, doc_cum)
+        z[t] = k
+        n_nonzero = _add_token(k, doc_counts, nonzero, n_nonzero)
+    return n_nonzero
+
+
+@numba.njit(nogil=True, cache=True)
+def _expand_tokens(lo, hi, term_ids, counts, local_cols, tok_term, tok_col):
+    """A term with count c becomes c consecutive tokens, in CSR order. Returns the number of tokens."""
+    n_tok = 0
+    for j in range(lo, hi):
+        for _ in range(counts[j]):
+            tok_term[n_tok] = term_ids[j]
+            tok_col[n_tok] = local_cols[j]
+            n_tok += 1
+    return n_tok
+
+
+@numba.njit(nogil=True, cache=True)
+def _gibbs_csr(indptr, term_ids, counts, local_cols,
+               term_topic, alpha, chunk_cum, chunk, first_doc, seed, epoch, burn_in, samples,
+               kept_term_topic, kept_doc_topic,
+               tok_term, tok_col, z, doc_counts, nonzero, doc_cum):
+    """Sample every document; NumPy equivalent in tests/reference/hybrid_numpy.py.
+
+    Adds, over the kept sweeps, the indicator counts of each token's (present column, topic) to
+    ``kept_term_topic`` (n_present, K) and N_dk to ``kept_doc_topic`` (n_docs, K); both hold exact
+    integers in float64. The rest are scratch buffers; ``doc_counts`` must be zero on entry and is
+    zero on exit.
+    """
+    for d in range(indptr.shape[0] - 1):
+        key = counter_key(seed, STREAM_GIBBS, epoch, first_doc + d)
+        n_tok = _expand_tokens(indptr[d], indptr[d + 1], term_ids, counts, local_cols, tok_term, tok_col)
+        n_nonzero = 0
+        for sweep in range(1 + burn_in + samples):
+            n_nonzero = _gibbs_sweep(tok_term, tok_col, z, n_tok, sweep == 0, key, sweep * n_tok,
+                                     term_topic, alpha, chunk_cum, chunk, doc_counts, nonzero, n_nonzero,
+                                     doc_cum)
+            if sweep > burn_in:
+                for t in range(n_tok):
+                    kept_term_topic[tok_col[t], z[t]] += 1.0
+                for i in range(n_nonzero):
+                    kept_doc_topic[d, nonzero[i]] += doc_counts[nonzero[i]]
+        for i in range(n_nonzero):
+            doc_counts[nonzero[i]] = 0
+
+
+@numba.njit(nogil=True, cache=True)
+def _log_norm_terms(indptr, term_ids, counts, term_topic, exp_elog_theta, out):
+    """out_d = sum_w n_dw log(eps + sum_k exp(E[log theta_dk]) E_kw), each inner sum in k order.
+
+    Four terms share each pass over k (independent sums, so the adds pipeline); each inner sum is
+    accumulated from eps in increasing k, the order of vb_lda's phi normalizer.
+    """
+    for d in range(indptr.shape[0] - 1):
+        eth = exp_elog_theta[d]
+        total = 0.0
+        j, hi = indptr[d], indptr[d + 1]
+        while j + 4 <= hi:
+            w0, w1, w2, w3 = term_ids[j], term_ids[j + 1], term_ids[j + 2], term_ids[j + 3]
+            s0 = s1 = s2 = s3 = PHI_NORM_EPS
+            for k in range(eth.shape[0]):
+                s0 += eth[k] * np.float64(term_topic[w0, k])
+                s1 += eth[k] * np.float64(term_topic[w1, k])
+                s2 += eth[k] * np.float64(term_topic[w2, k])
+                s3 += eth[k] * np.float64(term_topic[w3, k])
+            total += counts[j] * math.log(s0)
+            total += counts[j + 1] * math.log(s1)
+            total += counts[j + 2] * math.log(s2)
+            total += counts[j + 3] * math.log(s3)
+            j += 4
+        for j in range(j, hi):
+            s0 = PHI_NORM_EPS
+            for k in range(eth.shape[0]):
+                s0 += eth[k] * np.float64(term_topic[term_ids[j], k])
+            total += counts[j] * math.log(s0)
+        out[d] = total
+
+
+def _doc_theta_terms(gamma: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """E[log theta] of each row of gamma and -E_q[log q(theta_d)] per document (vb_lda's _doc_stats tail)."""
+    elog_theta = dirichlet_expectation(gamma)
+    neg_entropy = (gammaln_array(gamma.sum(axis=1)) - gammaln_array(gamma).sum(axis=1)
+                   + np.sum((gamma - 1.0) * elog_theta, axis=1))
+    return elog_theta, -neg_entropy
+
+
+def _sample_block(
+    indptr: IntArray, term_ids: np.ndarray, counts: np.ndarray, topics: PreparedTopics, alpha: FloatArray,
+    params: HybridParams, first_doc: int, epoch: int,
+) -> tuple[IntArray, FloatArray, FloatArray]:
+    """Run the sampler; return (present terms, kept term-topic counts / M, gamma)."""
+    n_topics = params.n_topics
+    present, local_cols = _present_terms(term_ids, int(topics.offsets[-1]))
+    chunk_cum = np.empty((present.shape[0], -(-n_topics // SMOOTHING_CHUNK)), dtype=np.float64)
+    n_bad = _smoothing_chunks(present, topics.term_topic, alpha, SMOOTHING_CHUNK, chunk_cum)
+    if n_bad or not np.all(np.isfinite(chunk_cum[:, -1])):
+        raise NumericalError(
+            f"exp_elog_topic_word has {n_bad} negative or non-finite values on the terms of the block starting "
+            f"at document {first_doc} (or alpha * E overflows); expected finite values >= 0"
+        )
+    cum = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
+    max_tokens = int(np.max(cum[indptr[1:]] - cum[indptr[:-1]], initial=0))
+    kept_term_topic = np.zeros((present.shape[0], n_topics), dtype=np.float64)
+    kept_doc_topic = np.zeros((indptr.shape[0] - 1, n_topics), dtype=np.float64)
+    _gibbs_csr(
+        indptr, term_ids, counts, local_cols, topics.term_topic, alpha, chunk_cum, SMOOTHING_CHUNK,
+        first_doc, params.seed, epoch, params.burn_in, params.samples, kept_term_topic, kept_doc_topic,
+        np.empty(max_tokens, dtype=np.int64), np.empty(max_tokens, dtype=np.int64),
+        np.empty(max_tokens, dtype=np.int64), np.zeros(n_topics, dtype=np.int64),
+        np.empty(n_topics, dtype=np.int64), np.empty(n_topics, dtype=np.float64),
+    )
+    return present, kept_term_topic / params.samples, alpha[None, :] + kept_doc_topic / params.samples
+
+
+def hybrid_estep_block(
+    blocks: Mapping[str, DocBlock] | DocBlock,
+    exp_elog_topic_word: Mapping[str, FloatArray] | PreparedTopics,
+    doc_topic_prior: FloatArray | float,
+    params: HybridParams,
+    *,
+    epoch: int = 0,
+    return_gamma: bool = False,
+    compute_bound: bool = True,
+) -> tuple[EStepStats, FloatArray | None]:
+    """Sample every document's topic assignments and collect E-step statistics from the kept sweeps.
+
+    Parameters
+    ----------
+    blocks : mapping of str to DocBlock, or DocBlock
+        As in :func:`topicflow.models.lda.vb.estep.estep_block`: the block's documents in each language.
+    exp_elog_topic_word : mapping of str to ndarray of shape (n_topics, n_terms_lang), or PreparedTopics
+        Values of exp(E_q[log beta]) per language, finite and >= 0; a float32 PreparedTopics is read
+        as float64.
+    doc_topic_prior : float or ndarray of shape (n_topics,), float64
+        The prior alpha, positive.
+    params : HybridParams
+    epoch : int, default 0
+        Iteration or minibatch number (>= 0), mixed into the random numbers so each pass draws afresh.
+    return_gamma : bool, default False
+        Also return gamma = alpha + Nbar.
+    compute_bound : bool, default True
+        Compute ``doc_elbo``. When False, ``stats.doc_elbo`` is ``nan`` and is then not an ELBO; this
+        skips one O(n_topics) pass per distinct term of each document.
+
+    Returns
+    -------
+    stats : EStepStats
+        ``topic_terms``: the sampled counts sum_d (1/M) sum_kept [z_i = k] per (term, topic);
+        ``alpha_suff``: sum_d psi(gamma_dk) - psi(sum_k gamma_dk); ``doc_elbo``: see Notes;
+        ``n_doc_iter`` = n_docs * (1 + B + M); ``n_capped`` = 0.
+    doc_topic_var : ndarray of shape (n_docs, n_topics), float64, or None
+        The variational parameters gamma when ``return_gamma``, else None.
+
+    Raises
+    ------
+    InvalidParameterError
+        Languages, document alignment, term ids, shapes, priors or ``epoch`` do not fit.
+    NumericalError
+        exp_elog_topic_word is negative or not finite on a term of the block, or the bound is not finite.
+
+    Notes
+    -----
+    The local (per-document) step of Mimno et al. (2012)'s hybrid MCMC/VB inference, with the topics
+    fixed at E = exp(E_q[log beta]). Per document d, the tokens are its terms repeated by count in CSR
+    order (for several languages: each language's terms in turn, in the topics' language order). A
+    token of stacked term w is drawn from ``p(z = k) ∝ (N_dk^{-i} + alpha_k) E_kw``, where N^{-i} are
+    the document's current counts without this token; sweep 0 assigns the tokens progressively
+    (counts of the earlier tokens only), then B burn-in and M kept Gibbs sweeps follow.
+    Nbar_d = (1/M) sum_kept N_d, gamma_d = alpha + Nbar_d, and ``doc_elbo`` adds
+    ``sum_w n_w log(eps + sum_k exp(E[log theta_k]) E_kw) - E_q[log q(theta_d)]`` at that gamma: the
+    value vb_lda's ``_doc_stats`` returns for gamma_d, i.e. the ELBO at (gamma, phi*(gamma)),
+    a valid lower bound. The statistics are always the sampled ones, never phi*.
+
+    The draw. The i-th uniform of document g = ``first_doc + d`` is
+    ``u = uniform_from_key(counter_key(seed, STREAM_GIBBS, epoch, g), i)``, one per token per sweep,
+    i = sweep * n_tokens_d + t. With ``r_cum`` the running sum of N_dk E_kw over the topics with N_dk > 0
+    in increasing topic order (total r) and ``s_cum`` the running sum of alpha_k E_kw over all k
+    (total s), let ``x = u * (s + r)``. If ``x < r`` the topic is the first (smallest) k whose r_cum
+    exceeds x; otherwise it is the first k with ``s_cum[k] > x - r`` (binary search), or, when none
+    does (s = 0: a term with E_kw = 0 in every topic goes to topic 0; or x - r rounded up to s), the
+    first k with ``s_cum[k] >= s``. NumPy equivalent (O(K) per token)::
+
+        r_cum = np.cumsum(doc_counts * E[:, w]); s_cum = np.cumsum(alpha * E[:, w])
+        x = u * (s_cum[-1] + r_cum[-1])
+        k = (np.searchsorted(r_cum, x, "right") if x < r_cum[-1]
+             else np.searchsorted(s_cum, x - r_cum[-1], "right"))   # then the rounding fallback
+
+    The kernel keeps the used topics as a sorted list (Yao et al. 2009's sparse document bucket,
+    updated in O(K_d) only when a count reaches or leaves zero), and per present term of the block
+    s_cum at the end of every chunk of ``SMOOTHING_CHUNK`` topics (O(K n_present) once per block): a
+    smoothing draw is a binary search over the chunk ends, then the running sum is continued inside
+    one chunk, which reproduces s_cum exactly. A token costs O(K_d + log K + SMOOTHING_CHUNK), not
+    O(K). Randomness depends only on (seed, epoch, global document), so results do not depend on
+    how documents are split into blocks.
+    Full NumPy reference: ``tests/reference/hybrid_numpy.py``. Inputs are not modified.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> from topicflow.models.common.blocks import block_from_csr
+    >>> block = block_from_csr(sp.csr_matrix(np.array([[1, 2, 0], [0, 0, 3]])), language="en")
+    >>> stats, gamma = hybrid_estep_block({"en": block}, {"en": np.full((2, 3), 0.3)}, 0.1,
+    ...                                   HybridParams(n_topics=2), return_gamma=True)
+    >>> stats.n_tokens, gamma.shape, float(gamma.sum().round(9))
+    (6, (2, 2), 6.4)
+    """
+    blocks = as_block_mapping(blocks)
+    topics = as_prepared_topics(exp_elog_topic_word)
+    if topics.n_topics != params.n_topics:
+        raise InvalidParameterError(
+            f"exp_elog_topic_word has {topics.n_topics} topics but params.n_topics is {params.n_topics}"
+        )
+    if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or not 0 <= epoch < _MAX_SEED:
+        raise InvalidParameterError(f"epoch must be an integer in [0, 2**63), got {epoch!r}")
+    n_docs = check_blocks(blocks, topics)
+    alpha = _parse_prior(doc_topic_prior, params.n_topics)
+    first_doc = next(iter(blocks.values())).first_doc
+    indptr, term_ids, counts = _stack_languages(blocks, topics, n_docs)
+    present, stats, gamma = _sample_block(indptr, term_ids, counts, topics, alpha, params, first_doc, int(epoch))
+    elog_theta, theta_terms = _doc_theta_terms(gamma)
+    elbo = math.nan
+    if compute_bound:
+        log_norms = np.empty(n_docs, dtype=np.float64)
+        _log_norm_terms(indptr, term_ids, counts, topics.term_topic, np.exp(elog_theta), log_norms)
+        elbo = float(log_norms.sum() + theta_terms.sum())
+        if not math.isfinite(elbo):
+            raise NumericalError(
+                f"hybrid E-step bound is not finite for the block starting at document {first_doc}; "
+                "check exp_elog_topic_word and doc_topic_prior for zeros, infinities or NaN"
+            )
+    result = EStepStats(
+        topic_terms=_split_stats(present, stats, topics), alpha_suff=elog_theta.sum(axis=0), doc_elbo=elbo,
+        n_docs=n_docs, n_tokens=int(counts.sum(dtype=np.int64)), n_capped=0,
+        n_doc_iter=n_docs * (1 + params.burn_in + params.samples),
+    )
+    return result, (gamma if return_gamma else None)

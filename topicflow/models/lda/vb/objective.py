@@ -1,0 +1,185 @@
+"""ELBO terms, the batch M-step and the starting topics of variational LDA."""
+from __future__ import annotations
+
+import math
+from typing import Mapping
+
+import numpy as np
+
+from topicflow._typing import FloatArray
+from topicflow.errors import NumericalError
+from topicflow.models.common.dirichlet import (
+    dirichlet_expectation,
+    dirichlet_objective,
+)
+from topicflow.models.common.rng import STREAM_TOPIC_INIT, doc_generator
+from topicflow.models.common.special import gammaln_array
+from topicflow.models.lda.vb.stats import EStepStats
+
+
+def alpha_elbo_terms(alpha: FloatArray | float, alpha_suff: FloatArray, n_docs: int) -> float:
+    """E_q[log p(theta | alpha)] summed over ``n_docs`` documents.
+
+    Parameters
+    ----------
+    alpha : float or ndarray of shape (n_topics,), float64
+    alpha_suff : ndarray of shape (n_topics,), float64
+    n_docs : int
+
+    Returns
+    -------
+    float
+        ``n_docs * (lnG(sum alpha) - sum lnG(alpha)) + sum((alpha - 1) * alpha_suff)``.
+
+    Examples
+    --------
+    >>> alpha_elbo_terms(1.0, np.array([-1.0, -1.0]), 1)
+    0.0
+    """
+    suff = np.asarray(alpha_suff, dtype=np.float64)
+    alpha_arr = np.broadcast_to(np.asarray(alpha, dtype=np.float64), suff.shape)
+    return dirichlet_objective(alpha_arr, suff, n_docs)
+
+
+def topic_elbo_terms(topic_word_var: FloatArray, topic_word_prior: FloatArray | float) -> float:
+    """E_q[log p(beta | eta)] - E_q[log q(beta | lambda)] for one language.
+
+    Parameters
+    ----------
+    topic_word_var : ndarray of shape (n_topics, n_terms), float64
+        Variational parameters lambda.
+    topic_word_prior : float or ndarray of shape (n_topics, n_terms), float64
+        The prior eta (a matrix for informed priors).
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    NumPy equivalent, with ``elog = dirichlet_expectation(lam)``::
+
+        (gammaln(eta.sum(1)) - gammaln(eta).sum(1)).sum() + ((eta - lam) * elog).sum()
+        + gammaln(lam).sum() - gammaln(lam.sum(1)).sum()
+
+    Examples
+    --------
+    >>> topic_elbo_terms(np.ones((1, 2)), 1.0)
+    0.0
+    """
+    lam = np.asarray(topic_word_var, dtype=np.float64)
+    eta = np.broadcast_to(np.asarray(topic_word_prior, dtype=np.float64), lam.shape)
+    elog = dirichlet_expectation(lam)
+    if np.ndim(topic_word_prior) == 0:
+        n_topics, n_terms = lam.shape
+        value = float(topic_word_prior)
+        prior_norm = n_topics * (math.lgamma(n_terms * value) - n_terms * math.lgamma(value))
+    else:
+        prior_norm = float(gammaln_array(eta.sum(axis=1)).sum() - gammaln_array(eta).sum())
+    var_norm = float(gammaln_array(lam).sum() - gammaln_array(lam.sum(axis=1)).sum())
+    return prior_norm + float(np.sum((eta - lam) * elog)) + var_norm
+
+
+def mstep_batch(stats_dense: FloatArray, topic_word_prior: FloatArray | float) -> FloatArray:
+    """Batch M-step for one language: lambda = eta + sum_d n_dw phi_dwk.
+
+    Parameters
+    ----------
+    stats_dense : ndarray of shape (n_topics, n_terms), float64
+        ``TopicTermStats.to_dense(n_terms)`` of the merged statistics.
+    topic_word_prior : float or ndarray of shape (n_topics, n_terms), float64
+
+    Returns
+    -------
+    ndarray of shape (n_topics, n_terms), float64
+
+    Examples
+    --------
+    >>> mstep_batch(np.zeros((1, 2)), 0.5).tolist()
+    [[0.5, 0.5]]
+    """
+    return np.asarray(topic_word_prior, dtype=np.float64) + np.asarray(stats_dense, dtype=np.float64)
+
+
+def initial_topic_word_var(
+    n_topics: int, n_terms: int, *, seed: int, language_index: int = 0, shape: float = 100.0
+) -> FloatArray:
+    """Random starting lambda: Gamma(shape, 1/shape) entries (mean 1, variance 1/shape).
+
+    Parameters
+    ----------
+    n_topics, n_terms : int
+    seed : int
+    language_index : int, default 0
+        Position of the language, so each language gets its own draws.
+    shape : float, default 100
+        100 is Hoffman et al. (2010)'s start, which gensim and scikit-learn use. A smaller shape
+        starts the topics further apart (measured in benchmarks/RESULTS.md).
+
+    Returns
+    -------
+    ndarray of shape (n_topics, n_terms), float64
+
+    Notes
+    -----
+    Row k is drawn from ``doc_generator(seed, STREAM_TOPIC_INIT, language_index, k)``, so the result
+    depends only on its arguments.
+
+    Examples
+    --------
+    >>> initial_topic_word_var(2, 3, seed=0).shape
+    (2, 3)
+    """
+    rows = [
+        doc_generator(seed, STREAM_TOPIC_INIT, language_index, k).gamma(shape, 1.0 / shape, size=n_terms)
+        for k in range(n_topics)
+    ]
+    return np.asarray(rows, dtype=np.float64).reshape(n_topics, n_terms)
+
+
+def full_elbo(
+    stats: EStepStats,
+    topic_word_var: Mapping[str, FloatArray],
+    doc_topic_prior: FloatArray | float,
+    topic_word_prior: Mapping[str, FloatArray | float] | float,
+) -> float:
+    """The full ELBO of a batch iteration: document terms + alpha terms + topic terms of each language.
+
+    Parameters
+    ----------
+    stats : EStepStats
+        Merged E-step statistics of the whole corpus, computed with ``topic_word_var`` and
+        ``doc_topic_prior``.
+    topic_word_var : mapping of str to ndarray of shape (n_topics, n_terms_lang)
+        The lambda the E-step used.
+    doc_topic_prior : float or ndarray of shape (n_topics,)
+        The alpha the E-step used.
+    topic_word_prior : float, or mapping of str to float or ndarray of shape (n_topics, n_terms_lang)
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    NumericalError
+        The ELBO is not finite.
+
+    Notes
+    -----
+    ``stats.doc_elbo + alpha_elbo_terms(alpha, stats.alpha_suff, stats.n_docs)
+    + sum_l topic_elbo_terms(lambda_l, eta_l)``.
+
+    Examples
+    --------
+    >>> stats = EStepStats.zeros(1, ["en"])
+    >>> full_elbo(stats, {"en": np.ones((1, 2))}, 1.0, 1.0)
+    0.0
+    """
+    value = stats.doc_elbo + alpha_elbo_terms(doc_topic_prior, stats.alpha_suff, stats.n_docs)
+    for lang, lam in topic_word_var.items():
+        eta = topic_word_prior[lang] if isinstance(topic_word_prior, Mapping) else topic_word_prior
+        value += topic_elbo_terms(lam, eta)
+    if not math.isfinite(value):
+        raise NumericalError(f"ELBO is not finite ({value!r}); doc part {stats.doc_elbo!r}")
+    return float(value)

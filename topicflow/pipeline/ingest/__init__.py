@@ -1,0 +1,1 @@
+"""Out-of-core ingest and append drivers."""

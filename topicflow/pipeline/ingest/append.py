@@ -1,0 +1,382 @@
+"""Appending documents to a corpus store, with vocabulary growth."""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from topicflow._typing import OnError
+from topicflow.errors import InvalidParameterError, VocabularyMismatchError
+from topicflow.io._atomic import (
+    exclusive_lock,
+    fsync_directory,
+    temporary_sibling,
+)
+from topicflow.io.corpus.id_index import extend_index, ids_in_store, remove_unlisted_segments
+from topicflow.io.corpus.layout import Manifest, vocabulary_version_name
+from topicflow.io.corpus.reader import Corpus, read_manifest
+from topicflow.io.corpus.writer import remove_store_debris, with_shards, write_manifest, write_vocabulary
+from topicflow.io.sources import discover_partitions
+from topicflow.io.sources.base import FieldSpec, InputPartition
+from topicflow.io.tokenizer import (
+    LanguageCounts,
+    TermCounts,
+    TokenizerConfig,
+)
+from topicflow.models.common.vocabulary import Vocabulary
+from topicflow.models.lda.vocab_growth import promote_candidates
+from topicflow.pipeline.ingest.ingest import (
+    IngestResult,
+    _check_records,
+    _count_pass,
+    _event,
+    _per_language,
+    _place_shards,
+    _resolve_duplicates,
+    _settings,
+    _sum_dicts,
+    _write_pass,
+)
+from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
+
+log = logging.getLogger(__name__)
+@dataclass(frozen=True, slots=True)
+class AppendResult(IngestResult):
+    """Summary of one append: :class:`IngestResult` plus out-of-vocabulary terms.
+
+    Attributes
+    ----------
+    oov_tokens : dict of str to int
+        Per language: tokens of the new documents not in the store's vocabulary before this append.
+    n_candidates : dict of str to int
+        Per language: candidate terms recorded so far (this append merged with earlier ones, minus
+        the promoted ones).
+    candidates : str or None
+        Name of the candidate set under ``candidates/`` the manifest now points at.
+    promoted : dict of str to int
+        Per language: candidate terms this append added to the vocabulary (``promote_min_df``).
+    vocab_version : int
+        Vocabulary version after this append (the new shards are encoded with it).
+    """
+
+    oov_tokens: dict[str, int] = field(default_factory=dict)
+    n_candidates: dict[str, int] = field(default_factory=dict)
+    candidates: str | None = None
+    promoted: dict[str, int] = field(default_factory=dict)
+    vocab_version: int = 1
+
+    def summary_lines(self) -> list[str]:
+        lines = IngestResult.summary_lines(self)
+        lines[3] += f" (version {self.vocab_version})"
+        lines.insert(4, f"out of vocab   {_per_language(self.oov_tokens)} tokens; candidate terms "
+                        f"{_per_language(self.n_candidates)}")
+        if any(self.promoted.values()):
+            lines.insert(5, f"promoted       {_per_language(self.promoted)} candidate term(s) to the "
+                            f"vocabulary (now version {self.vocab_version})")
+        return lines
+
+
+# ----------------------------------------------------------------------------- append
+
+
+def check_append_consistency(
+    manifest: Manifest, fields: FieldSpec, tokenizer: TokenizerConfig | None, store: str
+) -> TokenizerConfig:
+    """The store's tokenizer, after checking the input can be encoded like the store's documents.
+
+    Raises
+    ------
+    VocabularyMismatchError
+        Languages, labels, timestamps or tokenizer settings differ from the store's; the message
+        says which and what to pass.
+    """
+    stored = TokenizerConfig.from_dict(manifest.tokenizer)
+    if set(fields.languages) != set(manifest.languages):
+        hint = (" ".join(f"--lang-field {lang}=FIELD" for lang in manifest.languages)
+                if len(manifest.languages) > 1 else "--text-field FIELD and no --lang-field")
+        raise VocabularyMismatchError(
+            f"store {store!r} has languages {list(manifest.languages)!r} but the input gives "
+            f"{list(fields.languages)!r}; pass {hint}.", path=store)
+    if fields.has_labels != manifest.has_labels:
+        raise VocabularyMismatchError(
+            f"store {store!r} {'has' if manifest.has_labels else 'has no'} labels but the input "
+            f"{'gives' if fields.has_labels else 'gives no'} label field; "
+            + ("pass --label-field (or --label-from-dir)." if manifest.has_labels
+               else "drop --label-field/--label-from-dir."), path=store)
+    if fields.has_timestamps != manifest.has_timestamps:
+        raise VocabularyMismatchError(
+            f"store {store!r} {'has' if manifest.has_timestamps else 'has no'} timestamps but the input "
+            f"{'gives' if fields.has_timestamps else 'gives no'} timestamp field; "
+            + ("pass --timestamp-field." if manifest.has_timestamps else "drop --timestamp-field."),
+            path=store)
+    if tokenizer is not None and tokenizer != stored:
+        raise VocabularyMismatchError(
+            f"tokenizer settings differ from those of store {store!r} ("
+            + "; ".join(tokenizer.differences(stored)) + " [given != stored]); appended documents must "
+            "be tokenized like the store's: leave the tokenizer options out.", path=store)
+    return stored
+
+
+def _next_candidates_name(store: Path) -> str:
+    names = [int(p.name) for p in (store / "candidates").iterdir() if p.name.isdigit()]
+    return f"{max(names, default=0) + 1:06d}"
+
+
+def _candidate_vocabulary(counts: LanguageCounts, vocab: Vocabulary, previous: Vocabulary) -> Vocabulary:
+    """Out-of-vocabulary terms of ``counts`` merged with the previous candidates, canonical order."""
+    index = vocab.index
+    doc_freq = Counter({t: n for t, n in counts.doc_freq.items() if t not in index})
+    corpus_freq = Counter({t: n for t, n in counts.corpus_freq.items() if t not in index})
+    doc_freq.update(dict(zip((str(t) for t in previous.terms), previous.doc_freq.tolist())))
+    corpus_freq.update(dict(zip((str(t) for t in previous.terms), previous.corpus_freq.tolist())))
+    return Vocabulary.from_counts(doc_freq, corpus_freq)
+
+
+@dataclass(frozen=True, slots=True)
+class _VocabularyPlan:
+    """What one append does to the vocabulary and the candidate terms (decided after the count pass).
+
+    Attributes
+    ----------
+    vocabs : dict of str to Vocabulary
+        Per language, the vocabulary the new shards are encoded with: the current one, or the
+        current one grown by the promoted candidates.
+    version : int
+        Vocabulary version of ``vocabs`` (the current version + 1 when any term was promoted).
+    candidates : dict of str to Vocabulary
+        Per language, the candidate set after this append (merged, minus the promoted terms).
+    oov_tokens, promoted : dict of str to int
+        Per language: tokens not in the current vocabulary; terms promoted.
+    candidates_changed : bool
+        Whether a new candidate set must be written (some token was out of vocabulary, or a term
+        was promoted).
+    """
+
+    vocabs: dict[str, Vocabulary]
+    version: int
+    candidates: dict[str, Vocabulary]
+    oov_tokens: dict[str, int]
+    promoted: dict[str, int]
+    candidates_changed: bool
+
+    @property
+    def grew(self) -> bool:
+        return any(self.promoted.values())
+
+
+def _plan_vocabulary(corpus: Corpus, counts: TermCounts, promote_min_df: int | None) -> _VocabularyPlan:
+    """Merge this append's out-of-vocabulary terms into the candidates and promote the frequent ones."""
+    vocabs, candidates, oov, promoted = {}, {}, {}, {}
+    for lang in corpus.languages:
+        vocab, lang_counts = corpus.vocabulary(lang), counts.get(lang)
+        oov[lang] = sum(n for t, n in lang_counts.corpus_freq.items() if t not in vocab.index)
+        merged = _candidate_vocabulary(lang_counts, vocab, corpus.candidates(lang))
+        grown = vocab
+        if promote_min_df is not None:
+            grown, merged = _promote_unless_excluded(vocab, merged, promote_min_df, corpus.excluded_terms(lang))
+        vocabs[lang], candidates[lang], promoted[lang] = grown, merged, len(grown) - len(vocab)
+    grew = any(promoted.values())
+    return _VocabularyPlan(vocabs=vocabs, version=corpus.vocab_version + int(grew), candidates=candidates,
+                           oov_tokens=oov, promoted=promoted, candidates_changed=grew or any(oov.values()))
+
+
+def _promote_unless_excluded(
+    vocab: Vocabulary, candidates: Vocabulary, min_df: int, excluded: frozenset[str]
+) -> tuple[Vocabulary, Vocabulary]:
+    """:func:`promote_candidates`, except for terms the ingest dropped as too common (they stay candidates)."""
+    if not excluded or not len(candidates):
+        return promote_candidates(vocab, candidates, min_df)
+    held = np.array([str(t) in excluded for t in candidates.terms], dtype=bool)
+    grown, rest = promote_candidates(vocab, _subset(candidates, ~held), min_df)
+    remaining = _subset(candidates, held)
+    merged = Vocabulary.from_counts(
+        {**dict(zip(rest.terms, rest.doc_freq.tolist())), **dict(zip(remaining.terms, remaining.doc_freq.tolist()))},
+        {**dict(zip(rest.terms, rest.corpus_freq.tolist())), **dict(zip(remaining.terms, remaining.corpus_freq.tolist()))},
+    )
+    return grown, merged
+
+
+def _subset(vocab: Vocabulary, mask: np.ndarray) -> Vocabulary:
+    return Vocabulary(np.asarray(vocab.terms, dtype=object)[mask], np.asarray(vocab.doc_freq)[mask],
+                      np.asarray(vocab.corpus_freq)[mask])
+
+
+def _write_candidates(store: Path, manifest: Manifest, plan: _VocabularyPlan) -> str | None:
+    """Write the plan's candidate set as a new ``candidates/<name>`` (never touching the old one).
+
+    Returns the name the manifest should point at: the old one when the set did not change.
+    """
+    if not plan.candidates_changed:
+        return manifest.candidates
+    name = _next_candidates_name(store)
+    tmp = temporary_sibling(store / "candidates" / name)
+    for lang, candidates in plan.candidates.items():
+        write_vocabulary(tmp / lang, candidates)
+    os.replace(tmp, store / "candidates" / name)
+    return name
+
+
+def _stage_encoding_vocabulary(store: Path, plan: _VocabularyPlan, tag: str) -> Path:
+    """A directory whose ``vocab/<lang>`` holds the vocabulary the new shards are encoded with.
+
+    The write tasks (:func:`topicflow.tasks.ingest.map_write_shards`) read ``<root>/vocab/<lang>``.
+    While the vocabulary is version 1 that is the store itself. Otherwise the vocabulary is written
+    to the hidden ``vocabs/.append-<tag>/vocab/``: a grown one is later renamed to its final
+    ``vocabs/<version>/``, a current one of version >= 2 is a throw-away copy. Either way, nothing
+    the manifest references is written to.
+    """
+    if plan.version == 1:
+        return store
+    root = store / "vocabs" / f".append-{tag}"
+    for lang, vocab in plan.vocabs.items():
+        write_vocabulary(root / "vocab" / lang, vocab)
+    return root
+
+
+def append_corpus(
+    store: str | os.PathLike[str],
+    inputs: Sequence[str | os.PathLike[str]],
+    *,
+    fields: FieldSpec = FieldSpec(),
+    tokenizer: TokenizerConfig | None = None,
+    split_every: int | None = None,
+    on_error: OnError = "raise",
+    promote_min_df: int | None = None,
+    client: Any = None,
+    progress: ProgressReporter = NO_PROGRESS,
+) -> AppendResult:
+    """Add documents to an existing store, encoded with its vocabulary and tokenizer.
+
+    Out-of-vocabulary terms are recorded as candidate terms with their frequencies, merged with
+    earlier appends' candidates into a new ``candidates/<name>`` set. With ``promote_min_df``, the
+    candidates found in at least that many documents are appended at the end of the vocabulary (in
+    canonical order, with their candidate frequencies) as vocabulary version v+1, and the new
+    documents are encoded with it. Existing term ids never change, so shards and models made with
+    an earlier version stay valid.
+
+    Parameters
+    ----------
+    store : path
+        An existing corpus store; locked for the duration of the append.
+    inputs : sequence of path
+        As for :func:`ingest_corpus`; partitions have the store's shard size.
+    fields : FieldSpec
+        Must give the store's languages, and labels/timestamps exactly when the store has them.
+    tokenizer : TokenizerConfig, optional
+        Only to check: it must equal the store's (None uses the store's).
+    split_every : int, optional
+        As for :func:`ingest_corpus`.
+    on_error : {"raise", "skip"}
+        As for :func:`ingest_corpus`. Ids colliding with ids in the store are errors (or skipped).
+    promote_min_df : int, optional
+        Promote candidate terms whose document frequency (over every append so far) is at least
+        this; None (default) never changes the vocabulary.
+    client : distributed.Client, optional
+        As for :func:`ingest_corpus`.
+    progress : ProgressReporter
+        As for :func:`ingest_corpus`.
+
+    Returns
+    -------
+    AppendResult
+
+    Raises
+    ------
+    InvalidParameterError
+        ``promote_min_df`` is not a positive integer.
+    VocabularyMismatchError
+        The input cannot be encoded consistently with the store.
+    InputError, EmptyInputError
+        As for :func:`ingest_corpus`.
+    LockedError
+        Another process is changing the store.
+    """
+    started = time.perf_counter()
+    store = Path(store).absolute()
+    if promote_min_df is not None and (isinstance(promote_min_df, bool) or not isinstance(promote_min_df, int)
+                                       or promote_min_df < 1):
+        raise InvalidParameterError(f"promote_min_df must be a positive integer, got {promote_min_df!r}.")
+    manifest = read_manifest(store)
+    _, split = _settings(manifest.shard_size, split_every, on_error)
+    stored_tokenizer = check_append_consistency(manifest, fields, tokenizer, str(store))
+    with exclusive_lock(store / ".lock", what=f"store {str(store)!r}"):
+        manifest = read_manifest(store)
+        removed = remove_store_debris(store, manifest) + remove_unlisted_segments(store, manifest)
+        if removed:
+            log.info("removed %d directories left by an interrupted append: %s", len(removed), removed)
+        sources, partitions = discover_partitions([Path(p) for p in inputs], fields, manifest.shard_size)
+        try:
+            result = _append_locked(store, manifest, sources, partitions, inputs, fields,
+                                    stored_tokenizer, split, on_error, promote_min_df, client, progress)
+        except BaseException:
+            if read_manifest(store) == manifest:  # not committed: remove what this append wrote
+                _remove_debris_quietly(store, manifest)
+            raise
+    return replace(result, elapsed=time.perf_counter() - started)
+
+
+def _remove_debris_quietly(store: Path, manifest: Manifest) -> None:
+    """Clean up after a failed append without hiding its error (the next append retries)."""
+    try:
+        remove_store_debris(store, manifest)
+        remove_unlisted_segments(store, manifest)
+    except OSError as exc:
+        log.warning("could not remove what the failed append wrote (%s); the next append will", exc)
+
+
+def _append_locked(
+    store: Path, manifest: Manifest, sources: Sequence[Any], partitions: Sequence[InputPartition],
+    inputs: Sequence[str | os.PathLike[str]], fields: FieldSpec, tokenizer: TokenizerConfig, split: int,
+    on_error: OnError, promote_min_df: int | None, client: Any, progress: ProgressReporter,
+) -> AppendResult:
+    """The body of :func:`append_corpus`, run under the store's lock.
+
+    Everything is written under names the manifest does not reference (hidden shards, a hidden
+    vocabulary, a new candidate set) and renamed; rewriting the manifest is the commit.
+    """
+    summary = _count_pass(partitions, fields, tokenizer, on_error, split, client, progress)
+    in_store = ids_in_store(store, manifest, summary.ids.unique)
+    summary, skip = _resolve_duplicates(summary, partitions, fields, tokenizer, on_error, in_store,
+                                        str(store), client, progress)
+    _check_records(summary, inputs)
+    plan = _plan_vocabulary(Corpus(store, manifest), summary.counts, promote_min_df)
+    tag = uuid.uuid4().hex[:12]
+    encode_root = _stage_encoding_vocabulary(store, plan, tag)
+    try:
+        shard_dirs = {p.index: str(store / "shards" / f".append-{tag}-{p.index:06d}") for p in partitions}
+        written = _write_pass(partitions, fields, tokenizer, on_error, store=encode_root, shard_dirs=shard_dirs,
+                              skip=skip, drop_reason="all_terms_out_of_vocabulary", client=client,
+                              progress=progress)
+        infos = _place_shards(written, store / "shards", manifest, plan.version)
+        if plan.grew:
+            os.replace(encode_root / "vocab", store / "vocabs" / vocabulary_version_name(plan.version))
+            fsync_directory(store / "vocabs")
+    finally:
+        if encode_root != store:
+            shutil.rmtree(encode_root, ignore_errors=True)
+    name = _write_candidates(store, manifest, plan)
+    event = _event("append", inputs, fields, summary, written, candidates=name, oov_tokens=plan.oov_tokens,
+                   promote_min_df=promote_min_df, promoted=plan.promoted, vocab_version=plan.version)
+    updated = replace(with_shards(manifest, infos, event), candidates=name, vocab_version=plan.version)
+    updated = replace(updated, id_index=extend_index(store, updated))
+    write_manifest(store, updated)
+    try:
+        remove_unlisted_segments(store, updated)
+    except OSError as exc:  # committed already: the merged-away segments are only garbage
+        log.warning("could not delete id-index segments merged away (%s); the next append will", exc)
+    return AppendResult(
+        store=str(store), n_read=summary.n_records, n_kept=sum(i.n_docs for i in infos),
+        n_tokens=_sum_dicts(i.n_tokens for i in infos), vocab_sizes={k: len(v) for k, v in plan.vocabs.items()},
+        dropped=event["dropped"], skipped=dict(summary.skipped), n_shards=len(infos),
+        n_bytes=sum(s.n_bytes() for s in sources), elapsed=0.0, oov_tokens=plan.oov_tokens,
+        n_candidates={lang: len(c) for lang, c in plan.candidates.items()}, candidates=name,
+        promoted=plan.promoted, vocab_version=plan.version,
+    )

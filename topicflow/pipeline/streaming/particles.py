@@ -1,0 +1,303 @@
+"""Driver of the streaming samplers: initialize, run many seeds side by side as actors, trace, save.
+
+For each run (seed ``seed + r``) the driver
+
+1. fits the initialization: batch collapsed Gibbs on the first ``init_docs`` documents, the best of
+   ``init_trials`` independent trials (May et al. 2014), run as parallel tasks;
+2. starts an actor holding the run's sampler (:mod:`topicflow.pipeline.streaming.actors`), which reads the rest
+   of the stream from the store itself;
+3. advances every actor to the next evaluation point together, collects one trace record per run
+   (in-sample NMI, out-of-sample NMI and perplexity on a test store, ESS, resampling events, memory),
+   and saves the actors' snapshots every ``checkpoint_every`` points.
+
+Everything a run does is a function of its seed and the stream, so the same seed gives the same
+trace whatever the number of workers, and a stream resumed from a snapshot (``resume=True``, possibly
+after ``topicflow append`` added documents) continues exactly as if it had never stopped.
+``algorithm="gibbs"`` runs batch collapsed Gibbs over the whole corpus instead, evaluated every
+``eval_every`` sweeps: the reference the online samplers are measured against.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import math
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from topicflow.errors import InvalidParameterError, TopicflowError
+from topicflow.io.corpus.reader import Corpus
+from topicflow.io.models.stream_state import RunState, read_stream_state
+from topicflow.models.lda.streaming import particle_filter
+from topicflow.pipeline.cluster import current_client
+from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
+from topicflow.pipeline.streaming.actors import (
+    GibbsActor,
+    LabelBook,
+    ParticleFilterActor,
+    StreamSource,
+    stream_source,
+)
+from topicflow.pipeline.streaming.config import StreamConfig, StreamResult
+from topicflow.pipeline.streaming.init_trials import InitTrial, best_trial, run_initialization_trial, trial_seed
+from topicflow.pipeline.streaming.outputs import (
+    check_resumable,
+    check_same_stream,
+    held_out_set,
+    save_outputs,
+    stream_model,
+    summarize,
+)
+
+log = logging.getLogger(__name__)
+
+#: Attempts at one call on a run's actor when workers die under it.
+MAX_ATTEMPTS = 3
+
+
+# ----------------------------------------------------------------------------- initialization
+
+
+def initialize_runs(corpus: Corpus, source: StreamSource, config: StreamConfig, client: Any) -> list[RunState]:
+    """Initial snapshot of every run: the best of ``init_trials`` Gibbs trials on the prefix, as a cloud."""
+    from topicflow.pipeline.streaming.actors import DocumentStream
+
+    prefix = DocumentStream(source).read(0, min(config.init_docs, source.n_docs))
+    jobs = [(run, trial) for run in range(config.runs) for trial in range(config.init_trials)]
+
+    def trial_args(run: int, trial: int) -> tuple[Any, ...]:
+        return (prefix, config.gibbs_params(trial_seed(config.run_seed(run), trial)))
+
+    kwargs: dict[str, Any] = {"sweeps": config.init_sweeps, "select": config.init_select,
+                              "n_trials": config.init_trials}
+    if client is not None:
+        shared = client.scatter(prefix, broadcast=False)
+        futures = [client.submit(run_initialization_trial, shared, trial_args(r, t)[1], **kwargs, pure=False)
+                   for r, t in jobs]
+        trials: list[InitTrial] = client.gather(futures)
+    else:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+            trials = list(pool.map(lambda job: run_initialization_trial(*trial_args(*job), **kwargs), jobs))
+    states = []
+    for run in range(config.runs):
+        run_trials = trials[run * config.init_trials:(run + 1) * config.init_trials]
+        chosen = run_trials[best_trial([t.score for t in run_trials])]
+        log.info("run %d: initialization trial seed %d chosen (scores %s)", run, chosen.seed,
+                 ", ".join(f"{t.score:.4f}" for t in run_trials))
+        states.append(initial_run_state(config, source, prefix, chosen, config.run_seed(run)))
+    return states
+
+
+def initial_run_state(config: StreamConfig, source: StreamSource, prefix: Any, trial: InitTrial, seed: int) -> RunState:
+    """Snapshot of a run that starts from ``trial``: every particle holds the trial's assignments."""
+    state = trial.state
+    params = config.pf_params(source.n_terms, seed)
+    token_docs = np.repeat(np.arange(state.first_doc, state.first_doc + state.doc_topic_counts.shape[0], dtype=np.int64),
+                           np.diff(state.token_indptr))
+    cloud = particle_filter.initial_cloud(params, state.token_terms, token_docs, state.topics)
+    book = LabelBook()
+    book.add(None if prefix.labels is None else prefix.labels[: trial.n_fitted_docs],
+             np.argmax(state.doc_topic_counts, axis=1))
+    arrays, cloud_meta = particle_filter.cloud_to_arrays(cloud)
+    out = {f"cloud/{k}": v for k, v in arrays.items()}
+    out.update(book.arrays())
+    meta = {"kind": "particle_filter", "position": trial.n_fitted_docs, "tokens_seen": int(state.token_terms.shape[0]),
+            "seconds": 0.0, "label_codes": book.codes, "cloud": cloud_meta, "init_seed": trial.seed,
+            "init_score": None if math.isnan(trial.score) else trial.score}
+    return out, meta
+
+
+# ----------------------------------------------------------------------------- running
+
+
+class ActorSet:
+    """The runs' actors, on the cluster (one Dask actor each) or as local objects run by threads.
+
+    Actors die with their worker. The set keeps each run's last snapshot and the evaluation points
+    advanced since; a run whose actor is lost is rebuilt from its snapshot on a live worker and
+    replayed to where it was. Every run is a pure function of its seed and the stream, so the replay
+    ends in the very state the lost actor had.
+    """
+
+    def __init__(self, client: Any, actor_class: type, args: Sequence[tuple[Any, ...]]) -> None:
+        self.client = client
+        self.actor_class = actor_class
+        self.args = [tuple(a) for a in args]  # (source, params, state, held_out); the state is replaced by snapshots
+        self.replay: list[int] = []
+        self._pool = None if client is not None else concurrent.futures.ThreadPoolExecutor(max_workers=2)
+        if client is None:
+            self.actors = [actor_class(*a) for a in self.args]
+        else:
+            futures = [client.submit(actor_class, *a, actor=True, pure=False) for a in self.args]
+            self.actors = [f.result() for f in futures]
+
+    def advance(self, point: int, evaluate: bool) -> list[Any]:
+        results = self.call("advance", point, evaluate)
+        self.replay.append(point)
+        return results
+
+    def snapshots(self) -> list[RunState]:
+        """Every run's state; also the point a lost actor is rebuilt from."""
+        snapshots = self.call("snapshot")
+        self.args = [(a[0], a[1], snapshot, *a[3:]) for a, snapshot in zip(self.args, snapshots)]
+        self.replay = []
+        return snapshots
+
+    def call(self, method: str, *args: Any) -> list[Any]:
+        if self.client is None:
+            assert self._pool is not None
+            return list(self._pool.map(lambda actor: getattr(actor, method)(*args), self.actors))
+        pending = [getattr(actor, method)(*args) for actor in self.actors]
+        return [self._result(run, future, method, args) for run, future in enumerate(pending)]
+
+    def _result(self, run: int, future: Any, method: str, args: tuple[Any, ...]) -> Any:
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            try:
+                return future.result()
+            except TopicflowError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a lost worker surfaces as several comm/actor errors
+                if attempt == MAX_ATTEMPTS:
+                    raise
+                log.warning("run %d lost its actor (%s: %s); rebuilding it from its last snapshot and replaying "
+                            "%d evaluation points", run, type(exc).__name__, exc, len(self.replay))
+                self.actors[run] = self._rebuild(run)
+                future = getattr(self.actors[run], method)(*args)
+        raise AssertionError("unreachable")
+
+    def _rebuild(self, run: int) -> Any:
+        actor = self.client.submit(self.actor_class, *self.args[run], actor=True, pure=False).result()
+        for point in self.replay:
+            actor.advance(point, False).result()
+        return actor
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+        self.actors = []
+
+
+def evaluation_points(start: int, stop: int, every: int) -> list[int]:
+    """Stream positions (documents, or sweeps for Gibbs) after ``start`` where the runs report."""
+    if stop <= start:
+        return []
+    return list(range((start // every + 1) * every, stop, every)) + [stop]
+
+
+def run_particle_streams(
+    corpus: Corpus,
+    config: StreamConfig,
+    *,
+    client: Any = None,
+    test_corpus: Corpus | None = None,
+    out: Path | None = None,
+    resume: bool = False,
+    checkpoint_every: int = 0,
+    recovery_every: int = 10,
+    progress: ProgressReporter = NO_PROGRESS,
+) -> StreamResult:
+    """Run ``config.runs`` independent streams of ``config.algorithm`` over ``corpus``.
+
+    Parameters
+    ----------
+    corpus : Corpus
+        A monolingual store, read in store order.
+    config : StreamConfig
+    client : distributed.Client, optional
+        Runs become actors on its workers; default: the current client, else threads of this process.
+    test_corpus : Corpus, optional
+        Scored at every evaluation point (out-of-sample NMI with labels, and perplexity); it must use
+        the training store's vocabulary (``topicflow append`` into a copy, or ingest with ``--vocab``).
+    out : Path, optional
+        Directory for ``state/`` (snapshots), ``trace.jsonl`` and ``summary.json``.
+    resume : bool
+        Continue the runs saved in ``out/state``; the settings must match (see
+        :meth:`StreamConfig.fingerprint`), the stream may have grown.
+    checkpoint_every : int
+        Save snapshots every this many evaluation points (0: only at the end, when ``out`` is given).
+    recovery_every : int
+        Without a checkpoint, keep the runs' snapshots in the driver's memory every this many
+        evaluation points: a run whose worker dies is rebuilt from there (0: from its start).
+    progress : ProgressReporter
+
+    Returns
+    -------
+    StreamResult
+
+    Raises
+    ------
+    InvalidParameterError
+        A multilingual store, a test store with another vocabulary, NMI selection without labels, or
+        a resumed stream with other settings.
+    """
+    client = current_client(client)
+    source = stream_source(corpus)
+    held_out = held_out_set(test_corpus, source, config)
+    terms = corpus.vocabulary(source.language).terms
+    stop = source.n_docs if config.max_docs is None else min(source.n_docs, config.max_docs)
+    records: list[dict[str, Any]] = []
+    if resume:
+        if out is None:
+            raise InvalidParameterError("resume needs the output directory of the stream to continue")
+        info, states = read_stream_state(out / "state")
+        check_resumable(info, config, out)
+        check_same_stream(info, corpus, out)
+        records = list(info.get("records", []))
+    elif config.algorithm == "gibbs":
+        states = [({}, {"kind": "gibbs"}) for _ in range(config.runs)]
+    else:
+        states = initialize_runs(corpus, source, config, client)
+    args: list[tuple[Any, ...]]
+    if config.algorithm == "gibbs":
+        args = [(source, config.gibbs_params(config.run_seed(r)), states[r], held_out, config.optimize_every)
+                for r in range(config.runs)]
+        actors = ActorSet(client, GibbsActor, args)
+        start, stop = int(states[0][1].get("gibbs", {}).get("sweeps_done", 0)), config.sweeps
+    else:
+        args = [(source, config.pf_params(source.n_terms, config.run_seed(r)), states[r], held_out)
+                for r in range(config.runs)]
+        actors = ActorSet(client, ParticleFilterActor, args)
+        start = int(states[0][1]["position"])
+    try:
+        if not records:
+            records.extend(_records(actors.advance(start, held_out is not None), start, config, terms))
+        points = evaluation_points(start, stop, config.eval_every)
+        for i, point in enumerate(progress.track(points, total=len(points), desc=f"stream {config.algorithm}", unit="eval")):
+            new = _records(actors.advance(point, held_out is not None), point, config, terms)
+            records.extend(new)
+            _log_point(new)
+            if out is not None and checkpoint_every and (i + 1) % checkpoint_every == 0 and i + 1 < len(points):
+                save_outputs(out, corpus, config, records, actors.snapshots())
+            elif recovery_every and (i + 1) % recovery_every == 0 and client is not None:
+                actors.snapshots()
+        snapshots = actors.snapshots()
+        parameters = actors.call("model_parameters")[0]
+    finally:
+        actors.close()
+    summary = summarize(records)
+    counts, alpha, beta = parameters
+    model = stream_model(corpus, algorithm=config.algorithm, topic_word_counts=counts, doc_topic_prior=alpha,
+                         topic_word_prior=beta, info={"settings": config.to_dict(), "summary": summary})
+    if out is not None:
+        save_outputs(out, corpus, config, records, snapshots)
+    return StreamResult(config, records, summary, model, snapshots)
+
+
+def _records(results: Sequence[Mapping[str, Any]], point: int, config: StreamConfig,
+             terms: np.ndarray) -> list[dict[str, Any]]:
+    """Trace records of one evaluation point, with each topic's top terms spelled out."""
+    records = []
+    for run, result in enumerate(results):
+        record = {"run": run, "seed": config.run_seed(run), "point": point, **result}
+        record["top_terms"] = [[str(terms[i]) for i in topic] for topic in result["top_terms"]]
+        records.append(record)
+    return records
+
+
+def _log_point(records: Sequence[Mapping[str, Any]]) -> None:
+    first = records[0]
+    nmi = [r["nmi_in"] for r in records if r.get("nmi_in") is not None]
+    log.info("docs %d: %s%.1f s per run", first["docs_seen"],
+             f"in-sample NMI {np.mean(nmi):.3f} +- {np.std(nmi):.3f}, " if nmi else "",
+             float(np.mean([r["seconds"] for r in records])))

@@ -1,0 +1,11 @@
+"""Drivers of variational LDA: batch, online, nightly continuation, inference.
+
+Importing this package registers the continuation of variational models with ``topicflow update``
+(:mod:`topicflow.pipeline.vb.nightly`); other pipeline packages use it through the names below.
+"""
+from __future__ import annotations
+
+from topicflow.pipeline.vb import nightly as _nightly  # noqa: F401  (registers "vb_lda" continuations)
+from topicflow.pipeline.vb.online import OnlineConfig
+
+__all__ = ["OnlineConfig"]

@@ -1,0 +1,354 @@
+"""Driver of batch variational LDA on Dask (the Mr. LDA mapper / reducer / driver split).
+
+Per iteration: scatter exp(E[log beta]) once, map the E-step over every block, tree-merge the
+statistics in a fixed order, then on the driver compute the ELBO, update lambda (M-step) and alpha
+(Newton-Raphson). The math is in :mod:`topicflow.models`; graphs are built by :mod:`topicflow.tasks`.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import dask
+import numpy as np
+
+from topicflow import config as tf_config
+from topicflow._typing import AlphaMode, EStepKind, FloatArray
+from topicflow.errors import InvalidParameterError
+from topicflow.io.corpus.reader import Corpus
+from topicflow.io.models.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
+from topicflow.io.outputs import gamma_scratch
+from topicflow.models.common.dirichlet import newton_alpha, newton_symmetric_alpha, newton_symmetric_eta
+from topicflow.models.lda.priors import SeedTopic, informed_prior
+from topicflow.models.lda.state import LDAState
+from topicflow.models.lda.vb.hybrid import HybridParams
+from topicflow.models.lda.vb.objective import full_elbo, initial_topic_word_var, mstep_batch
+from topicflow.models.lda.vb.params import VBParams
+from topicflow.models.lda.vb.stats import EStepStats
+from topicflow.pipeline.cluster import compute, current_client
+from topicflow.pipeline.policies import CheckpointPolicy, has_converged
+from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
+from topicflow.tasks.estep import graph_token, map_estep, map_estep_warm, tree_merge
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class VBConfig:
+    """What batch VB computes (hyperparameters); validated once here.
+
+    Attributes
+    ----------
+    n_topics : int
+    alpha_mode : {"auto", "symmetric", "fixed"}
+        ``auto`` learns an asymmetric alpha by Newton-Raphson, ``symmetric`` learns one shared value,
+        ``fixed`` keeps ``alpha`` as given.
+    alpha : float
+        Initial (or fixed) value of every alpha_k; default 1 / n_topics.
+    eta : float
+        Symmetric topic-word prior (the base value under informed priors).
+    optimize_eta : bool
+        Learn a symmetric eta by Newton-Raphson (not with informed priors).
+    seed_topics : tuple of SeedTopic
+        Informed priors: the first ``len(seed_topics)`` topics are seeded.
+    estep : {"vb", "hybrid"}
+        ``vb``: dense coordinate ascent per document (``doc_max_iter``, ``doc_tol``); ``hybrid``:
+        Gibbs sampling within VB (Mimno et al. 2012), ``burn_in`` discarded and ``samples`` kept
+        sweeps per document, sparse in topics, hence faster at large K.
+    """
+
+    n_topics: int
+    alpha_mode: AlphaMode = "auto"
+    alpha: float | None = None
+    eta: float = 0.01
+    optimize_eta: bool = False
+    max_iter: int = 50
+    tol: float = 1e-4
+    doc_max_iter: int = 100
+    doc_tol: float = 1e-3
+    seed: int = 0
+    seed_topics: tuple[SeedTopic, ...] = ()
+    seed_strength: float = 1.0
+    #: Start each document's E-step from its gamma of the previous iteration (kept on disk) ...
+    warm_start: bool = False
+    #: ... but only after this many cold iterations, while topics are still far from their fixed point.
+    cold_iterations: int = 10
+    estep: EStepKind = "vb"
+    burn_in: int = 5
+    samples: int = 5
+    #: Start of each document's gamma: "uniform" (alpha + N_d / K), "random" (Gamma(100, 1/100), as
+    #: Hoffman et al.), or "auto": random for online VB, which sees a document once, uniform for batch.
+    gamma_init: str = "auto"
+    #: Shape s of the Gamma(s, 1/s) entries of the starting lambda: 100 is Hoffman et al.'s start. A
+    #: smaller s starts the topics further apart; on generated LDA corpora s = 10 leaves the flat start
+    #: sooner and ends lower, on real text it ended about 1% higher (benchmarks/RESULTS.md).
+    init_shape: float = 100.0
+
+    def __post_init__(self) -> None:
+        checks = [
+            (self.n_topics >= 1, "n_topics must be a positive integer"),
+            (self.alpha_mode in ("auto", "symmetric", "fixed"), "alpha_mode must be one of 'auto', 'symmetric', 'fixed'"),
+            (self.alpha is None or self.alpha > 0, "alpha must be positive"),
+            (self.eta > 0, "eta must be positive"),
+            (self.max_iter >= 1, "max_iter must be at least 1"),
+            (self.tol >= 0, "tol must be nonnegative"),
+            (len(self.seed_topics) <= self.n_topics, "more seeded topics than n_topics"),
+            (not (self.optimize_eta and self.seed_topics), "optimize_eta cannot be combined with informed priors (seed words)"),
+            (self.estep in ("vb", "hybrid"), "estep must be 'vb' or 'hybrid'"),
+            (self.gamma_init in ("auto", "uniform", "random"), "gamma_init must be 'auto', 'uniform' or 'random'"),
+            (self.burn_in >= 0 and self.samples >= 1, "burn_in must be >= 0 and samples >= 1"),
+            (not (self.warm_start and self.estep == "hybrid"), "warm_start applies to the 'vb' E-step only"),
+            (self.init_shape > 0, "init_shape must be positive"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise InvalidParameterError(f"{message} (got {self!r})")
+
+    @property
+    def initial_alpha(self) -> float:
+        return self.alpha if self.alpha is not None else 1.0 / self.n_topics
+
+    def vb_params(self, *, online: bool = False) -> VBParams:
+        """Parameters of the dense E-step (with ``online=False``, also those that fold in new documents)."""
+        random_init = self.gamma_init == "random" or (self.gamma_init == "auto" and online)
+        return VBParams(n_topics=self.n_topics, max_doc_iter=self.doc_max_iter, doc_tol=self.doc_tol,
+                        random_init=random_init, seed=self.seed)
+
+    def estep_params(self, *, online: bool = False) -> VBParams | HybridParams:
+        """Parameters of the training E-step; their type selects the kernel."""
+        if self.estep == "hybrid":
+            return HybridParams(n_topics=self.n_topics, burn_in=self.burn_in, samples=self.samples, seed=self.seed)
+        return self.vb_params(online=online)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (model files keep it as ``settings``); :meth:`from_dict` inverts it."""
+        payload = {name: getattr(self, name) for name in self.__slots__}
+        payload["alpha"] = self.initial_alpha
+        payload["seed_topics"] = [
+            {"name": s.name, "words": list(s.words), "weights": list(s.weights)} for s in self.seed_topics
+        ]
+        return payload
+
+    @classmethod
+    def from_dict(cls, payload: dict[str, Any]) -> VBConfig:
+        known = {name: payload[name] for name in cls.__slots__ if name in payload}
+        known["seed_topics"] = tuple(
+            SeedTopic(s["name"], tuple(s["words"]), tuple(s["weights"])) for s in payload.get("seed_topics", ())
+        )
+        return cls(**known)
+
+
+@dataclass(frozen=True, slots=True)
+class IterationRecord:
+    """One line of the fit trace."""
+
+    iteration: int
+    elbo: float
+    elbo_per_token: float
+    alpha_sum: float
+    eta: float
+    seconds: float
+    tokens_per_second: float
+    docs_capped: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+@dataclass(frozen=True, slots=True)
+class FitResult:
+    """The fitted state, the trace of every iteration and whether the ELBO converged.
+
+    Attributes
+    ----------
+    state : LDAState
+        The model after the last iteration.
+    trace : tuple of IterationRecord
+        One record per iteration, in order (including iterations before a resume).
+    converged : bool
+        Whether the relative ELBO change fell below the configured tolerance.
+    unknown_seed_words : dict of str to list of str
+        Seed words missing from the vocabulary, keyed by seed topic name.
+    """
+
+    state: LDAState
+    trace: tuple[IterationRecord, ...]
+    converged: bool
+    unknown_seed_words: dict[str, list[str]] = field(default_factory=dict)
+
+
+def initial_state(corpus: Corpus, config: VBConfig) -> tuple[LDAState, dict[str, list[str]]]:
+    """Build the starting state: lambda from the counter RNG, alpha and eta from the config.
+
+    Informed priors (seed topics) are applied to eta; the seed words missing from the vocabulary
+    are returned by topic name.
+    """
+    lam: dict[str, FloatArray] = {}
+    priors: dict[str, float | FloatArray] = {}
+    names: list[str | None] = [None] * config.n_topics
+    unknown: dict[str, list[str]] = {}
+    for index, lang in enumerate(corpus.languages):
+        vocab = corpus.vocabulary(lang)
+        lam[lang] = initial_topic_word_var(config.n_topics, len(vocab), seed=config.seed, language_index=index,
+                                           shape=config.init_shape)
+        if config.seed_topics:
+            prior, topic_names, missing = informed_prior(
+                vocab.index, len(vocab), config.n_topics, config.seed_topics,
+                base=config.eta, seed_strength=config.seed_strength,
+            )
+            priors[lang] = prior
+            names = [a or b for a, b in zip(names, topic_names)]
+            for name, words in missing.items():
+                unknown.setdefault(name, []).extend(words)
+        else:
+            priors[lang] = config.eta
+    alpha = np.full(config.n_topics, config.initial_alpha)
+    return LDAState(lam, alpha, priors, tuple(names)), unknown
+
+
+def share(value: Any, client: Any, *, name: str) -> Any:
+    """Make ``value`` available to every task once: scattered on a cluster, a literal otherwise."""
+    if client is not None:
+        return client.scatter([value], broadcast=True, hash=False)[0]
+    return dask.delayed(value, name=name, traverse=False)
+
+
+def mstep(state: LDAState, stats: EStepStats, config: VBConfig) -> LDAState:
+    """Apply the batch M-step: lambda = eta + statistics, and alpha and eta by Newton-Raphson as asked."""
+    lam = {
+        lang: mstep_batch(stats.topic_terms[lang].to_dense(state.n_terms(lang)), state.topic_word_prior[lang])
+        for lang in state.languages
+    }
+    alpha = state.doc_topic_prior
+    if config.alpha_mode == "auto":
+        alpha, _ = newton_alpha(alpha, stats.alpha_suff, stats.n_docs)
+    elif config.alpha_mode == "symmetric":
+        shared, _ = newton_symmetric_alpha(float(alpha[0]), stats.alpha_suff, stats.n_docs)
+        alpha = np.full(state.n_topics, shared)
+    priors = state.topic_word_prior
+    if config.optimize_eta:
+        priors = {}
+        for lang in state.languages:
+            eta = float(state.topic_word_prior[lang])
+            priors[lang] = float(newton_symmetric_eta(lam[lang], eta)[0])
+            lam[lang] = lam[lang] - eta + priors[lang]
+    return state.with_updates(topic_word_var=lam, doc_topic_prior=np.asarray(alpha), topic_word_prior=priors)
+
+
+def run_iteration(
+    blocks: Sequence[Any], state: LDAState, config: VBConfig, *, token: str, split_every: int,
+    client: Any, warm: WarmStart | None = None, iteration: int = 0,
+) -> tuple[LDAState, EStepStats, float]:
+    """One E-step over every block, the tree-merge, the ELBO and the M-step."""
+    topics = share(state.prepared_topics(), client, name=f"topics-{token}")
+    if warm is None or iteration < config.cold_iterations:
+        parts = map_estep(blocks, topics, state.doc_topic_prior, config.estep_params(), token=token, epoch=iteration)
+    else:
+        parts = map_estep_warm(blocks, topics, state.doc_topic_prior, config.vb_params(), scratch=str(warm.directory),
+                               shard_ids=warm.shard_ids, iteration=iteration, token=token)
+    (stats,) = compute(tree_merge(parts, split_every=split_every, token=token), client=client)
+    if warm is not None and iteration >= config.cold_iterations:
+        gamma_scratch.drop_iterations_before(warm.directory, iteration)
+    elbo = full_elbo(stats, state.topic_word_var, state.doc_topic_prior, state.topic_word_prior)
+    return mstep(state, stats, config), stats, elbo
+
+
+@dataclass(frozen=True, slots=True)
+class WarmStart:
+    """Where the shards' gamma waits between iterations (see :mod:`topicflow.io.outputs.gamma_scratch`)."""
+
+    directory: Path
+    shard_ids: tuple[str, ...]
+
+
+def fit_batch_vb(
+    corpus: Corpus,
+    config: VBConfig,
+    *,
+    client: Any = None,
+    split_every: int | None = None,
+    progress: ProgressReporter = NO_PROGRESS,
+    on_iteration: Callable[[IterationRecord, LDAState], None] | None = None,
+    checkpoint: CheckpointPolicy | None = None,
+) -> FitResult:
+    """Fit LDA (or polylingual LDA when the store has several languages) by batch VB.
+
+    ``on_iteration(record, state)`` is called after every M-step (for monitoring; it must not
+    change ``state``). With ``checkpoint``, the state is written every ``checkpoint.every``
+    iterations and, with ``checkpoint.resume``, the fit continues from the checkpoint it finds; it
+    then ends with the model an uninterrupted run gives (except with ``warm_start``, whose gamma
+    scratch is not kept across runs: the first resumed iteration starts cold).
+
+    Raises
+    ------
+    NumericalError
+        The ELBO became non-finite.
+    """
+    client = current_client(client)
+    split_every = split_every or int(tf_config.get("split-every", 8))
+    run_token = graph_token(corpus.token(), config.to_dict(), split_every)
+    warm = None
+    if config.warm_start:
+        directory = gamma_scratch.scratch_directory(corpus.path, run_token, tf_config.get("scratch-dir"))
+        warm = WarmStart(directory, tuple(s.shard_id for s in corpus.shards))
+    try:
+        return _fit_loop(corpus, config, client, split_every, run_token, warm, progress, on_iteration, checkpoint)
+    finally:
+        if warm is not None:
+            gamma_scratch.remove_scratch(warm.directory)
+
+
+def _fit_loop(
+    corpus: Corpus, config: VBConfig, client: Any, split_every: int, run_token: str, warm: WarmStart | None,
+    progress: ProgressReporter, on_iteration: Callable[[IterationRecord, LDAState], None] | None,
+    checkpoint: CheckpointPolicy | None,
+) -> FitResult:
+    state, unknown = initial_state(corpus, config)
+    blocks = corpus.to_delayed_multi()
+    n_tokens = corpus.n_tokens
+    trace: list[IterationRecord] = []
+    fingerprint = {"method": "batch", "settings": config.to_dict(), "corpus": corpus.token(), "split_every": split_every}
+    start = 0
+    if checkpoint is not None and checkpoint.resume:
+        found = read_checkpoint(checkpoint.path, fingerprint)
+        if found is not None:
+            state, start = found.state, int(found.position["iteration"]) + 1
+            trace = [IterationRecord(**record) for record in found.trace]
+            log.info("resuming from %s after iteration %d", checkpoint.path, start - 1)
+    if has_converged([r.elbo for r in trace], config.tol):
+        start = config.max_iter
+    iterations = progress.track(range(start, config.max_iter), total=config.max_iter - start, desc="fit", unit="iter")
+    for iteration in iterations:
+        started = time.perf_counter()
+        state, stats, elbo = run_iteration(
+            blocks, state, config, token=f"{run_token}-{iteration}", split_every=split_every, client=client,
+            warm=warm, iteration=iteration,
+        )
+        seconds = time.perf_counter() - started
+        record = IterationRecord(
+            iteration=iteration, elbo=elbo, elbo_per_token=elbo / max(n_tokens, 1),
+            alpha_sum=float(state.doc_topic_prior.sum()),
+            eta=float(np.mean(next(iter(state.topic_word_prior.values())))),
+            seconds=seconds, tokens_per_second=n_tokens / max(seconds, 1e-9),
+            docs_capped=stats.n_capped,
+        )
+        trace.append(record)
+        log.info(
+            "iteration %d: ELBO %.6e (%.4f per token), alpha sum %.4f, %.2f s, %.3g tokens/s",
+            iteration, elbo, record.elbo_per_token, record.alpha_sum, seconds, record.tokens_per_second,
+        )
+        if on_iteration is not None:
+            on_iteration(record, state)
+        if checkpoint is not None and checkpoint.due(iteration + 1):
+            write_checkpoint(
+                checkpoint.path,
+                Checkpoint(state, {"iteration": iteration}, [r.to_dict() for r in trace], fingerprint),
+                {lang: corpus.vocabulary(lang) for lang in state.languages},
+            )
+        if has_converged([r.elbo for r in trace], config.tol):
+            break
+    converged = has_converged([r.elbo for r in trace], config.tol)
+    return FitResult(state=state, trace=tuple(trace), converged=converged, unknown_seed_words=unknown)
