@@ -147,7 +147,7 @@ class Curve:
 
 def vb_config(args: argparse.Namespace, k: int, estep: str, seed: int) -> VBConfig:
     alpha_mode, alpha = ("auto", None) if args.alpha == "auto" else ("fixed", 1.0 / k)
-    return VBConfig(n_topics=k, alpha_mode=alpha_mode, alpha=alpha, eta=args.eta, doc_max_iter=DOC_MAX_ITER,
+    return VBConfig(n_topics=k, doc_topic_prior_mode=alpha_mode, doc_topic_prior=alpha, topic_word_prior=args.eta, max_doc_iter=DOC_MAX_ITER,
                     doc_tol=DOC_TOL, seed=seed, estep=estep)  # type: ignore[arg-type]
 
 

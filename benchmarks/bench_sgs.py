@@ -86,7 +86,7 @@ EXPERIMENTS = ("batch-size", "decay", "dsgs")
 
 def sgs_params(args: argparse.Namespace, decay: float, seed: int) -> SGSParams:
     return SGSParams(n_topics=args.topics, doc_topic_prior=args.alpha, topic_word_prior=args.beta, decay=decay,
-                     max_iters=args.max_iters, patience=args.patience, init=args.init, seed=seed)
+                     max_iter=args.max_iters, patience=args.patience, init=args.init, seed=seed)
 
 
 def score_sgs(state: Any, params: SGSParams, pairs: list) -> float:
@@ -107,7 +107,7 @@ def run_sgs_point(train: Corpus, pairs: list, args: argparse.Namespace, batch_si
 
 
 def run_ovb_point(train: Corpus, pairs: list, args: argparse.Namespace, batch_size: int, seed: int) -> dict[str, Any]:
-    config = VBConfig(n_topics=args.topics, alpha_mode="fixed", alpha=args.alpha, eta=args.beta, seed=seed)
+    config = VBConfig(n_topics=args.topics, doc_topic_prior_mode="fixed", doc_topic_prior=args.alpha, topic_word_prior=args.beta, seed=seed)
     online = OnlineConfig(batch_size=batch_size, tau0=args.tau0, kappa=args.kappa, passes=1, eval_every=0)
     load = os.getloadavg()[0]
     started = time.perf_counter()

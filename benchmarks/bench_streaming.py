@@ -130,7 +130,7 @@ def long_stream(args: argparse.Namespace, client: Any, workdir: Path) -> dict[st
     from topicflow.pipeline.synth import synthesize_corpus
 
     store = workdir / "long.zarr"
-    synthesize_corpus(store, n_docs=args.long_docs, n_topics=10, n_terms=5000, doc_length=50, alpha=0.1, eta=0.01,
+    synthesize_corpus(store, n_docs=args.long_docs, n_topics=10, n_terms=5000, doc_length=50, doc_topic_prior=0.1, topic_word_prior=0.01,
                       seed=5, client=client)
     corpus = Corpus.open(store)
     out: dict[str, Any] = {}

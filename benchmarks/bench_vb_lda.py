@@ -90,7 +90,7 @@ def build_synth(n_docs: int, n_topics: int, n_terms: int, workdir: Path, client:
     from topicflow.testing.corpora import write_test_store
 
     n_test = max(1000, n_docs // 10)
-    common = dict(n_topics=n_topics, n_terms=n_terms, doc_length=100, alpha=0.1, eta=0.01, seed=1, client=client)
+    common = dict(n_topics=n_topics, n_terms=n_terms, doc_length=100, doc_topic_prior=0.1, topic_word_prior=0.01, seed=1, client=client)
     settings = {key: value for key, value in common.items() if key != "client"} | {"n_docs": n_docs}
     marker = workdir / "synth-settings.json"
     if marker.exists() and json.loads(marker.read_text()) == settings and (workdir / "test.zarr").exists():
@@ -153,7 +153,7 @@ def run_topicflow(train: Corpus, k: int, max_iter: int, client: Any, pairs: list
         curve.append((fit_seconds[0], perplexity(pairs, tw, state.doc_topic_prior)))
 
     started = time.perf_counter()
-    result = fit_batch_vb(train, VBConfig(n_topics=k, max_iter=max_iter, tol=1e-4, eta=eta, seed=seed,
+    result = fit_batch_vb(train, VBConfig(n_topics=k, max_iter=max_iter, tol=1e-4, topic_word_prior=eta, seed=seed,
                                           init_shape=init_shape, **alpha_settings(alpha, k)),
                           client=client, on_iteration=on_iteration)
     wall = time.perf_counter() - started
@@ -167,7 +167,8 @@ def run_topicflow(train: Corpus, k: int, max_iter: int, client: Any, pairs: list
 
 def alpha_settings(alpha: str, k: int) -> dict[str, Any]:
     """``auto`` (learned, asymmetric) or ``fixed`` at 1/K, scikit-learn's default."""
-    return {"alpha_mode": "auto"} if alpha == "auto" else {"alpha_mode": "fixed", "alpha": 1.0 / k}
+    return ({"doc_topic_prior_mode": "auto"} if alpha == "auto"
+            else {"doc_topic_prior_mode": "fixed", "doc_topic_prior": 1.0 / k})
 
 
 def run_gensim(X: sp.csr_matrix, k: int, passes: int, multicore: bool, seed: int = 0) -> tuple[float, np.ndarray, np.ndarray]:

@@ -62,7 +62,7 @@ def main() -> None:
         if not store.exists():
             with connect(ClusterConfig(workers=args.workers, threads_per_worker=1)) as client:
                 synthesize_corpus(store, n_docs=args.base_docs * scale, n_topics=args.topics, n_terms=args.vocab,
-                                  doc_length=args.doc_length, alpha=0.1, eta=0.01, seed=scale, client=client)
+                                  doc_length=args.doc_length, doc_topic_prior=0.1, topic_word_prior=0.01, seed=scale, client=client)
         command = [sys.executable, __file__, "--child", str(store), "--topics", str(args.topics),
                    "--iterations", str(args.iterations), "--workers", str(args.workers)]
         result, wall, peak_mb = measure_process_tree(command, what="fit")

@@ -31,7 +31,7 @@ def test_fit_then_use_the_model(stores: tuple[Path, Path], tmp_path: Path, local
     train, test = stores
     address = local_cluster.scheduler_address  # type: ignore[attr-defined]
     model = tmp_path / "model"
-    result = run(["fit", str(train), "--model", str(model), "--topics", "3", "--iterations", "30",
+    result = run(["fit", str(train), "--model", str(model), "--topics", "3", "--max-iter", "30",
                   "--seed", "1", "--doc-topics", str(tmp_path / "train-theta.zarr"), "--scheduler", address])
     assert result.exit_code == 0, result.output
     assert "ELBO" in result.output and "saved model" in result.output
@@ -70,7 +70,7 @@ def test_fit_refuses_existing_model_and_bad_alpha(stores: tuple[Path, Path], tmp
     (tmp_path / "model").mkdir()
     result = CliRunner().invoke(main, ["fit", str(train), "--model", str(tmp_path / "model"), "--topics", "2"])
     assert result.exit_code == 2 and "exists already" in result.output and "--overwrite" in result.output
-    result = CliRunner().invoke(main, ["fit", str(train), "--model", str(tmp_path / "m2"), "--topics", "2", "--alpha", "lots"])
+    result = CliRunner().invoke(main, ["fit", str(train), "--model", str(tmp_path / "m2"), "--topics", "2", "--doc-topic-prior", "lots"])
     assert result.exit_code == 2 and "alpha must be" in result.output
 
 
@@ -83,7 +83,7 @@ def test_init_shape_reaches_the_model_and_is_checked(stores: tuple[Path, Path], 
     models = {}
     for shape in ("100", "10"):
         path = tmp_path / f"model-{shape}"
-        result = run(["fit", str(train), "--model", str(path), "--topics", "3", "--iterations", "1",
+        result = run(["fit", str(train), "--model", str(path), "--topics", "3", "--max-iter", "1",
                       "--init-shape", shape, "--scheduler", address])
         assert result.exit_code == 0, result.output
         models[shape] = LDA.load(path)
@@ -106,7 +106,7 @@ def test_polylingual_model_prints_and_exports_each_language(tmp_path: Path) -> N
                                 languages=("en", "de"))
     store = write_test_store(tmp_path / "poly.zarr", truth.counts, shard_size=50)
     model = tmp_path / "poly-model"
-    assert run(["fit", str(store), "--model", str(model), "--topics", "2", "--iterations", "20",
+    assert run(["fit", str(store), "--model", str(model), "--topics", "2", "--max-iter", "20",
                 "--workers", "1", "--threads-per-worker", "2"]).exit_code == 0
     text = run(["topics", str(model), "--top", "3"]).output
     assert text.count("[en] en") == 2 and text.count("[de] de") == 2, text

@@ -75,5 +75,5 @@ def test_stream_resume_and_refusals(stores: tuple[Path, Path], tmp_path: Path, l
     resumed = run([*common, "--resume"])
     assert resumed.exit_code == 0, resumed.output
     assert resumed.stdout.splitlines()[-1].split()[1] == "150"
-    other = run([*common, "--resume", "--alpha", 0.5])
+    other = run([*common, "--resume", "--doc-topic-prior", 0.5])
     assert other.exit_code == 2 and "doc_topic_prior" in other.output

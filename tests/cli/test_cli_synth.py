@@ -18,7 +18,7 @@ def run(args: list[str]) -> Any:
 
 def synth_args(out: Path, scheduler: str, *extra: str) -> list[str]:
     return ["synth", "--out", str(out), "--docs", "120", "--topics", "3", "--vocab", "40",
-            "--doc-length", "15", "--alpha", "0.2,0.5,1.0", "--eta", "0.1", "--seed", "5",
+            "--doc-length", "15", "--doc-topic-prior", "0.2,0.5,1.0", "--topic-word-prior", "0.1", "--seed", "5",
             "--shard-size", "50", "--scheduler", scheduler, *extra]
 
 
@@ -45,7 +45,7 @@ def test_synth_refuses_an_existing_store_and_bad_alpha(tmp_path: Path, local_clu
     assert "exists already" in again.output and "--overwrite" in again.output
     assert [s.checksum for s in Corpus.open(out).shards] == before
 
-    bad = run(synth_args(tmp_path / "bad.zarr", local_cluster.scheduler_address, "--alpha", "1,2"))
+    bad = run(synth_args(tmp_path / "bad.zarr", local_cluster.scheduler_address, "--doc-topic-prior", "1,2"))
     assert bad.exit_code == 2
     assert "alpha '1,2' has 2 values" in bad.output
     assert not (tmp_path / "bad.zarr").exists()

@@ -186,7 +186,7 @@ def test_dsgs_survives_a_killed_sampler_worker(store: Path) -> None:
     from topicflow.pipeline.streaming.dsgs import run_dsgs
     from topicflow.pipeline.streaming.sgs import run_sgs
 
-    params = SGSParams(n_topics=10, doc_topic_prior=0.1, topic_word_prior=0.05, decay=0.9, max_iters=40, patience=40,
+    params = SGSParams(n_topics=10, doc_topic_prior=0.1, topic_word_prior=0.05, decay=0.9, max_iter=40, patience=40,
                        seed=3)
     reference = run_sgs(Corpus.open(store), params, batch_size=100)
     killed: list[str] = []
@@ -210,7 +210,7 @@ def test_dsgs_reports_a_lost_parameter_server(store: Path) -> None:
     from topicflow.errors import ParameterServerLost
     from topicflow.pipeline.streaming.dsgs import run_dsgs
 
-    params = SGSParams(n_topics=10, doc_topic_prior=0.1, topic_word_prior=0.05, decay=0.9, max_iters=40, patience=40,
+    params = SGSParams(n_topics=10, doc_topic_prior=0.1, topic_word_prior=0.05, decay=0.9, max_iter=40, patience=40,
                        seed=3)
     killed: list[str] = []
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:

@@ -15,7 +15,7 @@ from topicflow.models.lda.synth import draw_shard
 from topicflow.pipeline.synth import load_truth, synthesize_corpus
 
 SMALL: dict[str, Any] = dict(
-    n_docs=240, n_topics=4, n_terms=60, doc_length=25.0, alpha="0.2,0.4,0.6,0.8", eta=0.1, seed=11,
+    n_docs=240, n_topics=4, n_terms=60, doc_length=25.0, doc_topic_prior="0.2,0.4,0.6,0.8", topic_word_prior=0.1, seed=11,
 )
 
 
@@ -125,7 +125,7 @@ def test_existing_store_is_kept_unless_overwrite(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("change", "match"),
-    [({"alpha": "1,2"}, "alpha"), ({"n_docs": 0}, "n_docs"), ({"eta": 0.0}, "eta"),
+    [({"doc_topic_prior": "1,2"}, "alpha"), ({"n_docs": 0}, "n_docs"), ({"topic_word_prior": 0.0}, "eta"),
      ({"shard_size": 0}, "shard_size")],
 )
 def test_invalid_parameters_leave_nothing_behind(tmp_path: Path, change: dict[str, Any], match: str) -> None:

@@ -180,9 +180,9 @@ class LDA:
     def _config(self) -> VBConfig:
         mode, value = parse_alpha(self.alpha)
         return VBConfig(
-            n_topics=int(self.n_topics), alpha_mode=mode, alpha=value, eta=float(self.eta),  # type: ignore[arg-type]
-            optimize_eta=bool(self.optimize_eta), max_iter=int(self.max_iter), tol=float(self.tol),
-            doc_max_iter=int(self.doc_max_iter), doc_tol=float(self.doc_tol), seed=int(self.seed),
+            n_topics=int(self.n_topics), doc_topic_prior_mode=mode, doc_topic_prior=value, topic_word_prior=float(self.eta),  # type: ignore[arg-type]
+            optimize_topic_word_prior=bool(self.optimize_eta), max_iter=int(self.max_iter), tol=float(self.tol),
+            max_doc_iter=int(self.doc_max_iter), doc_tol=float(self.doc_tol), seed=int(self.seed),
             seed_topics=tuple(self.seed_topics), seed_strength=float(self.seed_strength),
             warm_start=bool(self.warm_start), estep=self.estep, burn_in=int(self.burn_in),  # type: ignore[arg-type]
             samples=int(self.samples), init_shape=float(self.init_shape),
@@ -490,10 +490,10 @@ class LDA:
         online = OnlineConfig.from_dict(model.info["online"]["config"]) if "online" in model.info else OnlineConfig()
         estimator = cls(
             n_topics=config.n_topics,
-            alpha=config.alpha_mode if config.alpha_mode != "fixed" else config.initial_alpha,
-            eta=config.eta, max_iter=config.max_iter, tol=config.tol, doc_max_iter=config.doc_max_iter,
+            alpha=config.doc_topic_prior_mode if config.doc_topic_prior_mode != "fixed" else config.initial_alpha,
+            eta=config.topic_word_prior, max_iter=config.max_iter, tol=config.tol, doc_max_iter=config.max_doc_iter,
             doc_tol=config.doc_tol, seed=config.seed, seed_topics=config.seed_topics,
-            seed_strength=config.seed_strength, optimize_eta=config.optimize_eta, warm_start=config.warm_start,
+            seed_strength=config.seed_strength, optimize_eta=config.optimize_topic_word_prior, warm_start=config.warm_start,
             method=model.info.get("method", "batch"), batch_size=online.batch_size, tau0=online.tau0,
             kappa=online.kappa, passes=online.passes, shuffle_window=online.shuffle_window,
             total_docs=online.total_docs, eval_every=online.eval_every, estep=config.estep,

@@ -14,6 +14,7 @@ from topicflow.errors import InvalidParameterError
 from topicflow.io.models.store import export_npz, load_model
 from topicflow.io.corpus.reader import Corpus
 from topicflow.models.lda.priors import parse_seed_words
+from topicflow.cli._aliases import renamed_options
 from topicflow.cli._common import cluster_options, reports_errors
 from topicflow.pipeline.cluster import ClusterConfig, connect
 from topicflow.api.lda import LDA
@@ -53,13 +54,15 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
     return tuple(parse_seed_words(text, source=path))
 
 
-@click.command()
+@click.command(**renamed_options({"--alpha": "--doc-topic-prior", "--eta": "--topic-word-prior",
+                                   "--optimize-eta": "--optimize-topic-word-prior", "--iterations": "--max-iter",
+                                   "--doc-iterations": "--max-doc-iter"}))
 @click.argument("store", type=click.Path(file_okay=False))
 @click.option("--model", "model_path", required=True, type=click.Path(), help="Directory to save the model to.")
 @click.option("--topics", "n_topics", required=True, type=click.IntRange(min=1), help="Number of topics K.")
 @click.option("--method", type=click.Choice(["batch", "online"]), default="batch", show_default=True,
               help="Batch VB (Mr. LDA) or online VB over minibatches (Hoffman et al. 2010).")
-@click.option("--iterations", default=50, show_default=True, type=click.IntRange(min=1), help="Maximum batch VB iterations.")
+@click.option("--max-iter", default=50, show_default=True, type=click.IntRange(min=1), help="Maximum batch VB iterations.")
 @click.option("--tol", default=1e-4, show_default=True, type=float, help="Batch: stop at this relative ELBO change.")
 @click.option("--batch-size", default=256, show_default=True, type=click.IntRange(min=1), help="Online: documents per minibatch S.")
 @click.option("--tau0", default=10.0, show_default=True, type=float, help="Online: delay of the step sizes (tau0 + t)^-kappa.")
@@ -74,12 +77,13 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
               help="Dense VB E-step, or Gibbs sampling within VB (sparse; faster at large K).")
 @click.option("--burn-in", default=5, show_default=True, type=click.IntRange(min=0), help="Hybrid: discarded sweeps per document.")
 @click.option("--samples", default=5, show_default=True, type=click.IntRange(min=1), help="Hybrid: kept sweeps per document.")
-@click.option("--alpha", default="auto", show_default=True, help="auto (asymmetric, Newton-Raphson), symmetric (learned), or a fixed value.")
-@click.option("--eta", default=0.01, show_default=True, type=float, help="Topic-word prior.")
-@click.option("--optimize-eta", is_flag=True, help="Learn a symmetric eta by Newton-Raphson.")
+@click.option("--doc-topic-prior", default="auto", show_default=True,
+              help="Document-topic prior alpha: auto (asymmetric, Newton-Raphson), symmetric (learned), or a fixed value.")
+@click.option("--topic-word-prior", default=0.01, show_default=True, type=float, help="Topic-word prior eta.")
+@click.option("--optimize-topic-word-prior", is_flag=True, help="Learn a symmetric eta by Newton-Raphson.")
 @click.option("--seed-words", type=click.Path(dir_okay=False), default=None, help="Informed priors: seeded topics and their words.")
 @click.option("--seed-strength", default=1.0, show_default=True, type=float, help="Prior weight of a seed word in its topic.")
-@click.option("--doc-iterations", default=100, show_default=True, type=click.IntRange(min=1), help="Maximum E-step iterations per document.")
+@click.option("--max-doc-iter", default=100, show_default=True, type=click.IntRange(min=1), help="Maximum E-step iterations per document.")
 @click.option("--doc-tol", default=1e-3, show_default=True, type=float, help="E-step stops at this mean absolute change of gamma.")
 @click.option("--warm-start/--cold-start", default=False, show_default=True,
               help="Batch: after 10 cold iterations, start each document's E-step from its previous gamma.")
@@ -97,10 +101,10 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @click.option("--overwrite", is_flag=True, help="Replace an existing model / doc-topics output.")
 @cluster_options
 @reports_errors
-def fit(store: str, model_path: str, n_topics: int, method: str, iterations: int, tol: float, batch_size: int,
+def fit(store: str, model_path: str, n_topics: int, method: str, max_iter: int, tol: float, batch_size: int,
         tau0: float, kappa: float, passes: int, shuffle_window: int, executor: str, estep: str, burn_in: int, samples: int,
-        alpha: str, eta: float, optimize_eta: bool, seed_words: str | None, seed_strength: float,
-        doc_iterations: int, doc_tol: float, warm_start: bool, seed: int, init_shape: float,
+        doc_topic_prior: str, topic_word_prior: float, optimize_topic_word_prior: bool, seed_words: str | None,
+        seed_strength: float, max_doc_iter: int, doc_tol: float, warm_start: bool, seed: int, init_shape: float,
         checkpoint_every: int | None,
         checkpoint_path: str | None, resume: bool, doc_topics: str | None, split_every: int | None,
         overwrite: bool, cluster: ClusterConfig) -> None:
@@ -112,9 +116,9 @@ def fit(store: str, model_path: str, n_topics: int, method: str, iterations: int
     corpus = Corpus.open(store)
     check_output_path(Path(model_path), overwrite=overwrite, what="model")
     estimator = LDA(
-        n_topics, alpha=alpha, eta=eta, max_iter=iterations, tol=tol, doc_max_iter=doc_iterations,
+        n_topics, alpha=doc_topic_prior, eta=topic_word_prior, max_iter=max_iter, tol=tol, doc_max_iter=max_doc_iter,
         doc_tol=doc_tol, seed=seed, seed_topics=read_seed_words(seed_words), seed_strength=seed_strength,
-        optimize_eta=optimize_eta, split_every=split_every, warm_start=warm_start, method=method,
+        optimize_eta=optimize_topic_word_prior, split_every=split_every, warm_start=warm_start, method=method,
         batch_size=batch_size, tau0=tau0, kappa=kappa, passes=passes, shuffle_window=shuffle_window,
         estep=estep, burn_in=burn_in, samples=samples, executor=executor, init_shape=init_shape,
     )

@@ -10,6 +10,7 @@ import click
 
 from topicflow.io.models.store import save_model
 from topicflow.io.corpus.reader import Corpus
+from topicflow.cli._aliases import renamed_options
 from topicflow.cli._common import cluster_options, reports_errors
 from topicflow.pipeline.cluster import ClusterConfig, connect
 from topicflow.pipeline.progress import TqdmProgress
@@ -17,7 +18,8 @@ from topicflow.pipeline.streaming.config import STREAM_ALGORITHMS, StreamConfig,
 from topicflow.pipeline.streaming import run_stream
 
 
-@click.command()
+@click.command(**renamed_options({"--alpha": "--doc-topic-prior", "--beta": "--topic-word-prior",
+                                   "--max-iters": "--max-iter"}))
 @click.argument("store", type=click.Path(file_okay=False))
 @click.option("--out", required=True, type=click.Path(path_type=Path),
               help="Directory for the trace, the summary, the saved state and the model (OUT/model).")
@@ -25,8 +27,10 @@ from topicflow.pipeline.streaming import run_stream
               help="Batch collapsed Gibbs, o-LDA, incremental Gibbs, the particle filter (Canini et al. 2009), "
               "streaming Gibbs with decay or its parameter-server form (Gao et al. 2016).")
 @click.option("--topics", "n_topics", required=True, type=click.IntRange(min=1), help="Number of topics K.")
-@click.option("--alpha", default=0.1, show_default=True, type=float, help="Document-topic prior (symmetric).")
-@click.option("--beta", default=0.01, show_default=True, type=float, help="Topic-word prior (symmetric).")
+@click.option("--doc-topic-prior", default=0.1, show_default=True, type=float,
+              help="Document-topic prior alpha (symmetric).")
+@click.option("--topic-word-prior", default=0.01, show_default=True, type=float,
+              help="Topic-word prior beta (symmetric).")
 @click.option("--particles", default=100, show_default=True, type=click.IntRange(min=1), help="pf: particles P.")
 @click.option("--ess", default=0.5, show_default=True, type=click.FloatRange(0, 1, min_open=True),
               help="pf: resample when the effective sample size falls below this share of P.")
@@ -57,7 +61,7 @@ from topicflow.pipeline.streaming import run_stream
               help="sgs/dsgs: documents per minibatch.")
 @click.option("--decay", default=1.0, show_default=True, type=click.FloatRange(0, 1, min_open=True),
               help="sgs/dsgs: factor lambda applied to the topic-word counts after each minibatch.")
-@click.option("--max-iters", default=100, show_default=True, type=click.IntRange(min=1),
+@click.option("--max-iter", default=100, show_default=True, type=click.IntRange(min=1),
               help="sgs/dsgs: sweeps of a minibatch at most.")
 @click.option("--patience", default=10, show_default=True, type=click.IntRange(min=1),
               help="sgs/dsgs: stop a minibatch after this many sweeps without a better training perplexity.")
@@ -78,10 +82,11 @@ from topicflow.pipeline.streaming import run_stream
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @cluster_options
 @reports_errors
-def stream(store: str, out: Path, algorithm: str, n_topics: int, alpha: float, beta: float, particles: int,
+def stream(store: str, out: Path, algorithm: str, n_topics: int, doc_topic_prior: float, topic_word_prior: float,
+           particles: int,
            ess: float, resampling: str, rejuv: int, rejuv_source: str, reservoir_size: int, init_docs: int,
            init_sweeps: int, init_trials: int, init_select: str | None, runs: int, eval_every: int, sweeps: int,
-           optimize_every: int, batch_size: int, decay: float, max_iters: int, patience: int, sgs_init: str,
+           optimize_every: int, batch_size: int, decay: float, max_iter: int, patience: int, sgs_init: str,
            staleness: int | None, sync_first: int, max_docs: int | None, test_store: str | None, seed: int, resume: bool, checkpoint_every: int,
            overwrite: bool, output_format: str, cluster: ClusterConfig) -> None:
     """Run a streaming sampler over STORE in store order; write OUT/trace.jsonl, summary.json and model.
@@ -93,13 +98,13 @@ def stream(store: str, out: Path, algorithm: str, n_topics: int, alpha: float, b
     corpus = Corpus.open(store)
     test_corpus = Corpus.open(test_store) if test_store else None
     config = StreamConfig(
-        algorithm=algorithm, n_topics=n_topics, doc_topic_prior=alpha, topic_word_prior=beta,  # type: ignore[arg-type]
+        algorithm=algorithm, n_topics=n_topics, doc_topic_prior=doc_topic_prior, topic_word_prior=topic_word_prior,  # type: ignore[arg-type]
         n_particles=particles, ess_threshold=ess, resampling=resampling, rejuvenation_steps=rejuv,  # type: ignore[arg-type]
         rejuvenation_source=rejuv_source, reservoir_size=reservoir_size, init_docs=init_docs,  # type: ignore[arg-type]
         init_sweeps=init_sweeps, init_trials=init_trials,
         init_select=init_select or ("nmi" if corpus.has_labels else "perplexity"),  # type: ignore[arg-type]
         runs=runs, eval_every=eval_every, sweeps=sweeps, optimize_every=optimize_every, batch_size=batch_size,
-        decay=decay, max_iters=max_iters, patience=patience, sgs_init=sgs_init, staleness=staleness,
+        decay=decay, max_iter=max_iter, patience=patience, sgs_init=sgs_init, staleness=staleness,
         sync_first=sync_first, n_workers=cluster.workers if algorithm == "dsgs" else None, max_docs=max_docs, seed=seed,
     )
     if not resume:

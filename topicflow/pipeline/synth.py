@@ -123,8 +123,8 @@ def synthesize_corpus(
     n_topics: int,
     n_terms: int,
     doc_length: float,
-    alpha: float | str | Sequence[float],
-    eta: float,
+    doc_topic_prior: float | str | Sequence[float],
+    topic_word_prior: float,
     seed: int = 0,
     n_languages: int = 1,
     labels: bool = False,
@@ -144,9 +144,9 @@ def synthesize_corpus(
         ``n_terms`` is the vocabulary size of every language.
     doc_length : float
         Poisson mean of each document's length per language (every document has at least 1 token).
-    alpha : float, comma-separated str or sequence of float
+    doc_topic_prior : float, comma-separated str or sequence of float
         Doc-topic prior; one value (symmetric) or ``n_topics`` values (asymmetric).
-    eta : float
+    topic_word_prior : float
         Topic-word prior.
     seed : int
     n_languages : int
@@ -174,13 +174,13 @@ def synthesize_corpus(
     Examples
     --------
     >>> result = synthesize_corpus("toy.zarr", n_docs=100, n_topics=3, n_terms=50,
-    ...                            doc_length=20, alpha=0.3, eta=0.1, seed=1)  # doctest: +SKIP
+    ...                            doc_length=20, doc_topic_prior=0.3, topic_word_prior=0.1, seed=1)  # doctest: +SKIP
     >>> load_truth("toy.zarr").topic_word["default"].shape                    # doctest: +SKIP
     (3, 50)
     """
     params = SynthParams(
         n_docs=n_docs, n_topics=n_topics, n_terms=n_terms, doc_length=doc_length,
-        doc_topic_prior=alpha, topic_word_prior=eta, seed=seed, n_langs=n_languages,  # type: ignore[arg-type]
+        doc_topic_prior=doc_topic_prior, topic_word_prior=topic_word_prior, seed=seed, n_langs=n_languages,  # type: ignore[arg-type]
         labels=labels,
     )
     shard_size = parse_shard_size(config.get("shard-size") if shard_size is None else shard_size)

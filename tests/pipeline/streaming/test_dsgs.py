@@ -35,7 +35,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def params(decay: float = 0.9, **changes: Any) -> SGSParams:
     settings: dict[str, Any] = dict(n_topics=N_TOPICS, doc_topic_prior=0.1, topic_word_prior=0.05, decay=decay,
-                                    max_iters=15, seed=1)
+                                    max_iter=15, seed=1)
     settings.update(changes)
     return SGSParams(**settings)
 

@@ -40,7 +40,7 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def config(algorithm: str = "sgs", **changes: Any) -> StreamConfig:
     settings: dict[str, Any] = dict(algorithm=algorithm, n_topics=3, doc_topic_prior=0.1, topic_word_prior=0.05,
-                                    batch_size=40, max_iters=30, runs=2, eval_every=80, seed=4)
+                                    batch_size=40, max_iter=30, runs=2, eval_every=80, seed=4)
     settings.update(changes)
     return StreamConfig(**settings)
 
@@ -90,7 +90,7 @@ def test_bad_minibatch_settings_are_refused() -> None:
     with pytest.raises(InvalidParameterError):
         config(decay=0.0)
     with pytest.raises(InvalidParameterError):
-        config(max_iters=0)
+        config(max_iter=0)
 
 
 def write_docs(path: Path, counts: Any, start: int, stop: int) -> Path:
@@ -109,7 +109,7 @@ def test_update_continues_an_sgs_stream_as_if_it_had_never_stopped(tmp_path: Pat
     ingest_corpus([write_docs(tmp_path / "base.jsonl", counts, 0, 200)], store, tokenizer=NO_STOP, shard_size=50)
     runner = CliRunner()
     first = runner.invoke(main, ["stream", str(store), "--out", str(tmp_path / "out"), "--algo", "sgs", "--topics", "3",
-                                 "--batch-size", "50", "--max-iters", "20", "--workers", "1"], catch_exceptions=False)
+                                 "--batch-size", "50", "--max-iter", "20", "--workers", "1"], catch_exceptions=False)
     assert first.exit_code == 0, first.output
     model_path = tmp_path / "out" / "model"
     append_corpus(store, [write_docs(tmp_path / "new.jsonl", counts, 200, 250)])

@@ -41,7 +41,7 @@ def test_fit_recovers_planted_topics(planted: tuple[Path, object], client: objec
 
 def test_elbo_never_decreases(planted: tuple[Path, object]) -> None:
     path, _ = planted
-    config = VBConfig(n_topics=4, max_iter=25, tol=0.0, doc_tol=1e-10, doc_max_iter=2000, seed=3)
+    config = VBConfig(n_topics=4, max_iter=25, tol=0.0, doc_tol=1e-10, max_doc_iter=2000, seed=3)
     elbos = np.array([r.elbo for r in fit_batch_vb(Corpus.open(path), config).trace])
     assert len(elbos) == 25
     assert np.all(np.diff(elbos) >= -1e-9 * np.abs(elbos[1:])), np.diff(elbos)
@@ -137,7 +137,7 @@ def test_has_converged_policy() -> None:
 
 def test_symmetric_alpha_mode_learns_one_shared_value(planted: tuple[Path, object]) -> None:
     path, _ = planted
-    state = fit_batch_vb(Corpus.open(path), VBConfig(n_topics=4, alpha_mode="symmetric", max_iter=30, seed=1)).state
+    state = fit_batch_vb(Corpus.open(path), VBConfig(n_topics=4, doc_topic_prior_mode="symmetric", max_iter=30, seed=1)).state
     alpha = state.doc_topic_prior
     assert alpha.shape == (4,)
     assert np.all(alpha == alpha[0]) and alpha[0] != pytest.approx(0.25)  # moved from its 1/K start

@@ -43,13 +43,14 @@ def run_both(tmp_path: Path, dense: dict[str, np.ndarray], config: VBConfig, cli
         np.testing.assert_array_equal(start.topic_word_var[lang], lam0[lang])
     eta = {lang: start.topic_word_prior[lang] for lang in corpus.languages}
     lams, elbos = batch_vb_reference(reference_docs(dense), lam0, eta, np.full(N_TOPICS, ALPHA),
-                                     ITERATIONS, config.doc_max_iter, config.doc_tol, warm_start=config.warm_start)
+                                     ITERATIONS, config.max_doc_iter, config.doc_tol, warm_start=config.warm_start)
     return result, lams, elbos
 
 
 def config(**changes: object) -> VBConfig:
-    base = dict(n_topics=N_TOPICS, alpha_mode="fixed", alpha=ALPHA, eta=ETA, max_iter=ITERATIONS, tol=0.0,
-                doc_max_iter=50, doc_tol=1e-6, seed=5, warm_start=False, cold_iterations=0)
+    base = dict(n_topics=N_TOPICS, doc_topic_prior_mode="fixed", doc_topic_prior=ALPHA, topic_word_prior=ETA,
+                max_iter=ITERATIONS, tol=0.0,
+                max_doc_iter=50, doc_tol=1e-6, seed=5, warm_start=False, cold_iterations=0)
     base.update(changes)
     return VBConfig(**base)  # type: ignore[arg-type]
 

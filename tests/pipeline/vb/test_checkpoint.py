@@ -87,7 +87,7 @@ def test_checkpoint_write_keeps_the_previous_one_until_complete(store: Path, tmp
 
 def test_cli_fit_killed_then_resumed_equals_uninterrupted(store: Path, tmp_path: Path) -> None:
     model = tmp_path / "model"
-    args = [str(store), "--model", str(model), "--topics", "4", "--iterations", "40", "--tol", "0", "--seed", "3",
+    args = [str(store), "--model", str(model), "--topics", "4", "--max-iter", "40", "--tol", "0", "--seed", "3",
             "--checkpoint-every", "1", "--workers", "1"]
     process = subprocess.Popen(
         [sys.executable, "-m", "topicflow.cli", "fit", *args],

@@ -72,7 +72,7 @@ def test_plan_over_new_shards_only() -> None:
 def test_online_matches_numpy_reference(planted: tuple[Path, object]) -> None:
     path, truth = planted
     corpus = Corpus.open(path)
-    config = VBConfig(n_topics=4, alpha_mode="fixed", alpha=0.3, eta=0.05, doc_max_iter=50, doc_tol=1e-6, seed=5)
+    config = VBConfig(n_topics=4, doc_topic_prior_mode="fixed", doc_topic_prior=0.3, topic_word_prior=0.05, max_doc_iter=50, doc_tol=1e-6, seed=5)
     online = OnlineConfig(batch_size=80, tau0=4.0, kappa=0.6, pieces=4, min_piece_docs=1, eval_every=0)
     result = fit_online(corpus, config, online)
     batches = [list(range(lo, lo + 80)) for lo in range(0, 400, 80)]
@@ -93,7 +93,7 @@ def test_one_full_minibatch_with_unit_step_is_a_batch_iteration(
 ) -> None:
     path, _ = planted
     corpus = Corpus.open(path)
-    config = VBConfig(n_topics=4, max_iter=1, tol=0.0, seed=2, optimize_eta=optimize_eta, gamma_init="uniform")
+    config = VBConfig(n_topics=4, max_iter=1, tol=0.0, seed=2, optimize_topic_word_prior=optimize_eta, gamma_init="uniform")
     batch = fit_batch_vb(corpus, config, client=client, split_every=3).state
     # pieces of 50 documents line up with the shards, so even the merge tree is the batch one.
     online = OnlineConfig(batch_size=400, tau0=0.0, kappa=0.0, pieces=8, eval_every=0)
@@ -198,7 +198,7 @@ def test_servers_get_lambda_once_then_only_steps(
     monkeypatch.setattr(online_module, "ActorPool", RecordedPool)
     path, _ = planted
     corpus = Corpus.open(path)
-    config = VBConfig(n_topics=4, seed=3, optimize_eta=True)
+    config = VBConfig(n_topics=4, seed=3, optimize_topic_word_prior=True)
     base = dict(batch_size=100, passes=2, pieces=4, min_piece_docs=1)
     local = fit_online(corpus, config, OnlineConfig(**base)).state  # type: ignore[arg-type]
     with Client(local_cluster) as client:  # type: ignore[arg-type]

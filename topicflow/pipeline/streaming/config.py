@@ -16,6 +16,10 @@ STREAM_ALGORITHMS: tuple[str, ...] = ("gibbs", "olda", "incgibbs", "pf", "sgs", 
 MINIBATCH_ALGORITHMS: tuple[str, ...] = ("sgs", "dsgs")
 
 
+#: Setting names of streams saved before topicflow used one name per concept (read, never written).
+LEGACY_SETTINGS = {"max_iters": "max_iter"}
+
+
 @dataclass(frozen=True, slots=True)
 class StreamConfig:
     """What a stream computes (hyperparameters, initialization, runs); validated at construction.
@@ -52,7 +56,7 @@ class StreamConfig:
     optimize_every : int
         ``"gibbs"``: learn an asymmetric alpha and a symmetric beta (Minka's fixed point) every this
         many sweeps after the first 50 (0: keep them fixed).
-    batch_size, decay, max_iters, patience : int, float, int, int
+    batch_size, decay, max_iter, patience : int, float, int, int
         ``"sgs"``/``"dsgs"``: documents per minibatch; the factor lambda that scales the counts after
         each minibatch; the sweeps of a minibatch at most, and without improvement of its training
         perplexity.
@@ -86,7 +90,7 @@ class StreamConfig:
     optimize_every: int = 0
     batch_size: int = 256
     decay: float = 1.0
-    max_iters: int = 100
+    max_iter: int = 100
     patience: int = 10
     sgs_init: str = "posterior"
     staleness: int | None = None
@@ -128,7 +132,8 @@ class StreamConfig:
     @classmethod
     def from_dict(cls, payload: Mapping[str, Any]) -> StreamConfig:
         names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in payload.items() if k in names})
+        renamed = {LEGACY_SETTINGS.get(k, k): v for k, v in payload.items()}
+        return cls(**{k: v for k, v in renamed.items() if k in names})
 
     def run_seed(self, run: int) -> int:
         return self.seed + run
@@ -184,5 +189,5 @@ class StreamResult:
 def sgs_params(config: StreamConfig, seed: int) -> sgs.SGSParams:
     """The sampler's hyperparameters from the stream settings (validated by :class:`SGSParams`)."""
     return sgs.SGSParams(n_topics=config.n_topics, doc_topic_prior=config.doc_topic_prior,
-                         topic_word_prior=config.topic_word_prior, decay=config.decay, max_iters=config.max_iters,
+                         topic_word_prior=config.topic_word_prior, decay=config.decay, max_iter=config.max_iter,
                          patience=config.patience, init=config.sgs_init, seed=seed)  # type: ignore[arg-type]

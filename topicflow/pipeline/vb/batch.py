@@ -36,6 +36,11 @@ from topicflow.tasks.estep import graph_token, map_estep, map_estep_warm, tree_m
 log = logging.getLogger(__name__)
 
 
+#: Setting names of models saved before topicflow used one name per concept (read, never written).
+LEGACY_SETTINGS = {"alpha_mode": "doc_topic_prior_mode", "alpha": "doc_topic_prior", "eta": "topic_word_prior",
+                   "optimize_eta": "optimize_topic_word_prior", "doc_max_iter": "max_doc_iter"}
+
+
 @dataclass(frozen=True, slots=True)
 class VBConfig:
     """What batch VB computes (hyperparameters); validated once here.
@@ -43,31 +48,31 @@ class VBConfig:
     Attributes
     ----------
     n_topics : int
-    alpha_mode : {"auto", "symmetric", "fixed"}
+    doc_topic_prior_mode : {"auto", "symmetric", "fixed"}
         ``auto`` learns an asymmetric alpha by Newton-Raphson, ``symmetric`` learns one shared value,
-        ``fixed`` keeps ``alpha`` as given.
-    alpha : float
+        ``fixed`` keeps ``doc_topic_prior`` as given.
+    doc_topic_prior : float
         Initial (or fixed) value of every alpha_k; default 1 / n_topics.
-    eta : float
-        Symmetric topic-word prior (the base value under informed priors).
-    optimize_eta : bool
+    topic_word_prior : float
+        Symmetric topic-word prior eta (the base value under informed priors).
+    optimize_topic_word_prior : bool
         Learn a symmetric eta by Newton-Raphson (not with informed priors).
     seed_topics : tuple of SeedTopic
         Informed priors: the first ``len(seed_topics)`` topics are seeded.
     estep : {"vb", "hybrid"}
-        ``vb``: dense coordinate ascent per document (``doc_max_iter``, ``doc_tol``); ``hybrid``:
+        ``vb``: dense coordinate ascent per document (``max_doc_iter``, ``doc_tol``); ``hybrid``:
         Gibbs sampling within VB (Mimno et al. 2012), ``burn_in`` discarded and ``samples`` kept
         sweeps per document, sparse in topics, hence faster at large K.
     """
 
     n_topics: int
-    alpha_mode: AlphaMode = "auto"
-    alpha: float | None = None
-    eta: float = 0.01
-    optimize_eta: bool = False
+    doc_topic_prior_mode: AlphaMode = "auto"
+    doc_topic_prior: float | None = None
+    topic_word_prior: float = 0.01
+    optimize_topic_word_prior: bool = False
     max_iter: int = 50
     tol: float = 1e-4
-    doc_max_iter: int = 100
+    max_doc_iter: int = 100
     doc_tol: float = 1e-3
     seed: int = 0
     seed_topics: tuple[SeedTopic, ...] = ()
@@ -90,13 +95,15 @@ class VBConfig:
     def __post_init__(self) -> None:
         checks = [
             (self.n_topics >= 1, "n_topics must be a positive integer"),
-            (self.alpha_mode in ("auto", "symmetric", "fixed"), "alpha_mode must be one of 'auto', 'symmetric', 'fixed'"),
-            (self.alpha is None or self.alpha > 0, "alpha must be positive"),
-            (self.eta > 0, "eta must be positive"),
+            (self.doc_topic_prior_mode in ("auto", "symmetric", "fixed"),
+             "doc_topic_prior_mode must be one of 'auto', 'symmetric', 'fixed'"),
+            (self.doc_topic_prior is None or self.doc_topic_prior > 0, "doc_topic_prior must be positive"),
+            (self.topic_word_prior > 0, "topic_word_prior must be positive"),
             (self.max_iter >= 1, "max_iter must be at least 1"),
             (self.tol >= 0, "tol must be nonnegative"),
             (len(self.seed_topics) <= self.n_topics, "more seeded topics than n_topics"),
-            (not (self.optimize_eta and self.seed_topics), "optimize_eta cannot be combined with informed priors (seed words)"),
+            (not (self.optimize_topic_word_prior and self.seed_topics),
+             "optimize_topic_word_prior cannot be combined with informed priors (seed words)"),
             (self.estep in ("vb", "hybrid"), "estep must be 'vb' or 'hybrid'"),
             (self.gamma_init in ("auto", "uniform", "random"), "gamma_init must be 'auto', 'uniform' or 'random'"),
             (self.burn_in >= 0 and self.samples >= 1, "burn_in must be >= 0 and samples >= 1"),
@@ -109,12 +116,12 @@ class VBConfig:
 
     @property
     def initial_alpha(self) -> float:
-        return self.alpha if self.alpha is not None else 1.0 / self.n_topics
+        return self.doc_topic_prior if self.doc_topic_prior is not None else 1.0 / self.n_topics
 
     def vb_params(self, *, online: bool = False) -> VBParams:
         """Parameters of the dense E-step (with ``online=False``, also those that fold in new documents)."""
         random_init = self.gamma_init == "random" or (self.gamma_init == "auto" and online)
-        return VBParams(n_topics=self.n_topics, max_doc_iter=self.doc_max_iter, doc_tol=self.doc_tol,
+        return VBParams(n_topics=self.n_topics, max_doc_iter=self.max_doc_iter, doc_tol=self.doc_tol,
                         random_init=random_init, seed=self.seed)
 
     def estep_params(self, *, online: bool = False) -> VBParams | HybridParams:
@@ -126,7 +133,7 @@ class VBConfig:
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (model files keep it as ``settings``); :meth:`from_dict` inverts it."""
         payload = {name: getattr(self, name) for name in self.__slots__}
-        payload["alpha"] = self.initial_alpha
+        payload["doc_topic_prior"] = self.initial_alpha
         payload["seed_topics"] = [
             {"name": s.name, "words": list(s.words), "weights": list(s.weights)} for s in self.seed_topics
         ]
@@ -134,6 +141,7 @@ class VBConfig:
 
     @classmethod
     def from_dict(cls, payload: dict[str, Any]) -> VBConfig:
+        payload = {LEGACY_SETTINGS.get(name, name): value for name, value in payload.items()}
         known = {name: payload[name] for name in cls.__slots__ if name in payload}
         known["seed_topics"] = tuple(
             SeedTopic(s["name"], tuple(s["words"]), tuple(s["weights"])) for s in payload.get("seed_topics", ())
@@ -197,14 +205,14 @@ def initial_state(corpus: Corpus, config: VBConfig) -> tuple[LDAState, dict[str,
         if config.seed_topics:
             prior, topic_names, missing = informed_prior(
                 vocab.index, len(vocab), config.n_topics, config.seed_topics,
-                base=config.eta, seed_strength=config.seed_strength,
+                base=config.topic_word_prior, seed_strength=config.seed_strength,
             )
             priors[lang] = prior
             names = [a or b for a, b in zip(names, topic_names)]
             for name, words in missing.items():
                 unknown.setdefault(name, []).extend(words)
         else:
-            priors[lang] = config.eta
+            priors[lang] = config.topic_word_prior
     alpha = np.full(config.n_topics, config.initial_alpha)
     return LDAState(lam, alpha, priors, tuple(names)), unknown
 
@@ -223,13 +231,13 @@ def mstep(state: LDAState, stats: EStepStats, config: VBConfig) -> LDAState:
         for lang in state.languages
     }
     alpha = state.doc_topic_prior
-    if config.alpha_mode == "auto":
+    if config.doc_topic_prior_mode == "auto":
         alpha, _ = newton_alpha(alpha, stats.alpha_suff, stats.n_docs)
-    elif config.alpha_mode == "symmetric":
+    elif config.doc_topic_prior_mode == "symmetric":
         shared, _ = newton_symmetric_alpha(float(alpha[0]), stats.alpha_suff, stats.n_docs)
         alpha = np.full(state.n_topics, shared)
     priors = state.topic_word_prior
-    if config.optimize_eta:
+    if config.optimize_topic_word_prior:
         priors = {}
         for lang in state.languages:
             eta = float(state.topic_word_prior[lang])

@@ -109,7 +109,7 @@ def fold_in_params(model: SavedModel, *, max_doc_iter: int | None = None, doc_to
     model : SavedModel
         The model; its saved settings give the defaults.
     max_doc_iter : int, optional
-        Per-document iteration cap; default the model's ``doc_max_iter`` (100 if not saved).
+        Per-document iteration cap; default the model's ``max_doc_iter`` (100 if not saved).
     doc_tol : float, optional
         Per-document convergence tolerance; default the model's ``doc_tol`` (1e-3 if not saved).
 
@@ -121,7 +121,7 @@ def fold_in_params(model: SavedModel, *, max_doc_iter: int | None = None, doc_to
     settings = model.info.get("settings", {})
     return VBParams(
         n_topics=model.state.n_topics,
-        max_doc_iter=max_doc_iter or int(settings.get("doc_max_iter", 100)),
+        max_doc_iter=max_doc_iter or int(settings.get("max_doc_iter", settings.get("doc_max_iter", 100))),
         doc_tol=doc_tol if doc_tol is not None else float(settings.get("doc_tol", 1e-3)),
     )
 

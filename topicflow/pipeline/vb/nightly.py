@@ -42,7 +42,7 @@ def grown_state(model: SavedModel, corpus: Corpus, config: VBConfig, *, model_pa
             model.vocabularies[lang].terms, corpus.vocabulary(lang).terms, language=lang,
             model_path=model_path, store_path=str(corpus.path),
         )
-    state = grow_state(model.state, corpus.vocab_sizes(), base_prior=config.eta)
+    state = grow_state(model.state, corpus.vocab_sizes(), base_prior=config.topic_word_prior)
     return state, new_terms
 
 

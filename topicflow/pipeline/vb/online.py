@@ -376,8 +376,8 @@ def fit_online(
                 bound = online_vb.minibatch_bound(stats, state.topic_word_var, state.doc_topic_prior,
                                                   state.topic_word_prior, scale) / max(scale * stats.n_tokens, 1)
             step = online_vb.topic_word_step(state, stats, rho=rho, total_docs=total_docs,
-                                             optimize_eta=config.optimize_eta)
-            updated = online_vb.online_update(state, stats, step, alpha_mode=config.alpha_mode)
+                                             optimize_topic_word_prior=config.optimize_topic_word_prior)
+            updated = online_vb.online_update(state, stats, step, doc_topic_prior_mode=config.doc_topic_prior_mode)
             runner.advance(state, step, updated)
             state = updated
             t += 1

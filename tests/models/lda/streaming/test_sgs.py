@@ -240,7 +240,7 @@ def test_one_minibatch_without_decay_is_batch_gibbs(init: str, gibbs_init: str) 
     """The whole corpus as one minibatch, decay 1: the same draws as batch collapsed Gibbs."""
     block = random_block(40, 90, seed=3, mean_len=12, first_doc=17)  # some of the 90 terms unused
     assert sgs.minibatch_terms(block).shape[0] < block.n_terms
-    params = SGSParams(n_topics=6, doc_topic_prior=0.15, topic_word_prior=0.02, decay=1.0, max_iters=12,
+    params = SGSParams(n_topics=6, doc_topic_prior=0.15, topic_word_prior=0.02, decay=1.0, max_iter=12,
                        patience=12, init=init, seed=4)  # type: ignore[arg-type]
     gibbs = params.gibbs_params()
     batch = run_sweeps(initial_state(block, gibbs, init=gibbs_init), gibbs, 12)  # type: ignore[arg-type]
@@ -282,7 +282,7 @@ def test_apply_delta_known_values() -> None:
 
 def test_decay_is_applied_once_per_minibatch() -> None:
     """Four minibatches (one of them empty): N follows N <- decay (N + n_t), entry by entry."""
-    params = SGSParams(n_topics=4, doc_topic_prior=0.2, topic_word_prior=0.05, decay=0.7, max_iters=5, seed=2)
+    params = SGSParams(n_topics=4, doc_topic_prior=0.2, topic_word_prior=0.05, decay=0.7, max_iter=5, seed=2)
     full = random_block(48, 30, seed=6, mean_len=9)
     empty = block_from_csr(sp.csr_matrix((3, 30), dtype=np.int64), first_doc=16)
     blocks = [full.slice(0, 16), empty, full.slice(16, 32), full.slice(32, 48)]
@@ -315,7 +315,7 @@ def test_empty_minibatch_only_decays() -> None:
 
 
 def test_in_place_update_equals_copy() -> None:
-    params = SGSParams(n_topics=3, decay=0.9, max_iters=6, seed=5)
+    params = SGSParams(n_topics=3, decay=0.9, max_iter=6, seed=5)
     block = random_block(30, 20, seed=1, mean_len=8)
     start = sgs.empty_state(20, params)
     copied, _ = sgs.observe_minibatch(start, block.slice(0, 15), params)
@@ -334,7 +334,7 @@ def test_in_place_update_equals_copy() -> None:
 
 
 def test_resumed_stream_equals_uninterrupted_stream() -> None:
-    params = SGSParams(n_topics=4, doc_topic_prior=0.1, topic_word_prior=0.05, decay=0.8, max_iters=15, seed=9)
+    params = SGSParams(n_topics=4, doc_topic_prior=0.1, topic_word_prior=0.05, decay=0.8, max_iter=15, seed=9)
     block = random_block(60, 35, seed=7, mean_len=10, first_doc=100)
     pieces = [block.slice(lo, lo + 10) for lo in range(0, 60, 10)]
     straight = sgs.empty_state(35, params)
@@ -360,7 +360,7 @@ def test_resumed_stream_equals_uninterrupted_stream() -> None:
 
 def test_minibatch_results_depend_on_global_document_positions_only() -> None:
     """Draws are keyed by global document: a minibatch read as two concatenated pieces samples the same."""
-    params = SGSParams(n_topics=5, max_iters=8, seed=3)
+    params = SGSParams(n_topics=5, max_iter=8, seed=3)
     block = random_block(20, 30, seed=2, first_doc=40)
     rejoined = concat_blocks([block.slice(0, 7), block.slice(7, 20)])
     state = sgs.empty_state(30, params)
@@ -375,16 +375,16 @@ def test_minibatch_results_depend_on_global_document_positions_only() -> None:
 def test_stops_when_the_training_perplexity_stalls() -> None:
     planted = draw_planted_corpus(n_docs=80, n_topics=3, n_terms=30, doc_length=30, alpha=0.2, seed=1)
     block = block_from_csr(planted.counts["default"])
-    params = SGSParams(n_topics=3, doc_topic_prior=0.2, topic_word_prior=0.05, max_iters=200, patience=3, seed=1)
+    params = SGSParams(n_topics=3, doc_topic_prior=0.2, topic_word_prior=0.05, max_iter=200, patience=3, seed=1)
     _, diag = sgs.observe_minibatch(sgs.empty_state(30, params), block, params)
     assert diag.stop_reason == "no_improvement" and diag.iterations < 200
     assert len(diag.trace) == diag.iterations + 1 and diag.perplexity == diag.trace[-1]
     best = int(np.argmin(diag.trace))
     assert diag.iterations - best == 3 and min(diag.trace[best + 1:]) >= diag.trace[best]
     assert diag.trace[best] < diag.trace[0]
-    capped = SGSParams(n_topics=3, doc_topic_prior=0.2, topic_word_prior=0.05, max_iters=2, patience=10, seed=1)
+    capped = SGSParams(n_topics=3, doc_topic_prior=0.2, topic_word_prior=0.05, max_iter=2, patience=10, seed=1)
     _, diag = sgs.observe_minibatch(sgs.empty_state(30, capped), block, capped)
-    assert diag.stop_reason == "max_iters" and diag.iterations == 2
+    assert diag.stop_reason == "max_iter" and diag.iterations == 2
     assert sgs.has_stalled([5.0, 4.0, 4.0, 4.5], 2) and not sgs.has_stalled([5.0, 4.0, 4.0, 3.9], 2)
 
 
@@ -398,7 +398,7 @@ def test_recovers_planted_topics_from_a_stream(decay: float) -> None:
     """
     planted = draw_planted_corpus(n_docs=600, n_topics=4, n_terms=40, doc_length=40, alpha=0.2, seed=5)
     block = block_from_csr(planted.counts["default"])
-    params = SGSParams(n_topics=4, doc_topic_prior=0.2, topic_word_prior=0.05, decay=decay, max_iters=60, seed=2)
+    params = SGSParams(n_topics=4, doc_topic_prior=0.2, topic_word_prior=0.05, decay=decay, max_iter=60, seed=2)
     state = sgs.empty_state(40, params)
     for lo in range(0, 600, 100):
         state, _ = sgs.observe_minibatch(state, block.slice(lo, lo + 100), params)
@@ -409,7 +409,7 @@ def test_recovers_planted_topics_from_a_stream(decay: float) -> None:
 
 
 def test_vocabulary_grows_with_the_stream() -> None:
-    params = SGSParams(n_topics=3, max_iters=5, seed=1)
+    params = SGSParams(n_topics=3, max_iter=5, seed=1)
     small = random_block(10, 12, seed=1, mean_len=6)
     state, _ = sgs.observe_minibatch(sgs.empty_state(12, params), small, params)
     wide = block_from_csr(sp.hstack([random_block(10, 12, seed=2, mean_len=6).to_csr(),
@@ -426,7 +426,7 @@ def test_vocabulary_grows_with_the_stream() -> None:
 
 
 @pytest.mark.parametrize("kwargs", [
-    {"n_topics": 0}, {"n_topics": 3, "decay": 0.0}, {"n_topics": 3, "decay": 1.5}, {"n_topics": 3, "max_iters": 0},
+    {"n_topics": 0}, {"n_topics": 3, "decay": 0.0}, {"n_topics": 3, "decay": 1.5}, {"n_topics": 3, "max_iter": 0},
     {"n_topics": 3, "patience": 0}, {"n_topics": 3, "init": "uniform"}, {"n_topics": 3, "seed": -1},
     {"n_topics": 3, "topic_word_prior": 0.0}, {"n_topics": 3, "doc_topic_prior": [0.1, 0.2]},
 ])

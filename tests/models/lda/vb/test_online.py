@@ -52,23 +52,23 @@ def test_step_with_optimized_eta_has_the_dense_formulas_bits(rho: float) -> None
     rng = np.random.default_rng(1)
     state = LDAState({"en": rng.gamma(2.0, 1.0, size=(K, V))}, np.full(K, 0.2), {"en": 0.05})
     stats = random_stats(rng)
-    step = topic_word_step(state, stats, rho=rho, total_docs=200, optimize_eta=True)
+    step = topic_word_step(state, stats, rho=rho, total_docs=200, optimize_topic_word_prior=True)
     assert step.scale == 40.0 and set(step.new_eta) == {"en"} and step.new_eta["en"] != 0.05
     lam, priors = apply_topic_word_step(state.topic_word_var, state.topic_word_prior, step)
     np.testing.assert_array_equal(lam["en"], dense_reference(state, stats, rho=rho, scale=40.0, new_eta=step.new_eta["en"]))
     assert priors["en"] == pytest.approx((1 - rho) * 0.05 + rho * step.new_eta["en"], rel=1e-15)
 
 
-@pytest.mark.parametrize("optimize_eta", [False, True])
-def test_replica_following_the_steps_stays_bit_identical_to_the_driver(optimize_eta: bool) -> None:
+@pytest.mark.parametrize("optimize_topic_word_prior", [False, True])
+def test_replica_following_the_steps_stays_bit_identical_to_the_driver(optimize_topic_word_prior: bool) -> None:
     rng = np.random.default_rng(2)
     state = LDAState({"en": rng.gamma(2.0, 1.0, size=(K, V))}, np.full(K, 0.2), {"en": 0.05})
     replica = TopicWordReplica(7, state.topic_word_var, state.topic_word_prior)
     first = state.topic_word_var["en"].copy()
     for t in range(6):
         stats = random_stats(rng)
-        step = topic_word_step(state, stats, rho=(1.0 + t) ** -0.7, total_docs=300, optimize_eta=optimize_eta)
-        state = online_update(state, stats, step, alpha_mode="fixed")
+        step = topic_word_step(state, stats, rho=(1.0 + t) ** -0.7, total_docs=300, optimize_topic_word_prior=optimize_topic_word_prior)
+        state = online_update(state, stats, step, doc_topic_prior_mode="fixed")
         replica.apply(step)
     assert replica.version == 13
     np.testing.assert_array_equal(replica.topic_word_var["en"], state.topic_word_var["en"])

@@ -10,7 +10,7 @@ minibatch is done, its counts n_wk (of the final sample) are folded in and every
 Assignments of earlier minibatches are not kept. Each minibatch starts from "sampling from the
 posterior" (every token drawn in order given the prior and the minibatch's tokens before it) or
 from a uniform start, then sweeps until its training perplexity has not improved for ``patience``
-sweeps, or ``max_iters`` sweeps. The sampler is the SparseLDA kernel of
+sweeps, or ``max_iter`` sweeps. The sampler is the SparseLDA kernel of
 :mod:`topicflow.models.lda.gibbs.sparse` with a :class:`~topicflow.models.lda.gibbs.state.TopicWordPrior`, and the
 counter-based random numbers are those of batch Gibbs (``STREAM_GIBBS``, keyed by sweep and global
 document), so one minibatch holding the whole corpus with ``decay = 1`` and a uniform start is batch
@@ -60,7 +60,7 @@ from topicflow.models.common.validation import parse_int
 #: the tokens before them ("posterior", Gao et al. 2016), or uniform on the topics ("random").
 SGSInit = Literal["posterior", "random"]
 #: Why a minibatch's sweeps ended.
-StopReason = Literal["no_improvement", "max_iters", "empty"]
+StopReason = Literal["no_improvement", "max_iter", "empty"]
 
 #: Version of the layout written by :func:`to_arrays`.
 STATE_FORMAT_VERSION = 1
@@ -81,7 +81,7 @@ class SGSParams:
         beta, symmetric, positive.
     decay : float, default 1.0
         lambda in (0, 1]: after each minibatch ``N <- decay * (N + n)``.
-    max_iters : int, default 100
+    max_iter : int, default 100
         Most Gibbs sweeps per minibatch (after its initialization), at least 1.
     patience : int, default 10
         Stop a minibatch once its training perplexity has not improved on its best value for this
@@ -106,13 +106,13 @@ class SGSParams:
     doc_topic_prior: float | FloatArray = 0.1
     topic_word_prior: float = 0.01
     decay: float = 1.0
-    max_iters: int = 100
+    max_iter: int = 100
     patience: int = 10
     init: SGSInit = "posterior"
     seed: int = 0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "max_iters", parse_int("SGSParams.max_iters", self.max_iters, 1))
+        object.__setattr__(self, "max_iter", parse_int("SGSParams.max_iter", self.max_iter, 1))
         object.__setattr__(self, "patience", parse_int("SGSParams.patience", self.patience, 1))
         object.__setattr__(self, "seed", parse_int("SGSParams.seed", self.seed, 0, _MAX_SEED))
         if self.init not in ("posterior", "random"):
@@ -142,7 +142,7 @@ class SGSParams:
         """JSON-able fields, for model files and checkpoints."""
         prior = self.doc_topic_prior
         return {"n_topics": self.n_topics, "topic_word_prior": self.topic_word_prior, "decay": self.decay,
-                "max_iters": self.max_iters, "patience": self.patience, "init": self.init, "seed": self.seed,
+                "max_iter": self.max_iter, "patience": self.patience, "init": self.init, "seed": self.seed,
                 "doc_topic_prior": prior if isinstance(prior, float) else [float(a) for a in prior]}
 
     @classmethod
@@ -150,7 +150,7 @@ class SGSParams:
         """Inverse of :meth:`to_dict`."""
         prior = data["doc_topic_prior"]
         return cls(n_topics=data["n_topics"], doc_topic_prior=prior if np.ndim(prior) == 0 else np.asarray(prior),
-                   topic_word_prior=data["topic_word_prior"], decay=data["decay"], max_iters=data["max_iters"],
+                   topic_word_prior=data["topic_word_prior"], decay=data["decay"], max_iter=data.get("max_iter", data.get("max_iters")),
                    patience=data["patience"], init=data["init"], seed=data["seed"])
 
 
@@ -230,7 +230,7 @@ class SGSDiagnostics:
         Training perplexity of the final sample (NaN for a minibatch without tokens).
     trace : tuple of float
         Training perplexity after the initialization, then after every sweep.
-    stop_reason : {"no_improvement", "max_iters", "empty"}
+    stop_reason : {"no_improvement", "max_iter", "empty"}
     doc_topics : ndarray of shape (n_docs,), int64
         Each document's most frequent topic in the final sample (0 for an empty document), for NMI.
     """
@@ -499,7 +499,7 @@ def sample_minibatch(
     The start is :func:`~topicflow.models.lda.gibbs.chain.initial_state` (``"sequential"`` with the prior
     for ``init="posterior"``, else ``"random"``); the sweeps are
     :func:`~topicflow.models.lda.gibbs.chain.run_sweeps_until` with the policy :func:`has_stalled`, at most
-    ``max_iters`` of them. Renumbering the terms changes no draw: the sampler's order depends on
+    ``max_iter`` of them. Renumbering the terms changes no draw: the sampler's order depends on
     counts and topics, never on term ids. NumPy equivalent of one draw::
 
         p = (n_dk + alpha) * (n_wk + N_wk + beta) / (n_k + N_k + V * beta)
@@ -523,8 +523,8 @@ def sample_minibatch(
                                      most_frequent_topics(state.doc_topic_counts))
         return state, diagnostics
     patience = params.patience
-    state, trace = run_sweeps_until(state, gibbs, params.max_iters, lambda tr: has_stalled(tr, patience), prior=prior)
-    reason: StopReason = "no_improvement" if has_stalled(trace, patience) else "max_iters"
+    state, trace = run_sweeps_until(state, gibbs, params.max_iter, lambda tr: has_stalled(tr, patience), prior=prior)
+    reason: StopReason = "no_improvement" if has_stalled(trace, patience) else "max_iter"
     diagnostics = SGSDiagnostics(int(block.first_doc), block.n_docs, state.n_tokens, int(terms.shape[0]),
                                  len(trace) - 1, trace[-1], trace, reason,
                                  most_frequent_topics(state.doc_topic_counts))
@@ -717,7 +717,7 @@ def observe_minibatch(
     >>> params = SGSParams(n_topics=2, decay=0.5)
     >>> block = block_from_csr(sp.csr_matrix(np.array([[3, 0], [0, 2]])))
     >>> state, diag = observe_minibatch(empty_state(2, params), block, params)
-    >>> float(state.term_topic_counts.sum()), state.docs_seen, diag.stop_reason in ("no_improvement", "max_iters")
+    >>> float(state.term_topic_counts.sum()), state.docs_seen, diag.stop_reason in ("no_improvement", "max_iter")
     (2.5, 2, True)
     """
     if block.n_terms > state.n_terms:

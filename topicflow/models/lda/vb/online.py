@@ -139,12 +139,12 @@ class TopicWordStep:
 
 
 def topic_word_step(
-    state: LDAState, stats: EStepStats, *, rho: float, total_docs: int, optimize_eta: bool
+    state: LDAState, stats: EStepStats, *, rho: float, total_docs: int, optimize_topic_word_prior: bool
 ) -> TopicWordStep:
     """The step of lambda and eta for ``stats`` (eta's Newton target needs the dense target lambda)."""
     scale = total_docs / max(stats.n_docs, 1)
     new_eta = {}
-    if optimize_eta:
+    if optimize_topic_word_prior:
         for lang in state.languages:
             eta = state.topic_word_prior[lang]
             target = topic_word_target(stats.topic_terms[lang].to_dense(state.n_terms(lang)), eta, scale)
@@ -214,16 +214,16 @@ def _blend_columns(lam, out, keep, rho, base, base_matrix, use_matrix, ids, cols
 
 
 def online_update(
-    state: LDAState, stats: EStepStats, step: TopicWordStep, *, alpha_mode: str
+    state: LDAState, stats: EStepStats, step: TopicWordStep, *, doc_topic_prior_mode: str
 ) -> LDAState:
     """Move lambda and eta by ``step`` (:func:`topic_word_step`) and alpha a step towards its minibatch optimum.
 
-    With ``optimize_eta`` the target lambda is shifted to the target eta, exactly as the batch M-step
+    With ``optimize_topic_word_prior`` the target lambda is shifted to the target eta, exactly as the batch M-step
     shifts lambda to its new eta, so ``rho = 1`` and one minibatch equal to the corpus give the batch
     iteration.
     """
     lam, priors = apply_topic_word_step(state.topic_word_var, state.topic_word_prior, step)
-    alpha = blend(state.doc_topic_prior, alpha_target(state.doc_topic_prior, stats, alpha_mode), step.rho)
+    alpha = blend(state.doc_topic_prior, alpha_target(state.doc_topic_prior, stats, doc_topic_prior_mode), step.rho)
     return state.with_updates(topic_word_var=lam, doc_topic_prior=alpha, topic_word_prior=priors)
 
 
