@@ -4,7 +4,7 @@ The Literal spellings are the ones used in CLI flags, config keys and model JSON
 """
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import numpy as np
 from numpy.typing import NDArray
@@ -24,3 +24,46 @@ StreamAlgorithm = Literal["gibbs", "olda", "incgibbs", "pf", "sgs", "dsgs"]
 ResamplingScheme = Literal["multinomial", "residual", "stratified", "systematic"]
 RejuvenationSource = Literal["history", "window", "reservoir"]
 InitSelection = Literal["nmi", "perplexity"]
+#: Where the E-steps of online VB run (see :class:`topicflow.pipeline.vb.online.OnlineConfig`).
+Executor = Literal["auto", "servers", "threads", "tasks"]
+#: Streaming algorithms that run minibatches (Gao et al. 2016) rather than token by token.
+MinibatchAlgorithm = Literal["sgs", "dsgs"]
+#: Start of each minibatch's assignments in streaming Gibbs with decay.
+SGSInit = Literal["posterior", "random"]
+#: Why a streaming-Gibbs minibatch stopped sweeping.
+SGSStopReason = Literal["no_improvement", "max_iter", "empty"]
+#: When a particle filter rejuvenates: after a resampling, or after every token (incremental Gibbs).
+RejuvenateAfter = Literal["resample", "token"]
+#: Start of a collapsed Gibbs chain.
+GibbsInit = Literal["random", "sequential"]
+#: Input formats of ingest and append.
+InputKind = Literal["text", "jsonl", "parquet"]
+#: How a record's position is named in messages: a line of a file, a row of a table, or a whole file.
+LocationUnit = Literal["line", "row", "file"]
+#: How a model version was made: a full fit, or an incremental update of the previous current version.
+VersionKind = Literal["fit", "update"]
+#: Model families; a saved model records its own.
+Family = Literal["lda"]
+#: Output formats of the reporting commands.
+OutputFormat = Literal["text", "json"]
+
+
+def choices(literal: Any) -> tuple[str, ...]:
+    """The allowed values of a ``Literal`` alias, in order: the one list CLI choices and checks use.
+
+    Parameters
+    ----------
+    literal : typing.Literal alias
+        For example :data:`StreamAlgorithm`.
+
+    Returns
+    -------
+    tuple of str
+        ``typing.get_args(literal)``.
+
+    Examples
+    --------
+    >>> choices(LearningMethod)
+    ('batch', 'online')
+    """
+    return tuple(get_args(literal))

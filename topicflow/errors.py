@@ -7,7 +7,6 @@ place they refer to (``path``, ``line``, ``doc_id``, ``shard``) so messages and 
 from __future__ import annotations
 
 
-
 class TopicflowError(Exception):
     """Base class of every error raised on purpose by topicflow."""
 

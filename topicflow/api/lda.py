@@ -19,7 +19,12 @@ from topicflow.io.models.store import SavedModel, load_model, save_model
 from topicflow.models.lda.priors import SeedTopic
 from topicflow.pipeline.policies import CheckpointPolicy
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
-from topicflow.pipeline.vb.batch import FitResult, IterationRecord, VBConfig, fit_batch_vb
+from topicflow.pipeline.vb.batch import (
+    FitResult,
+    IterationRecord,
+    VBConfig,
+    fit_batch_vb,
+)
 from topicflow.pipeline.vb.infer import (
     EvaluationResult,
     evaluate_model,
@@ -28,7 +33,13 @@ from topicflow.pipeline.vb.infer import (
     model_blocks,
     model_token,
 )
-from topicflow.pipeline.vb.online import MinibatchRecord, OnlineConfig, OnlineResult, fit_online, online_info
+from topicflow.pipeline.vb.online import (
+    MinibatchRecord,
+    OnlineConfig,
+    OnlineResult,
+    fit_online,
+    online_info,
+)
 
 
 def parse_alpha(alpha: str | float) -> tuple[str, float | None]:

@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 
 from topicflow.errors import NotFittedError
-from topicflow.io.models.store import SavedModel, save_model
 from topicflow.io.corpus.reader import as_corpus
+from topicflow.io.models.store import SavedModel, save_model
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
-from topicflow.pipeline.streaming.config import StreamConfig, StreamResult
 from topicflow.pipeline.streaming import run_stream
+from topicflow.pipeline.streaming.config import StreamConfig, StreamResult
 
 
 class StreamingLDA:

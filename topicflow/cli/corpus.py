@@ -14,10 +14,16 @@ from typing import Any, Callable, TypeVar
 
 import click
 
-from topicflow.io.sources.base import FieldSpec
-from topicflow.io.tokenizer import DEFAULT_TOKEN_PATTERN, PruneConfig, TokenizerConfig, parse_stop_words
-from topicflow.io.corpus.reader import read_manifest
+from topicflow._typing import OnError, OutputFormat, choices
 from topicflow.cli._common import cluster_options, reports_errors
+from topicflow.io.corpus.reader import read_manifest
+from topicflow.io.sources.base import FieldSpec
+from topicflow.io.tokenizer import (
+    DEFAULT_TOKEN_PATTERN,
+    PruneConfig,
+    TokenizerConfig,
+    parse_stop_words,
+)
 from topicflow.pipeline.cluster import ClusterConfig, connect
 from topicflow.pipeline.ingest.append import append_corpus
 from topicflow.pipeline.ingest.describe import describe_store
@@ -114,7 +120,7 @@ def _echo_summary(lines: list[str]) -> None:
               help="Documents per partition and shard (config topicflow.shard-size).")
 @click.option("--split-every", type=click.IntRange(min=2), default=None,
               help="Fan-in of the count reduction tree (config topicflow.split-every).")
-@click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise", show_default=True,
+@click.option("--on-error", type=click.Choice(choices(OnError)), default="raise", show_default=True,
               help="Stop at the first bad record, or skip bad records and report how many.")
 @cluster_options
 @reports_errors
@@ -154,7 +160,7 @@ def _tokenizer_to_check(store: Path, options: dict[str, Any]) -> TokenizerConfig
 @tokenizer_options(stored_defaults=True)
 @click.option("--split-every", type=click.IntRange(min=2), default=None,
               help="Fan-in of the count reduction tree (config topicflow.split-every).")
-@click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise", show_default=True,
+@click.option("--on-error", type=click.Choice(choices(OnError)), default="raise", show_default=True,
               help="Stop at the first bad record or id collision, or skip them and report how many.")
 @click.option("--promote-min-df", type=click.IntRange(min=1), default=None, metavar="N",
               help="Add candidate terms found in at least N documents (over all appends) to the end of "
@@ -205,7 +211,7 @@ def _format_info(info: dict[str, Any]) -> list[str]:
 
 @click.command()
 @click.argument("store", type=click.Path(path_type=Path))
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text",
+@click.option("--format", "output_format", type=click.Choice(choices(OutputFormat)), default="text",
               show_default=True, help="Human-readable text or JSON.")
 @reports_errors
 def info(store: Path, output_format: str) -> None:

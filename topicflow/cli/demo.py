@@ -22,15 +22,15 @@ from typing import Any, Callable, Iterator, cast
 
 import click
 
+from topicflow.api.lda import LDA
+from topicflow.cli._common import cluster_options, reports_errors
+from topicflow.io.corpus.reader import Corpus
 from topicflow.io.sources.base import FieldSpec
 from topicflow.io.tokenizer import PruneConfig, TokenizerConfig, load_builtin_stop_words
-from topicflow.io.corpus.reader import Corpus
-from topicflow.cli._common import cluster_options, reports_errors
 from topicflow.pipeline.cluster import ClusterConfig, connect
-from topicflow.api.lda import LDA
-from topicflow.pipeline.vb.batch import IterationRecord
 from topicflow.pipeline.ingest.ingest import IngestResult, ingest_corpus
 from topicflow.pipeline.progress import TqdmProgress
+from topicflow.pipeline.vb.batch import IterationRecord
 
 CORPUS_RESOURCE = "kjv_passages.jsonl.gz"
 MODEL_NAME = "kjv-model"

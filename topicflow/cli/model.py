@@ -10,17 +10,18 @@ from typing import Any, cast
 import click
 import numpy as np
 
-from topicflow.errors import InvalidParameterError
-from topicflow.io.models.store import export_npz, load_model
-from topicflow.io.corpus.reader import Corpus
-from topicflow.models.lda.priors import parse_seed_words
+from topicflow._typing import EStepKind, LearningMethod, OutputFormat, choices
+from topicflow.api.lda import LDA
 from topicflow.cli._aliases import renamed_options
 from topicflow.cli._common import cluster_options, reports_errors
+from topicflow.errors import InvalidParameterError
+from topicflow.io.corpus.reader import Corpus
+from topicflow.io.models.store import export_npz, load_model
+from topicflow.models.lda.priors import parse_seed_words
 from topicflow.pipeline.cluster import ClusterConfig, connect
-from topicflow.api.lda import LDA
+from topicflow.pipeline.progress import TqdmProgress
 from topicflow.pipeline.vb.infer import evaluate_model, infer_doc_topics
 from topicflow.pipeline.vb.online import EXECUTORS, MinibatchRecord
-from topicflow.pipeline.progress import TqdmProgress
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @click.argument("store", type=click.Path(file_okay=False))
 @click.option("--model", "model_path", required=True, type=click.Path(), help="Directory to save the model to.")
 @click.option("--topics", "n_topics", required=True, type=click.IntRange(min=1), help="Number of topics K.")
-@click.option("--method", type=click.Choice(["batch", "online"]), default="batch", show_default=True,
+@click.option("--method", type=click.Choice(choices(LearningMethod)), default="batch", show_default=True,
               help="Batch VB (Mr. LDA) or online VB over minibatches (Hoffman et al. 2010).")
 @click.option("--max-iter", default=50, show_default=True, type=click.IntRange(min=1), help="Maximum batch VB iterations.")
 @click.option("--tol", default=1e-4, show_default=True, type=float, help="Batch: stop at this relative ELBO change.")
@@ -73,7 +74,7 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @click.option("--executor", type=click.Choice(list(EXECUTORS)), default="auto", show_default=True,
               help="Online: where minibatch E-steps run. threads: a thread pool of this process, no cluster "
                    "(fastest on one machine); servers: one actor per Dask worker.")
-@click.option("--estep", type=click.Choice(["vb", "hybrid"]), default="vb", show_default=True,
+@click.option("--estep", type=click.Choice(choices(EStepKind)), default="vb", show_default=True,
               help="Dense VB E-step, or Gibbs sampling within VB (sparse; faster at large K).")
 @click.option("--burn-in", default=5, show_default=True, type=click.IntRange(min=0), help="Hybrid: discarded sweeps per document.")
 @click.option("--samples", default=5, show_default=True, type=click.IntRange(min=1), help="Hybrid: kept sweeps per document.")
@@ -110,7 +111,10 @@ def fit(store: str, model_path: str, n_topics: int, method: str, max_iter: int, 
         overwrite: bool, cluster: ClusterConfig) -> None:
     """Fit LDA (polylingual LDA for a multilingual STORE) by batch or online variational Bayes."""
     from topicflow.io._atomic import check_output_path
-    from topicflow.io.models.checkpoint import default_checkpoint_path, remove_checkpoint
+    from topicflow.io.models.checkpoint import (
+        default_checkpoint_path,
+        remove_checkpoint,
+    )
     from topicflow.pipeline.policies import CheckpointPolicy
 
     corpus = Corpus.open(store)
@@ -210,7 +214,7 @@ def format_topics(model_path: str, top: int) -> dict[str, Any]:
 @click.command()
 @click.argument("model_path", metavar="MODEL", type=click.Path(file_okay=False))
 @click.option("--top", default=10, show_default=True, type=click.IntRange(min=1), help="Terms per topic.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(choices(OutputFormat)), default="text", show_default=True)
 @reports_errors
 def topics(model_path: str, top: int, fmt: str) -> None:
     """Print each topic's top terms (side by side per language), by decreasing alpha."""
@@ -249,7 +253,7 @@ def infer(model_path: str, store: str, out: str, overwrite: bool, cluster: Clust
 @click.argument("model_path", metavar="MODEL", type=click.Path(file_okay=False))
 @click.argument("store", type=click.Path(file_okay=False))
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the token split.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(choices(OutputFormat)), default="text", show_default=True)
 @cluster_options
 @reports_errors
 def evaluate(model_path: str, store: str, seed: int, fmt: str, cluster: ClusterConfig) -> None:

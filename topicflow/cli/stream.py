@@ -8,14 +8,26 @@ from typing import Any
 
 import click
 
-from topicflow.io.models.store import save_model
-from topicflow.io.corpus.reader import Corpus
+from topicflow._typing import (
+    InitSelection,
+    OutputFormat,
+    RejuvenationSource,
+    ResamplingScheme,
+    SGSInit,
+    choices,
+)
 from topicflow.cli._aliases import renamed_options
 from topicflow.cli._common import cluster_options, reports_errors
+from topicflow.io.corpus.reader import Corpus
+from topicflow.io.models.store import save_model
 from topicflow.pipeline.cluster import ClusterConfig, connect
 from topicflow.pipeline.progress import TqdmProgress
-from topicflow.pipeline.streaming.config import STREAM_ALGORITHMS, StreamConfig, StreamResult
 from topicflow.pipeline.streaming import run_stream
+from topicflow.pipeline.streaming.config import (
+    STREAM_ALGORITHMS,
+    StreamConfig,
+    StreamResult,
+)
 
 
 @click.command(**renamed_options({"--alpha": "--doc-topic-prior", "--beta": "--topic-word-prior",
@@ -34,11 +46,11 @@ from topicflow.pipeline.streaming import run_stream
 @click.option("--particles", default=100, show_default=True, type=click.IntRange(min=1), help="pf: particles P.")
 @click.option("--ess", default=0.5, show_default=True, type=click.FloatRange(0, 1, min_open=True),
               help="pf: resample when the effective sample size falls below this share of P.")
-@click.option("--resampling", type=click.Choice(["multinomial", "residual", "stratified", "systematic"]),
+@click.option("--resampling", type=click.Choice(choices(ResamplingScheme)),
               default="systematic", show_default=True, help="pf: resampling scheme.")
 @click.option("--rejuv", default=30, show_default=True, type=click.IntRange(min=0),
               help="Tokens resampled per rejuvenation (pf: after resampling; incgibbs: after each token).")
-@click.option("--rejuv-source", type=click.Choice(["history", "window", "reservoir"]), default="reservoir",
+@click.option("--rejuv-source", type=click.Choice(choices(RejuvenationSource)), default="reservoir",
               show_default=True, help="Where rejuvenation tokens are drawn from.")
 @click.option("--reservoir", "reservoir_size", default=1000, show_default=True, type=click.IntRange(min=1),
               help="Tokens in the reservoir (or the window).")
@@ -48,7 +60,7 @@ from topicflow.pipeline.streaming import run_stream
               help="Gibbs sweeps of each initialization.")
 @click.option("--init-trials", default=1, show_default=True, type=click.IntRange(min=1),
               help="Independent initializations per run; the best is kept (May et al. 2014).")
-@click.option("--init-select", type=click.Choice(["nmi", "perplexity"]), default=None,
+@click.option("--init-select", type=click.Choice(choices(InitSelection)), default=None,
               help="How to pick the best initialization [default: nmi if the store has labels, else perplexity].")
 @click.option("--runs", default=1, show_default=True, type=click.IntRange(min=1),
               help="Independent runs (seeds SEED, SEED+1, ...), side by side on the cluster.")
@@ -65,7 +77,7 @@ from topicflow.pipeline.streaming import run_stream
               help="sgs/dsgs: sweeps of a minibatch at most.")
 @click.option("--patience", default=10, show_default=True, type=click.IntRange(min=1),
               help="sgs/dsgs: stop a minibatch after this many sweeps without a better training perplexity.")
-@click.option("--sgs-init", type=click.Choice(["posterior", "random"]), default="posterior", show_default=True,
+@click.option("--sgs-init", type=click.Choice(choices(SGSInit)), default="posterior", show_default=True,
               help="sgs/dsgs: start of each minibatch's assignments.")
 @click.option("--staleness", default=None, type=click.IntRange(min=0),
               help="dsgs: a minibatch may miss at most this many earlier ones (default: fully asynchronous).")
@@ -79,7 +91,7 @@ from topicflow.pipeline.streaming import run_stream
 @click.option("--checkpoint-every", default=0, show_default=True, type=click.IntRange(min=0),
               help="Save the runs' state every N records (0: at the end only).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing OUT.")
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "output_format", type=click.Choice(choices(OutputFormat)), default="text", show_default=True)
 @cluster_options
 @reports_errors
 def stream(store: str, out: Path, algorithm: str, n_topics: int, doc_topic_prior: float, topic_word_prior: float,

@@ -7,10 +7,11 @@ from typing import Any
 
 import click
 
+from topicflow._typing import OutputFormat, choices
 from topicflow.cli._common import cluster_options, reports_errors
 from topicflow.pipeline.cluster import ClusterConfig, connect
-from topicflow.pipeline.vb.online import EXECUTORS
 from topicflow.pipeline.progress import TqdmProgress
+from topicflow.pipeline.vb.online import EXECUTORS
 
 
 @click.command()
@@ -24,7 +25,7 @@ from topicflow.pipeline.progress import TqdmProgress
 @click.option("--executor", type=click.Choice(list(EXECUTORS)), default=None,
               help="Where minibatch E-steps run (default: the model's); the result is the same.")
 @click.option("--keep", default=None, type=click.IntRange(min=1), help="Afterwards keep only the newest N versions.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(choices(OutputFormat)), default="text", show_default=True)
 @cluster_options
 @reports_errors
 def update(model_path: str, store: str, batch_size: int | None, tau0: float | None, kappa: float | None,
@@ -37,10 +38,10 @@ def update(model_path: str, store: str, batch_size: int | None, tau0: float | No
     """
     from dataclasses import replace
 
-    from topicflow.io.models.store import load_model
     from topicflow.io.corpus.reader import Corpus
-    from topicflow.pipeline.vb.online import OnlineConfig
+    from topicflow.io.models.store import load_model
     from topicflow.pipeline.update import update_model
+    from topicflow.pipeline.vb.online import OnlineConfig
 
     model = load_model(Path(model_path))
     stored = model.info.get("online", {}).get("config")

@@ -10,8 +10,14 @@ from typing import Any
 
 import click
 
-from topicflow.io.models.versions import VersionInfo, list_versions, prune_versions, rollback
+from topicflow._typing import OutputFormat, choices
 from topicflow.cli._common import reports_errors
+from topicflow.io.models.versions import (
+    VersionInfo,
+    list_versions,
+    prune_versions,
+    rollback,
+)
 
 
 def _format_value(value: Any) -> str:
@@ -48,7 +54,7 @@ def _format_versions(model: Path, infos: list[VersionInfo], removed: list[int]) 
 @click.argument("model", type=click.Path(path_type=Path))
 @click.option("--keep", type=click.IntRange(min=1), default=None, metavar="N",
               help="First remove the oldest versions beyond the newest N (never the current one).")
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text",
+@click.option("--format", "output_format", type=click.Choice(choices(OutputFormat)), default="text",
               show_default=True, help="Human-readable text or JSON.")
 @reports_errors
 def versions(model: Path, keep: int | None, output_format: str) -> None:

@@ -35,7 +35,12 @@ from topicflow.errors import InvalidParameterError
 from topicflow.models.common.blocks import DocBlock
 from topicflow.models.common.rng import STREAM_SPLIT, counter_key, uniform_from_key
 from topicflow.models.lda.vb.estep import fold_in_block
-from topicflow.models.lda.vb.layout import PreparedTopics, as_block_mapping, as_prepared_topics, check_blocks
+from topicflow.models.lda.vb.layout import (
+    PreparedTopics,
+    as_block_mapping,
+    as_prepared_topics,
+    check_blocks,
+)
 from topicflow.models.lda.vb.params import VBParams
 
 

@@ -28,6 +28,7 @@ from topicflow import config
 from topicflow._typing import FloatArray
 from topicflow.errors import InvalidParameterError
 from topicflow.io._atomic import check_output_path, commit_directory, temporary_sibling
+from topicflow.io.corpus.layout import Manifest
 from topicflow.io.corpus.synth_truth import (
     create_truth_group,
     open_doc_topic,
@@ -35,11 +36,15 @@ from topicflow.io.corpus.synth_truth import (
     read_truth_json,
     write_truth_json,
 )
-from topicflow.io.corpus.layout import Manifest
-from topicflow.io.corpus.writer import init_store, with_shards, write_manifest, write_vocabulary
+from topicflow.io.corpus.writer import (
+    init_store,
+    with_shards,
+    write_manifest,
+    write_vocabulary,
+)
 from topicflow.models.common.rng import STREAM_SYNTH, STREAM_TOPIC_INIT
-from topicflow.models.lda.synth import SynthParams, TermFrequencyStats, term_names
 from topicflow.models.common.vocabulary import Vocabulary
+from topicflow.models.lda.synth import SynthParams, TermFrequencyStats, term_names
 from topicflow.pipeline.cluster import compute_list
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 from topicflow.tasks.synth import (

@@ -26,11 +26,17 @@ from dask.delayed import Delayed
 
 from topicflow._typing import OnError
 from topicflow.io.corpus.id_index import hash_ids
-from topicflow.io.sources.base import FieldSpec, InputPartition, Record, RecordError
-from topicflow.io.sources import read_partition
-from topicflow.io.tokenizer import LanguageCounts, TermCounts, TokenizerConfig, count_document, make_tokenizer
 from topicflow.io.corpus.reader import read_vocabulary
 from topicflow.io.corpus.writer import write_shard
+from topicflow.io.sources import read_partition
+from topicflow.io.sources.base import FieldSpec, InputPartition, Record, RecordError
+from topicflow.io.tokenizer import (
+    LanguageCounts,
+    TermCounts,
+    TokenizerConfig,
+    count_document,
+    make_tokenizer,
+)
 from topicflow.tasks.reduce import tree_reduce
 
 #: Per-language bag of one document; None when the document lacks the language.

@@ -22,10 +22,15 @@ from typing import Any, Mapping, Sequence
 import dask
 from dask.delayed import Delayed, delayed
 
-from topicflow.io.corpus.synth_truth import write_doc_topic_rows, write_topic_word
 from topicflow.io.corpus.layout import ShardInfo
+from topicflow.io.corpus.synth_truth import write_doc_topic_rows, write_topic_word
 from topicflow.io.corpus.writer import write_shard
-from topicflow.models.lda.synth import SynthParams, TermFrequencyStats, draw_shard, draw_topic_word
+from topicflow.models.lda.synth import (
+    SynthParams,
+    TermFrequencyStats,
+    draw_shard,
+    draw_topic_word,
+)
 from topicflow.tasks.reduce import tree_reduce
 
 

@@ -12,7 +12,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from topicflow.io.corpus.layout import Manifest, ShardInfo
-from topicflow.io.corpus.writer import init_store, with_shards, write_manifest, write_shard, write_vocabulary
+from topicflow.io.corpus.writer import (
+    init_store,
+    with_shards,
+    write_manifest,
+    write_shard,
+    write_vocabulary,
+)
 from topicflow.models.common.vocabulary import Vocabulary
 
 

@@ -28,8 +28,8 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from topicflow.io._atomic import fsync_directory
-from topicflow.io.corpus.layout import Manifest
 from topicflow.io._zarr import read_arrays, write_arrays
+from topicflow.io.corpus.layout import Manifest
 
 INDEX_DIR = "id_index"
 

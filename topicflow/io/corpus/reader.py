@@ -34,7 +34,13 @@ from topicflow.errors import (
 )
 from topicflow.io._atomic import read_json
 from topicflow.io._zarr import _read_array, read_arrays
-from topicflow.io.corpus.layout import MANIFEST, Manifest, ShardInfo, shard_checksum, vocabulary_dir
+from topicflow.io.corpus.layout import (
+    MANIFEST,
+    Manifest,
+    ShardInfo,
+    shard_checksum,
+    vocabulary_dir,
+)
 from topicflow.models.common.blocks import DocBlock, MultiBlock, concat_blocks
 from topicflow.models.common.vocabulary import Vocabulary
 

@@ -11,8 +11,15 @@ import zarr
 
 from topicflow.io._atomic import atomic_write_json
 from topicflow.io._zarr import _write_array
-from topicflow.io.corpus.layout import BASE_FORMAT_VERSION, FORMAT_NAME, MANIFEST, Manifest, ShardInfo, shard_checksum
-from topicflow.io.corpus.layout import CsrArrays
+from topicflow.io.corpus.layout import (
+    BASE_FORMAT_VERSION,
+    FORMAT_NAME,
+    MANIFEST,
+    CsrArrays,
+    Manifest,
+    ShardInfo,
+    shard_checksum,
+)
 from topicflow.models.common.vocabulary import Vocabulary
 
 

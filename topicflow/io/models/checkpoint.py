@@ -20,8 +20,8 @@ from typing import Any, Mapping
 from topicflow.errors import InvalidParameterError
 from topicflow.io._atomic import atomic_write_json, read_json
 from topicflow.io.models.store import SavedModel, load_model, save_model
-from topicflow.models.lda.state import LDAState
 from topicflow.models.common.vocabulary import Vocabulary
+from topicflow.models.lda.state import LDAState
 
 
 def default_checkpoint_path(model_path: Path) -> Path:

@@ -30,13 +30,19 @@ import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, Literal, Mapping, cast
+from typing import Any, Iterator, Mapping, cast
 
 import numpy as np
 import zarr
 
+from topicflow._typing import VersionKind, choices
 from topicflow._version import __version__
-from topicflow.errors import CorpusFormatError, InvalidParameterError, LockedError, ModelNotFoundError
+from topicflow.errors import (
+    CorpusFormatError,
+    InvalidParameterError,
+    LockedError,
+    ModelNotFoundError,
+)
 from topicflow.io._atomic import (
     atomic_write_json,
     check_output_path,
@@ -48,8 +54,8 @@ from topicflow.io._atomic import (
 from topicflow.io._zarr import check_format, group_array
 from topicflow.io.corpus.reader import read_vocabulary
 from topicflow.io.corpus.writer import write_vocabulary
-from topicflow.models.lda.state import LDAState
 from topicflow.models.common.vocabulary import Vocabulary
+from topicflow.models.lda.state import LDAState
 
 MODEL_FORMAT = "topicflow-model"
 MODEL_FORMAT_VERSION = 1
@@ -63,8 +69,7 @@ LOCK_FILE = ".lock"
 LEGACY_ENTRIES = (MODEL_JSON, "arrays", "vocab")
 
 #: How a version was made: a full fit, or an incremental update of the previous current version.
-VersionKind = Literal["fit", "update"]
-VERSION_KINDS: tuple[str, ...] = ("fit", "update")
+VERSION_KINDS: tuple[str, ...] = choices(VersionKind)
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,17 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from topicflow.errors import CorpusFormatError, InvalidParameterError, ModelNotFoundError
-from topicflow.io._atomic import atomic_write_json, commit_directory, read_json, temporary_sibling
+from topicflow.errors import (
+    CorpusFormatError,
+    InvalidParameterError,
+    ModelNotFoundError,
+)
+from topicflow.io._atomic import (
+    atomic_write_json,
+    commit_directory,
+    read_json,
+    temporary_sibling,
+)
 from topicflow.io._zarr import check_format
 
 STREAM_STATE_FORMAT = "topicflow-stream-state"

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from topicflow.errors import InvalidParameterError
-from topicflow.io.models import store as model_store
 from topicflow.io._atomic import fsync_directory, read_json, temporary_sibling
+from topicflow.io.models import store as model_store
 from topicflow.io.models.store import (
     LEGACY_ENTRIES,
     MODEL_JSON,

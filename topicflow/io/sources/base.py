@@ -15,14 +15,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterator, Literal, Mapping, Protocol
+from typing import Any, Callable, Iterator, Mapping, Protocol
 
+from topicflow._typing import InputKind, LocationUnit
 from topicflow.errors import InputError, InvalidParameterError
 from topicflow.io.corpus.layout import DEFAULT_LANGUAGE
 
-InputKind = Literal["text", "jsonl", "parquet"]
 #: How a record's position is named in messages: a line of a file, a row of a table, or a whole file.
-LocationUnit = Literal["line", "row", "file"]
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
 PARQUET_SUFFIXES = (".parquet", ".pq")

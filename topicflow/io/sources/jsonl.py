@@ -13,11 +13,11 @@ from typing import Iterator
 
 import numpy as np
 
+from topicflow._typing import InputKind
 from topicflow.errors import InputError
 from topicflow.io.sources.base import (
     JSONL_SUFFIXES,
     FieldSpec,
-    InputKind,
     InputPartition,
     Record,
     RecordError,

@@ -13,11 +13,11 @@ from typing import Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from topicflow._typing import InputKind
 from topicflow.errors import InputError
 from topicflow.io.sources.base import (
     PARQUET_SUFFIXES,
     FieldSpec,
-    InputKind,
     InputPartition,
     Record,
     RecordError,

@@ -14,7 +14,7 @@ from typing import Mapping
 import numpy as np
 import scipy.sparse as sp
 
-from topicflow._typing import IntArray, Int32Array
+from topicflow._typing import Int32Array, IntArray
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,11 @@ import numpy as np
 
 from topicflow._typing import FloatArray
 from topicflow.models.common.dirichlet import dirichlet_expectation
-from topicflow.models.lda.vb.layout import PreparedTopics, prepare_topics, prepare_topics_from_var
+from topicflow.models.lda.vb.layout import (
+    PreparedTopics,
+    prepare_topics,
+    prepare_topics_from_var,
+)
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from topicflow.errors import InvalidParameterError, VocabularyMismatchError
-from topicflow.models.lda.state import LDAState
 from topicflow.models.common.vocabulary import Vocabulary
+from topicflow.models.lda.state import LDAState
 
 __all__ = ["check_vocabulary_prefix", "grow_state", "grow_vocabulary", "promote_candidates"]
 

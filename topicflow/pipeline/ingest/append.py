@@ -20,10 +20,19 @@ from topicflow.io._atomic import (
     fsync_directory,
     temporary_sibling,
 )
-from topicflow.io.corpus.id_index import extend_index, ids_in_store, remove_unlisted_segments
+from topicflow.io.corpus.id_index import (
+    extend_index,
+    ids_in_store,
+    remove_unlisted_segments,
+)
 from topicflow.io.corpus.layout import Manifest, vocabulary_version_name
 from topicflow.io.corpus.reader import Corpus, read_manifest
-from topicflow.io.corpus.writer import remove_store_debris, with_shards, write_manifest, write_vocabulary
+from topicflow.io.corpus.writer import (
+    remove_store_debris,
+    with_shards,
+    write_manifest,
+    write_vocabulary,
+)
 from topicflow.io.sources import discover_partitions
 from topicflow.io.sources.base import FieldSpec, InputPartition
 from topicflow.io.tokenizer import (

@@ -38,7 +38,12 @@ from topicflow.io._atomic import (
 )
 from topicflow.io.corpus.id_index import extend_index, hash_ids
 from topicflow.io.corpus.layout import Manifest, ShardInfo
-from topicflow.io.corpus.writer import init_store, with_shards, write_manifest, write_vocabulary
+from topicflow.io.corpus.writer import (
+    init_store,
+    with_shards,
+    write_manifest,
+    write_vocabulary,
+)
 from topicflow.io.sources import discover_partitions
 from topicflow.io.sources.base import FieldSpec, InputPartition
 from topicflow.io.tokenizer import (

@@ -16,19 +16,19 @@ from typing import Any, Sequence
 import numpy as np
 
 from topicflow.errors import InvalidParameterError
-from topicflow.io.models.stream_state import RunState
-from topicflow.io.corpus.reader import Corpus
 from topicflow.io.corpus.layout import ShardInfo
+from topicflow.io.corpus.reader import Corpus
+from topicflow.io.models.stream_state import RunState
+from topicflow.metrics.clustering import nmi
+from topicflow.metrics.heldout import completion_log_likelihood, split_doc_tokens
+from topicflow.models.common.blocks import DocBlock, concat_blocks, remap_terms
 from topicflow.models.lda.gibbs import chain as gibbs_lda
-from topicflow.models.lda.gibbs import state as gibbs_lda_state
 from topicflow.models.lda.gibbs import fold_in as gibbs_lda_fold_in
 from topicflow.models.lda.gibbs import scores as gibbs_lda_scores
+from topicflow.models.lda.gibbs import state as gibbs_lda_state
 from topicflow.models.lda.streaming import particle_filter
-from topicflow.models.common.blocks import DocBlock, concat_blocks, remap_terms
-from topicflow.metrics.heldout import completion_log_likelihood, split_doc_tokens
-from topicflow.metrics.clustering import nmi
-from topicflow.models.lda.vb.params import VBParams
 from topicflow.models.lda.vb.layout import prepare_topics
+from topicflow.models.lda.vb.params import VBParams
 from topicflow.pipeline.shard_reader import ShardReader
 
 #: Gibbs sweeps over held-out documents, topics fixed, before their topics are read (May et al. 2014).

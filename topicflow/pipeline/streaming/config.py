@@ -4,16 +4,23 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Mapping
 
-from topicflow._typing import InitSelection, RejuvenationSource, ResamplingScheme, StreamAlgorithm
+from topicflow._typing import (
+    InitSelection,
+    MinibatchAlgorithm,
+    RejuvenationSource,
+    ResamplingScheme,
+    StreamAlgorithm,
+    choices,
+)
 from topicflow.errors import InvalidParameterError
 from topicflow.io.models.store import SavedModel
 from topicflow.io.models.stream_state import RunState
 from topicflow.models.lda.gibbs.state import GibbsParams
 from topicflow.models.lda.streaming import particle_filter, sgs
 
-STREAM_ALGORITHMS: tuple[str, ...] = ("gibbs", "olda", "incgibbs", "pf", "sgs", "dsgs")
+STREAM_ALGORITHMS: tuple[str, ...] = choices(StreamAlgorithm)
 #: Streaming Gibbs with decay (Gao et al. 2016): minibatch samplers, run by :mod:`topicflow.pipeline.streaming.sgs`.
-MINIBATCH_ALGORITHMS: tuple[str, ...] = ("sgs", "dsgs")
+MINIBATCH_ALGORITHMS: tuple[str, ...] = choices(MinibatchAlgorithm)
 
 
 #: Setting names of streams saved before topicflow used one name per concept (read, never written).
@@ -100,9 +107,9 @@ class StreamConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        choices = {"algorithm": STREAM_ALGORITHMS, "resampling": ("multinomial", "residual", "stratified", "systematic"),
-                   "rejuvenation_source": ("history", "window", "reservoir"), "init_select": ("nmi", "perplexity")}
-        for name, allowed in choices.items():
+        allowed_values = {"algorithm": STREAM_ALGORITHMS, "resampling": choices(ResamplingScheme),
+                          "rejuvenation_source": choices(RejuvenationSource), "init_select": choices(InitSelection)}
+        for name, allowed in allowed_values.items():
             if getattr(self, name) not in allowed:
                 raise InvalidParameterError(f"{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}")
         positive = ("n_topics", "n_particles", "reservoir_size", "init_trials", "runs", "eval_every", "init_sweeps")

@@ -80,7 +80,13 @@ from topicflow.pipeline.streaming.actors import (
     StreamSource,
     stream_source,
 )
-from topicflow.pipeline.streaming.sgs import MinibatchPlan, run_sgs, sgs_model, starting_state, stream_plan
+from topicflow.pipeline.streaming.sgs import (
+    MinibatchPlan,
+    run_sgs,
+    sgs_model,
+    starting_state,
+    stream_plan,
+)
 
 log = logging.getLogger(__name__)
 #: Seconds a sampler loop waits for the staleness bound before giving up (a lost worker, say).

@@ -23,13 +23,13 @@ import numpy as np
 
 from topicflow._typing import InitSelection
 from topicflow.errors import InvalidParameterError
-from topicflow.models.common.blocks import DocBlock
 from topicflow.metrics.clustering import nmi
 from topicflow.metrics.heldout import particle_learning_log_likelihood
-from topicflow.models.lda.gibbs.state import GibbsParams, GibbsState
+from topicflow.models.common.blocks import DocBlock
+from topicflow.models.common.rng import STREAM_INIT_TRIAL, counter_key
 from topicflow.models.lda.gibbs.chain import initial_state, run_sweeps
 from topicflow.models.lda.gibbs.scores import topic_word_distribution
-from topicflow.models.common.rng import STREAM_INIT_TRIAL, counter_key
+from topicflow.models.lda.gibbs.state import GibbsParams, GibbsState
 
 #: Share of the prefix held out to score a trial by perplexity (May et al. 2014).
 HELD_OUT_FRACTION = 0.2

@@ -40,7 +40,12 @@ from topicflow.pipeline.streaming.actors import (
     stream_source,
 )
 from topicflow.pipeline.streaming.config import StreamConfig, StreamResult
-from topicflow.pipeline.streaming.init_trials import InitTrial, best_trial, run_initialization_trial, trial_seed
+from topicflow.pipeline.streaming.init_trials import (
+    InitTrial,
+    best_trial,
+    run_initialization_trial,
+    trial_seed,
+)
 from topicflow.pipeline.streaming.outputs import (
     check_resumable,
     check_same_stream,

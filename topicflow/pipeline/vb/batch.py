@@ -21,11 +21,19 @@ from topicflow.errors import InvalidParameterError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
 from topicflow.io.outputs import gamma_scratch
-from topicflow.models.common.dirichlet import newton_alpha, newton_symmetric_alpha, newton_symmetric_eta
+from topicflow.models.common.dirichlet import (
+    newton_alpha,
+    newton_symmetric_alpha,
+    newton_symmetric_eta,
+)
 from topicflow.models.lda.priors import SeedTopic, informed_prior
 from topicflow.models.lda.state import LDAState
 from topicflow.models.lda.vb.hybrid import HybridParams
-from topicflow.models.lda.vb.objective import full_elbo, initial_topic_word_var, mstep_batch
+from topicflow.models.lda.vb.objective import (
+    full_elbo,
+    initial_topic_word_var,
+    mstep_batch,
+)
 from topicflow.models.lda.vb.params import VBParams
 from topicflow.models.lda.vb.stats import EStepStats
 from topicflow.pipeline.cluster import compute, current_client

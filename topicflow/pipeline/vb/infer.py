@@ -10,14 +10,14 @@ import numpy as np
 
 from topicflow import config as tf_config
 from topicflow.errors import VocabularyMismatchError
-from topicflow.io.outputs import doc_topics as doc_topics_io
-from topicflow.io.models.store import SavedModel
 from topicflow.io.corpus.reader import Corpus
-from topicflow.models.lda.vb.params import VBParams
+from topicflow.io.models.store import SavedModel
+from topicflow.io.outputs import doc_topics as doc_topics_io
 from topicflow.models.lda.vb.objective import alpha_elbo_terms
+from topicflow.models.lda.vb.params import VBParams
 from topicflow.pipeline.cluster import compute, compute_list, current_client
-from topicflow.pipeline.vb.batch import share
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
+from topicflow.pipeline.vb.batch import share
 from topicflow.tasks.estep import graph_token, map_estep, tree_merge
 from topicflow.tasks.evaluate import map_completion, map_fold_in
 from topicflow.tasks.transform import map_remap, map_write_doc_topics

@@ -13,7 +13,12 @@ from topicflow.models.lda.vocab_growth import check_vocabulary_prefix, grow_stat
 from topicflow.pipeline.continuation import Continuation, Continuer, register_continuer
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 from topicflow.pipeline.vb.batch import VBConfig
-from topicflow.pipeline.vb.online import OnlineConfig, OnlineResult, fit_online, online_info
+from topicflow.pipeline.vb.online import (
+    OnlineConfig,
+    OnlineResult,
+    fit_online,
+    online_info,
+)
 
 
 def schedule_position(model: SavedModel, online: OnlineConfig) -> tuple[int, int]:

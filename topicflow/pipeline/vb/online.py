@@ -23,26 +23,27 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from topicflow import config as tf_config
+from topicflow._typing import Executor, choices
 from topicflow.errors import InvalidParameterError
-from topicflow.io.models.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
 from topicflow.io.corpus.reader import Corpus
+from topicflow.io.models.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
 from topicflow.io.models.info import corpus_provenance
-from topicflow.models.lda.vb import online as online_vb
-from topicflow.models.lda.state import LDAState
 from topicflow.models.common.rng import STREAM_SHUFFLE, doc_generator
+from topicflow.models.lda.state import LDAState
+from topicflow.models.lda.vb import online as online_vb
 from topicflow.models.lda.vb.stats import EStepStats
 from topicflow.pipeline.cluster import compute, current_client
-from topicflow.pipeline.vb.estep_servers import ActorPool, LocalPool
 from topicflow.pipeline.policies import CheckpointPolicy
-from topicflow.pipeline.vb.batch import VBConfig, initial_state, share
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
+from topicflow.pipeline.vb.batch import VBConfig, initial_state, share
+from topicflow.pipeline.vb.estep_servers import ActorPool, LocalPool
 from topicflow.tasks.estep import graph_token, map_piece_estep, tree_merge
 
 log = logging.getLogger(__name__)
 
 
 #: Where the pieces of a minibatch can run (see :class:`OnlineConfig`).
-EXECUTORS = ("auto", "servers", "threads", "tasks")
+EXECUTORS = choices(Executor)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,14 +6,13 @@ from typing import Callable
 import numba
 import numpy as np
 
-from topicflow._typing import FloatArray, Int32Array, IntArray
+from topicflow._typing import FloatArray, GibbsInit, Int32Array, IntArray
 from topicflow.errors import InvalidParameterError
 from topicflow.models.common.blocks import DocBlock
 from topicflow.models.common.special import digamma
 from topicflow.models.common.validation import parse_int
 from topicflow.models.lda.gibbs.scores import _perplexity_from_lists
 from topicflow.models.lda.gibbs.sparse import (
-    GibbsInit,
     _check_block,
     _prior_lists,
     _random_topics,

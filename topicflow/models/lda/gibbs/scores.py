@@ -7,7 +7,12 @@ import numba
 import numpy as np
 
 from topicflow._typing import FloatArray, Int32Array, IntArray
-from topicflow.models.lda.gibbs.sparse import _prior_lists, _PriorLists, _word_lists, _WordLists
+from topicflow.models.lda.gibbs.sparse import (
+    _prior_lists,
+    _PriorLists,
+    _word_lists,
+    _WordLists,
+)
 from topicflow.models.lda.gibbs.state import GibbsState, TopicWordPrior, _check_prior
 
 # ----------------------------------------------------------------------------- training perplexity

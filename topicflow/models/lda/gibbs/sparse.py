@@ -56,7 +56,6 @@ Gao, Chen and Zhu (2016). Streaming Gibbs sampling for LDA model. arXiv:1601.011
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import numba
 import numpy as np
@@ -72,7 +71,6 @@ from topicflow.models.lda.gibbs.state import GibbsState, TopicWordPrior, _check_
 #: steps over blocks first (about K/32 + 32 steps instead of K).
 SMOOTHING_BLOCK_BITS = 5
 
-GibbsInit = Literal["random", "sequential"]
 
 
 # ----------------------------------------------------------------------------- word lists

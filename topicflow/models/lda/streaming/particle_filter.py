@@ -42,17 +42,28 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Literal, Mapping
+from typing import Any, Mapping
 
 import numba
 import numpy as np
 
-from topicflow._typing import FloatArray, Int32Array, IntArray, RejuvenationSource, ResamplingScheme
+from topicflow._typing import (
+    FloatArray,
+    Int32Array,
+    IntArray,
+    RejuvenateAfter,
+    RejuvenationSource,
+    ResamplingScheme,
+)
 from topicflow.errors import InvalidParameterError
 from topicflow.models.common import lineage as lin
 from topicflow.models.common.blocks import DocBlock
+from topicflow.models.common.resampling import (
+    SCHEME_CODES,
+    effective_sample_size_njit,
+    resample_into,
+)
 from topicflow.models.common.reservoir import reservoir_key, reservoir_slot, window_slot
-from topicflow.models.common.resampling import SCHEME_CODES, effective_sample_size_njit, resample_into
 from topicflow.models.common.rng import (
     STREAM_PARTICLE,
     STREAM_REJUVENATE,
@@ -61,8 +72,6 @@ from topicflow.models.common.rng import (
     uniform_from_key,
 )
 from topicflow.models.common.validation import parse_choice, parse_float, parse_int
-
-RejuvenateAfter = Literal["resample", "token"]
 
 _MAX_SEED = 2**63
 #: ``epoch`` of the token-order shuffle in the STREAM_PARTICLE stream (particles use epochs 0..P-1).

@@ -44,23 +44,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from topicflow._typing import FloatArray, Int32Array, IntArray
+from topicflow._typing import FloatArray, Int32Array, IntArray, SGSInit, SGSStopReason
 from topicflow.errors import InvalidParameterError
-from topicflow.models.common.blocks import DocBlock
 from topicflow.models.common.assignments import most_frequent_topics
-from topicflow.models.lda.gibbs.state import GibbsParams, GibbsState, TopicWordPrior
-from topicflow.models.lda.gibbs.chain import initial_state, run_sweeps_until
+from topicflow.models.common.blocks import DocBlock
 from topicflow.models.common.validation import parse_int
+from topicflow.models.lda.gibbs.chain import initial_state, run_sweeps_until
+from topicflow.models.lda.gibbs.state import GibbsParams, GibbsState, TopicWordPrior
 
 #: How each minibatch's assignments start: drawn in order from the conditional given the prior and
 #: the tokens before them ("posterior", Gao et al. 2016), or uniform on the topics ("random").
-SGSInit = Literal["posterior", "random"]
 #: Why a minibatch's sweeps ended.
-StopReason = Literal["no_improvement", "max_iter", "empty"]
+StopReason = SGSStopReason
 
 #: Version of the layout written by :func:`to_arrays`.
 STATE_FORMAT_VERSION = 1

@@ -44,7 +44,6 @@ from topicflow.models.common.dirichlet import dirichlet_expectation
 from topicflow.models.common.rng import STREAM_GIBBS, counter_key, uniform_from_key
 from topicflow.models.common.special import gammaln_array
 from topicflow.models.lda.vb.estep import PHI_NORM_EPS, _parse_prior, _present_terms
-from topicflow.models.lda.vb.stats import EStepStats
 from topicflow.models.lda.vb.layout import (
     PreparedTopics,
     _split_stats,
@@ -53,6 +52,7 @@ from topicflow.models.lda.vb.layout import (
     as_prepared_topics,
     check_blocks,
 )
+from topicflow.models.lda.vb.stats import EStepStats
 
 _MAX_SEED = 2**63
 #: Topics per chunk of the smoothing bucket's table: the kernel stores the running sum of alpha_k E_kw

@@ -32,10 +32,14 @@ import numpy as np
 
 from topicflow._typing import FloatArray
 from topicflow.errors import InvalidParameterError
-from topicflow.models.common.dirichlet import newton_alpha, newton_symmetric_alpha, newton_symmetric_eta
+from topicflow.models.common.dirichlet import (
+    newton_alpha,
+    newton_symmetric_alpha,
+    newton_symmetric_eta,
+)
 from topicflow.models.lda.state import LDAState
-from topicflow.models.lda.vb.stats import EStepStats, TopicTermStats
 from topicflow.models.lda.vb.objective import alpha_elbo_terms, topic_elbo_terms
+from topicflow.models.lda.vb.stats import EStepStats, TopicTermStats
 
 
 @dataclass(frozen=True, slots=True)
