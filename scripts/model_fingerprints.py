@@ -11,6 +11,9 @@ Each fingerprint is the SHA-256 of every numeric array under a model directory (
 npz members, read back as NumPy arrays: names, dtypes, shapes and bytes), so timestamps and
 paths in JSON do not count. The corpora are the bundled demo corpus (the first 2,000 passages)
 and a generated two-language corpus with labels.
+
+The commands use the option spellings that every version since the layout change accepts (the old
+ones, which newer versions keep as deprecated aliases), so one script compares old and new code.
 """
 from __future__ import annotations
 
