@@ -6,7 +6,6 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from hypothesis.extra.numpy import arrays
 from numpy.testing import assert_allclose
 from scipy.special import gammaln, psi
 
@@ -32,6 +31,7 @@ from topicflow.models.lda.vb.layout import (
     prepare_topics_from_var,
     topic_word_var_source,
 )
+from topicflow.testing.strategies import count_matrices, topic_term_stats
 
 RTOL = 1e-8
 
@@ -247,9 +247,7 @@ def _assert_stats_close(a: EStepStats, b: EStepStats) -> None:
     assert_allclose(a.doc_elbo, b.doc_elbo, rtol=1e-12)
 
 
-counts_matrices = st.integers(min_value=0, max_value=25).flatmap(
-    lambda n: arrays(np.int64, (n, 12), elements=st.integers(min_value=0, max_value=3))
-)
+counts_matrices = count_matrices(st.integers(min_value=0, max_value=25), 12, max_count=3)
 
 
 @settings(deadline=None, max_examples=30)
@@ -276,15 +274,7 @@ def test_merge_is_associative_commutative_with_zeros_identity(a, b, c) -> None:
         assert np.array_equal(left.alpha_suff, sa.alpha_suff) and left.doc_elbo == sa.doc_elbo
 
 
-topic_term_parts = st.lists(
-    st.integers(min_value=0, max_value=2**31).map(
-        lambda seed: TopicTermStats(
-            np.sort(np.random.default_rng(seed).choice(30, seed % 12, replace=False)).astype(np.int64),
-            np.random.default_rng(seed + 1).gamma(0.3, 3.0, (3, seed % 12)),
-        )
-    ),
-    min_size=1, max_size=9,
-)
+topic_term_parts = st.lists(topic_term_stats(3, n_terms=30, max_present=11), min_size=1, max_size=9)
 
 
 @settings(deadline=None, max_examples=60)
