@@ -25,6 +25,11 @@ def test_get_params_lists_every_init_parameter_unchanged() -> None:
     assert len(params) == 26
 
 
+def test_alpha_may_be_a_number_written_as_a_string() -> None:
+    model = LDA(2, alpha="0.5", max_iter=2).fit(X)  # as the CLI passes it
+    np.testing.assert_array_equal(model.doc_topic_prior_, [0.5, 0.5])
+
+
 def test_set_params_round_trip() -> None:
     model = LDA()
     params = LDA(3, alpha="symmetric", eta=0.5, method="online", batch_size=16).get_params()
@@ -69,8 +74,9 @@ def test_repr_shows_parameters_that_differ_from_their_defaults() -> None:
     [
         ({"n_topics": 0}, r"'n_topics' parameter of LDA must be an int in the range \[1, inf\); got 0 \(int\)"),
         ({"n_topics": 2.0}, r"'n_topics' .* got 2.0 \(float\)"),
-        ({"alpha": "sym"}, r"'alpha' .* must be one of 'auto', 'symmetric' or a float in the range \(0, inf\)"),
+        ({"alpha": "sym"}, r"'alpha' .* must be 'auto', 'symmetric' or a positive float \(or a str holding one\)"),
         ({"alpha": -1.0}, r"'alpha' .* got -1.0"),
+        ({"alpha": float("inf")}, r"'alpha' .* got inf"),
         ({"eta": float("nan")}, r"'eta' parameter of LDA must be a float in the range \(0, inf\); got nan"),
         ({"method": "stochastic"}, r"'method' .* one of 'batch', 'online'; got 'stochastic'"),
         ({"kappa": 1.5}, r"'kappa' .* a float in the range \[0, 1\]"),
@@ -147,3 +153,17 @@ def test_sklearn_tags_describe_count_data() -> None:
     assert tags.input_tags.sparse and tags.input_tags.positive_only and tags.input_tags.categorical
     assert tags.transformer_tags is not None and tags.requires_fit
     assert StreamingLDA().__sklearn_tags__().transformer_tags is None  # no transform
+
+
+def test_works_inside_scikit_learn_pipelines_and_searches() -> None:
+    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.pipeline import make_pipeline
+
+    texts = ["apple banana cherry apple", "banana cherry grape", "rust python java rust", "java golang python"] * 6
+    pipeline = make_pipeline(CountVectorizer(), LDA(2, max_iter=5))
+    theta = pipeline.fit_transform(texts)
+    assert theta.shape == (24, 2) and np.allclose(theta.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(theta, pipeline.transform(texts))
+    search = GridSearchCV(LDA(max_iter=5), {"n_topics": [2, 3]}, cv=2).fit(CountVectorizer().fit_transform(texts))
+    assert search.best_params_["n_topics"] in (2, 3) and np.isfinite(search.best_score_)

@@ -275,3 +275,13 @@ def test_streaming_lda_fits_a_matrix_like_its_store(counts: sp.csr_matrix, store
     from_matrix = StreamingLDA("olda", **settings).fit(counts)
     from_store = StreamingLDA("olda", **settings).fit(store)
     np.testing.assert_array_equal(from_matrix.components_, from_store.components_)
+
+
+def test_streaming_partial_fit_continues_on_the_grown_matrix(counts: sp.csr_matrix, tmp_path: Path) -> None:
+    settings = dict(n_topics=3, init_docs=30, init_sweeps=10, eval_every=100, seed=3)
+    whole = StreamingLDA("olda", **settings).fit(counts)
+    model = StreamingLDA("olda", **settings).fit(counts[:100], out=tmp_path / "runs")  # two whole shards
+    model.partial_fit(counts)  # the same first 100 rows, then the new ones
+    np.testing.assert_array_equal(model.components_, whole.components_)
+    with pytest.raises(InvalidParameterError, match="is not the store the stream .* was reading"):
+        StreamingLDA("olda", **settings).fit(counts[:120], out=tmp_path / "other").partial_fit(counts)

@@ -16,7 +16,7 @@ import inspect
 import math
 from dataclasses import dataclass
 from numbers import Integral, Real
-from typing import Any, ClassVar, Literal, Sequence
+from typing import Any, Callable, ClassVar, Literal, Sequence
 
 import numpy as np
 
@@ -161,8 +161,44 @@ class SequenceOf:
         return f"a list or tuple of {self.item.__name__}"
 
 
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """The values a parse function accepts (for a parameter whose parser also converts it).
+
+    Attributes
+    ----------
+    parse : callable
+        Raises :class:`~topicflow.errors.InvalidParameterError` for a value it does not accept.
+    description : str
+        The accepted values, for messages.
+    """
+
+    parse: Callable[[Any], Any]
+    description: str
+
+    def is_satisfied_by(self, value: Any) -> bool:
+        """Return whether :attr:`parse` accepts ``value``.
+
+        Parameters
+        ----------
+        value : Any
+
+        Returns
+        -------
+        bool
+        """
+        try:
+            self.parse(value)
+        except InvalidParameterError:
+            return False
+        return True
+
+    def __str__(self) -> str:
+        return self.description
+
+
 #: One allowed form of a parameter: a constraint object, or None (the value None is allowed).
-Constraint = Interval | Options | Boolean | SequenceOf | None
+Constraint = Interval | Options | Boolean | SequenceOf | Parsed | None
 
 
 def check_parameter(owner: str, name: str, value: Any, constraints: Sequence[Constraint]) -> None:

@@ -13,7 +13,16 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
-from topicflow.api._base import Boolean, Constraint, Interval, Options, SequenceOf, TopicModelEstimator, split_client
+from topicflow.api._base import (
+    Boolean,
+    Constraint,
+    Interval,
+    Options,
+    Parsed,
+    SequenceOf,
+    TopicModelEstimator,
+    split_client,
+)
 from topicflow.api._inputs import column_terms, input_kind, store_for, transform_blocks
 from topicflow.errors import InvalidParameterError
 from topicflow.io.corpus.reader import Corpus, as_corpus
@@ -44,10 +53,18 @@ from topicflow.pipeline.vb.online import (
 
 
 def parse_alpha(alpha: str | float) -> tuple[str, float | None]:
-    """``"auto"``, ``"symmetric"`` or a positive number (fixed symmetric alpha), checked at fit."""
-    if isinstance(alpha, str):
+    """``"auto"``, ``"symmetric"`` or a positive number (fixed symmetric alpha), also written as a str (the CLI's)."""
+    if isinstance(alpha, str) and alpha in ("auto", "symmetric"):
         return alpha, None
-    return "fixed", float(alpha)
+    try:
+        value = float(alpha)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(
+            f"alpha must be 'auto', 'symmetric' or a positive number, got {alpha!r}"
+        ) from None
+    if not (value > 0 and np.isfinite(value)):
+        raise InvalidParameterError(f"alpha must be positive, got {alpha!r}")
+    return "fixed", value
 
 
 _POSITIVE_INT = Interval(Integral, 1, None, closed="left")
@@ -159,7 +176,7 @@ class LDA(TopicModelEstimator):
 
     _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
         "n_topics": [_POSITIVE_INT],
-        "alpha": [Options(("auto", "symmetric")), _POSITIVE],
+        "alpha": [Parsed(parse_alpha, "'auto', 'symmetric' or a positive float (or a str holding one)")],
         "eta": [_POSITIVE],
         "max_iter": [_POSITIVE_INT],
         "tol": [_NONNEGATIVE],

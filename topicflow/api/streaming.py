@@ -144,7 +144,11 @@ class StreamingLDA(TopicModelEstimator):
         ----------
         corpus : str, os.PathLike, Corpus, matrix, dask.array.Array, dask DataFrame or dask.bag.Bag
             The grown training documents: those ``fit`` saw first, then the new ones (a matrix
-            holds all their rows), read with the ``vocabulary`` and ``fields`` given to ``fit``.
+            holds all their rows), read with the ``vocabulary`` and ``fields`` given to ``fit``. The
+            stream continues only if the store written now starts with the shards ``fit`` read:
+            with a matrix, ``fit``'s rows must fill whole shards (a multiple of
+            ``topicflow.shard-size``); otherwise give ``fit`` a ``store_path`` and grow that store
+            with ``topicflow append``.
         y : None
             Ignored (scikit-learn's signature). A ``distributed.Client`` here is taken as ``client``.
         client : distributed.Client, optional
