@@ -26,9 +26,9 @@ from topicflow.api._base import (
 from topicflow.api._inputs import column_terms, input_kind, store_for, transform_blocks
 from topicflow.errors import InvalidParameterError
 from topicflow.io.corpus.reader import Corpus, as_corpus
-from topicflow.io.sources.base import FieldSpec
 from topicflow.io.models.info import corpus_provenance
 from topicflow.io.models.store import SavedModel, load_model, save_model
+from topicflow.io.sources.base import FieldSpec
 from topicflow.models.lda.priors import SeedTopic
 from topicflow.pipeline.cluster import compute
 from topicflow.pipeline.policies import CheckpointPolicy
@@ -160,7 +160,6 @@ class LDA(TopicModelEstimator):
     converged_ : bool
     n_docs_seen_ : int
         Online: documents processed so far, over all ``partial_fit`` calls.
-
     n_features_in_ : int
         Number of terms of a monolingual model (the columns ``transform`` expects of a matrix).
 
