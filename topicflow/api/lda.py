@@ -7,16 +7,30 @@ sets the fitted attributes, whose names end in ``_``. ``partial_fit`` continues 
 from __future__ import annotations
 
 import os
+from numbers import Integral, Real
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
-from topicflow.errors import InvalidParameterError, NotFittedError
+from topicflow.api._base import (
+    Boolean,
+    Constraint,
+    Interval,
+    Options,
+    Parsed,
+    SequenceOf,
+    TopicModelEstimator,
+    split_client,
+)
+from topicflow.api._inputs import column_terms, input_kind, store_for, transform_blocks
+from topicflow.errors import InvalidParameterError
 from topicflow.io.corpus.reader import Corpus, as_corpus
 from topicflow.io.models.info import corpus_provenance
 from topicflow.io.models.store import SavedModel, load_model, save_model
+from topicflow.io.sources.base import FieldSpec
 from topicflow.models.lda.priors import SeedTopic
+from topicflow.pipeline.cluster import compute
 from topicflow.pipeline.policies import CheckpointPolicy
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 from topicflow.pipeline.vb.batch import (
@@ -34,6 +48,7 @@ from topicflow.pipeline.vb.infer import (
     model_token,
 )
 from topicflow.pipeline.vb.online import (
+    EXECUTORS,
     MinibatchRecord,
     OnlineConfig,
     OnlineResult,
@@ -43,7 +58,7 @@ from topicflow.pipeline.vb.online import (
 
 
 def parse_alpha(alpha: str | float) -> tuple[str, float | None]:
-    """``"auto"``, ``"symmetric"`` or a positive number (fixed symmetric alpha)."""
+    """``"auto"``, ``"symmetric"`` or a positive number (fixed symmetric alpha), also written as a str (the CLI's)."""
     if isinstance(alpha, str) and alpha in ("auto", "symmetric"):
         return alpha, None
     try:
@@ -52,15 +67,26 @@ def parse_alpha(alpha: str | float) -> tuple[str, float | None]:
         raise InvalidParameterError(
             f"alpha must be 'auto', 'symmetric' or a positive number, got {alpha!r}"
         ) from None
-    if not value > 0:
+    if not (value > 0 and np.isfinite(value)):
         raise InvalidParameterError(f"alpha must be positive, got {alpha!r}")
     return "fixed", value
 
 
-class LDA:
+_POSITIVE_INT = Interval(Integral, 1, None, closed="left")
+_NONNEGATIVE_INT = Interval(Integral, 0, None, closed="left")
+_POSITIVE = Interval(Real, 0, None, closed="neither")
+_NONNEGATIVE = Interval(Real, 0, None, closed="left")
+
+
+class LDA(TopicModelEstimator):
     """Latent Dirichlet allocation by batch or online variational Bayes over an out-of-core corpus store.
 
     A store with several languages gives polylingual LDA (documents share theta across languages).
+    Documents may also be given as a scipy.sparse (or NumPy) document-term matrix of counts, a Dask
+    array of such counts, or texts in a Dask DataFrame or bag: ``fit`` writes them to a store first
+    (see :mod:`topicflow.api._inputs` for where it goes). Parameters are checked at ``fit`` against
+    ``_parameter_constraints``; ``get_params``/``set_params`` follow scikit-learn, so
+    ``sklearn.base.clone`` and grid searches work.
 
     Parameters
     ----------
@@ -139,14 +165,48 @@ class LDA:
     converged_ : bool
     n_docs_seen_ : int
         Online: documents processed so far, over all ``partial_fit`` calls.
+    n_features_in_ : int
+        Number of terms of a monolingual model (the columns ``transform`` expects of a matrix).
 
     Examples
     --------
     >>> model = LDA(n_topics=20).fit("corpus.zarr")          # doctest: +SKIP
     >>> model.perplexity("heldout.zarr")                      # doctest: +SKIP
+    >>> X = CountVectorizer().fit_transform(texts)            # doctest: +SKIP
+    >>> doc_topic = LDA(n_topics=5).fit_transform(X)          # doctest: +SKIP
     """
 
     trace_: list[IterationRecord] | list[MinibatchRecord]
+
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "n_topics": [_POSITIVE_INT],
+        "alpha": [Parsed(parse_alpha, "'auto', 'symmetric' or a positive float (or a str holding one)")],
+        "eta": [_POSITIVE],
+        "max_iter": [_POSITIVE_INT],
+        "tol": [_NONNEGATIVE],
+        "doc_max_iter": [_POSITIVE_INT],
+        "doc_tol": [_NONNEGATIVE],
+        "seed": [Interval(Integral, 0, 2**63, closed="left")],
+        "seed_topics": [SequenceOf(SeedTopic)],
+        "seed_strength": [_POSITIVE],
+        "optimize_eta": [Boolean()],
+        "split_every": [None, Interval(Integral, 2, None, closed="left")],
+        "warm_start": [Boolean()],
+        "method": [Options(("batch", "online"))],
+        "batch_size": [_POSITIVE_INT],
+        "tau0": [_NONNEGATIVE],
+        "kappa": [Interval(Real, 0, 1, closed="both")],
+        "passes": [_POSITIVE_INT],
+        "shuffle_window": [_NONNEGATIVE_INT],
+        "total_docs": [None, _POSITIVE_INT],
+        "eval_every": [_NONNEGATIVE_INT],
+        "estep": [Options(("vb", "hybrid"))],
+        "burn_in": [_NONNEGATIVE_INT],
+        "samples": [_POSITIVE_INT],
+        "executor": [Options(EXECUTORS)],
+        "init_shape": [_POSITIVE],
+    }
+    _fit_hint: ClassVar[str] = "call fit(X) or LDA.load(path) first"
 
     def __init__(
         self, n_topics: int = 10, *, alpha: str | float = "auto", eta: float = 0.01, max_iter: int = 50,
@@ -185,9 +245,6 @@ class LDA:
         self.executor = executor
         self.init_shape = init_shape
 
-    def __repr__(self) -> str:
-        return f"LDA(n_topics={self.n_topics}, alpha={self.alpha!r}, eta={self.eta!r}, seed={self.seed})"
-
     def _config(self) -> VBConfig:
         mode, value = parse_alpha(self.alpha)
         return VBConfig(
@@ -206,87 +263,129 @@ class LDA:
             executor=self.executor,
         )
 
-    def _check_method(self) -> None:
-        if self.method not in ("batch", "online"):
-            raise InvalidParameterError(f"method must be 'batch' or 'online', got {self.method!r}")
-
     # ------------------------------------------------------------------ fitting
 
-    def fit(self, corpus: Any, client: Any = None, *, progress: ProgressReporter = NO_PROGRESS,
-            checkpoint: CheckpointPolicy | None = None) -> LDA:
-        """Fit on a corpus store from scratch.
+    def fit(self, corpus: Any, y: Any = None, *, client: Any = None, progress: ProgressReporter = NO_PROGRESS,
+            checkpoint: CheckpointPolicy | None = None, vocabulary: Sequence[str] | None = None,
+            fields: FieldSpec | None = None, store_path: str | os.PathLike[str] | None = None) -> LDA:
+        """Fit from scratch on a corpus store, a document-term matrix, a Dask array or Dask texts.
 
         Parameters
         ----------
-        corpus : str, os.PathLike or Corpus
-            Corpus store (path or opened :class:`Corpus`).
+        corpus : str, os.PathLike, Corpus, matrix, dask.array.Array, dask DataFrame or dask.bag.Bag
+            Corpus store (path or opened :class:`Corpus`); a document-term matrix of counts
+            (scipy.sparse in any format, NumPy, pydata/sparse; documents in rows); a Dask array of
+            counts with such chunks; or texts (a Dask DataFrame or Series with a text column, a Dask
+            bag of strings or dicts). Anything but a store is written to a store first.
+        y : None
+            Ignored (scikit-learn's signature). A ``distributed.Client`` here is taken as ``client``.
         client : distributed.Client, optional
             Cluster to run on; by default the current client, else local threads.
         progress : ProgressReporter, optional
             Receives per-iteration (batch) or per-minibatch (online) progress.
         checkpoint : CheckpointPolicy, optional
             Writes the driver state periodically and, with ``resume``, continues an interrupted
-            fit (see :class:`topicflow.pipeline.policies.CheckpointPolicy`).
+            fit (see :class:`topicflow.pipeline.policies.CheckpointPolicy`); give a store, or
+            ``store_path``, to resume from an array input.
+        vocabulary : sequence of str, optional
+            Matrix or Dask array: one term per column; default ``t0, t1, ...``.
+        fields : FieldSpec, optional
+            Texts: the text, id and label columns or keys; default ``text`` (and ``id`` where present).
+        store_path : str or os.PathLike, optional
+            Where to write (and keep) the store of a non-store input; by default a temporary
+            directory under ``topicflow.scratch-dir``, removed when ``fit`` returns.
 
         Returns
         -------
         LDA
             ``self``, fitted.
+
+        Raises
+        ------
+        InvalidParameterError
+            A parameter outside its allowed values (the message lists them).
+        InputError
+            Counts that are negative, fractional or not numbers (the message names row and column).
         """
-        self._check_method()
-        corpus = as_corpus(corpus)
+        self._validate_params()
+        client = split_client(y, client)
         config = self._config()
-        if self.method == "online":
-            online = self._online_config()
-            result = fit_online(corpus, config, online, client=client, split_every=self.split_every,
-                                progress=progress, checkpoint=checkpoint)
-            self._set_fitted_online(result, corpus, config, online, shards=None)
-            return self
-        batch = fit_batch_vb(corpus, config, client=client, split_every=self.split_every, progress=progress,
-                             checkpoint=checkpoint)
-        self._set_fitted(batch, corpus, config)
+        with store_for(corpus, vocabulary=vocabulary, fields=fields, store_path=store_path, client=client) as corpus:
+            if self.method == "online":
+                online = self._online_config()
+                result = fit_online(corpus, config, online, client=client, split_every=self.split_every,
+                                    progress=progress, checkpoint=checkpoint)
+                self._set_fitted_online(result, corpus, config, online, shards=None)
+                return self
+            batch = fit_batch_vb(corpus, config, client=client, split_every=self.split_every, progress=progress,
+                                 checkpoint=checkpoint)
+            self._set_fitted(batch, corpus, config)
         return self
 
-    def partial_fit(self, corpus: Any, client: Any = None, *, shards: Sequence[int] | None = None,
-                    progress: ProgressReporter = NO_PROGRESS) -> LDA:
+    def partial_fit(self, corpus: Any, y: Any = None, *, client: Any = None, shards: Sequence[int] | None = None,
+                    progress: ProgressReporter = NO_PROGRESS, vocabulary: Sequence[str] | None = None,
+                    fields: FieldSpec | None = None, store_path: str | os.PathLike[str] | None = None) -> LDA:
         """Run one online pass over ``corpus`` (or its ``shards``), continuing the model and its step sizes.
 
         The first call starts a model (any ``method``); later calls continue it. The corpus's
         vocabulary must extend the model's (same terms first, as a store whose vocabulary grew by
         ``topicflow append --promote-min-df``); new terms join with topic columns from the prior.
+        A store's shards already processed are skipped; every document of any other input is new.
 
         Parameters
         ----------
-        corpus : str, os.PathLike or Corpus
-            Corpus store (path or opened :class:`Corpus`).
+        corpus : str, os.PathLike, Corpus, matrix, dask.array.Array, dask DataFrame or dask.bag.Bag
+            Documents, as for :meth:`fit`. A matrix's columns are the model's terms, in order, and
+            columns past them new terms (unless ``vocabulary`` names them).
+        y : None
+            Ignored (scikit-learn's signature). A ``distributed.Client`` here is taken as ``client``.
         client : distributed.Client, optional
             Cluster to run on; by default the current client, else local threads.
         shards : sequence of int, optional
-            Positions of the shards to process, in order; by default all of them.
+            Positions of the store's shards to process, in order; by default the unseen ones.
         progress : ProgressReporter, optional
             Receives per-minibatch progress.
+        vocabulary : sequence of str, optional
+            Matrix or Dask array: one term per column.
+        fields : FieldSpec, optional
+            Texts: the text, id and label columns or keys.
+        store_path : str or os.PathLike, optional
+            Where to write (and keep) the store of a non-store input (see :meth:`fit`).
 
         Returns
         -------
         LDA
             ``self``, updated.
         """
-        corpus = as_corpus(corpus)
+        self._validate_params()
+        client = split_client(y, client)
+        kind = input_kind(corpus)
+        model = getattr(self, "model_", None)
+        vocabulary = column_terms(corpus, kind, vocabulary, self._model_terms(), owner="LDA", grow=True)
         config = self._config()
         online = self._online_config()
-        model = getattr(self, "model_", None)
-        if model is None:
-            result = fit_online(corpus, config, online, client=client, split_every=self.split_every,
-                                progress=progress, shards=shards)
-            self._set_fitted_online(result, corpus, config, online, shards=shards)
-            return self
-        from topicflow.pipeline.vb.nightly import continue_online
+        with store_for(corpus, vocabulary=vocabulary, fields=fields, store_path=store_path, client=client) as corpus:
+            if kind != "store" and shards is None:
+                shards = range(corpus.n_shards)  # a new input: all of it, even if its shard ids were seen
+            if model is None:
+                result = fit_online(corpus, config, online, client=client, split_every=self.split_every,
+                                    progress=progress, shards=shards)
+                self._set_fitted_online(result, corpus, config, online, shards=shards)
+                return self
+            from topicflow.pipeline.vb.nightly import continue_online
 
-        self.model_, result, _ = continue_online(model, corpus, config, online, client=client, shards=shards,
-                                              split_every=self.split_every, progress=progress)
+            self.model_, result, _ = continue_online(model, corpus, config, online, client=client, shards=shards,
+                                                  split_every=self.split_every, progress=progress)
         self._set_attributes_from_model()
         self.trace_ = list(result.trace)
         return self
+
+    def _model_terms(self) -> list[str] | None:
+        """Terms of a fitted monolingual model; None before fitting or for a polylingual model."""
+        model = getattr(self, "model_", None)
+        if model is None or len(model.state.languages) != 1:
+            return None
+        return [str(t) for t in model.vocabularies[model.state.languages[0]].terms]
 
     def _set_fitted(self, result: FitResult, corpus: Corpus, config: VBConfig) -> None:
         state = result.state
@@ -332,27 +431,37 @@ class LDA:
         self.n_iter_ = int(online["t"]) if online else len(info.get("trace", []))
         self.n_docs_seen_ = int(online["docs_seen"]) if online else int(info.get("corpus", {}).get("n_docs", 0))
         self.converged_ = bool(info.get("converged", False))
-
-    def _check_fitted(self) -> SavedModel:
-        model = getattr(self, "model_", None)
-        if model is None:
-            raise NotFittedError("this LDA is not fitted yet; call fit(corpus) or LDA.load(path) first.")
-        return model
+        if single:
+            self.n_features_in_ = len(self.vocabularies_[langs[0]])
 
     # ------------------------------------------------------------------ using the model
 
-    def transform(self, corpus: Any) -> Any:
-        """Compute document-topic proportions with the topics fixed, lazily.
+    def transform(self, corpus: Any, *, vocabulary: Sequence[str] | None = None,
+                  fields: FieldSpec | None = None) -> Any:
+        """Compute document-topic proportions with the topics fixed (lazily for stores and Dask inputs).
 
         Parameters
         ----------
-        corpus : str, os.PathLike or Corpus
-            Corpus store (path or opened :class:`Corpus`).
+        corpus : str, os.PathLike, Corpus, matrix, dask.array.Array, dask DataFrame or dask.bag.Bag
+            Documents, as for :meth:`fit`; no store is written. A matrix's columns are the model's
+            terms, in order, unless ``vocabulary`` names them (terms the model lacks are ignored).
+        vocabulary : sequence of str, optional
+            Matrix or Dask array: one term per column.
+        fields : FieldSpec, optional
+            Texts: where the text is; tokenized with the default tokenizer.
 
         Returns
         -------
-        dask.array.Array of shape (n_docs, n_topics), float64
-            Normalized gamma (rows sum to 1), one chunk per shard; nothing is computed yet.
+        ndarray or dask.array.Array of shape (n_docs, n_topics), float64
+            Normalized gamma (rows sum to 1), one row per document (an empty document gets the
+            normalized prior). A NumPy array for a matrix; for a store or a Dask input a Dask array
+            with one chunk per shard, row of chunks or partition, of which nothing is computed yet
+            (texts: the partitions' lengths are unknown until computed).
+
+        Raises
+        ------
+        InputError
+            A matrix whose columns do not fit the model, or counts that are not non-negative integers.
         """
         import dask
         import dask.array as da
@@ -361,90 +470,143 @@ class LDA:
         from topicflow.tasks.evaluate import map_fold_in
 
         model = self._check_fitted()
+        kind = input_kind(corpus)
+        k = model.state.n_topics
+        if kind != "store":
+            lang = self._single_language(model)
+            blocks, n_rows = transform_blocks(corpus, kind, terms=self._model_terms() or [], language=lang,
+                                              owner="LDA", vocabulary=vocabulary, fields=fields)
+            token = graph_token(dask.base.tokenize(corpus, vocabulary, fields), model_token(model), "transform")
+            topics = dask.delayed(model.state.prepared_topics([lang]), traverse=False, name=f"topics-{token}")
+            thetas = map_fold_in(blocks, topics, model.state.doc_topic_prior, fold_in_params(model), token=token)
+            if kind == "matrix":
+                return np.concatenate(compute(*thetas)) if thetas else np.zeros((0, k))
+            parts = [da.from_delayed(t, shape=(n, k), dtype=np.float64) for t, n in zip(thetas, n_rows)]
+            return da.concatenate(parts, axis=0, allow_unknown_chunksizes=True)
         corpus = as_corpus(corpus)
         token = graph_token(corpus.token(), model_token(model), "transform")
         blocks, maps = model_blocks(model, corpus, token=token)
         topics = dask.delayed(model.state.prepared_topics(list(maps)), traverse=False, name=f"topics-{token}")
         thetas = map_fold_in(blocks, topics, model.state.doc_topic_prior, fold_in_params(model), token=token)
-        k = model.state.n_topics
         return da.concatenate(
             [da.from_delayed(t, shape=(s.n_docs, k), dtype=np.float64) for t, s in zip(thetas, corpus.shards)],
             axis=0,
         )
 
+    def _single_language(self, model: SavedModel) -> str:
+        languages = model.state.languages
+        if len(languages) != 1:
+            raise InvalidParameterError(
+                f"this LDA is polylingual (languages {list(languages)}); give it documents as a corpus store "
+                "with those languages, not as a matrix or texts."
+            )
+        return languages[0]
+
     def transform_to_zarr(self, corpus: Any, out: str | os.PathLike[str], client: Any = None, *,
-                          overwrite: bool = False) -> int:
+                          overwrite: bool = False, vocabulary: Sequence[str] | None = None,
+                          fields: FieldSpec | None = None) -> int:
         """Write document-topic proportions out of core (see :mod:`topicflow.io.outputs.doc_topics`).
 
         Parameters
         ----------
-        corpus : str, os.PathLike or Corpus
-            Corpus store (path or opened :class:`Corpus`).
+        corpus : str, os.PathLike, Corpus, matrix, dask.array.Array, dask DataFrame or dask.bag.Bag
+            Documents, as for :meth:`fit` (anything but a store is written to a temporary one first).
         out : str or os.PathLike
             Zarr store to write (atomically).
         client : distributed.Client, optional
             Cluster to run on; by default the current client, else local threads.
         overwrite : bool, default False
             Replace an existing ``out``.
+        vocabulary : sequence of str, optional
+            Matrix or Dask array: one term per column (default: the model's terms).
+        fields : FieldSpec, optional
+            Texts: the text, id and label columns or keys.
 
         Returns
         -------
         int
             Number of documents written.
         """
-        return infer_doc_topics(self._check_fitted(), as_corpus(corpus), Path(out), client=client, overwrite=overwrite)
+        model = self._check_fitted()
+        with self._scoring_store(corpus, vocabulary, fields, client) as store:
+            return infer_doc_topics(model, store, Path(out), client=client, overwrite=overwrite)
 
-    def evaluate(self, corpus: Any, client: Any = None, *, seed: int = 0) -> EvaluationResult:
+    def _scoring_store(self, corpus: Any, vocabulary: Sequence[str] | None, fields: FieldSpec | None,
+                       client: Any) -> Any:
+        """``store_for`` with a matrix's columns taken as the model's terms by default."""
+        kind = input_kind(corpus)
+        vocabulary = column_terms(corpus, kind, vocabulary, self._model_terms(), owner="LDA")
+        return store_for(corpus, vocabulary=vocabulary, fields=fields, client=client)
+
+    def evaluate(self, corpus: Any, client: Any = None, *, seed: int = 0, vocabulary: Sequence[str] | None = None,
+                 fields: FieldSpec | None = None) -> EvaluationResult:
         """Score held-out documents: document-completion perplexity and the per-word ELBO bound.
 
         Parameters
         ----------
-        corpus : str, os.PathLike or Corpus
-            Corpus store (path or opened :class:`Corpus`).
+        corpus : str, os.PathLike, Corpus, matrix, dask.array.Array, dask DataFrame or dask.bag.Bag
+            Documents, as for :meth:`fit` (anything but a store is written to a temporary one first).
         client : distributed.Client, optional
             Cluster to run on; by default the current client, else local threads.
         seed : int, default 0
             Seed of the split of each document's tokens into observed and scored halves.
+        vocabulary : sequence of str, optional
+            Matrix or Dask array: one term per column (default: the model's terms).
+        fields : FieldSpec, optional
+            Texts: the text, id and label columns or keys.
 
         Returns
         -------
         EvaluationResult
             ``perplexity``, ``elbo_per_token`` and the token counts.
         """
-        return evaluate_model(self._check_fitted(), as_corpus(corpus), client=client, seed=seed,
-                              split_every=self.split_every)
+        model = self._check_fitted()
+        with self._scoring_store(corpus, vocabulary, fields, client) as store:
+            return evaluate_model(model, store, client=client, seed=seed, split_every=self.split_every)
 
-    def perplexity(self, corpus: Any, client: Any = None) -> float:
+    def perplexity(self, corpus: Any, client: Any = None, *, vocabulary: Sequence[str] | None = None,
+                   fields: FieldSpec | None = None) -> float:
         """Compute held-out perplexity by document completion (lower is better).
 
         Parameters
         ----------
-        corpus : str, os.PathLike or Corpus
-            Corpus store (path or opened :class:`Corpus`).
+        corpus : str, os.PathLike, Corpus, matrix, dask.array.Array, dask DataFrame or dask.bag.Bag
+            Documents, as for :meth:`fit`.
         client : distributed.Client, optional
             Cluster to run on; by default the current client, else local threads.
+        vocabulary : sequence of str, optional
+            Matrix or Dask array: one term per column (default: the model's terms).
+        fields : FieldSpec, optional
+            Texts: the text, id and label columns or keys.
 
         Returns
         -------
         float
         """
-        return self.evaluate(corpus, client).perplexity
+        return self.evaluate(corpus, client, vocabulary=vocabulary, fields=fields).perplexity
 
-    def score(self, corpus: Any, client: Any = None) -> float:
+    def score(self, corpus: Any, y: Any = None, *, client: Any = None, vocabulary: Sequence[str] | None = None,
+              fields: FieldSpec | None = None) -> float:
         """Compute the per-word variational lower bound on ``corpus`` with the topics fixed (higher is better).
 
         Parameters
         ----------
-        corpus : str, os.PathLike or Corpus
-            Corpus store (path or opened :class:`Corpus`).
+        corpus : str, os.PathLike, Corpus, matrix, dask.array.Array, dask DataFrame or dask.bag.Bag
+            Documents, as for :meth:`fit`.
+        y : None
+            Ignored (scikit-learn's signature). A ``distributed.Client`` here is taken as ``client``.
         client : distributed.Client, optional
             Cluster to run on; by default the current client, else local threads.
+        vocabulary : sequence of str, optional
+            Matrix or Dask array: one term per column (default: the model's terms).
+        fields : FieldSpec, optional
+            Texts: the text, id and label columns or keys.
 
         Returns
         -------
         float
         """
-        return self.evaluate(corpus, client).elbo_per_token
+        return self.evaluate(corpus, split_client(y, client), vocabulary=vocabulary, fields=fields).elbo_per_token
 
     def top_terms(self, n: int = 10, language: str | None = None) -> list[list[tuple[str, float]]]:
         """Return the ``n`` most probable terms of every topic, with their probabilities.

@@ -6,22 +6,31 @@
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
+from numbers import Integral
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
+from topicflow.api._base import Constraint, Interval, Options, TopicModelEstimator, split_client
+from topicflow.api._inputs import store_for
 from topicflow.errors import NotFittedError
-from topicflow.io.corpus.reader import as_corpus
 from topicflow.io.models.store import SavedModel, save_model
+from topicflow.io.sources.base import FieldSpec
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 from topicflow.pipeline.streaming import run_stream
-from topicflow.pipeline.streaming.config import StreamConfig, StreamResult
+from topicflow.pipeline.streaming.config import STREAM_ALGORITHMS, StreamConfig, StreamResult
 
 
-class StreamingLDA:
+class StreamingLDA(TopicModelEstimator):
     """LDA by a streaming sampler: ``gibbs``, ``olda``, ``incgibbs``, ``pf``, ``sgs`` or ``dsgs``.
+
+    ``get_params`` lists ``algorithm``, ``n_topics`` and every entry of ``settings`` as parameters
+    of their own, so ``sklearn.base.clone`` and ``set_params(n_particles=...)`` work. Documents may
+    be anything :class:`~topicflow.api.lda.LDA` accepts; anything but a store is written to one first.
 
     Parameters
     ----------
@@ -50,10 +59,18 @@ class StreamingLDA:
     >>> model.summary_[-1]["nmi_in_mean"]                                                 # doctest: +SKIP
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "algorithm": [Options(STREAM_ALGORITHMS)],
+        "n_topics": [Interval(Integral, 1, None, closed="left")],
+    }
+
     def __init__(self, algorithm: str = "pf", n_topics: int = 10, **settings: Any) -> None:
         self.algorithm = algorithm
         self.n_topics = n_topics
         self.settings = dict(settings)
+
+    def _extra_param_names(self) -> frozenset[str]:
+        return frozenset(f.name for f in dataclasses.fields(StreamConfig)) - {"algorithm", "n_topics"}
 
     def config(self) -> StreamConfig:
         """Return the validated settings.
@@ -75,45 +92,71 @@ class StreamingLDA:
             raise InvalidParameterError(f"unknown settings {unknown}; allowed: {', '.join(sorted(names))}")
         return StreamConfig(algorithm=self.algorithm, n_topics=self.n_topics, **self.settings)  # type: ignore[arg-type]
 
-    def fit(self, corpus: Any, client: Any = None, *, test: Any = None, out: Path | str | None = None,
-            progress: ProgressReporter = NO_PROGRESS) -> StreamingLDA:
+    def fit(self, corpus: Any, y: Any = None, *, client: Any = None, test: Any = None,
+            out: Path | str | None = None, progress: ProgressReporter = NO_PROGRESS,
+            vocabulary: Sequence[str] | None = None, fields: FieldSpec | None = None,
+            store_path: str | os.PathLike[str] | None = None) -> StreamingLDA:
         """Run every seed over ``corpus``.
 
         Parameters
         ----------
-        corpus : str, os.PathLike or Corpus
-            Training corpus store.
+        corpus : str, os.PathLike, Corpus, matrix, dask.array.Array, dask DataFrame or dask.bag.Bag
+            Training documents, as for :meth:`topicflow.LDA.fit`.
+        y : None
+            Ignored (scikit-learn's signature). A ``distributed.Client`` here is taken as ``client``.
         client : distributed.Client, optional
             Cluster to run the runs' actors on; by default the current client, else a local one.
-        test : str, os.PathLike or Corpus, optional
-            Held-out store; adds held-out scores to the traces.
+        test : same kinds as ``corpus``, optional
+            Held-out documents; adds held-out scores to the traces.
         out : str or os.PathLike, optional
             Directory for the runs' state, so :meth:`partial_fit` can continue them.
         progress : ProgressReporter, optional
             Receives progress along the stream.
+        vocabulary : sequence of str, optional
+            Matrices or Dask arrays (``corpus`` and ``test``): one term per column.
+        fields : FieldSpec, optional
+            Texts: the text, id and label columns or keys.
+        store_path : str or os.PathLike, optional
+            Where to write (and keep) the store of a non-store ``corpus``; by default a temporary
+            directory, removed when ``fit`` returns.
 
         Returns
         -------
         StreamingLDA
             ``self``, fitted.
         """
+        self._validate_params()
+        client = split_client(y, client)
         self._out = None if out is None else Path(out)
         self._test = test
-        result = run_stream(as_corpus(corpus), self.config(), client=client,
-                            test_corpus=None if test is None else as_corpus(test), out=self._out, progress=progress)
+        self._input_options = {"vocabulary": vocabulary, "fields": fields}
+        with self._stores(corpus, test, client, store_path) as (train, held_out):
+            result = run_stream(train, self.config(), client=client, test_corpus=held_out, out=self._out,
+                                progress=progress)
         return self._set_fitted(result)
 
-    def partial_fit(self, corpus: Any, client: Any = None, *, progress: ProgressReporter = NO_PROGRESS) -> StreamingLDA:
+    def partial_fit(self, corpus: Any, y: Any = None, *, client: Any = None,
+                    progress: ProgressReporter = NO_PROGRESS, store_path: str | os.PathLike[str] | None = None,
+                    ) -> StreamingLDA:
         """Continue every run with the documents added to ``corpus`` since (needs ``fit(..., out=DIR)``).
 
         Parameters
         ----------
-        corpus : str, os.PathLike or Corpus
-            Training corpus store.
+        corpus : str, os.PathLike, Corpus, matrix, dask.array.Array, dask DataFrame or dask.bag.Bag
+            The grown training documents: those ``fit`` saw first, then the new ones (a matrix
+            holds all their rows), read with the ``vocabulary`` and ``fields`` given to ``fit``. The
+            stream continues only if the store written now starts with the shards ``fit`` read:
+            with a matrix, ``fit``'s rows must fill whole shards (a multiple of
+            ``topicflow.shard-size``); otherwise give ``fit`` a ``store_path`` and grow that store
+            with ``topicflow append``.
+        y : None
+            Ignored (scikit-learn's signature). A ``distributed.Client`` here is taken as ``client``.
         client : distributed.Client, optional
             Cluster to run the runs' actors on; by default the current client, else a local one.
         progress : ProgressReporter, optional
             Receives progress along the stream.
+        store_path : str or os.PathLike, optional
+            Where to write (and keep) the store of a non-store ``corpus``.
 
         Returns
         -------
@@ -122,10 +165,20 @@ class StreamingLDA:
         """
         if not hasattr(self, "result_") or getattr(self, "_out", None) is None:
             raise NotFittedError("partial_fit continues a stream saved by fit(..., out=DIR); call that first")
-        test = None if self._test is None else as_corpus(self._test)
-        result = run_stream(as_corpus(corpus), self.config(), client=client, test_corpus=test, out=self._out,
-                            resume=True, progress=progress)
+        client = split_client(y, client)
+        with self._stores(corpus, self._test, client, store_path) as (train, held_out):
+            result = run_stream(train, self.config(), client=client, test_corpus=held_out, out=self._out,
+                                resume=True, progress=progress)
         return self._set_fitted(result)
+
+    @contextlib.contextmanager
+    def _stores(self, corpus: Any, test: Any, client: Any, store_path: Any) -> Any:
+        """The training and held-out documents as stores (written first if they are not)."""
+        options = getattr(self, "_input_options", {})
+        with contextlib.ExitStack() as stack:
+            train = stack.enter_context(store_for(corpus, store_path=store_path, client=client, **options))
+            held_out = None if test is None else stack.enter_context(store_for(test, client=client, **options))
+            yield train, held_out
 
     def _set_fitted(self, result: StreamResult) -> StreamingLDA:
         self.result_ = result
