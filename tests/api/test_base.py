@@ -18,21 +18,21 @@ X = sp.csr_matrix(np.array([[2, 1, 0, 0], [0, 0, 3, 1], [1, 0, 0, 2]], dtype=np.
 
 
 def test_get_params_lists_every_init_parameter_unchanged() -> None:
-    model = LDA(7, alpha=0.3, seed_topics=(), split_every=None)
+    model = LDA(7, doc_topic_prior=0.3, seed_topics=(), split_every=None)
     params = model.get_params()
-    assert params["n_topics"] == 7 and params["alpha"] == 0.3 and params["split_every"] is None
+    assert params["n_topics"] == 7 and params["doc_topic_prior"] == 0.3 and params["split_every"] is None
     assert set(params) == set(LDA._get_param_names())
     assert len(params) == 26
 
 
 def test_alpha_may_be_a_number_written_as_a_string() -> None:
-    model = LDA(2, alpha="0.5", max_iter=2).fit(X)  # as the CLI passes it
+    model = LDA(2, doc_topic_prior="0.5", max_iter=2).fit(X)  # as the CLI passes it
     np.testing.assert_array_equal(model.doc_topic_prior_, [0.5, 0.5])
 
 
 def test_set_params_round_trip() -> None:
     model = LDA()
-    params = LDA(3, alpha="symmetric", eta=0.5, method="online", batch_size=16).get_params()
+    params = LDA(3, doc_topic_prior="symmetric", topic_word_prior=0.5, method="online", batch_size=16).get_params()
     assert model.set_params(**params) is model
     assert model.get_params() == params
 
@@ -65,7 +65,7 @@ def test_streaming_settings_are_parameters_of_their_own() -> None:
 
 def test_repr_shows_parameters_that_differ_from_their_defaults() -> None:
     assert repr(LDA()) == "LDA()"
-    assert repr(LDA(5, alpha=0.1, method="online")) == "LDA(n_topics=5, alpha=0.1, method='online')"
+    assert repr(LDA(5, doc_topic_prior=0.1, method="online")) == "LDA(n_topics=5, doc_topic_prior=0.1, method='online')"
     assert repr(StreamingLDA("pf", n_topics=3, n_particles=8)) == "StreamingLDA(n_topics=3, n_particles=8)"
 
 
@@ -74,14 +74,14 @@ def test_repr_shows_parameters_that_differ_from_their_defaults() -> None:
     [
         ({"n_topics": 0}, r"'n_topics' parameter of LDA must be an int in the range \[1, inf\); got 0 \(int\)"),
         ({"n_topics": 2.0}, r"'n_topics' .* got 2.0 \(float\)"),
-        ({"alpha": "sym"}, r"'alpha' .* must be 'auto', 'symmetric' or a positive float \(or a str holding one\)"),
-        ({"alpha": -1.0}, r"'alpha' .* got -1.0"),
-        ({"alpha": float("inf")}, r"'alpha' .* got inf"),
-        ({"eta": float("nan")}, r"'eta' parameter of LDA must be a float in the range \(0, inf\); got nan"),
+        ({"doc_topic_prior": "sym"}, r"'doc_topic_prior' .* must be 'auto', 'symmetric' or a positive float \(or a str holding one\)"),
+        ({"doc_topic_prior": -1.0}, r"'doc_topic_prior' .* got -1.0"),
+        ({"doc_topic_prior": float("inf")}, r"'doc_topic_prior' .* got inf"),
+        ({"topic_word_prior": float("nan")}, r"'topic_word_prior' parameter of LDA must be a float in the range \(0, inf\); got nan"),
         ({"method": "stochastic"}, r"'method' .* one of 'batch', 'online'; got 'stochastic'"),
         ({"kappa": 1.5}, r"'kappa' .* a float in the range \[0, 1\]"),
         ({"split_every": 1}, r"'split_every' .* must be None or an int in the range \[2, inf\)"),
-        ({"optimize_eta": "yes"}, r"'optimize_eta' .* must be a bool"),
+        ({"optimize_topic_word_prior": "yes"}, r"'optimize_topic_word_prior' .* must be a bool"),
         ({"seed_topics": ["fruit"]}, r"'seed_topics' .* a list or tuple of SeedTopic"),
         ({"executor": "gpu"}, r"'executor' .* one of 'auto', 'servers', 'threads', 'tasks'"),
         ({"total_docs": 0}, r"'total_docs' .* must be None or an int in the range \[1, inf\)"),

@@ -32,7 +32,7 @@ from topicflow import LDA
 from topicflow.errors import InputError
 
 #: Small, fast settings: the checks fit dozens of times on 10 to 40 tiny documents.
-CHECKED = LDA(n_topics=2, max_iter=3, doc_max_iter=20)
+CHECKED = LDA(n_topics=2, max_iter=3, max_doc_iter=20)
 #: Checks expected to fail, with the reason (run as strict xfails): none.
 EXPECTED_FAILED_CHECKS: dict[str, str] = {}
 #: Checks run in a subprocess below rather than in this process, with the reason.
@@ -91,7 +91,7 @@ SUBPROCESS_CHECK = """
 from sklearn.utils.estimator_checks import estimator_checks_generator
 from topicflow import LDA
 ran = 0
-for estimator, check in estimator_checks_generator(LDA(n_topics=2, max_iter=3, doc_max_iter=20), legacy=True):
+for estimator, check in estimator_checks_generator(LDA(n_topics=2, max_iter=3, max_doc_iter=20), legacy=True):
     if getattr(check, "func", check).__name__ in {names!r}:
         check(estimator)
         ran += 1

@@ -57,7 +57,7 @@ from topicflow.pipeline.vb.online import (
 )
 
 
-def parse_alpha(alpha: str | float) -> tuple[str, float | None]:
+def parse_doc_topic_prior(alpha: str | float) -> tuple[str, float | None]:
     """``"auto"``, ``"symmetric"`` or a positive number (fixed symmetric alpha), also written as a str (the CLI's)."""
     if isinstance(alpha, str) and alpha in ("auto", "symmetric"):
         return alpha, None
@@ -65,10 +65,10 @@ def parse_alpha(alpha: str | float) -> tuple[str, float | None]:
         value = float(alpha)
     except (TypeError, ValueError):
         raise InvalidParameterError(
-            f"alpha must be 'auto', 'symmetric' or a positive number, got {alpha!r}"
+            f"doc_topic_prior (alpha) must be 'auto', 'symmetric' or a positive number, got {alpha!r}"
         ) from None
     if not (value > 0 and np.isfinite(value)):
-        raise InvalidParameterError(f"alpha must be positive, got {alpha!r}")
+        raise InvalidParameterError(f"doc_topic_prior (alpha) must be positive, got {alpha!r}")
     return "fixed", value
 
 
@@ -92,16 +92,16 @@ class LDA(TopicModelEstimator):
     ----------
     n_topics : int, default 10
         Number of topics K.
-    alpha : {"auto", "symmetric"} or float, default "auto"
-        ``auto`` learns an asymmetric alpha by Newton-Raphson; ``symmetric`` learns one shared value;
+    doc_topic_prior : {"auto", "symmetric"} or float, default "auto"
+        Document-topic prior alpha. ``auto`` learns an asymmetric alpha by Newton-Raphson; ``symmetric`` learns one shared value;
         a number fixes a symmetric alpha.
-    eta : float, default 0.01
+    topic_word_prior : float, default 0.01
         Symmetric topic-word prior.
     max_iter : int, default 50
         Batch iterations at most.
     tol : float, default 1e-4
         Stop when the relative ELBO change falls below it (batch).
-    doc_max_iter : int, default 100
+    max_doc_iter : int, default 100
         Per-document E-step iteration limit.
     doc_tol : float, default 1e-3
         Per-document E-step tolerance on the mean absolute change of gamma.
@@ -111,7 +111,7 @@ class LDA(TopicModelEstimator):
         Informed priors (see :func:`topicflow.models.lda.priors.informed_prior`).
     seed_strength : float, default 1.0
         Prior weight of the seed words in their topics.
-    optimize_eta : bool, default False
+    optimize_topic_word_prior : bool, default False
         Learn a symmetric eta by Newton-Raphson.
     split_every : int, optional
         Fan-in of the statistics tree reduction (default from ``topicflow.split-every``).
@@ -180,16 +180,16 @@ class LDA(TopicModelEstimator):
 
     _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
         "n_topics": [_POSITIVE_INT],
-        "alpha": [Parsed(parse_alpha, "'auto', 'symmetric' or a positive float (or a str holding one)")],
-        "eta": [_POSITIVE],
+        "doc_topic_prior": [Parsed(parse_doc_topic_prior, "'auto', 'symmetric' or a positive float (or a str holding one)")],
+        "topic_word_prior": [_POSITIVE],
         "max_iter": [_POSITIVE_INT],
         "tol": [_NONNEGATIVE],
-        "doc_max_iter": [_POSITIVE_INT],
+        "max_doc_iter": [_POSITIVE_INT],
         "doc_tol": [_NONNEGATIVE],
         "seed": [Interval(Integral, 0, 2**63, closed="left")],
         "seed_topics": [SequenceOf(SeedTopic)],
         "seed_strength": [_POSITIVE],
-        "optimize_eta": [Boolean()],
+        "optimize_topic_word_prior": [Boolean()],
         "split_every": [None, Interval(Integral, 2, None, closed="left")],
         "warm_start": [Boolean()],
         "method": [Options(("batch", "online"))],
@@ -209,9 +209,11 @@ class LDA(TopicModelEstimator):
     _fit_hint: ClassVar[str] = "call fit(X) or LDA.load(path) first"
 
     def __init__(
-        self, n_topics: int = 10, *, alpha: str | float = "auto", eta: float = 0.01, max_iter: int = 50,
-        tol: float = 1e-4, doc_max_iter: int = 100, doc_tol: float = 1e-3, seed: int = 0,
-        seed_topics: Sequence[SeedTopic] = (), seed_strength: float = 1.0, optimize_eta: bool = False,
+        self, n_topics: int = 10, *, doc_topic_prior: str | float = "auto", topic_word_prior: float = 0.01,
+        max_iter: int = 50,
+        tol: float = 1e-4, max_doc_iter: int = 100, doc_tol: float = 1e-3, seed: int = 0,
+        seed_topics: Sequence[SeedTopic] = (), seed_strength: float = 1.0,
+        optimize_topic_word_prior: bool = False,
         split_every: int | None = None, warm_start: bool = False, method: str = "batch",
         batch_size: int = 256, tau0: float = 10.0, kappa: float = 0.7, passes: int = 1,
         shuffle_window: int = 0, total_docs: int | None = None, eval_every: int = 10,
@@ -219,16 +221,16 @@ class LDA(TopicModelEstimator):
         init_shape: float = 100.0,
     ) -> None:
         self.n_topics = n_topics
-        self.alpha = alpha
-        self.eta = eta
+        self.doc_topic_prior = doc_topic_prior
+        self.topic_word_prior = topic_word_prior
         self.max_iter = max_iter
         self.tol = tol
-        self.doc_max_iter = doc_max_iter
+        self.max_doc_iter = max_doc_iter
         self.doc_tol = doc_tol
         self.seed = seed
         self.seed_topics = seed_topics
         self.seed_strength = seed_strength
-        self.optimize_eta = optimize_eta
+        self.optimize_topic_word_prior = optimize_topic_word_prior
         self.split_every = split_every
         self.warm_start = warm_start
         self.method = method
@@ -246,11 +248,11 @@ class LDA(TopicModelEstimator):
         self.init_shape = init_shape
 
     def _config(self) -> VBConfig:
-        mode, value = parse_alpha(self.alpha)
+        mode, value = parse_doc_topic_prior(self.doc_topic_prior)
         return VBConfig(
-            n_topics=int(self.n_topics), doc_topic_prior_mode=mode, doc_topic_prior=value, topic_word_prior=float(self.eta),  # type: ignore[arg-type]
-            optimize_topic_word_prior=bool(self.optimize_eta), max_iter=int(self.max_iter), tol=float(self.tol),
-            max_doc_iter=int(self.doc_max_iter), doc_tol=float(self.doc_tol), seed=int(self.seed),
+            n_topics=int(self.n_topics), doc_topic_prior_mode=mode, doc_topic_prior=value, topic_word_prior=float(self.topic_word_prior),  # type: ignore[arg-type]
+            optimize_topic_word_prior=bool(self.optimize_topic_word_prior), max_iter=int(self.max_iter), tol=float(self.tol),
+            max_doc_iter=int(self.max_doc_iter), doc_tol=float(self.doc_tol), seed=int(self.seed),
             seed_topics=tuple(self.seed_topics), seed_strength=float(self.seed_strength),
             warm_start=bool(self.warm_start), estep=self.estep, burn_in=int(self.burn_in),  # type: ignore[arg-type]
             samples=int(self.samples), init_shape=float(self.init_shape),
@@ -663,10 +665,11 @@ class LDA(TopicModelEstimator):
         online = OnlineConfig.from_dict(model.info["online"]["config"]) if "online" in model.info else OnlineConfig()
         estimator = cls(
             n_topics=config.n_topics,
-            alpha=config.doc_topic_prior_mode if config.doc_topic_prior_mode != "fixed" else config.initial_alpha,
-            eta=config.topic_word_prior, max_iter=config.max_iter, tol=config.tol, doc_max_iter=config.max_doc_iter,
+            doc_topic_prior=config.doc_topic_prior_mode if config.doc_topic_prior_mode != "fixed" else config.initial_alpha,
+            topic_word_prior=config.topic_word_prior, max_iter=config.max_iter, tol=config.tol,
+            max_doc_iter=config.max_doc_iter,
             doc_tol=config.doc_tol, seed=config.seed, seed_topics=config.seed_topics,
-            seed_strength=config.seed_strength, optimize_eta=config.optimize_topic_word_prior, warm_start=config.warm_start,
+            seed_strength=config.seed_strength, optimize_topic_word_prior=config.optimize_topic_word_prior, warm_start=config.warm_start,
             method=model.info.get("method", "batch"), batch_size=online.batch_size, tau0=online.tau0,
             kappa=online.kappa, passes=online.passes, shuffle_window=online.shuffle_window,
             total_docs=online.total_docs, eval_every=online.eval_every, estep=config.estep,

@@ -141,7 +141,7 @@ def run_model_stage(
 ) -> LDA:
     """Fit batch variational LDA on ``store``, save it under ``workdir`` and print its topics."""
     echo(f"fitting LDA with {n_topics} topics (batch variational Bayes, at most {iterations} iterations)")
-    model = LDA(n_topics, alpha="auto", eta=0.05, max_iter=iterations, tol=1e-4, seed=0)
+    model = LDA(n_topics, doc_topic_prior="auto", topic_word_prior=0.05, max_iter=iterations, tol=1e-4, seed=0)
     model.fit(store, client, progress=TqdmProgress())
     last = cast(IterationRecord, model.trace_[-1])  # a batch fit's trace
     seconds = sum(r.seconds for r in model.trace_)

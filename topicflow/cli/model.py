@@ -120,9 +120,9 @@ def fit(store: str, model_path: str, n_topics: int, method: str, max_iter: int, 
     corpus = Corpus.open(store)
     check_output_path(Path(model_path), overwrite=overwrite, what="model")
     estimator = LDA(
-        n_topics, alpha=doc_topic_prior, eta=topic_word_prior, max_iter=max_iter, tol=tol, doc_max_iter=max_doc_iter,
+        n_topics, doc_topic_prior=doc_topic_prior, topic_word_prior=topic_word_prior, max_iter=max_iter, tol=tol, max_doc_iter=max_doc_iter,
         doc_tol=doc_tol, seed=seed, seed_topics=read_seed_words(seed_words), seed_strength=seed_strength,
-        optimize_eta=optimize_topic_word_prior, split_every=split_every, warm_start=warm_start, method=method,
+        optimize_topic_word_prior=optimize_topic_word_prior, split_every=split_every, warm_start=warm_start, method=method,
         batch_size=batch_size, tau0=tau0, kappa=kappa, passes=passes, shuffle_window=shuffle_window,
         estep=estep, burn_in=burn_in, samples=samples, executor=executor, init_shape=init_shape,
     )

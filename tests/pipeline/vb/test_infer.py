@@ -126,7 +126,7 @@ def test_load_restores_every_hyperparameter(fitted: tuple, tmp_path: Path) -> No
     from topicflow.models.lda.priors import SeedTopic
 
     seeds = (SeedTopic("first", ("de00001", "de00002"), (1.0, 2.0)),)
-    model = LDA(4, alpha=0.2, eta=0.05, max_iter=3, tol=1e-3, doc_max_iter=40, doc_tol=1e-4, seed=9,
+    model = LDA(4, doc_topic_prior=0.2, topic_word_prior=0.05, max_iter=3, tol=1e-3, max_doc_iter=40, doc_tol=1e-4, seed=9,
                 seed_topics=seeds, seed_strength=4.0, warm_start=True).fit(train_path)
     model.save(tmp_path / "m")
     loaded = LDA.load(tmp_path / "m")
