@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -280,6 +280,10 @@ class ParticleFilterActor(SamplerActor):
         return out, meta
 
 
+#: Namespace of the Gibbs state's arrays in a run's snapshot (the run's other arrays sit beside them).
+GIBBS_PREFIX = "gibbs/"
+
+
 class GibbsActor(SamplerActor):
     """One run of batch collapsed Gibbs over the whole stream (the reference the online samplers chase).
 
@@ -294,8 +298,9 @@ class GibbsActor(SamplerActor):
         self.optimize_every = optimize_every
         self.seconds = float(meta.get("seconds", 0.0))
         self.corpus = self._stream.read(0, self._stream.n_docs)
-        if "gibbs/topics" in arrays:
-            self.state = gibbs_state_from_arrays(arrays, meta["gibbs"])
+        if f"{GIBBS_PREFIX}topics" in arrays:
+            own = {name[len(GIBBS_PREFIX):]: value for name, value in arrays.items() if name.startswith(GIBBS_PREFIX)}
+            self.state = gibbs_lda_state.from_arrays(own, meta["gibbs"])
         else:
             started = time.perf_counter()
             self.state = gibbs_lda.initial_state(self.corpus, params)
@@ -330,52 +335,6 @@ class GibbsActor(SamplerActor):
                 float(self.state.topic_word_prior))
 
     def snapshot(self) -> RunState:
-        arrays, meta = gibbs_state_to_arrays(self.state)
-        return ({f"gibbs/{k}": v for k, v in arrays.items()},
+        arrays, meta = gibbs_lda_state.to_arrays(self.state)
+        return ({f"{GIBBS_PREFIX}{k}": v for k, v in arrays.items()},
                 {"kind": "gibbs", "seconds": self.seconds, "gibbs": meta})
-
-
-GIBBS_ARRAYS: Sequence[str] = ("token_indptr", "token_terms", "topics", "doc_topic_counts", "term_topic_counts",
-                               "topic_counts", "doc_topic_prior")
-
-
-def gibbs_state_to_arrays(state: gibbs_lda_state.GibbsState) -> RunState:
-    """Split a Gibbs state into arrays and JSON-able scalars for :mod:`topicflow.io.models.stream_state`.
-
-    Parameters
-    ----------
-    state : GibbsState
-        The sampler state to save; not modified.
-
-    Returns
-    -------
-    arrays : dict of str to ndarray
-        The arrays named in ``GIBBS_ARRAYS``.
-    meta : dict of str to Any
-        ``first_doc``, ``topic_word_prior`` and ``sweeps_done``.
-    """
-    arrays = {name: np.asarray(getattr(state, name)) for name in GIBBS_ARRAYS}
-    meta = {"first_doc": int(state.first_doc), "topic_word_prior": float(state.topic_word_prior),
-            "sweeps_done": int(state.sweeps_done)}
-    return arrays, meta
-
-
-def gibbs_state_from_arrays(arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> gibbs_lda_state.GibbsState:
-    """Rebuild a Gibbs state from a snapshot written by :func:`gibbs_state_to_arrays`.
-
-    Parameters
-    ----------
-    arrays : dict of str to ndarray
-        Snapshot arrays, keyed ``gibbs/<name>`` for every name in ``GIBBS_ARRAYS``.
-    meta : dict of str to Any
-        The scalars ``first_doc``, ``topic_word_prior`` and ``sweeps_done``.
-
-    Returns
-    -------
-    GibbsState
-        The saved state.
-    """
-    fields = {name: arrays[f"gibbs/{name}"] for name in GIBBS_ARRAYS}
-    return gibbs_lda_state.GibbsState(**fields, first_doc=int(meta["first_doc"]),
-                                topic_word_prior=float(meta["topic_word_prior"]),
-                                sweeps_done=int(meta["sweeps_done"]))

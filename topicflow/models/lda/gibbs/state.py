@@ -376,3 +376,48 @@ def state_from_topics(
                                                               params.n_topics)
     return GibbsState(token_indptr, token_terms, topics, doc_topic, term_topic, topic_counts, first_doc,
                       params.alpha, params.topic_word_prior, sweeps_done)
+
+
+#: The arrays of a :class:`GibbsState` snapshot, by field name.
+STATE_ARRAYS: tuple[str, ...] = ("token_indptr", "token_terms", "topics", "doc_topic_counts", "term_topic_counts",
+                                 "topic_counts", "doc_topic_prior")
+
+
+def to_arrays(state: GibbsState) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Split a Gibbs state into arrays and JSON-able scalars (a snapshot; never pickled).
+
+    Parameters
+    ----------
+    state : GibbsState
+        The sampler state to save; not modified.
+
+    Returns
+    -------
+    arrays : dict of str to ndarray
+        The fields named in :data:`STATE_ARRAYS`, under their own names.
+    meta : dict of str to Any
+        ``first_doc``, ``topic_word_prior`` and ``sweeps_done``.
+    """
+    arrays = {name: np.asarray(getattr(state, name)) for name in STATE_ARRAYS}
+    meta = {"first_doc": int(state.first_doc), "topic_word_prior": float(state.topic_word_prior),
+            "sweeps_done": int(state.sweeps_done)}
+    return arrays, meta
+
+
+def from_arrays(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> GibbsState:
+    """Rebuild the state :func:`to_arrays` split: ``from_arrays(*to_arrays(s))`` equals ``s``.
+
+    Parameters
+    ----------
+    arrays : mapping of str to ndarray
+        Every name of :data:`STATE_ARRAYS`.
+    meta : mapping of str to Any
+        The scalars ``first_doc``, ``topic_word_prior`` and ``sweeps_done``.
+
+    Returns
+    -------
+    GibbsState
+        The saved state (validated like any new state).
+    """
+    return GibbsState(**{name: np.asarray(arrays[name]) for name in STATE_ARRAYS}, first_doc=int(meta["first_doc"]),
+                      topic_word_prior=float(meta["topic_word_prior"]), sweeps_done=int(meta["sweeps_done"]))

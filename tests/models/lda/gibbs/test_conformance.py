@@ -1,9 +1,9 @@
-"""The Gibbs actor's state snapshots against the shared conformance suites (topicflow/testing/conformance.py).
+"""Collapsed Gibbs state snapshots against the shared conformance suites (topicflow/testing/conformance.py).
 
-``GibbsActor.snapshot`` saves a batch collapsed-Gibbs chain with ``gibbs_state_to_arrays`` under the
-``gibbs/`` prefix and a restarted actor rebuilds it with ``gibbs_state_from_arrays``: the snapshot holds
-numbers and JSON only, round-trips bit for bit, and a chain restored after some sweeps (hyperparameter
-optimization included) continues exactly as the uninterrupted chain.
+``to_arrays`` splits a chain's state into arrays and JSON scalars (the Gibbs actor saves them under a
+``gibbs/`` namespace) and ``from_arrays`` rebuilds it: the snapshot holds numbers and JSON only,
+round-trips bit for bit, and a chain restored after some sweeps (hyperparameter optimization included)
+continues exactly as the uninterrupted chain.
 """
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from topicflow.models.lda.gibbs.chain import initial_state, run_sweeps
-from topicflow.models.lda.gibbs.state import GibbsParams, GibbsState
-from topicflow.pipeline.streaming.actors import gibbs_state_from_arrays, gibbs_state_to_arrays
+from topicflow.models.lda.gibbs.state import GibbsParams, GibbsState, from_arrays, to_arrays
 from topicflow.testing import strategies
 from topicflow.testing.conformance import Draw, SamplerStream, SamplerTests, SnapshotTests
 
@@ -34,14 +33,13 @@ def draw_gibbs_chain(draw: Draw) -> SamplerStream:
 
 
 class GibbsHooks:
-    """The actor's snapshot form: the arrays of gibbs_state_to_arrays under ``gibbs/``, its scalars as JSON."""
+    """The snapshot form: the arrays of ``to_arrays``, its scalars as JSON."""
 
     def to_snapshot(self, state: GibbsState) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        arrays, meta = gibbs_state_to_arrays(state)
-        return {f"gibbs/{name}": array for name, array in arrays.items()}, meta
+        return to_arrays(state)
 
     def from_snapshot(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> GibbsState:
-        return gibbs_state_from_arrays(arrays, meta)
+        return from_arrays(arrays, meta)
 
     def observe(self, state: GibbsState, n_sweeps: int, params: tuple[GibbsParams, int, int]) -> GibbsState:
         gibbs_params, optimize_every, burn_in = params
