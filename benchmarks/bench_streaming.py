@@ -73,19 +73,24 @@ def build_subset(subset_dir: Path, workdir: Path, client: Any) -> tuple[Corpus, 
     return Corpus.open(out / "train.zarr"), Corpus.open(out / "test.zarr")
 
 
+#: Settings of the particle filters' base that batch Gibbs shares (the model's and the runs').
+GIBBS_BASE = {"n_topics", "doc_topic_prior", "topic_word_prior", "runs", "seed", "eval_every"}
+
+
 def configurations(experiment: str, n_docs: int, args: argparse.Namespace) -> dict[str, StreamConfig]:
     base = dict(n_topics=TOPICS, doc_topic_prior=ALPHA, topic_word_prior=BETA, runs=args.runs, seed=args.seed,
                 init_docs=max(5, n_docs // 10), init_sweeps=args.init_sweeps, eval_every=max(10, n_docs // 20),
                 n_particles=args.particles, ess_threshold=0.2, rejuvenation_steps=args.rejuv,
                 rejuvenation_source="history", init_select="nmi")
-    pf = StreamConfig(algorithm="pf", **base)  # type: ignore[arg-type]
+    pf = StreamConfig.create(algorithm="pf", **base)  # type: ignore[arg-type]
     if experiment == "algorithms":
         return {
-            "o-LDA": StreamConfig(algorithm="olda", **base),  # type: ignore[arg-type]
-            "incremental Gibbs": StreamConfig(algorithm="incgibbs", **base),  # type: ignore[arg-type]
+            "o-LDA": StreamConfig.create(algorithm="olda", **base),  # type: ignore[arg-type]
+            "incremental Gibbs": StreamConfig.create(algorithm="incgibbs", **base),  # type: ignore[arg-type]
             "particle filter": pf,
-            "batch Gibbs": StreamConfig(algorithm="gibbs", **{**base, "sweeps": args.gibbs_sweeps,  # type: ignore[arg-type]
-                                                              "eval_every": args.gibbs_sweeps}),
+            "batch Gibbs": StreamConfig.create(algorithm="gibbs", **{  # type: ignore[arg-type]
+                **{k: v for k, v in base.items() if k in GIBBS_BASE}, "sweeps": args.gibbs_sweeps,
+                "eval_every": args.gibbs_sweeps}),
         }
     if experiment == "reservoir":
         return {"history": pf, "reservoir 1000": StreamConfig.from_dict(
@@ -135,7 +140,7 @@ def long_stream(args: argparse.Namespace, client: Any, workdir: Path) -> dict[st
     corpus = Corpus.open(store)
     out: dict[str, Any] = {}
     for source in ("reservoir", "history"):
-        config = StreamConfig(algorithm="pf", n_topics=10, doc_topic_prior=0.1, topic_word_prior=0.01,
+        config = StreamConfig.create(algorithm="pf", n_topics=10, doc_topic_prior=0.1, topic_word_prior=0.01,
                               n_particles=args.long_particles, ess_threshold=0.2, rejuvenation_steps=args.rejuv,
                               rejuvenation_source=source, reservoir_size=1000, init_docs=200, init_sweeps=50,
                               eval_every=args.long_docs // 20, runs=1, seed=args.seed)

@@ -27,7 +27,7 @@ SETTINGS = dict(n_particles=8, rejuvenation_steps=4, init_docs=30, init_sweeps=2
 
 def test_fit_sets_attributes_like_run_stream(store: Path, tmp_path: Path) -> None:
     model = StreamingLDA("pf", n_topics=3, **SETTINGS).fit(store)
-    reference = run_stream(Corpus.open(store), StreamConfig(algorithm="pf", n_topics=3, **SETTINGS))  # type: ignore[arg-type]
+    reference = run_stream(Corpus.open(store), StreamConfig.create(algorithm="pf", n_topics=3, **SETTINGS))  # type: ignore[arg-type]
     np.testing.assert_array_equal(model.components_, reference.model.state.topic_word_var["default"])
     np.testing.assert_allclose(model.topic_word_.sum(axis=1), 1.0)
     assert model.summary_[-1]["runs"] == 2 and model.summary_[-1]["nmi_in_mean"] > 0.5

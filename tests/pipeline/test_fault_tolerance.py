@@ -145,7 +145,7 @@ def test_stream_survives_a_killed_worker(tmp_path: Path) -> None:
     truth = draw_planted_corpus(n_docs=400, n_topics=3, n_terms=60, doc_length=30, alpha=0.1, seed=6)
     labels = [f"t{k}" for k in np.argmax(truth.doc_topic, axis=1)]
     store = write_test_store(tmp_path / "s.zarr", truth.counts, shard_size=100, labels=labels)
-    config = StreamConfig(algorithm="pf", n_topics=3, n_particles=16, rejuvenation_steps=10, reservoir_size=300,
+    config = StreamConfig.create(algorithm="pf", n_topics=3, n_particles=16, rejuvenation_steps=10, reservoir_size=300,
                           init_docs=40, init_sweeps=20, runs=3, eval_every=40, seed=2)
     reference = run_stream(Corpus.open(store), config, client=None)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:

@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 from numbers import Integral
 from pathlib import Path
@@ -15,14 +14,25 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
-from topicflow.api._base import Constraint, Interval, Options, TopicModelEstimator, split_client
+from topicflow.api._base import (
+    Constraint,
+    Interval,
+    Options,
+    TopicModelEstimator,
+    split_client,
+)
 from topicflow.api._inputs import store_for
-from topicflow.errors import NotFittedError
+from topicflow.errors import InvalidParameterError, NotFittedError
 from topicflow.io.models.store import SavedModel, save_model
 from topicflow.io.sources.base import FieldSpec
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 from topicflow.pipeline.streaming import run_stream
-from topicflow.pipeline.streaming.config import STREAM_ALGORITHMS, StreamConfig, StreamResult
+from topicflow.pipeline.streaming.config import (
+    SETTING_NAMES,
+    STREAM_ALGORITHMS,
+    StreamConfig,
+    StreamResult,
+)
 
 
 class StreamingLDA(TopicModelEstimator):
@@ -70,7 +80,7 @@ class StreamingLDA(TopicModelEstimator):
         self.settings = dict(settings)
 
     def _extra_param_names(self) -> frozenset[str]:
-        return frozenset(f.name for f in dataclasses.fields(StreamConfig)) - {"algorithm", "n_topics"}
+        return SETTING_NAMES - {"algorithm", "n_topics"}
 
     def config(self) -> StreamConfig:
         """Return the validated settings.
@@ -84,13 +94,11 @@ class StreamingLDA(TopicModelEstimator):
         InvalidParameterError
             An unknown setting or a bad value, naming the allowed ones.
         """
-        names = {f.name for f in dataclasses.fields(StreamConfig)}
-        unknown = sorted(set(self.settings) - names)
+        unknown = sorted(set(self.settings) - SETTING_NAMES)
         if unknown:
-            from topicflow.errors import InvalidParameterError
-
-            raise InvalidParameterError(f"unknown settings {unknown}; allowed: {', '.join(sorted(names))}")
-        return StreamConfig(algorithm=self.algorithm, n_topics=self.n_topics, **self.settings)  # type: ignore[arg-type]
+            raise InvalidParameterError(f"unknown settings {unknown}; allowed: {', '.join(sorted(SETTING_NAMES))}")
+        return StreamConfig.create(algorithm=self.algorithm, n_topics=self.n_topics,  # type: ignore[arg-type]
+                                   **self.settings)
 
     def fit(self, corpus: Any, y: Any = None, *, client: Any = None, test: Any = None,
             out: Path | str | None = None, progress: ProgressReporter = NO_PROGRESS,

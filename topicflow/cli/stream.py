@@ -109,16 +109,18 @@ def stream(store: str, out: Path, algorithm: str, n_topics: int, doc_topic_prior
 
     corpus = Corpus.open(store)
     test_corpus = Corpus.open(test_store) if test_store else None
-    config = StreamConfig(
-        algorithm=algorithm, n_topics=n_topics, doc_topic_prior=doc_topic_prior, topic_word_prior=topic_word_prior,  # type: ignore[arg-type]
-        n_particles=particles, ess_threshold=ess, resampling=resampling, rejuvenation_steps=rejuv,  # type: ignore[arg-type]
-        rejuvenation_source=rejuv_source, reservoir_size=reservoir_size, init_docs=init_docs,  # type: ignore[arg-type]
+    settings: dict[str, Any] = dict(
+        n_particles=particles, ess_threshold=ess, resampling=resampling, rejuvenation_steps=rejuv,
+        rejuvenation_source=rejuv_source, reservoir_size=reservoir_size, init_docs=init_docs,
         init_sweeps=init_sweeps, init_trials=init_trials,
-        init_select=init_select or ("nmi" if corpus.has_labels else "perplexity"),  # type: ignore[arg-type]
+        init_select=init_select or ("nmi" if corpus.has_labels else "perplexity"),
         runs=runs, eval_every=eval_every, sweeps=sweeps, optimize_every=optimize_every, batch_size=batch_size,
         decay=decay, max_iter=max_iter, patience=patience, sgs_init=sgs_init, staleness=staleness,
         sync_first=sync_first, n_workers=cluster.workers if algorithm == "dsgs" else None, max_docs=max_docs, seed=seed,
     )
+    config = StreamConfig.create(algorithm=algorithm, n_topics=n_topics,  # type: ignore[arg-type]
+                                 doc_topic_prior=doc_topic_prior, topic_word_prior=topic_word_prior,
+                                 **applicable_settings(algorithm, settings, click.get_current_context()))
     if not resume:
         check_output_path(out, overwrite=overwrite, what="stream output")
     click.echo(f"{'resuming' if resume else 'running'} {runs} run(s) of {algorithm} with K={n_topics} on {corpus!r}",
@@ -164,7 +166,7 @@ def write_plots(result: StreamResult, out: Path) -> str | None:
     if not traces:
         return None
     path = out / "nmi.png"
-    plot_metric_band(traces, ylabel="NMI", out=path, title=f"{result.config.algorithm}, {result.config.runs} run(s)")
+    plot_metric_band(traces, ylabel="NMI", out=path, title=f"{result.config.algorithm}, {result.config.run.runs} run(s)")
     return str(path)
 
 
@@ -181,3 +183,20 @@ def _traces(records: list[dict[str, Any]]) -> dict[str, list[list[tuple[int, flo
 
 
 COMMANDS = [stream]
+
+
+#: Command-line option of each setting, where the names differ.
+OPTION_OF = {"n_particles": "particles", "ess_threshold": "ess", "rejuvenation_steps": "rejuv",
+             "rejuvenation_source": "rejuv_source"}
+
+
+def applicable_settings(algorithm: str, settings: dict[str, Any], ctx: click.Context) -> dict[str, Any]:
+    """The settings of ``algorithm`` and of every run, plus any option of another algorithm the user gave.
+
+    An option the user typed that ``algorithm`` does not take is passed on, so that
+    :meth:`StreamConfig.create` refuses it by name; the defaults of other algorithms' options are not.
+    """
+    own = StreamConfig.setting_names(algorithm)
+    typed = {name for name in settings
+             if ctx.get_parameter_source(OPTION_OF.get(name, name)) == click.core.ParameterSource.COMMANDLINE}
+    return {name: value for name, value in settings.items() if name in own or name in typed}

@@ -42,7 +42,8 @@ def small_config(algorithm: str, **changes: Any) -> StreamConfig:
         sweeps=30, seed=11,
     )
     settings.update(changes)
-    return StreamConfig(**settings)
+    names = StreamConfig.setting_names(settings["algorithm"])
+    return StreamConfig.create(**{name: value for name, value in settings.items() if name in names})
 
 
 def without_clock(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -136,12 +137,12 @@ def test_initialization_keeps_the_best_of_several_trials(stores: tuple[Path, Pat
     config = small_config("olda", runs=1, init_trials=4, init_select="nmi", init_sweeps=5, max_docs=60)
     result = run_stream(Corpus.open(train), config, client=None)
     source = stream_source(Corpus.open(train))
-    prefix = DocumentStream(source).read(0, config.init_docs)
-    scores = [run_initialization_trial(prefix, config.gibbs_params(trial_seed(config.seed, t)), sweeps=5,
+    prefix = DocumentStream(source).read(0, config.particles.init_docs)
+    scores = [run_initialization_trial(prefix, config.gibbs_params(trial_seed(config.run.seed, t)), sweeps=5,
                                        select="nmi", n_trials=4).score for t in range(4)]
     assert len(set(scores)) > 1  # the trials differ, so choosing means something
     chosen = result.snapshots[0][1]
-    assert chosen["init_seed"] == trial_seed(config.seed, int(np.argmax(scores)))
+    assert chosen["init_seed"] == trial_seed(config.run.seed, int(np.argmax(scores)))
     assert chosen["init_score"] == pytest.approx(max(scores))
 
 
@@ -155,9 +156,9 @@ def test_perplexity_selection_fits_four_fifths_of_the_prefix(stores: tuple[Path,
 
 def test_bad_settings_are_explained(stores: tuple[Path, Path], tmp_path: Path) -> None:
     with pytest.raises(InvalidParameterError, match="algorithm must be one of"):
-        StreamConfig(algorithm="smc")  # type: ignore[arg-type]
+        StreamConfig.create(algorithm="smc")  # type: ignore[arg-type]
     with pytest.raises(InvalidParameterError, match="share of the particles"):
-        StreamConfig(ess_threshold=20)
+        StreamConfig.create(ess_threshold=20)
     unlabeled = draw_planted_corpus(n_docs=50, n_topics=2, n_terms=10, doc_length=10, alpha=0.5, seed=1)
     store = write_test_store(tmp_path / "u.zarr", unlabeled.counts, shard_size=50)
     with pytest.raises(InvalidParameterError, match="labels"):

@@ -42,7 +42,8 @@ def config(algorithm: str = "sgs", **changes: Any) -> StreamConfig:
     settings: dict[str, Any] = dict(algorithm=algorithm, n_topics=3, doc_topic_prior=0.1, topic_word_prior=0.05,
                                     batch_size=40, max_iter=30, runs=2, eval_every=80, seed=4)
     settings.update(changes)
-    return StreamConfig(**settings)
+    names = StreamConfig.setting_names(settings["algorithm"])
+    return StreamConfig.create(**{name: value for name, value in settings.items() if name in names})
 
 
 def counts_of(result: Any, run: int = 0) -> np.ndarray:

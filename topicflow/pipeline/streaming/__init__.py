@@ -43,7 +43,7 @@ def run_stream(
     recovery_every: int = 10,
     progress: ProgressReporter = NO_PROGRESS,
 ) -> StreamResult:
-    """Run ``config.runs`` independent streams of ``config.algorithm`` over ``corpus``.
+    """Run ``config.run.runs`` independent streams of ``config.algorithm`` over ``corpus``.
 
     Parameters
     ----------

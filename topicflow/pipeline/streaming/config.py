@@ -9,6 +9,7 @@ from topicflow._typing import (
     MinibatchAlgorithm,
     RejuvenationSource,
     ResamplingScheme,
+    SGSInit,
     StreamAlgorithm,
     choices,
 )
@@ -27,60 +28,90 @@ MINIBATCH_ALGORITHMS: tuple[str, ...] = choices(MinibatchAlgorithm)
 LEGACY_SETTINGS = {"max_iters": "max_iter"}
 
 
+def _at_least(owner: str, name: str, value: int, low: int) -> None:
+    if int(value) < low:
+        raise InvalidParameterError(f"{owner}: {name} must be at least {low}; got {value!r}")
+
+
 @dataclass(frozen=True, slots=True)
-class StreamConfig:
-    """What a stream computes (hyperparameters, initialization, runs); validated at construction.
+class RunSettings:
+    """How many runs, where they stop and when they are recorded: the same for every algorithm.
 
     Attributes
     ----------
-    algorithm : {"gibbs", "olda", "incgibbs", "pf"}
-        Batch collapsed Gibbs, o-LDA, the incremental Gibbs sampler, or the particle filter.
-    n_topics : int
-    doc_topic_prior, topic_word_prior : float
-        alpha and beta (symmetric).
+    runs : int
+        Independent runs, seeds ``seed, seed + 1, ...``.
+    eval_every : int
+        Documents between evaluation points (sweeps for ``"gibbs"``).
+    max_docs : int or None
+        Stop the stream after this many documents (default: the whole store).
+    seed : int
+        Seed of run 0.
+    """
+
+    runs: int = 1
+    eval_every: int = 100
+    max_docs: int | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        _at_least("run settings", "runs", self.runs, 1)
+        _at_least("run settings", "eval_every", self.eval_every, 1)
+        if self.max_docs is not None:
+            _at_least("run settings", "max_docs", self.max_docs, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class GibbsSettings:
+    """``"gibbs"``: batch collapsed Gibbs over the whole stream, the reference of the online samplers.
+
+    Attributes
+    ----------
+    sweeps : int
+        Sweeps over the corpus.
+    optimize_every : int
+        Learn an asymmetric alpha and a symmetric beta (Minka's fixed point) every this many sweeps
+        after the first 50 (0: keep them fixed).
+    """
+
+    sweeps: int = 200
+    optimize_every: int = 0
+
+    def __post_init__(self) -> None:
+        _at_least("gibbs", "sweeps", self.sweeps, 1)
+        _at_least("gibbs", "optimize_every", self.optimize_every, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class ParticleSettings:
+    """``"pf"``, ``"olda"``, ``"incgibbs"``: Rao-Blackwellized particle filters (Canini et al. 2009).
+
+    o-LDA and incremental Gibbs are one-particle filters: they ignore ``n_particles``,
+    ``ess_threshold`` and ``resampling``, and o-LDA does not rejuvenate.
+
+    Attributes
+    ----------
     n_particles : int
-        Particles of ``"pf"`` (the other samplers keep one).
+        Particles of ``"pf"``.
     ess_threshold : float
         ``"pf"`` resamples when the effective sample size falls below this share of the particles.
     resampling : {"multinomial", "residual", "stratified", "systematic"}
+        Resampling scheme of ``"pf"``.
     rejuvenation_steps : int
         Tokens resampled per rejuvenation (after each resampling for ``"pf"``, after each token for
         ``"incgibbs"``).
     rejuvenation_source : {"history", "window", "reservoir"}
+        Where rejuvenated tokens are drawn from.
     reservoir_size : int
         Capacity of the reservoir, or length of the window, in tokens.
     init_docs, init_sweeps : int
         Size of the initialization prefix, and Gibbs sweeps on it.
     init_trials : int
-        Independent initializations per run; the best by ``init_select`` is kept.
+        Independent initializations per run; the best by ``init_select`` is kept (May et al. 2014).
     init_select : {"nmi", "perplexity"}
-    runs : int
-        Independent runs, seeds ``seed, seed + 1, ...``.
-    eval_every : int
-        Documents between evaluation points (sweeps for ``"gibbs"``).
-    sweeps : int
-        Sweeps of ``"gibbs"``.
-    optimize_every : int
-        ``"gibbs"``: learn an asymmetric alpha and a symmetric beta (Minka's fixed point) every this
-        many sweeps after the first 50 (0: keep them fixed).
-    batch_size, decay, max_iter, patience : int, float, int, int
-        ``"sgs"``/``"dsgs"``: documents per minibatch; the factor lambda that scales the counts after
-        each minibatch; the sweeps of a minibatch at most, and without improvement of its training
-        perplexity.
-    sgs_init : {"posterior", "random"}
-        ``"sgs"``/``"dsgs"``: start of each minibatch's assignments.
-    staleness, sync_first, n_workers : int or None
-        ``"dsgs"``: the staleness bound (None: fully asynchronous), minibatches run in order before
-        the loops go asynchronous, and the sampler loops (default: one per worker).
-    max_docs : int or None
-        Stop the stream after this many documents (default: the whole store).
-    seed : int
+        How the best initialization is chosen.
     """
 
-    algorithm: StreamAlgorithm = "pf"
-    n_topics: int = 10
-    doc_topic_prior: float = 0.1
-    topic_word_prior: float = 0.01
     n_particles: int = 100
     ess_threshold: float = 0.5
     resampling: ResamplingScheme = "systematic"
@@ -91,81 +122,304 @@ class StreamConfig:
     init_sweeps: int = 100
     init_trials: int = 1
     init_select: InitSelection = "perplexity"
-    runs: int = 1
-    eval_every: int = 100
-    sweeps: int = 200
-    optimize_every: int = 0
+
+    def __post_init__(self) -> None:
+        for name, literal in (("resampling", ResamplingScheme), ("rejuvenation_source", RejuvenationSource),
+                              ("init_select", InitSelection)):
+            if getattr(self, name) not in choices(literal):
+                raise InvalidParameterError(
+                    f"{name} must be one of {', '.join(choices(literal))}; got {getattr(self, name)!r}")
+        for name in ("n_particles", "reservoir_size", "init_trials", "init_sweeps", "init_docs"):
+            _at_least("particle filter", name, getattr(self, name), 1)
+        _at_least("particle filter", "rejuvenation_steps", self.rejuvenation_steps, 0)
+        if not 0.0 < self.ess_threshold <= 1.0:
+            raise InvalidParameterError(
+                f"ess_threshold is a share of the particles, in (0, 1]; got {self.ess_threshold!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class MinibatchSettings:
+    """``"sgs"``, ``"dsgs"``: streaming Gibbs with decay and its parameter-server form (Gao et al. 2016).
+
+    Attributes
+    ----------
+    batch_size : int
+        Documents per minibatch.
+    decay : float
+        The factor lambda that scales the topic-word counts after each minibatch.
+    max_iter : int
+        Sweeps of a minibatch at most.
+    patience : int
+        A minibatch stops after this many sweeps without a better training perplexity.
+    sgs_init : {"posterior", "random"}
+        Start of each minibatch's assignments.
+    staleness : int or None
+        ``"dsgs"``: a minibatch may miss at most this many earlier ones (None: fully asynchronous).
+    sync_first : int
+        ``"dsgs"``: minibatches run in order before the loops go asynchronous.
+    n_workers : int or None
+        ``"dsgs"``: sampler loops (default: one per worker).
+    """
+
     batch_size: int = 256
     decay: float = 1.0
     max_iter: int = 100
     patience: int = 10
-    sgs_init: str = "posterior"
+    sgs_init: SGSInit = "posterior"
     staleness: int | None = None
     sync_first: int = 0
     n_workers: int | None = None
-    max_docs: int | None = None
-    seed: int = 0
 
     def __post_init__(self) -> None:
-        allowed_values = {"algorithm": STREAM_ALGORITHMS, "resampling": choices(ResamplingScheme),
-                          "rejuvenation_source": choices(RejuvenationSource), "init_select": choices(InitSelection)}
-        for name, allowed in allowed_values.items():
-            if getattr(self, name) not in allowed:
-                raise InvalidParameterError(f"{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}")
-        positive = ("n_topics", "n_particles", "reservoir_size", "init_trials", "runs", "eval_every", "init_sweeps")
-        for name in positive:
-            if int(getattr(self, name)) < 1:
-                raise InvalidParameterError(f"{name} must be at least 1; got {getattr(self, name)!r}")
-        if self.init_docs < 1 and self.algorithm != "gibbs":
-            raise InvalidParameterError(f"init_docs must be at least 1; got {self.init_docs!r}")
-        if not 0.0 < self.ess_threshold <= 1.0:
-            raise InvalidParameterError(
-                f"ess_threshold is a share of the particles, in (0, 1]; got {self.ess_threshold!r}")
-        if self.doc_topic_prior <= 0 or self.topic_word_prior <= 0:
-            raise InvalidParameterError("alpha and beta must be positive; got "
-                                        f"{self.doc_topic_prior!r} and {self.topic_word_prior!r}")
-        if self.algorithm in MINIBATCH_ALGORITHMS:
-            from topicflow.pipeline.streaming.config import sgs_params
+        _at_least("streaming Gibbs", "batch_size", self.batch_size, 1)
+        _at_least("streaming Gibbs", "sync_first", self.sync_first, 0)
+        if self.staleness is not None:
+            _at_least("streaming Gibbs", "staleness", self.staleness, 0)
+        if self.n_workers is not None:
+            _at_least("streaming Gibbs", "n_workers", self.n_workers, 1)
 
-            sgs_params(self, self.seed)  # validates the minibatch settings with the model's own checks
-        if self.optimize_every < 0:
-            raise InvalidParameterError(f"optimize_every must be >= 0; got {self.optimize_every!r}")
-        if self.rejuvenation_steps < 0:
-            raise InvalidParameterError(f"rejuvenation_steps must be >= 0; got {self.rejuvenation_steps!r}")
+
+SamplerSettings = GibbsSettings | ParticleSettings | MinibatchSettings
+
+#: The settings record of each algorithm.
+SAMPLER_SETTINGS: dict[str, type[GibbsSettings] | type[ParticleSettings] | type[MinibatchSettings]] = {
+    "gibbs": GibbsSettings, "olda": ParticleSettings, "incgibbs": ParticleSettings, "pf": ParticleSettings,
+    "sgs": MinibatchSettings, "dsgs": MinibatchSettings,
+}
+_RUN_FIELDS = tuple(f.name for f in fields(RunSettings))
+_MODEL_FIELDS = ("algorithm", "n_topics", "doc_topic_prior", "topic_word_prior")
+#: The flat settings of :class:`RunSettings`.
+RUN_SETTING_NAMES: frozenset[str] = frozenset(_RUN_FIELDS)
+#: Every flat setting :meth:`StreamConfig.create` accepts, whatever the algorithm.
+SETTING_NAMES: frozenset[str] = frozenset(
+    _MODEL_FIELDS + _RUN_FIELDS + tuple(f.name for kind in set(SAMPLER_SETTINGS.values()) for f in fields(kind)))
+
+
+@dataclass(frozen=True, slots=True)
+class StreamConfig:
+    """What a stream computes: the model, the runs, and the settings of its algorithm's sampler.
+
+    Build one from flat keyword settings with :meth:`create` (what the command line and
+    :class:`topicflow.StreamingLDA` do), or from a saved stream with :meth:`from_dict`.
+
+    Attributes
+    ----------
+    algorithm : {"gibbs", "olda", "incgibbs", "pf", "sgs", "dsgs"}
+        Batch collapsed Gibbs, o-LDA, incremental Gibbs, the particle filter, streaming Gibbs with
+        decay, or its parameter-server form.
+    n_topics : int
+        Number of topics K.
+    doc_topic_prior, topic_word_prior : float
+        alpha and beta (symmetric).
+    run : RunSettings
+        Runs, evaluation points, where to stop, seed.
+    sampler : GibbsSettings, ParticleSettings or MinibatchSettings
+        The settings of ``algorithm`` (see :data:`SAMPLER_SETTINGS`); read them through
+        :attr:`gibbs`, :attr:`particles` or :attr:`minibatch`.
+    """
+
+    algorithm: StreamAlgorithm = "pf"
+    n_topics: int = 10
+    doc_topic_prior: float = 0.1
+    topic_word_prior: float = 0.01
+    run: RunSettings = field(default_factory=RunSettings)
+    sampler: SamplerSettings = field(default_factory=ParticleSettings)
+
+    def __post_init__(self) -> None:
+        if self.algorithm not in STREAM_ALGORITHMS:
+            raise InvalidParameterError(
+                f"algorithm must be one of {', '.join(STREAM_ALGORITHMS)}; got {self.algorithm!r}")
+        _at_least("stream", "n_topics", self.n_topics, 1)
+        if self.doc_topic_prior <= 0 or self.topic_word_prior <= 0:
+            raise InvalidParameterError("doc_topic_prior and topic_word_prior must be positive; got "
+                                        f"{self.doc_topic_prior!r} and {self.topic_word_prior!r}")
+        expected = SAMPLER_SETTINGS[self.algorithm]
+        if not isinstance(self.sampler, expected):
+            raise InvalidParameterError(
+                f"algorithm {self.algorithm!r} takes {expected.__name__}, got {type(self.sampler).__name__}")
+        if self.algorithm in MINIBATCH_ALGORITHMS:
+            sgs_params(self, self.run.seed)  # validates the minibatch settings with the model's own checks
+
+    @classmethod
+    def create(cls, algorithm: StreamAlgorithm = "pf", n_topics: int = 10, doc_topic_prior: float = 0.1,
+               topic_word_prior: float = 0.01, **settings: Any) -> StreamConfig:
+        """Build the config from flat settings (the command line's and the estimator's).
+
+        Parameters
+        ----------
+        algorithm : str
+            The streaming algorithm.
+        n_topics : int
+            Number of topics K.
+        doc_topic_prior, topic_word_prior : float
+            alpha and beta.
+        **settings
+            Fields of :class:`RunSettings` and of the algorithm's settings record. A setting of
+            another algorithm's record is refused unless it has that record's default value.
+
+        Returns
+        -------
+        StreamConfig
+
+        Raises
+        ------
+        InvalidParameterError
+            An unknown setting, a setting of another algorithm, or a bad value.
+        """
+        if algorithm not in SAMPLER_SETTINGS:
+            raise InvalidParameterError(
+                f"algorithm must be one of {', '.join(STREAM_ALGORITHMS)}; got {algorithm!r}")
+        record = SAMPLER_SETTINGS[algorithm]
+        own = {f.name for f in fields(record)}
+        defaults = {f.name: f.default for kind in set(SAMPLER_SETTINGS.values()) for f in fields(kind)}
+        unknown = sorted(set(settings) - own - set(_RUN_FIELDS) - set(defaults))
+        if unknown:
+            allowed = sorted(own | set(_RUN_FIELDS))
+            raise InvalidParameterError(f"unknown settings {unknown} for algorithm {algorithm!r}; it takes "
+                                        f"{', '.join(allowed)}")
+        foreign = sorted(name for name in set(settings) - own - set(_RUN_FIELDS)
+                         if settings[name] != defaults[name])
+        if foreign:
+            raise InvalidParameterError(
+                f"{', '.join(foreign)} {'does' if len(foreign) == 1 else 'do'} not apply to algorithm {algorithm!r}, "
+                f"which takes {', '.join(sorted(own))}")
+        return cls(algorithm=algorithm, n_topics=n_topics, doc_topic_prior=doc_topic_prior,
+                   topic_word_prior=topic_word_prior,
+                   run=RunSettings(**{k: v for k, v in settings.items() if k in _RUN_FIELDS}),
+                   sampler=record(**{k: v for k, v in settings.items() if k in own}))
+
+    @staticmethod
+    def setting_names(algorithm: str) -> frozenset[str]:
+        """The flat settings :meth:`create` takes for ``algorithm`` (model, runs and its own record).
+
+        Parameters
+        ----------
+        algorithm : str
+            A streaming algorithm.
+
+        Returns
+        -------
+        frozenset of str
+        """
+        return frozenset(_MODEL_FIELDS + _RUN_FIELDS + tuple(f.name for f in fields(SAMPLER_SETTINGS[algorithm])))
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Flat JSON-able settings: the model's, the run's and the algorithm's own (as saved streams hold them).
+
+        Returns
+        -------
+        dict
+            :meth:`from_dict` reads it back to an equal config.
+        """
+        return {**{name: getattr(self, name) for name in _MODEL_FIELDS}, **asdict(self.run), **asdict(self.sampler)}
 
     @classmethod
     def from_dict(cls, payload: Mapping[str, Any]) -> StreamConfig:
-        names = {f.name for f in fields(cls)}
+        """Read flat settings saved by :meth:`to_dict` (or by older versions, which saved every field).
+
+        Settings of other algorithms' records, which older versions saved for every stream, are
+        dropped; renamed settings are read under their new names.
+
+        Parameters
+        ----------
+        payload : mapping
+            Flat settings.
+
+        Returns
+        -------
+        StreamConfig
+        """
         renamed = {LEGACY_SETTINGS.get(k, k): v for k, v in payload.items()}
-        return cls(**{k: v for k, v in renamed.items() if k in names})
+        algorithm = renamed.get("algorithm", "pf")
+        own = {f.name for f in fields(SAMPLER_SETTINGS.get(algorithm, ParticleSettings))}
+        keep = own | set(_RUN_FIELDS) | set(_MODEL_FIELDS)
+        return cls.create(**{k: v for k, v in renamed.items() if k in keep})
+
+    @property
+    def gibbs(self) -> GibbsSettings:
+        """The settings of ``"gibbs"`` (InvalidParameterError for another algorithm)."""
+        return self._sampler_of(GibbsSettings)
+
+    @property
+    def particles(self) -> ParticleSettings:
+        """The settings of ``"pf"``, ``"olda"`` and ``"incgibbs"`` (InvalidParameterError otherwise)."""
+        return self._sampler_of(ParticleSettings)
+
+    @property
+    def minibatch(self) -> MinibatchSettings:
+        """The settings of ``"sgs"`` and ``"dsgs"`` (InvalidParameterError otherwise)."""
+        return self._sampler_of(MinibatchSettings)
+
+    def _sampler_of(self, kind: type[Any]) -> Any:
+        if not isinstance(self.sampler, kind):
+            raise InvalidParameterError(f"algorithm {self.algorithm!r} has no {kind.__name__}")
+        return self.sampler
 
     def run_seed(self, run: int) -> int:
-        return self.seed + run
+        """Seed of run ``run`` (``seed + run``).
+
+        Parameters
+        ----------
+        run : int
+            Run number from 0.
+
+        Returns
+        -------
+        int
+        """
+        return self.run.seed + run
 
     def gibbs_params(self, seed: int) -> GibbsParams:
+        """The collapsed Gibbs sampler's hyperparameters (of ``"gibbs"``, and of every initialization).
+
+        Parameters
+        ----------
+        seed : int
+            Seed of the chain.
+
+        Returns
+        -------
+        GibbsParams
+        """
         return GibbsParams(n_topics=self.n_topics, doc_topic_prior=self.doc_topic_prior,
                            topic_word_prior=self.topic_word_prior, seed=seed)
 
     def pf_params(self, n_terms: int, seed: int) -> particle_filter.PFParams:
-        """The sampler of ``algorithm``: o-LDA and incremental Gibbs are one-particle filters."""
+        """The sampler of ``algorithm``: o-LDA and incremental Gibbs are one-particle filters.
+
+        Parameters
+        ----------
+        n_terms : int
+            Vocabulary size of the stream.
+        seed : int
+            Seed of the run.
+
+        Returns
+        -------
+        PFParams
+        """
+        settings = self.particles
         single = self.algorithm in ("olda", "incgibbs")
         return particle_filter.PFParams(
             n_topics=self.n_topics, n_terms=n_terms, doc_topic_prior=self.doc_topic_prior,
-            topic_word_prior=self.topic_word_prior, n_particles=1 if single else self.n_particles,
-            ess_threshold=self.ess_threshold, resampling=self.resampling,
-            rejuvenation_steps=0 if self.algorithm == "olda" else self.rejuvenation_steps,
-            rejuvenation_source=self.rejuvenation_source, source_size=self.reservoir_size,
+            topic_word_prior=self.topic_word_prior, n_particles=1 if single else settings.n_particles,
+            ess_threshold=settings.ess_threshold, resampling=settings.resampling,
+            rejuvenation_steps=0 if self.algorithm == "olda" else settings.rejuvenation_steps,
+            rejuvenation_source=settings.rejuvenation_source, source_size=settings.reservoir_size,
             rejuvenate_after="token" if self.algorithm == "incgibbs" else "resample", seed=seed,
         )
 
     def fingerprint(self) -> dict[str, Any]:
-        """Settings a resumed stream must share with the saved one (all but where it stops)."""
+        """Settings a resumed stream must share with the saved one (all but where it stops).
+
+        Returns
+        -------
+        dict
+            :meth:`to_dict` without ``max_docs``, ``eval_every`` and ``sweeps``.
+        """
         payload = self.to_dict()
         for name in ("max_docs", "eval_every", "sweeps"):
-            payload.pop(name)
+            payload.pop(name, None)
         return payload
 
 
@@ -195,6 +449,7 @@ class StreamResult:
 
 def sgs_params(config: StreamConfig, seed: int) -> sgs.SGSParams:
     """The sampler's hyperparameters from the stream settings (validated by :class:`SGSParams`)."""
+    settings = config.minibatch
     return sgs.SGSParams(n_topics=config.n_topics, doc_topic_prior=config.doc_topic_prior,
-                         topic_word_prior=config.topic_word_prior, decay=config.decay, max_iter=config.max_iter,
-                         patience=config.patience, init=config.sgs_init, seed=seed)  # type: ignore[arg-type]
+                         topic_word_prior=config.topic_word_prior, decay=settings.decay, max_iter=settings.max_iter,
+                         patience=settings.patience, init=settings.sgs_init, seed=seed)

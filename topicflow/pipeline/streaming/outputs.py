@@ -56,7 +56,7 @@ def held_out_set(test_corpus: Corpus | None, source: StreamSource, config: Strea
     if len(test_vocab) != len(train_vocab) or not np.array_equal(test_vocab.terms, train_vocab.terms):
         ids = train_vocab.ids_of(str(t) for t in test_vocab.terms)
         term_map = np.array([-1 if i is None else i for i in ids], dtype=np.int64)
-    return HeldOutSet(test, source.n_terms, term_map, seed=config.seed)
+    return HeldOutSet(test, source.n_terms, term_map, seed=config.run.seed)
 
 
 def check_resumable(info: Mapping[str, Any], config: StreamConfig, out: Path) -> None:

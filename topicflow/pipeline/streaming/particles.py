@@ -68,14 +68,14 @@ def initialize_runs(corpus: Corpus, source: StreamSource, config: StreamConfig, 
     """Initial snapshot of every run: the best of ``init_trials`` Gibbs trials on the prefix, as a cloud."""
     from topicflow.pipeline.streaming.actors import DocumentStream
 
-    prefix = DocumentStream(source).read(0, min(config.init_docs, source.n_docs))
-    jobs = [(run, trial) for run in range(config.runs) for trial in range(config.init_trials)]
+    prefix = DocumentStream(source).read(0, min(config.particles.init_docs, source.n_docs))
+    jobs = [(run, trial) for run in range(config.run.runs) for trial in range(config.particles.init_trials)]
 
     def trial_args(run: int, trial: int) -> tuple[Any, ...]:
         return (prefix, config.gibbs_params(trial_seed(config.run_seed(run), trial)))
 
-    kwargs: dict[str, Any] = {"sweeps": config.init_sweeps, "select": config.init_select,
-                              "n_trials": config.init_trials}
+    kwargs: dict[str, Any] = {"sweeps": config.particles.init_sweeps, "select": config.particles.init_select,
+                              "n_trials": config.particles.init_trials}
     if client is not None:
         shared = client.scatter(prefix, broadcast=False)
         futures = [client.submit(run_initialization_trial, shared, trial_args(r, t)[1], **kwargs, pure=False)
@@ -85,8 +85,8 @@ def initialize_runs(corpus: Corpus, source: StreamSource, config: StreamConfig, 
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
             trials = list(pool.map(lambda job: run_initialization_trial(*trial_args(*job), **kwargs), jobs))
     states = []
-    for run in range(config.runs):
-        run_trials = trials[run * config.init_trials:(run + 1) * config.init_trials]
+    for run in range(config.run.runs):
+        run_trials = trials[run * config.particles.init_trials:(run + 1) * config.particles.init_trials]
         chosen = run_trials[best_trial([t.score for t in run_trials])]
         log.info("run %d: initialization trial seed %d chosen (scores %s)", run, chosen.seed,
                  ", ".join(f"{t.score:.4f}" for t in run_trials))
@@ -202,7 +202,7 @@ def run_particle_streams(
     recovery_every: int = 10,
     progress: ProgressReporter = NO_PROGRESS,
 ) -> StreamResult:
-    """Run ``config.runs`` independent streams of ``config.algorithm`` over ``corpus``.
+    """Run ``config.run.runs`` independent streams of ``config.algorithm`` over ``corpus``.
 
     Parameters
     ----------
@@ -240,7 +240,7 @@ def run_particle_streams(
     source = stream_source(corpus)
     held_out = held_out_set(test_corpus, source, config)
     terms = corpus.vocabulary(source.language).terms
-    stop = source.n_docs if config.max_docs is None else min(source.n_docs, config.max_docs)
+    stop = source.n_docs if config.run.max_docs is None else min(source.n_docs, config.run.max_docs)
     records: list[dict[str, Any]] = []
     if resume:
         if out is None:
@@ -250,24 +250,24 @@ def run_particle_streams(
         check_same_stream(info, corpus, out)
         records = list(info.get("records", []))
     elif config.algorithm == "gibbs":
-        states = [({}, {"kind": "gibbs"}) for _ in range(config.runs)]
+        states = [({}, {"kind": "gibbs"}) for _ in range(config.run.runs)]
     else:
         states = initialize_runs(corpus, source, config, client)
     args: list[tuple[Any, ...]]
     if config.algorithm == "gibbs":
-        args = [(source, config.gibbs_params(config.run_seed(r)), states[r], held_out, config.optimize_every)
-                for r in range(config.runs)]
+        args = [(source, config.gibbs_params(config.run_seed(r)), states[r], held_out, config.gibbs.optimize_every)
+                for r in range(config.run.runs)]
         actors = ActorSet(client, GibbsActor, args)
-        start, stop = int(states[0][1].get("gibbs", {}).get("sweeps_done", 0)), config.sweeps
+        start, stop = int(states[0][1].get("gibbs", {}).get("sweeps_done", 0)), config.gibbs.sweeps
     else:
         args = [(source, config.pf_params(source.n_terms, config.run_seed(r)), states[r], held_out)
-                for r in range(config.runs)]
+                for r in range(config.run.runs)]
         actors = ActorSet(client, ParticleFilterActor, args)
         start = int(states[0][1]["position"])
     try:
         if not records:
             records.extend(_records(actors.advance(start, held_out is not None), start, config, terms))
-        points = evaluation_points(start, stop, config.eval_every)
+        points = evaluation_points(start, stop, config.run.eval_every)
         for i, point in enumerate(progress.track(points, total=len(points), desc=f"stream {config.algorithm}", unit="eval")):
             new = _records(actors.advance(point, held_out is not None), point, config, terms)
             records.extend(new)

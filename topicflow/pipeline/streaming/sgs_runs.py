@@ -55,21 +55,21 @@ def sgs_run(corpus_path: str, config: StreamConfig, run: int, state: RunState | 
     terms = corpus.vocabulary(corpus.languages[0]).terms
     records: list[dict[str, Any]] = []
     clock = {"seconds": 0.0 if state is None else float(state[1].get("seconds", 0.0)),
-             "next": _next_point(0 if start is None else start.docs_seen, config.eval_every)}
+             "next": _next_point(0 if start is None else start.docs_seen, config.run.eval_every)}
 
     def on_minibatch(record: Any, current: sgs.SGSState) -> None:
         clock["seconds"] += record.seconds
         entry = {"run": run, "seed": config.run_seed(run), "point": current.docs_seen, "docs_seen": current.docs_seen,
                  "tokens_seen": current.tokens_seen, "seconds": clock["seconds"], "perplexity_train": record.perplexity,
                  "iterations": record.iterations, "stop_reason": record.stop_reason}
-        last = config.max_docs is not None and current.docs_seen >= config.max_docs or \
+        last = config.run.max_docs is not None and current.docs_seen >= config.run.max_docs or \
             current.docs_seen >= len(corpus)
         if current.docs_seen >= clock["next"] or last:
-            clock["next"] = _next_point(current.docs_seen, config.eval_every)
-            entry.update(topic_report(current, params, terms, held_out_docs, config.seed))
+            clock["next"] = _next_point(current.docs_seen, config.run.eval_every)
+            entry.update(topic_report(current, params, terms, held_out_docs, config.run.seed))
         records.append(entry)
 
-    result = run_sgs(corpus, params, batch_size=config.batch_size, state=start, max_docs=config.max_docs,
+    result = run_sgs(corpus, params, batch_size=config.minibatch.batch_size, state=start, max_docs=config.run.max_docs,
                      on_minibatch=on_minibatch)
     arrays, meta = sgs.to_arrays(result.state)
     return records, (dict(arrays), {**meta, "seconds": clock["seconds"]})
@@ -91,7 +91,7 @@ def run_sgs_stream(
     source = stream_source(corpus)
     held_out = held_out_set(test_corpus, source, config)
     records: list[dict[str, Any]] = []
-    states: list[RunState | None] = [None] * config.runs
+    states: list[RunState | None] = [None] * config.run.runs
     if resume:
         if out is None:
             raise InvalidParameterError("resume needs the output directory of the stream to continue")
@@ -102,20 +102,20 @@ def run_sgs_stream(
     started = time.perf_counter()
     if config.algorithm == "dsgs":
         results = [dsgs_run(corpus, config, run, states[run], held_out, client)
-                   for run in progress.track(range(config.runs), total=config.runs, desc="dsgs", unit="run")]
+                   for run in progress.track(range(config.run.runs), total=config.run.runs, desc="dsgs", unit="run")]
     elif client is not None:
         futures = [client.submit(sgs_run, str(corpus.path), config, run, states[run], held_out, pure=False)
-                   for run in range(config.runs)]
-        results = list(progress.track((f.result() for f in futures), total=config.runs, desc="sgs", unit="run"))
+                   for run in range(config.run.runs)]
+        results = list(progress.track((f.result() for f in futures), total=config.run.runs, desc="sgs", unit="run"))
     else:
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
             results = list(pool.map(lambda run: sgs_run(str(corpus.path), config, run, states[run], held_out),
-                                    range(config.runs)))
+                                    range(config.run.runs)))
     for new_records, _ in results:
         records.extend(new_records)
     records.sort(key=lambda r: (r["point"], r["run"]))
     snapshots = [state for _, state in results]
-    log.info("%s: %d run(s) in %.1f s", config.algorithm, config.runs, time.perf_counter() - started)
+    log.info("%s: %d run(s) in %.1f s", config.algorithm, config.run.runs, time.perf_counter() - started)
     summary = summarize(records)
     model = sgs_saved_model(corpus, snapshots[0], config, summary)
     if out is not None:
@@ -128,7 +128,7 @@ def sgs_saved_model(corpus: Corpus, snapshot: RunState, config: StreamConfig,
     """Run 0 as a model that keeps the sampler's exact counts, so ``topicflow update`` can continue it."""
     arrays, meta = snapshot
     state = sgs.from_arrays(arrays, meta)
-    params = sgs_params(config, config.seed)
+    params = sgs_params(config, config.run.seed)
     model = sgs_model(corpus, state, params, algorithm=config.algorithm, settings={}, summary=list(summary))
     info = {**model.info, "settings": config.to_dict(), "sgs_state": dict(meta)}
     return SavedModel(model.state, model.vocabularies, info,
@@ -160,10 +160,10 @@ def dsgs_run(corpus: Corpus, config: StreamConfig, run: int, state: RunState | N
              client: Any) -> tuple[list[dict[str, Any]], RunState]:
     """One DSGS run on the whole cluster; held-out scores at its end (the loops report when they finish)."""
     params = sgs_params(config, config.run_seed(run))
-    n_workers = config.n_workers or (len(client.scheduler_info()["workers"]) if client is not None else 2)
+    n_workers = config.minibatch.n_workers or (len(client.scheduler_info()["workers"]) if client is not None else 2)
     start = None if state is None else sgs.from_arrays(*state)
-    result = run_dsgs(corpus, params, batch_size=config.batch_size, client=client, n_workers=n_workers,
-                      staleness=config.staleness, sync_first=config.sync_first, state=start, max_docs=config.max_docs)
+    result = run_dsgs(corpus, params, batch_size=config.minibatch.batch_size, client=client, n_workers=n_workers,
+                      staleness=config.minibatch.staleness, sync_first=config.minibatch.sync_first, state=start, max_docs=config.run.max_docs)
     seconds = 0.0 if state is None else float(state[1].get("seconds", 0.0))
     records = []
     docs_seen = 0 if start is None else start.docs_seen
@@ -179,7 +179,7 @@ def dsgs_run(corpus: Corpus, config: StreamConfig, run: int, state: RunState | N
         records[-1]["tokens_per_s"] = result.tokens_per_second
         terms = corpus.vocabulary(corpus.languages[0]).terms
         held_out_docs = None if held_out is None else read_held_out(held_out)
-        records[-1].update(topic_report(result.state, params, terms, held_out_docs, config.seed))
+        records[-1].update(topic_report(result.state, params, terms, held_out_docs, config.run.seed))
     arrays, meta = sgs.to_arrays(result.state)
     return records, (dict(arrays), {**meta, "seconds": seconds})
 

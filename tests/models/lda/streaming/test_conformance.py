@@ -99,7 +99,7 @@ def draw_sgs_stream(draw: Draw) -> SamplerStream:
     n_topics, n_terms = draw(st.integers(1, 4)), draw(st.integers(1, 8))
     alpha = draw(st.one_of(st.floats(0.05, 1.0), strategies.positive_vectors(n_topics, min_value=0.05)))
     params = sgs.SGSParams(n_topics=n_topics, doc_topic_prior=alpha, topic_word_prior=draw(st.floats(0.01, 0.5)),
-                           decay=draw(st.sampled_from([1.0, 0.9, 0.5])), max_iters=draw(st.integers(1, 4)),
+                           decay=draw(st.sampled_from([1.0, 0.9, 0.5])), max_iter=draw(st.integers(1, 4)),
                            patience=draw(st.integers(1, 3)), init=draw(st.sampled_from(["posterior", "random"])),
                            seed=draw(st.integers(0, 2**63 - 1)))
     block = draw(strategies.doc_blocks(st.integers(1, 10), n_terms, first_doc=draw(st.integers(0, 50))))
