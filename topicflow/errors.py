@@ -38,6 +38,51 @@ class CorpusFormatError(TopicflowError, ValueError):
     """A corpus store is damaged, inconsistent or of an unknown format."""
 
 
+class CorruptShardError(CorpusFormatError):
+    """A shard's files cannot be decoded, or decode to arrays its manifest entry contradicts.
+
+    Raised by every shard read (:func:`topicflow.io.corpus.reader.load_multiblock` and what builds on
+    it) and by :meth:`topicflow.io.corpus.reader.Corpus.verify`; ``path`` is the store and ``shard``
+    the shard id.
+    """
+
+
+class ModelFormatError(CorpusFormatError):
+    """A saved model, checkpoint or stream state is damaged or inconsistent with its own description.
+
+    A subclass of :class:`CorpusFormatError` (which damaged models raised before) so callers that
+    catch that keep working.
+
+    Parameters
+    ----------
+    message : str
+        The whole message: what is wrong, where, and what to do.
+    path : str, optional
+        The model (or checkpoint, or stream state) directory.
+    version : int, optional
+        The model version read, when the model has versions.
+    field : str, optional
+        What is inconsistent, as named in ``model.json`` or under ``arrays/`` (``"doc_topic_prior"``,
+        ``"topic_word_var/en"``, ``"n_topics"``, ...).
+    problem : str, optional
+        What is wrong with ``field``, without the place or the remedy (for callers that re-word it).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        version: int | None = None,
+        field: str | None = None,
+        problem: str | None = None,
+    ) -> None:
+        super().__init__(message, path=path)
+        self.version = version
+        self.field = field
+        self.problem = problem
+
+
 class FormatVersionError(CorpusFormatError):
     """A store or model was written by a newer topicflow format version than this one reads."""
 

@@ -11,13 +11,24 @@ import click
 import dask.config
 
 from topicflow.errors import TopicflowError
-from topicflow.pipeline.cluster import ClusterConfig
+from topicflow.pipeline.cluster import DEFAULT_DASHBOARD_ADDRESS, ClusterConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def cluster_options(func: F) -> F:
-    """Add ``--scheduler --workers --threads-per-worker --memory-limit`` and pass ``cluster=ClusterConfig``."""
+    """Add ``--scheduler --workers --threads-per-worker --memory-limit --dashboard-address``; pass ``cluster=``.
+
+    Parameters
+    ----------
+    func : callable
+        A click command taking a ``cluster`` keyword (a :class:`~topicflow.pipeline.cluster.ClusterConfig`).
+
+    Returns
+    -------
+    callable
+        The command with the cluster options.
+    """
 
     @click.option("--scheduler", default=None, metavar="ADDRESS|FILE",
                   help="Run on an existing Dask scheduler (tcp://host:port or a scheduler file). "
@@ -28,12 +39,16 @@ def cluster_options(func: F) -> F:
                   help="Threads per local worker (default 1).")
     @click.option("--memory-limit", default=None, metavar="SIZE",
                   help="Memory limit per local worker, e.g. 4GiB (default: share of the machine).")
+    @click.option("--dashboard-address", default=DEFAULT_DASHBOARD_ADDRESS, show_default=True, metavar="HOST:PORT",
+                  help="Where the local cluster's dashboard listens; the default serves this machine only, "
+                  "':0' every interface (it then shows the cluster's work to the network).")
     @functools.wraps(func)
     def wrapper(*args: Any, scheduler: str | None, workers: int | None,
-                threads_per_worker: int | None, memory_limit: str | None, **kwargs: Any) -> Any:
+                threads_per_worker: int | None, memory_limit: str | None, dashboard_address: str,
+                **kwargs: Any) -> Any:
         kwargs["cluster"] = ClusterConfig(
             scheduler=scheduler, workers=workers, threads_per_worker=threads_per_worker,
-            memory_limit=memory_limit,
+            memory_limit=memory_limit, dashboard_address=dashboard_address,
         )
         return func(*args, **kwargs)
 

@@ -81,14 +81,56 @@ def _read_array(group: zarr.Group, name: str) -> np.ndarray:
     return _as_read(array.dtype, array[:])
 
 
-async def _read_arrays_async(directory: str, names: Sequence[str]) -> list[np.ndarray]:
+#: What reading a damaged zarr array raises: numcodecs' codecs (RuntimeError: "Zstd decompression
+#: error"), zarr's metadata and node errors (ValueError subclasses; a missing member is a KeyError), a
+#: chunk that decodes to the wrong size (ValueError: "cannot reshape"), a missing file (OSError).
+DECODE_ERRORS: tuple[type[Exception], ...] = (RuntimeError, ValueError, TypeError, LookupError, OSError)
+
+
+def is_decode_error(exc: BaseException) -> bool:
+    """Whether ``exc`` says the files of a zarr array are damaged or missing (not, say, unreadable by us).
+
+    Parameters
+    ----------
+    exc : BaseException
+        What a zarr read raised.
+
+    Returns
+    -------
+    bool
+        True for the errors of :data:`DECODE_ERRORS` except ``PermissionError``, which is no damage.
+    """
+    return isinstance(exc, DECODE_ERRORS) and not isinstance(exc, PermissionError)
+
+
+def describe_read_failure(path: str, exc: BaseException) -> str:
+    """What went wrong reading the zarr array at ``path``, for an error message.
+
+    Parameters
+    ----------
+    path : str
+        The array (or group) that failed.
+    exc : BaseException
+        What the read raised.
+
+    Returns
+    -------
+    str
+        ``'<path>' is missing (...)`` or ``'<path>' cannot be decoded (<Type>: <message>)``.
+    """
+    missing = isinstance(exc, (KeyError, FileNotFoundError))
+    return f"{path!r} {'is missing' if missing else 'cannot be decoded'} ({type(exc).__name__}: {exc})"
+
+
+async def _read_arrays_async(directory: str, names: Sequence[str]) -> list[np.ndarray | BaseException]:
     group = await zarr_async.open_group(directory, mode="r")
 
     async def read_one(name: str) -> np.ndarray:
         array = cast("zarr.AsyncArray[Any]", await group.getitem(name))  # a member the layout makes an array
         return _as_read(array.dtype, await array.getitem(slice(None)))
 
-    return list(await asyncio.gather(*(read_one(name) for name in names)))
+    # return_exceptions: one damaged array must not leave the others' reads pending on zarr's loop.
+    return list(await asyncio.gather(*(read_one(name) for name in names), return_exceptions=True))
 
 
 def read_arrays(directory: Path, names: Sequence[str]) -> dict[str, np.ndarray]:
@@ -97,5 +139,38 @@ def read_arrays(directory: Path, names: Sequence[str]) -> dict[str, np.ndarray]:
     zarr v3 spends about 1.5 ms of fixed cost per synchronous read (metadata, event-loop round trip),
     which for the small arrays of a shard is most of the read; one gather over zarr's own loop pays it
     about once per shard instead of once per array.
+
+    Parameters
+    ----------
+    directory : Path
+        A zarr group.
+    names : sequence of str
+        Members of the group, e.g. ``"doc_ids"`` or ``"en/counts"``.
+
+    Returns
+    -------
+    dict of str to ndarray
+        Each array by name; strings as object arrays.
+
+    Raises
+    ------
+    CorpusFormatError
+        The group or an array is missing, or its files cannot be decoded (corrupt or truncated chunks,
+        damaged metadata); the message names the first such array, and so does ``path`` (or the
+        group, when it is the group that is missing). Callers add what to do.
     """
-    return dict(zip(names, zarr_sync(_read_arrays_async(str(directory), list(names)))))
+    try:
+        results = zarr_sync(_read_arrays_async(str(directory), list(names)))
+    except Exception as exc:
+        if not is_decode_error(exc):
+            raise
+        raise CorpusFormatError(describe_read_failure(str(directory), exc), path=str(directory)) from exc
+    arrays: dict[str, np.ndarray] = {}
+    for name, result in zip(names, results):
+        if isinstance(result, BaseException):
+            if not is_decode_error(result):
+                raise result
+            raise CorpusFormatError(describe_read_failure(str(Path(directory) / name), result),
+                                    path=str(Path(directory) / name)) from result
+        arrays[name] = result
+    return arrays

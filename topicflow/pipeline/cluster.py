@@ -14,7 +14,12 @@ from typing import Any, Iterator, Sequence
 
 import dask
 
+from topicflow.errors import TopicflowError
+
 log = logging.getLogger(__name__)
+
+#: Where a local cluster's dashboard listens unless told otherwise: loopback only, any free port.
+DEFAULT_DASHBOARD_ADDRESS = "127.0.0.1:0"
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +37,10 @@ class ClusterConfig:
         Memory limit per local worker, e.g. ``"4GiB"``; ``"auto"`` divides the machine's memory.
     processes : bool
         Local workers as processes (True) or threads of this process (False).
+    dashboard_address : str
+        ``host:port`` the local cluster's dashboard listens on. The default serves this machine only
+        (loopback, any free port); ``:0`` serves every interface, which exposes the dashboard (and
+        what it shows of the data) to the network. The workers' HTTP endpoints listen on the same host.
     """
 
     scheduler: str | None = None
@@ -39,6 +48,7 @@ class ClusterConfig:
     threads_per_worker: int | None = None
     memory_limit: str | None = None
     processes: bool = True
+    dashboard_address: str = DEFAULT_DASHBOARD_ADDRESS
 
 
 @contextlib.contextmanager
@@ -76,11 +86,16 @@ def connect(config: ClusterConfig) -> Iterator[Any]:
         threads_per_worker=config.threads_per_worker or 1,
         memory_limit=config.memory_limit or "auto",
         processes=config.processes,
-        dashboard_address=":0",
+        dashboard_address=config.dashboard_address,
+        # The workers' HTTP endpoints (metrics, health) listen on the dashboard's host, any free port;
+        # in-process workers would otherwise listen on every interface.
+        worker_dashboard_address=f"{config.dashboard_address.rpartition(':')[0]}:0",
     )
     # Workers are on this machine, so the client can reach them: results and actor calls (online
     # VB's E-step servers) then skip the hop through the scheduler (about half the cost of a round trip carrying 1 MB).
     client = Client(cluster, direct_to_workers=True)
+    if config.processes:  # in-process workers share this process's logging, which is the caller's to set
+        client.run(quiet_topicflow_task_errors)
     log.info(
         "local Dask cluster: %d workers x %d threads, dashboard %s",
         n_workers,
@@ -92,6 +107,50 @@ def connect(config: ClusterConfig) -> Iterator[Any]:
     finally:
         client.close()
         cluster.close()
+
+
+class QuietTopicflowTaskErrors(logging.Filter):
+    """Drop a worker's "Compute Failed" record of a task that raised a topicflow error.
+
+    The client re-raises that error, and the CLI prints it as one ``topicflow: error:`` line; the
+    worker's record (key, task, exception and traceback) would only repeat it. Every other record,
+    including failures of other kinds, passes.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Return False for the "Compute Failed" record of a topicflow error, True for any other.
+
+        Parameters
+        ----------
+        record : logging.LogRecord
+            A record of the ``distributed.worker`` logger; its fourth argument is the exception's repr.
+
+        Returns
+        -------
+        bool
+            Whether the record is logged.
+        """
+        args = record.args if isinstance(record.args, tuple) else ()
+        if not str(record.msg).startswith("Compute Failed") or len(args) < 4:
+            return True
+        return str(args[3]).split("(", 1)[0] not in _error_names(TopicflowError)
+
+
+def _error_names(cls: type[BaseException]) -> set[str]:
+    """Names of ``cls`` and all its subclasses."""
+    return {cls.__name__}.union(*(_error_names(sub) for sub in cls.__subclasses__()))
+
+
+def quiet_topicflow_task_errors() -> None:
+    """Install :class:`QuietTopicflowTaskErrors` in this process, unless Dask logs at INFO or below (``-vv``).
+
+    Run on every worker of the local cluster :func:`connect` starts (``client.run``).
+    """
+    logger = logging.getLogger("distributed.worker")
+    if logger.getEffectiveLevel() > logging.INFO and not any(
+        isinstance(installed, QuietTopicflowTaskErrors) for installed in logger.filters
+    ):
+        logger.addFilter(QuietTopicflowTaskErrors())
 
 
 def current_client(client: Any = None) -> Any:

@@ -25,7 +25,13 @@ import scipy.sparse as sp
 from topicflow.errors import EmptyInputError, InputError, InvalidParameterError
 from topicflow.io._atomic import check_output_path, commit_directory, temporary_sibling
 from topicflow.io.corpus.layout import DEFAULT_LANGUAGE, Manifest, ShardInfo
-from topicflow.io.corpus.writer import init_store, with_shards, write_manifest, write_shard, write_vocabulary
+from topicflow.io.corpus.writer import (
+    init_store,
+    with_shards,
+    write_manifest,
+    write_shard,
+    write_vocabulary,
+)
 from topicflow.models.common.vocabulary import Vocabulary
 
 #: Largest count a store holds (counts are int32 on disk).

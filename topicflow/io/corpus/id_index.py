@@ -27,9 +27,10 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from topicflow.errors import CorpusFormatError
 from topicflow.io._atomic import fsync_directory
 from topicflow.io._zarr import read_arrays, write_arrays
-from topicflow.io.corpus.layout import Manifest
+from topicflow.io.corpus.layout import Manifest, corrupt_shard
 
 INDEX_DIR = "id_index"
 
@@ -76,13 +77,34 @@ def _covered(segments: Sequence[Segment]) -> int:
 
 
 def _read_segment(store: Path, segment: Segment) -> tuple[np.ndarray, np.ndarray]:
-    arrays = read_arrays(store / INDEX_DIR / segment.name, ["hashes", "shards"])
+    try:
+        arrays = read_arrays(store / INDEX_DIR / segment.name, ["hashes", "shards"])
+    except CorpusFormatError as exc:
+        raise CorpusFormatError(
+            f"document-id index segment {segment.name} of {str(store)!r} is damaged: {exc}; re-ingest the store "
+            "or restore it from a backup.",
+            path=str(store),
+        ) from exc
+    if arrays["hashes"].shape != (segment.n_ids,) or arrays["shards"].shape != (segment.n_ids,):
+        raise CorpusFormatError(
+            f"document-id index segment {segment.name} of {str(store)!r} is damaged: it holds "
+            f"{arrays['hashes'].shape} hashes and {arrays['shards'].shape} shard numbers but the manifest says "
+            f"{segment.n_ids} ids; re-ingest the store or restore it from a backup.",
+            path=str(store),
+        )
     return arrays["hashes"], arrays["shards"]
 
 
 def _shard_doc_ids(store: Path, manifest: Manifest, position: int) -> list[str]:
-    directory = store / "shards" / manifest.shards[position].shard_id
-    return [str(d) for d in read_arrays(directory, ["doc_ids"])["doc_ids"]]
+    shard = manifest.shards[position]
+    try:
+        doc_ids = read_arrays(store / "shards" / shard.shard_id, ["doc_ids"])["doc_ids"]
+    except CorpusFormatError as exc:
+        raise corrupt_shard(str(store), shard.shard_id, str(exc)) from exc
+    if doc_ids.shape != (shard.n_docs,):
+        raise corrupt_shard(str(store), shard.shard_id,
+                            f"doc_ids holds {doc_ids.shape} entries but the manifest says {shard.n_docs} documents")
+    return [str(d) for d in doc_ids]
 
 
 def ids_in_store(store: Path, manifest: Manifest, hashes: np.ndarray) -> dict[str, str]:

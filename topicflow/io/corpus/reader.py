@@ -25,23 +25,25 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import dask
 import numpy as np
-import zarr
 
 from topicflow.errors import (
     CorpusFormatError,
+    CorruptShardError,
     InvalidParameterError,
     StoreNotFoundError,
 )
 from topicflow.io._atomic import read_json
-from topicflow.io._zarr import _read_array, read_arrays
+from topicflow.io._zarr import read_arrays
 from topicflow.io.corpus.layout import (
     MANIFEST,
     Manifest,
     ShardInfo,
+    corrupt_shard,
+    csr_problems,
     shard_checksum,
     vocabulary_dir,
 )
-from topicflow.models.common.blocks import DocBlock, MultiBlock, concat_blocks
+from topicflow.models.common.blocks import DocBlock, concat_blocks
 from topicflow.models.common.vocabulary import Vocabulary
 
 #: (indptr, term_ids, counts) of one language of one shard.
@@ -59,12 +61,24 @@ def read_vocabulary(directory: Path) -> Vocabulary:
     -------
     Vocabulary
         Terms in id order with their document and corpus frequencies (int64).
+
+    Raises
+    ------
+    CorpusFormatError
+        An array is missing or cannot be decoded, or the three arrays differ in length.
     """
-    group = zarr.open_group(str(directory), mode="r")
+    arrays = read_arrays(directory, ["terms", "doc_freq", "corpus_freq"])
+    lengths = {name: array.shape for name, array in arrays.items()}
+    if len(set(lengths.values())) != 1 or arrays["terms"].ndim != 1:
+        raise CorpusFormatError(
+            f"vocabulary {str(directory)!r} is inconsistent: its arrays have shapes {lengths}, expected one "
+            "length for all three.",
+            path=str(directory),
+        )
     return Vocabulary(
-        terms=_read_array(group, "terms"),
-        doc_freq=_read_array(group, "doc_freq").astype(np.int64),
-        corpus_freq=_read_array(group, "corpus_freq").astype(np.int64),
+        terms=arrays["terms"],
+        doc_freq=arrays["doc_freq"].astype(np.int64),
+        corpus_freq=arrays["corpus_freq"].astype(np.int64),
     )
 
 
@@ -112,25 +126,105 @@ def read_manifest(path: Path) -> Manifest:
     return Manifest.from_dict(payload, path=str(path))
 
 
+def _read_shard(store: str, shard: ShardInfo, languages: Sequence[str], with_meta: bool) -> dict[str, np.ndarray]:
+    """The decoded arrays of ``languages`` of one shard (and its labels and timestamps with ``with_meta``).
+
+    Raises CorpusFormatError naming the array that is missing or cannot be decoded (see :func:`read_arrays`).
+    """
+    shard_dir = Path(store) / "shards" / shard.shard_id
+    # The store is a local directory, so presence of the optional arrays is a stat, not a zarr lookup.
+    meta = [name for name in ("labels", "timestamps") if with_meta and (shard_dir / name).is_dir()]
+    names = ["doc_ids", *meta] + [f"{lang}/{part}" for lang in languages for part in ("indptr", "term_ids", "counts")]
+    return read_arrays(shard_dir, names)
+
+
+def shard_problems(arrays: Mapping[str, np.ndarray], shard: ShardInfo, vocab_sizes: Mapping[str, int]) -> list[str]:
+    """What contradicts the manifest in one shard's decoded arrays: sizes, CSR structure, token counts.
+
+    Cheap (a few vectorized passes, about 0.1 ms for 2,000 documents), so every read runs it.
+
+    Parameters
+    ----------
+    arrays : mapping of str to ndarray
+        ``doc_ids``, optionally ``labels`` and ``timestamps``, and ``<lang>/indptr``, ``<lang>/term_ids``,
+        ``<lang>/counts`` for each language of ``vocab_sizes``.
+    shard : ShardInfo
+        The shard as the manifest lists it.
+    vocab_sizes : mapping of str to int
+        Vocabulary size of each language read.
+
+    Returns
+    -------
+    list of str
+        One phrase per problem; empty when the arrays agree with the manifest.
+    """
+    problems = [
+        f"{name} holds {arrays[name].shape} entries but the manifest says {shard.n_docs} documents"
+        for name in ("doc_ids", "labels", "timestamps")
+        if name in arrays and arrays[name].shape != (shard.n_docs,)
+    ]
+    for lang, n_terms in vocab_sizes.items():
+        bag = (arrays[f"{lang}/indptr"], arrays[f"{lang}/term_ids"], arrays[f"{lang}/counts"])
+        found = csr_problems(bag, shard.n_docs, n_terms)
+        if not found and lang in shard.n_tokens and int(bag[2].sum(dtype=np.int64)) != shard.n_tokens[lang]:
+            found = [f"its counts add up to {int(bag[2].sum(dtype=np.int64))} tokens but the manifest says "
+                     f"{shard.n_tokens[lang]}"]
+        problems.extend(f"language {lang!r}: {problem}" for problem in found)
+    return problems
+
+
+def _checksum_problem(arrays: Mapping[str, np.ndarray], shard: ShardInfo) -> str | None:
+    """The mismatch between the arrays of every language of a shard and its recorded checksum, if any."""
+    bags = {lang: (arrays[f"{lang}/indptr"], arrays[f"{lang}/term_ids"], arrays[f"{lang}/counts"])
+            for lang in shard.n_tokens}
+    found = shard_checksum(bags, arrays["doc_ids"], arrays.get("labels"), arrays.get("timestamps"))
+    if found == shard.checksum:
+        return None
+    return f"its arrays do not match the manifest's checksum (expected {shard.checksum}, found {found})"
+
+
 def load_multiblock(
     store: str, shard: ShardInfo, vocab_sizes: Mapping[str, int], with_meta: bool = True
 ) -> dict[str, DocBlock]:
-    """Every language of one shard, keyed by language (module-level so it pickles)."""
-    shard_dir = Path(store) / "shards" / shard.shard_id
-    where = f"{store}/shards/{shard.shard_id}"
-    # The store is a local directory, so presence of the optional arrays is a stat, not a zarr lookup.
-    meta = [name for name in ("labels", "timestamps") if with_meta and (shard_dir / name).is_dir()]
-    names = ["doc_ids", *meta] + [f"{lang}/{part}" for lang in vocab_sizes for part in ("indptr", "term_ids", "counts")]
+    """Read languages of one shard, validated, keyed by language (module-level so it pickles).
+
+    Every read checks the arrays against the manifest (:func:`shard_problems`); a read of every
+    language of the shard with its metadata (the usual case, and every read of a monolingual store)
+    also recomputes the shard's checksum, which costs about 1 ms per 2,000 documents (see
+    docs/corpus-format.md, "Validation on read").
+
+    Parameters
+    ----------
+    store : str
+        The store directory.
+    shard : ShardInfo
+        The shard as the manifest lists it.
+    vocab_sizes : mapping of str to int
+        The languages to read, with their current vocabulary sizes.
+    with_meta : bool, default True
+        Also read labels and timestamps where the store has them.
+
+    Returns
+    -------
+    dict of str to DocBlock
+        One block per language of ``vocab_sizes``.
+
+    Raises
+    ------
+    CorruptShardError
+        The shard's files are missing or cannot be decoded, or they decode to arrays that contradict
+        the manifest (document or token counts, CSR structure, term ids, checksum).
+    """
     try:
-        arrays = read_arrays(shard_dir, names)
-    except (KeyError, FileNotFoundError) as exc:
-        raise CorpusFormatError(
-            f"shard {where!r} is missing or incomplete ({exc!r}); the store is damaged: re-ingest "
-            "or restore it from a copy.",
-            path=store,
-            shard=shard.shard_id,
-        ) from exc
-    blocks = {
+        arrays = _read_shard(store, shard, list(vocab_sizes), with_meta)
+    except CorpusFormatError as exc:
+        raise corrupt_shard(store, shard.shard_id, str(exc)) from exc
+    problems = shard_problems(arrays, shard, vocab_sizes)
+    if not problems and with_meta and set(vocab_sizes) >= set(shard.n_tokens):
+        problems = [problem for problem in (_checksum_problem(arrays, shard),) if problem]
+    if problems:
+        raise corrupt_shard(store, shard.shard_id, "; ".join(problems))
+    return {
         lang: DocBlock(
             indptr=arrays[f"{lang}/indptr"].astype(np.int64, copy=False),
             term_ids=arrays[f"{lang}/term_ids"].astype(np.int32, copy=False),
@@ -144,21 +238,35 @@ def load_multiblock(
         )
         for lang, n_terms in vocab_sizes.items()
     }
-    for block in blocks.values():
-        if block.n_docs != shard.n_docs:
-            raise CorpusFormatError(
-                f"shard {where!r} holds {block.n_docs} documents but the manifest says {shard.n_docs}; "
-                "the store is damaged.",
-                path=store,
-                shard=shard.shard_id,
-            )
-    return blocks
 
 
 def load_block(
     store: str, shard: ShardInfo, language: str, n_terms: int, with_meta: bool = True
 ) -> DocBlock:
-    """Read one language of one shard as a :class:`DocBlock` (module-level so it pickles)."""
+    """Read one language of one shard as a validated :class:`DocBlock` (module-level so it pickles).
+
+    Parameters
+    ----------
+    store : str
+        The store directory.
+    shard : ShardInfo
+        The shard as the manifest lists it.
+    language : str
+        The language to read.
+    n_terms : int
+        The language's current vocabulary size.
+    with_meta : bool, default True
+        Also read labels and timestamps where the store has them.
+
+    Returns
+    -------
+    DocBlock
+
+    Raises
+    ------
+    CorruptShardError
+        As :func:`load_multiblock`.
+    """
     return load_multiblock(store, shard, {language: n_terms}, with_meta)[language]
 
 
@@ -609,27 +717,66 @@ class Corpus:
         ------
         str
             A document id.
+
+        Raises
+        ------
+        CorruptShardError
+            A shard's ``doc_ids`` cannot be decoded or do not match the manifest's document count.
         """
         for shard in self.shards:
-            group = zarr.open_group(str(self.path / "shards" / shard.shard_id), mode="r")
-            yield from (str(d) for d in _read_array(group, "doc_ids"))
+            try:
+                doc_ids = _read_shard(str(self.path), shard, (), with_meta=False)["doc_ids"]
+            except CorpusFormatError as exc:
+                raise corrupt_shard(str(self.path), shard.shard_id, str(exc)) from exc
+            if doc_ids.shape != (shard.n_docs,):
+                raise corrupt_shard(str(self.path), shard.shard_id, f"doc_ids holds {doc_ids.shape} entries but "
+                                    f"the manifest says {shard.n_docs} documents")
+            yield from (str(d) for d in doc_ids)
 
-    def verify(self) -> list[str]:
-        """Recompute every shard's checksum and return the ids of shards that do not match.
+    def verify(self, *, raise_errors: bool = True) -> list[str]:
+        """Read every shard, check it against the manifest and recompute its checksum.
+
+        Parameters
+        ----------
+        raise_errors : bool, default True
+            Raise one error naming every damaged shard; with False, return their ids instead.
 
         Returns
         -------
         list of str
-            Ids of damaged shards, in store order; empty if every shard matches.
+            Ids of damaged shards (missing or undecodable files, arrays that contradict the manifest,
+            checksum mismatches), in store order; empty if every shard is sound.
+
+        Raises
+        ------
+        CorruptShardError
+            With ``raise_errors``, if any shard is damaged; the message names each one and what is wrong.
         """
-        bad = []
-        for index, shard in enumerate(self.shards):
-            blocks: MultiBlock = self.read_multiblock(index)
-            any_block = next(iter(blocks.values()))
-            bags = {lang: (b.indptr, b.term_ids, b.counts) for lang, b in blocks.items()}
-            if shard_checksum(bags, any_block.doc_ids, any_block.labels, any_block.timestamps) != shard.checksum:
-                bad.append(shard.shard_id)
-        return bad
+        sizes = self.vocab_sizes()
+        damaged: list[tuple[str, str]] = []
+        for shard in self.shards:
+            try:
+                arrays = _read_shard(str(self.path), shard, list(shard.n_tokens), with_meta=True)
+            except CorpusFormatError as exc:
+                damaged.append((shard.shard_id, str(exc)))
+                continue
+            problems = shard_problems(arrays, shard, {lang: sizes.get(lang, 0) for lang in shard.n_tokens})
+            mismatch = None if problems else _checksum_problem(arrays, shard)
+            if mismatch:
+                problems.append(mismatch)
+            if problems:
+                damaged.append((shard.shard_id, "; ".join(problems)))
+        if damaged and raise_errors:
+            if len(damaged) == 1:
+                raise corrupt_shard(str(self.path), *damaged[0])
+            listing = "; ".join(f"shard {shard_id}: {what}" for shard_id, what in damaged)
+            raise CorruptShardError(
+                f"{len(damaged)} shards of {str(self.path)!r} are corrupt ({listing}); re-ingest the store or "
+                "restore these shards from a backup.",
+                path=str(self.path),
+                shard=damaged[0][0],
+            )
+        return [shard_id for shard_id, _ in damaged]
 
 
 def as_corpus(corpus: Any) -> Corpus:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from topicflow.errors import InvalidParameterError
+from topicflow.errors import InvalidParameterError, ModelFormatError, ModelNotFoundError
 from topicflow.io._atomic import atomic_write_json, read_json
 from topicflow.io.models.store import SavedModel, load_model, save_model
 from topicflow.models.common.vocabulary import Vocabulary
@@ -57,8 +57,7 @@ def write_checkpoint(
     """Replace the checkpoint at ``path`` atomically (see the module docstring for the layout)."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    latest = path / "latest.json"
-    slot = "b" if latest.exists() and read_json(latest).get("slot") == "a" else "a"
+    slot = "b" if _latest_slot(path) == "a" else "a"
     shutil.rmtree(path / slot, ignore_errors=True)
     info = {
         "kind": "checkpoint",
@@ -67,28 +66,56 @@ def write_checkpoint(
         },
     }
     save_model(path / slot, SavedModel(checkpoint.state, dict(vocabularies), info))
-    atomic_write_json(latest, {"slot": slot, "position": checkpoint.position})
+    atomic_write_json(path / "latest.json", {"slot": slot, "position": checkpoint.position})
 
 
 def read_checkpoint(path: Path, fingerprint: Mapping[str, Any]) -> Checkpoint | None:
-    """The checkpoint at ``path``, or None when there is none.
+    """The checkpoint at ``path``, validated, or None when there is none.
+
+    The slot ``latest.json`` names is read as a model (so its arrays are validated as every model's
+    are, see :func:`topicflow.io.models.store.read_model_dir`), and its position and topic count must
+    agree with ``latest.json`` and the settings it was written for.
+
+    Parameters
+    ----------
+    path : Path
+        The checkpoint directory.
+    fingerprint : mapping
+        Settings and corpus identity of the fit that would resume.
+
+    Returns
+    -------
+    Checkpoint or None
+        None when ``path`` holds no ``latest.json``.
 
     Raises
     ------
     InvalidParameterError
         The checkpoint was written for other settings or another corpus; the message names the
         differing keys.
+    ModelFormatError
+        The checkpoint is damaged: ``latest.json`` unreadable or naming a missing slot, the slot's
+        model damaged, or its position or topic count inconsistent; the message says to delete it.
     """
     path = Path(path)
     if not (path / "latest.json").exists():
         return None
-    saved = load_model(path / read_json(path / "latest.json")["slot"])
+    slot = _latest_slot(path)
+    if slot is None:
+        raise damaged_checkpoint(path, "latest.json", "latest.json is not valid JSON naming slot 'a' or 'b'")
+    try:
+        saved = load_model(path / slot)
+    except ModelNotFoundError as exc:
+        raise damaged_checkpoint(path, slot, f"latest.json names slot {slot!r}, which holds no model") from exc
+    except ModelFormatError as exc:
+        raise damaged_checkpoint(path, exc.field or slot, exc.problem or str(exc)) from exc
     payload = saved.info.get("checkpoint")
     if payload is None:
         raise InvalidParameterError(
             f"{str(path)!r} is not a topicflow checkpoint; remove it or pass another --checkpoint path.",
             path=str(path),
         )
+    _check_consistent(path, slot, payload, saved.state, read_json(path / "latest.json").get("position"))
     differing = sorted(
         key for key in set(fingerprint) | set(payload["fingerprint"])
         if _jsonable(fingerprint.get(key)) != payload["fingerprint"].get(key)
@@ -100,6 +127,58 @@ def read_checkpoint(path: Path, fingerprint: Mapping[str, Any]) -> Checkpoint | 
             path=str(path),
         )
     return Checkpoint(saved.state, dict(payload["position"]), list(payload["trace"]), dict(payload["fingerprint"]))
+
+
+def damaged_checkpoint(path: Path, field: str, problem: str) -> ModelFormatError:
+    """The error of a checkpoint that cannot be resumed from: where, what is wrong, and what to do.
+
+    Parameters
+    ----------
+    path : Path
+        The checkpoint directory.
+    field : str
+        What is inconsistent (``"latest.json"``, a slot, or a field of the slot's model).
+    problem : str
+        What is wrong, as a clause naming its subject (``"latest.json is not valid JSON"``).
+
+    Returns
+    -------
+    ModelFormatError
+        Whose message says to delete the checkpoint or fit without ``--resume``.
+    """
+    return ModelFormatError(
+        f"checkpoint {str(path)!r} is damaged: {problem}; delete it, or run the fit without --resume "
+        "(which starts over and replaces it).",
+        path=str(path),
+        field=field,
+        problem=problem,
+    )
+
+
+def _latest_slot(path: Path) -> str | None:
+    """The slot ``latest.json`` names, or None when it is missing, unreadable or names no slot."""
+    try:
+        latest = read_json(Path(path) / "latest.json")
+    except (OSError, ValueError):
+        return None
+    slot = latest.get("slot") if isinstance(latest, dict) else None
+    return slot if slot in ("a", "b") else None
+
+
+def _check_consistent(path: Path, slot: str, payload: Any, state: LDAState, latest_position: Any) -> None:
+    """The slot's ``checkpoint`` entry is complete and agrees with ``latest.json`` and its own state."""
+    kinds = {"position": dict, "trace": list, "fingerprint": dict}
+    if not isinstance(payload, dict) or any(not isinstance(payload.get(key), kind) for key, kind in kinds.items()):
+        raise damaged_checkpoint(path, f"{slot}/model.json", f"{slot}/model.json lacks the position, trace or "
+                                                             "fingerprint of the checkpoint")
+    if latest_position != payload["position"]:
+        raise damaged_checkpoint(path, "latest.json", f"latest.json gives position {latest_position!r} but slot "
+                                                      f"{slot!r} holds position {payload['position']!r}")
+    settings = payload["fingerprint"].get("settings")
+    n_topics = settings.get("n_topics") if isinstance(settings, dict) else None
+    if n_topics is not None and n_topics != state.n_topics:
+        raise damaged_checkpoint(path, "n_topics", f"n_topics is {n_topics!r} in the settings but the saved state "
+                                                   f"has {state.n_topics} topics")
 
 
 def remove_checkpoint(path: Path) -> None:

@@ -15,7 +15,6 @@ from topicflow._typing import Family, choices
 from topicflow.errors import CorpusFormatError, VocabularyMismatchError
 from topicflow.io.corpus.reader import Corpus
 
-
 #: Keys the model store writes into ``model.json`` beside the record (never part of it).
 STORE_KEYS = frozenset({"format", "format_version", "topicflow_version", "saved", "n_topics", "languages",
                         "vocab_sizes", "topic_names", "topic_word_prior", "sampler_state"})

@@ -34,6 +34,7 @@ from typing import Any, Iterator, Mapping, cast
 
 import numpy as np
 import zarr
+from zarr.codecs import ZstdCodec
 
 from topicflow._typing import VersionKind, choices
 from topicflow._version import __version__
@@ -41,6 +42,7 @@ from topicflow.errors import (
     CorpusFormatError,
     InvalidParameterError,
     LockedError,
+    ModelFormatError,
     ModelNotFoundError,
 )
 from topicflow.io._atomic import (
@@ -51,9 +53,10 @@ from topicflow.io._atomic import (
     read_json,
     temporary_sibling,
 )
-from topicflow.io._zarr import check_format, group_array
+from topicflow.io._zarr import check_format, read_arrays
 from topicflow.io.corpus.reader import read_vocabulary
 from topicflow.io.corpus.writer import write_vocabulary
+from topicflow.io.models.validation import model_problems
 from topicflow.models.common.vocabulary import Vocabulary
 from topicflow.models.lda.state import LDAState
 
@@ -65,6 +68,10 @@ MODEL_JSON = "model.json"
 VERSIONS_JSON = "versions.json"
 VERSIONS_DIR = "versions"
 LOCK_FILE = ".lock"
+#: Compression of a model's arrays: zarr's default zstd (level 0) plus zstd's frame checksum, so a
+#: damaged chunk fails to decode instead of decoding to plausible wrong numbers (readers of every
+#: version verify it; models written without it still read).
+MODEL_COMPRESSOR = ZstdCodec(level=0, checksum=True)
 #: What a legacy (unversioned) model directory holds at its top level.
 LEGACY_ENTRIES = (MODEL_JSON, "arrays", "vocab")
 
@@ -407,24 +414,26 @@ def write_model_dir(directory: Path, model: SavedModel) -> None:
     """
     state = model.state
     arrays = zarr.open_group(str(directory / "arrays"), mode="w")
-    arrays.create_array("doc_topic_prior", data=np.asarray(state.doc_topic_prior, dtype=np.float64))
+    arrays.create_array("doc_topic_prior", data=np.asarray(state.doc_topic_prior, dtype=np.float64),
+                        compressors=MODEL_COMPRESSOR)
     lam_group = arrays.create_group("topic_word_var")
     prior_group = arrays.create_group("topic_word_prior")
     priors: dict[str, Any] = {}
     for lang in state.languages:
         lam = np.asarray(state.topic_word_var[lang], dtype=np.float64)
-        lam_group.create_array(lang, data=lam, chunks=(lam.shape[0], max(1, min(lam.shape[1], 65536))))
+        lam_group.create_array(lang, data=lam, chunks=(lam.shape[0], max(1, min(lam.shape[1], 65536))),
+                               compressors=MODEL_COMPRESSOR)
         prior = state.topic_word_prior[lang]
         if np.ndim(prior) == 0:
             priors[lang] = float(prior)
         else:
-            prior_group.create_array(lang, data=np.asarray(prior, dtype=np.float64))
+            prior_group.create_array(lang, data=np.asarray(prior, dtype=np.float64), compressors=MODEL_COMPRESSOR)
             priors[lang] = "matrix"
         write_vocabulary(directory / "vocab" / lang, model.vocabularies[lang])
     if model.sampler_state:
         sampler_group = arrays.create_group("sampler_state")
         for name, value in model.sampler_state.items():
-            sampler_group.create_array(name, data=np.asarray(value))
+            sampler_group.create_array(name, data=np.asarray(value), compressors=MODEL_COMPRESSOR)
     payload = dict(model.info)
     payload.update(
         format=MODEL_FORMAT,
@@ -487,40 +496,127 @@ def load_model(path: Path, version: int | None = None) -> SavedModel:
     return read_model_dir(version_path(path, number), model_path=path, version=number)
 
 
-def read_model_dir(directory: Path, *, model_path: Path, version: int | None) -> SavedModel:
-    """Read the model written by :func:`write_model_dir` at ``directory`` (messages name ``model_path``)."""
-    where = str(model_path) if version is None else f"{str(model_path)!r} version {version}"
+def damaged_model(model_path: Path, version: int | None, field: str, problem: str) -> ModelFormatError:
+    """The error of a model that cannot be used: where, which field, what is wrong and what to do.
+
+    Parameters
+    ----------
+    model_path : Path
+        The model directory (as the user named it).
+    version : int or None
+        The version read.
+    field : str
+        The inconsistent ``model.json`` key or array (``"doc_topic_prior"``, ``"topic_word_var/en"``, ...).
+    problem : str
+        What is wrong, as clauses naming their subjects, joined by ``"; "``.
+
+    Returns
+    -------
+    ModelFormatError
+        Whose message ends with what to do: refit, or roll back to a sound version.
+    """
+    where = repr(str(model_path)) + ("" if version is None else f" version {version}")
+    return ModelFormatError(
+        f"model {where} is damaged: {problem}; refit the model, or make an earlier version current with "
+        f"`topicflow rollback {model_path} VERSION` (`topicflow versions {model_path}` lists them).",
+        path=str(model_path),
+        version=version,
+        field=field,
+        problem=problem,
+    )
+
+
+def _read_model_json(directory: Path, model_path: Path, version: int | None) -> dict[str, Any]:
+    """``model.json`` of ``directory``, checked to be a model description this topicflow reads."""
     try:
         info = read_json(directory / MODEL_JSON)
     except FileNotFoundError as exc:
-        raise CorpusFormatError(
-            f"model {where} is incomplete (no {MODEL_JSON} in {str(directory)!r}); roll back to another "
-            "version (`topicflow rollback`), refit it, or restore it from a copy.",
-            path=str(model_path),
-        ) from exc
+        raise damaged_model(model_path, version, MODEL_JSON,
+                            f"it is incomplete (no {MODEL_JSON} in {str(directory)!r})") from exc
+    except ValueError as exc:
+        raise damaged_model(model_path, version, MODEL_JSON, f"{MODEL_JSON} is not valid JSON ({exc})") from exc
+    if not isinstance(info, dict):
+        raise damaged_model(model_path, version, MODEL_JSON, f"{MODEL_JSON} holds a {type(info).__name__}, "
+                                                             "not an object")
     check_format(info, path=str(directory), name=MODEL_FORMAT, version=MODEL_FORMAT_VERSION)
+    expected = {"languages": (list, "a non-empty list of languages"),
+                "topic_word_prior": (dict, "an object giving each language's prior"),
+                "sampler_state": (list, "a list of array names")}
+    for key, (kind, what) in expected.items():
+        required = key != "sampler_state"
+        if (required or key in info) and not (isinstance(info.get(key), kind) and (info[key] or not required)):
+            raise damaged_model(model_path, version, key, f"{key} is {info.get(key)!r} in {MODEL_JSON}, "
+                                                          f"expected {what}")
+    return info
+
+
+def _read_model_arrays(directory: Path, names: list[str], model_path: Path,
+                       version: int | None) -> dict[str, np.ndarray]:
+    """The arrays ``directory/arrays/<name>``, any missing or undecodable one reported as damage."""
     try:
-        arrays = zarr.open_group(str(directory / "arrays"), mode="r")
-        lam = {lang: np.asarray(group_array(arrays, "topic_word_var", lang)[:]) for lang in info["languages"]}
-        priors: dict[str, Any] = {}
-        for lang, prior in info["topic_word_prior"].items():
-            priors[lang] = (np.asarray(group_array(arrays, "topic_word_prior", lang)[:]) if prior == "matrix"
-                            else float(prior))
-        state = LDAState(
-            topic_word_var=lam,
-            doc_topic_prior=np.asarray(group_array(arrays, "doc_topic_prior")[:]),
-            topic_word_prior=priors,
-            topic_names=tuple(info.get("topic_names") or ()),
-        )
-        vocabularies = {lang: read_vocabulary(directory / "vocab" / lang) for lang in info["languages"]}
-        sampler_state = {name: np.asarray(group_array(arrays, "sampler_state", name)[:])
-                         for name in info.get("sampler_state", [])}
-    except (KeyError, FileNotFoundError) as exc:
-        raise CorpusFormatError(
-            f"model {where} is incomplete ({exc!r}); roll back to another version, refit it or restore "
-            "it from a copy.",
-            path=str(model_path),
-        ) from exc
+        return read_arrays(directory / "arrays", names)
+    except CorpusFormatError as exc:
+        failed, root = Path(exc.path or directory / "arrays"), directory / "arrays"
+        field = str(failed.relative_to(root)) if failed.is_relative_to(root) and failed != root else "arrays"
+        raise damaged_model(model_path, version, field, str(exc)) from exc
+
+
+def read_model_dir(directory: Path, *, model_path: Path, version: int | None) -> SavedModel:
+    """Read and validate the model written by :func:`write_model_dir` at ``directory``.
+
+    Every array is checked against ``model.json`` and for sound values
+    (:func:`topicflow.io.models.validation.model_problems`) before the model is returned.
+
+    Parameters
+    ----------
+    directory : Path
+        The directory holding ``model.json``, ``arrays/`` and ``vocab/``.
+    model_path : Path
+        The model as the user named it (messages name it).
+    version : int or None
+        The version ``directory`` holds (messages name it).
+
+    Returns
+    -------
+    SavedModel
+        With :attr:`SavedModel.version` set to ``version``.
+
+    Raises
+    ------
+    ModelFormatError
+        A file is missing or cannot be decoded, or the arrays contradict ``model.json`` (sizes,
+        languages, vocabulary lengths) or hold unsound values (non-finite, or not positive where a
+        Dirichlet parameter must be); the message names the field.
+    FormatVersionError
+        The model was written by a newer topicflow.
+    """
+    info = _read_model_json(directory, model_path, version)
+    languages = [str(lang) for lang in info["languages"]]
+    matrices = [lang for lang, prior in info["topic_word_prior"].items() if prior == "matrix"]
+    samplers = [str(name) for name in info.get("sampler_state", [])]
+    names = (["doc_topic_prior"] + [f"topic_word_var/{lang}" for lang in languages]
+             + [f"topic_word_prior/{lang}" for lang in matrices] + [f"sampler_state/{name}" for name in samplers])
+    arrays = _read_model_arrays(directory, names, model_path, version)
+    vocabularies = {}
+    for lang in languages:
+        try:
+            vocabularies[lang] = read_vocabulary(directory / "vocab" / lang)
+        except CorpusFormatError as exc:
+            raise damaged_model(model_path, version, f"vocab/{lang}", str(exc)) from exc
+    lam = {lang: arrays[f"topic_word_var/{lang}"] for lang in languages}
+    priors: dict[str, Any] = {lang: arrays[f"topic_word_prior/{lang}"] if lang in matrices else prior
+                              for lang, prior in info["topic_word_prior"].items()}
+    sampler_state = {name: arrays[f"sampler_state/{name}"] for name in samplers}
+    problems = model_problems(info, lam, arrays["doc_topic_prior"], priors, vocabularies, sampler_state)
+    if problems:
+        raise damaged_model(model_path, version, problems[0][0],
+                            "; ".join(f"{field} {problem}" for field, problem in problems))
+    state = LDAState(
+        topic_word_var=lam,
+        doc_topic_prior=arrays["doc_topic_prior"],
+        topic_word_prior={lang: prior if lang in matrices else float(prior) for lang, prior in priors.items()},
+        topic_names=tuple(info.get("topic_names") or ()),
+    )
     return SavedModel(state=state, vocabularies=vocabularies, info=info, version=version, sampler_state=sampler_state)
 
 

@@ -3,7 +3,8 @@
 Layout (spec in docs/streaming.md)::
 
     OUT/state/
-      stream.json          format, the run settings, the stream position, corpus provenance, trace
+      stream.json          format, the run settings, the stream position, corpus provenance, trace,
+                           run_arrays (each run's array names, dtypes and shapes, checked on read)
       runs/<NNN>/arrays.npz   the sampler's arrays (never pickled: loaded with allow_pickle=False)
       runs/<NNN>/run.json     the sampler's JSON metadata (kind, position, seed, counters)
 
@@ -14,16 +15,13 @@ from __future__ import annotations
 
 import io
 import shutil
+import zipfile
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from topicflow.errors import (
-    CorpusFormatError,
-    InvalidParameterError,
-    ModelNotFoundError,
-)
+from topicflow.errors import InvalidParameterError, ModelFormatError, ModelNotFoundError
 from topicflow.io._atomic import (
     atomic_write_json,
     commit_directory,
@@ -34,6 +32,8 @@ from topicflow.io._zarr import check_format
 
 STREAM_STATE_FORMAT = "topicflow-stream-state"
 STREAM_STATE_VERSION = 1
+#: Key of ``stream.json`` recording each run's array names, dtypes and shapes (checked on read).
+RUN_ARRAYS = "run_arrays"
 
 #: One run's state: named arrays and JSON-able metadata.
 RunState = tuple[dict[str, np.ndarray], dict[str, Any]]
@@ -73,7 +73,7 @@ def write_stream_state(path: Path, info: Mapping[str, Any], runs: Sequence[RunSt
             (run_dir / "arrays.npz").write_bytes(buffer.getvalue())
             atomic_write_json(run_dir / "run.json", dict(meta))
         payload = {"format": STREAM_STATE_FORMAT, "format_version": STREAM_STATE_VERSION, **info,
-                   "n_runs": len(runs)}
+                   "n_runs": len(runs), RUN_ARRAYS: [array_shapes(arrays) for arrays, _ in runs]}
         atomic_write_json(tmp / "stream.json", payload)
         commit_directory(tmp, path, overwrite=True)
     except BaseException:
@@ -81,15 +81,77 @@ def write_stream_state(path: Path, info: Mapping[str, Any], runs: Sequence[RunSt
         raise
 
 
+def array_shapes(arrays: Mapping[str, np.ndarray]) -> dict[str, dict[str, Any]]:
+    """The dtype and shape of each array, as ``stream.json`` records them for each run.
+
+    Parameters
+    ----------
+    arrays : mapping of str to ndarray
+        One run's arrays.
+
+    Returns
+    -------
+    dict of str to dict
+        ``{name: {"dtype": str, "shape": [int, ...]}}``.
+
+    Examples
+    --------
+    >>> array_shapes({"weights": np.ones(4)})
+    {'weights': {'dtype': 'float64', 'shape': [4]}}
+    """
+    return {name: {"dtype": str(np.asarray(a).dtype), "shape": list(np.shape(a))} for name, a in arrays.items()}
+
+
+def damaged_stream_state(path: Path, field: str, problem: str) -> ModelFormatError:
+    """The error of a saved stream state that cannot be resumed from, saying what to do.
+
+    Parameters
+    ----------
+    path : Path
+        The state directory (``OUT/state``).
+    field : str
+        What is damaged (``"stream.json"``, ``"run 1"``, ``"run 1/weights"``).
+    problem : str
+        What is wrong, as a clause naming its subject (``"run 1 cannot be read (...)"``).
+
+    Returns
+    -------
+    ModelFormatError
+        Whose message says to start the stream again without ``--resume``.
+    """
+    return ModelFormatError(
+        f"saved stream state {str(path)!r}: {problem}; the state is damaged. Start the stream again "
+        "without --resume.",
+        path=str(path),
+        field=field,
+        problem=problem,
+    )
+
+
 def read_stream_state(path: Path) -> tuple[dict[str, Any], list[RunState]]:
-    """Read what :func:`write_stream_state` wrote.
+    """Read what :func:`write_stream_state` wrote, checking every run against ``stream.json``.
+
+    Parameters
+    ----------
+    path : path
+        ``OUT/state``.
+
+    Returns
+    -------
+    info : dict
+        ``stream.json`` (with ``format``, ``format_version`` and ``n_runs``).
+    runs : list of (dict of str to ndarray, dict)
+        Each run's arrays and metadata, in run order.
 
     Raises
     ------
     ModelNotFoundError
         No saved state at ``path``.
-    CorpusFormatError
-        The state is of another format or version, or a run's files are missing.
+    FormatVersionError
+        The state was written by a newer topicflow.
+    ModelFormatError
+        The state is damaged: ``stream.json`` unreadable, a run's files missing or undecodable
+        (truncated or corrupt npz), or its arrays of other names, dtypes or shapes than recorded.
     """
     path = Path(path)
     info_path = path / "stream.json"
@@ -98,20 +160,40 @@ def read_stream_state(path: Path) -> tuple[dict[str, Any], list[RunState]]:
             f"no saved stream state at {str(path)!r}; run `topicflow stream` without --resume first",
             path=str(path),
         )
-    info = read_json(info_path)
+    try:
+        info = read_json(info_path)
+    except ValueError as exc:
+        raise damaged_stream_state(path, "stream.json", f"stream.json is not valid JSON ({exc})") from exc
+    if not isinstance(info, dict):
+        raise damaged_stream_state(path, "stream.json", f"stream.json holds a {type(info).__name__}, not an object")
     check_format(info, path=str(info_path), name=STREAM_STATE_FORMAT, version=STREAM_STATE_VERSION)
-    runs: list[RunState] = []
-    for run in range(int(info["n_runs"])):
-        run_dir = path / "runs" / run_dir_name(run)
-        try:
-            with np.load(run_dir / "arrays.npz", allow_pickle=False) as data:
-                arrays = {name: data[name] for name in data.files}
-            meta = read_json(run_dir / "run.json")
-        except (OSError, ValueError) as exc:
-            raise CorpusFormatError(
-                f"saved stream state {str(path)!r}: run {run} cannot be read ({exc}); the state is damaged. "
-                "Start the stream again without --resume.",
-                path=str(run_dir),
-            ) from exc
-        runs.append((arrays, meta))
-    return info, runs
+    n_runs = info.get("n_runs")
+    if isinstance(n_runs, bool) or not isinstance(n_runs, int) or n_runs < 0:
+        raise damaged_stream_state(path, "stream.json", f"stream.json gives n_runs {n_runs!r}, expected a count of runs")
+    # Written since shapes were recorded; older states have none and are checked by their samplers only.
+    recorded = info.pop(RUN_ARRAYS, None)
+    if recorded is not None and (not isinstance(recorded, list) or len(recorded) != n_runs):
+        count = len(recorded) if isinstance(recorded, list) else recorded
+        raise damaged_stream_state(path, "stream.json", f"stream.json records the arrays of {count!r} runs for {n_runs} runs")
+    return info, [_read_run(path, run, None if recorded is None else recorded[run]) for run in range(n_runs)]
+
+
+def _read_run(path: Path, run: int, recorded: Any) -> RunState:
+    """One run's arrays and metadata, checked against the shapes ``stream.json`` recorded for it."""
+    run_dir = path / "runs" / run_dir_name(run)
+    try:
+        with np.load(run_dir / "arrays.npz", allow_pickle=False) as data:
+            arrays = {name: data[name] for name in data.files}
+        meta = read_json(run_dir / "run.json")
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise damaged_stream_state(path, f"run {run}", f"run {run} cannot be read ({type(exc).__name__}: {exc})") from exc
+    if not isinstance(meta, dict):
+        raise damaged_stream_state(path, f"run {run}", f"run {run} has a run.json holding a {type(meta).__name__}, "
+                                                       "not an object")
+    if recorded is not None and array_shapes(arrays) != recorded:
+        found = array_shapes(arrays)
+        differing = sorted(name for name in set(found) | set(recorded) if found.get(name) != recorded.get(name))
+        name = differing[0]
+        raise damaged_stream_state(path, f"run {run}/{name}", f"run {run}/{name} is {found.get(name, 'missing')} but "
+                                                              f"stream.json records {recorded.get(name, 'no such array')}")
+    return arrays, meta

@@ -15,7 +15,14 @@ from typing import Iterator
 from topicflow._typing import InputKind
 from topicflow.errors import InputError
 from topicflow.io.corpus.layout import DEFAULT_LANGUAGE
-from topicflow.io.sources.base import FieldSpec, InputPartition, Record, RecordError, SourceFormat, register_source
+from topicflow.io.sources.base import (
+    FieldSpec,
+    InputPartition,
+    Record,
+    RecordError,
+    SourceFormat,
+    register_source,
+)
 
 
 def list_text_files(root: str) -> list[str]:
