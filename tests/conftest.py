@@ -4,6 +4,12 @@ from __future__ import annotations
 from typing import Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Hypothesis judges examples by their properties, never by how long they take: no per-example deadline
+# (200 ms by default) and no "too slow" health check, either of which fails on a slow or loaded machine.
+settings.register_profile("topicflow", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("topicflow")
 
 
 @pytest.fixture(scope="session")
@@ -11,7 +17,8 @@ def local_cluster() -> Iterator[object]:
     """Two in-process workers; tests attach their own Client to it."""
     from distributed import LocalCluster
 
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None)
+    # ":0": any free port; a fixed one (the default 8787) clashes with other test sessions on the machine.
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0")
     yield cluster
     cluster.close()
 

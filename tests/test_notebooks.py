@@ -7,6 +7,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from topicflow.testing.faults import HANG_GUARD_SECONDS
+
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 SMALL = {
     "lda_walkthrough.ipynb": "N_PASSAGES = 300\nN_TOPICS = 5\nITERATIONS = 8\nWORKERS = 1\n",
@@ -42,7 +44,9 @@ def test_notebook_executes(name: str, tmp_path: Path) -> None:
     params = [c for c in notebook.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
     assert len(params) == 1, "the notebook needs exactly one cell tagged 'parameters'"
     params[0].source = SMALL[name]
-    NotebookClient(notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    # The per-cell timeout is a hang guard only: cells take seconds with the SMALL parameters.
+    NotebookClient(notebook, timeout=int(HANG_GUARD_SECONDS), kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
     outputs = [o for c in notebook.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.get("output_type") == "error"]
     text = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")

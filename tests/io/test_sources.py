@@ -18,7 +18,7 @@ from topicflow.io.sources.base import FieldSpec, Record, RecordError, parse_time
 from topicflow.io.sources import discover_partitions, read_partition
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(lines=st.lists(st.binary(max_size=12).map(lambda b: b.replace(b"\n", b"")), max_size=30),
        trailing=st.booleans(), size=st.integers(1, 7), buffer=st.sampled_from([1, 3, 64]))
 def test_line_offsets_split_at_every_nth_line(tmp_path_factory: pytest.TempPathFactory, lines: list[bytes],

@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -139,11 +138,14 @@ def test_crashed_update_leaves_the_previous_version_and_reruns(
 
 def test_a_second_update_of_the_same_model_is_refused(grown: tuple[Path, Path], tmp_path: Path) -> None:
     store, model_path = grown
+    # The holder keeps the lock until it is killed (it waits on its stdin, not on a clock), and the
+    # lock is gone once the kernel has reaped it: no sleeps either side.
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys, time\nfrom topicflow.io.models.versions import model_lock\n"
-         f"with model_lock({str(model_path)!r}, action='update'):\n    print('locked', flush=True)\n    time.sleep(60)\n"],
-        stdout=subprocess.PIPE, text=True,
+         "import sys\nfrom topicflow.io.models.versions import model_lock\n"
+         f"with model_lock({str(model_path)!r}, action='update'):\n    print('locked', flush=True)\n"
+         "    sys.stdin.read()\n"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
@@ -151,8 +153,7 @@ def test_a_second_update_of_the_same_model_is_refused(grown: tuple[Path, Path], 
             update_model(model_path, store)
     finally:
         holder.kill()
-        holder.wait()
-    time.sleep(0.1)
+        holder.communicate()
     assert update_model(model_path, store).version is None  # the lock died with its process
 
 

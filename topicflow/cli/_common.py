@@ -5,13 +5,14 @@ import functools
 import logging
 import os
 import sys
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, TypeVar, cast
 
 import click
 import dask.config
 
 from topicflow.errors import TopicflowError
 from topicflow.pipeline.cluster import DEFAULT_DASHBOARD_ADDRESS, ClusterConfig
+from topicflow.pipeline.progress import ProgressReporter, TqdmProgress
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -53,6 +54,19 @@ def cluster_options(func: F) -> F:
         return func(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+def progress_reporter() -> ProgressReporter:
+    """Return the progress reporter of the running command: the caller's, else tqdm bars on stderr.
+
+    ``topicflow.cli.main(args, obj=reporter)`` runs a command with ``reporter`` (any
+    :class:`~topicflow.pipeline.progress.ProgressReporter`): this is how a test follows a command it
+    runs in a subprocess (:class:`topicflow.testing.faults.OnItem`). From the shell ``obj`` is None
+    and the command shows :class:`~topicflow.pipeline.progress.TqdmProgress` bars, as before.
+    """
+    context = click.get_current_context(silent=True)
+    reporter = None if context is None else context.obj
+    return cast(ProgressReporter, reporter) if reporter is not None else TqdmProgress()
 
 
 def reports_errors(func: F) -> F:

@@ -13,7 +13,7 @@ import numpy as np
 from topicflow._typing import EStepKind, LearningMethod, OutputFormat, choices
 from topicflow.api.lda import LDA
 from topicflow.cli._aliases import renamed_options
-from topicflow.cli._common import cluster_options, reports_errors
+from topicflow.cli._common import cluster_options, progress_reporter, reports_errors
 from topicflow.errors import InvalidParameterError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.store import export_npz, load_model
@@ -135,10 +135,11 @@ def fit(store: str, model_path: str, n_topics: int, method: str, max_iter: int, 
         if resume and (path / "latest.json").exists():
             click.echo(f"resuming from checkpoint {path}", err=True)
     click.echo(f"fitting K={n_topics} by {method} VB on {corpus!r}", err=True)
+    progress = progress_reporter()
     with connect(cluster) as client:
         click.echo(f"dashboard: {client.dashboard_link}", err=True)
         started = time.perf_counter()
-        estimator.fit(corpus, client, progress=TqdmProgress(), checkpoint=checkpoint)
+        estimator.fit(corpus, client, progress=progress, checkpoint=checkpoint)
         for line in trace_lines(estimator):
             click.echo(line, err=True)
         estimator.save(model_path, overwrite=overwrite)
@@ -151,7 +152,7 @@ def fit(store: str, model_path: str, n_topics: int, method: str, max_iter: int, 
             click.echo(f"warning: seed words of topic {name!r} not in the vocabulary: {', '.join(words)}", err=True)
         if doc_topics:
             written = infer_doc_topics(estimator.model_, corpus, Path(doc_topics), client=client,
-                                       overwrite=overwrite, progress=TqdmProgress())
+                                       overwrite=overwrite, progress=progress)
             click.echo(f"wrote document topics of {written} documents to {doc_topics}", err=True)
 
 

@@ -24,6 +24,7 @@ from topicflow.io.models.store import SavedModel, load_model, save_model, write_
 from topicflow.io.models.versions import commit_version, list_versions, model_lock, prune_versions, rollback
 from topicflow.models.lda.state import LDAState
 from topicflow.models.common.vocabulary import Vocabulary
+from topicflow.testing.faults import HANG_GUARD_SECONDS
 
 
 def make_model(fill: float, *, matrix_prior: bool = False) -> SavedModel:
@@ -216,7 +217,7 @@ def held_by_other_process(saved: Path) -> Iterator[Path]:
         assert child.stdout is not None and child.stdout.readline().strip() == "locked"
         yield saved
     finally:
-        child.communicate(timeout=10)
+        child.communicate(timeout=HANG_GUARD_SECONDS)  # closing its stdin ends it; the timeout is a hang guard
 
 
 def test_lock_held_by_another_process_refuses_changes(held_by_other_process: Path) -> None:
@@ -238,23 +239,29 @@ def test_lock_held_by_another_process_refuses_changes(held_by_other_process: Pat
 
 
 def test_lock_held_by_another_thread_and_released_after(saved: Path) -> None:
+    # The holder keeps the lock until this test releases it (no timeout decides when); the waits on
+    # the holder are hang guards only.
     entered, release = threading.Event(), threading.Event()
 
     def hold() -> None:
-        with model_lock(saved, action="update"):
-            entered.set()
-            release.wait(10)
+        try:
+            with model_lock(saved, action="update"):
+                entered.set()
+                release.wait()
+        finally:
+            entered.set()  # also if taking the lock failed: the test then fails at once, not at the guard
 
     thread = threading.Thread(target=hold)
     thread.start()
     try:
-        assert entered.wait(10)
+        assert entered.wait(HANG_GUARD_SECONDS)
         with pytest.raises(LockedError, match="is locked by another topicflow process"):
             with model_lock(saved):
                 pass
     finally:
         release.set()
-        thread.join(10)
+        thread.join(HANG_GUARD_SECONDS)
+    assert not thread.is_alive()
     assert commit(saved, 2.0) == 2  # released when the holder's block exits
 
 

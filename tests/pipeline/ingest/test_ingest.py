@@ -132,7 +132,7 @@ def test_parquet_round_trip_across_row_groups(tmp_path: Path) -> None:
     assert stamps.tolist() == [1704067200 + 86400 * i for i in ids]
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(texts=st.lists(st.text(alphabet="abc XYZ\u00e9,.\n", max_size=40), min_size=1, max_size=12),
        shard_size=st.integers(1, 5))
 def test_ingest_loses_no_document_and_no_token(tmp_path_factory: pytest.TempPathFactory,

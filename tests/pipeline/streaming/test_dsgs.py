@@ -1,4 +1,9 @@
-"""The DSGS parameter server and the SGS / DSGS drivers: no lost update, exact equalities, bounds, models."""
+"""The DSGS parameter server and the SGS / DSGS drivers: no lost update, exact equalities, bounds, models.
+
+Where a test's outcome would depend on how the sampler loops happen to interleave, an event hook
+(:mod:`topicflow.testing.faults`) fixes what matters: that every loop claims a minibatch, or the
+whole order of fetches and pushes. Nothing here waits on the clock.
+"""
 from __future__ import annotations
 
 import concurrent.futures
@@ -19,6 +24,7 @@ from topicflow.pipeline.streaming.dsgs import ParameterServer, ServerHandle, Wir
 from topicflow.pipeline.policies import SyncPolicy
 from topicflow.pipeline.streaming.sgs import run_sgs
 from topicflow.testing.corpora import draw_planted_corpus, write_test_store
+from topicflow.testing.faults import After, Barrier, InOrder
 
 N_DOCS = 360
 BATCH = 40
@@ -175,7 +181,9 @@ def test_dsgs_without_asynchrony_equals_sgs(n_workers: int, staleness: int | Non
     corpus = Corpus.open(store)
     settings = params()
     expected = run_sgs(corpus, settings, batch_size=BATCH)
-    result = run_dsgs(corpus, settings, batch_size=BATCH, client=client, n_workers=n_workers, staleness=staleness)
+    every_loop_claims = Barrier(client, "dsgs-claimed", key="loop", parties=n_workers)  # a late loop gets one too
+    result = run_dsgs(corpus, settings, batch_size=BATCH, client=client, n_workers=n_workers, staleness=staleness,
+                      hook=every_loop_claims)
     assert_array_equal(result.state.term_topic_counts, expected.state.term_topic_counts)
     assert_array_equal(result.state.topic_counts, expected.state.topic_counts)
     assert result.server_stats["push_order"] == list(range(9))
@@ -190,9 +198,17 @@ def test_dsgs_without_asynchrony_equals_sgs(n_workers: int, staleness: int | Non
 @pytest.mark.parametrize("staleness", [None, 1])
 def test_asynchronous_dsgs_keeps_every_update_and_its_bound(staleness: int | None, store: Path,
                                                             client: object) -> None:
+    """Asynchronous loops in one fixed interleaving (fetch 0, fetch 1, push 0, fetch 2, push 1, ...), so
+    the outcome does not depend on which loop the machine happens to run first: every minibatch but
+    the first samples without its predecessor's counts (lag 1) and sees that push land before its own."""
     corpus = Corpus.open(store)
-    result = run_dsgs(corpus, params(decay=1.0), batch_size=BATCH, client=client, n_workers=3, staleness=staleness)
+    interleaved = InOrder(client, [After("dsgs-fetch", "dsgs-pushed", -2), After("dsgs-push", "dsgs-fetched", +1),
+                                   After("dsgs-push", "dsgs-pushed", -1)], key="minibatch", count=9)
+    result = run_dsgs(corpus, params(decay=1.0), batch_size=BATCH, client=client, n_workers=3, staleness=staleness,
+                      hook=interleaved)
     assert [r.minibatch for r in result.records] == list(range(9))
+    assert [(r.lag, r.staleness) for r in result.records] == [(0, 0)] + [(1, 1)] * 8
+    assert result.server_stats["push_order"] == list(range(9))
     assert sorted(result.server_stats["push_order"]) == list(range(9))
     assert_allclose(result.state.term_topic_counts.sum(), corpus.n_tokens)  # decay 1: every token counted once
     assert_allclose(result.state.topic_counts, result.state.term_topic_counts.sum(axis=0))

@@ -55,7 +55,7 @@ def test_same_seed_same_model_for_any_worker_count(planted: tuple[Path, object],
     path, _ = planted
     config = VBConfig(n_topics=4, max_iter=6, tol=0.0, seed=11)
     reference = fit_batch_vb(Corpus.open(path), config).state  # threaded scheduler
-    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster:
         with Client(cluster) as client:
             state = fit_batch_vb(Corpus.open(path), config, client=client).state
     # Bit-identical: the reduction tree and each block's work depend only on the data and the seed.

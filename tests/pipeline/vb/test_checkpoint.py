@@ -2,11 +2,8 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +18,7 @@ from topicflow.cli import main
 from topicflow.pipeline.policies import CheckpointPolicy
 from topicflow.pipeline.vb.batch import VBConfig, fit_batch_vb
 from topicflow.testing.corpora import draw_planted_corpus, write_test_store
+from topicflow.testing.faults import kill_process_group, wait_until_suspended
 
 
 @pytest.fixture(scope="module")
@@ -85,27 +83,36 @@ def test_checkpoint_write_keeps_the_previous_one_until_complete(store: Path, tmp
     assert read_checkpoint(policy.path, fingerprint).position == {"iteration": 1}  # type: ignore[union-attr]
 
 
+#: The killed run: the real command line in a child process, whose progress reporter stops the process
+#: (SIGSTOP) when the fit asks for iteration 3, i.e. right after it wrote the checkpoint of iteration 2.
+STOP_AFTER_CHECKPOINT_2 = (
+    "import sys\n"
+    "from topicflow.cli import main\n"
+    "from topicflow.testing.faults import OnItem, suspend_this_process\n"
+    "main(sys.argv[1:], obj=OnItem('fit', 3, suspend_this_process))\n"
+)
+
+
 def test_cli_fit_killed_then_resumed_equals_uninterrupted(store: Path, tmp_path: Path) -> None:
+    """``topicflow fit`` SIGKILLed (with its workers) after a checkpoint, then ``--resume``d.
+
+    The kill is triggered by the run's event, not a clock: the child stops itself right after writing
+    the checkpoint of iteration 2, the parent learns of the stop from the kernel (waitpid), then kills
+    the whole process group. The run cannot finish first, and the checkpoint is always iteration 2."""
     model = tmp_path / "model"
     args = [str(store), "--model", str(model), "--topics", "4", "--max-iter", "40", "--tol", "0", "--seed", "3",
             "--checkpoint-every", "1", "--workers", "1"]
     process = subprocess.Popen(
-        [sys.executable, "-m", "topicflow.cli", "fit", *args],
+        [sys.executable, "-c", STOP_AFTER_CHECKPOINT_2, "fit", *args],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
-    latest = default_checkpoint_path(model) / "latest.json"
-    deadline = time.monotonic() + 120
     try:
-        while time.monotonic() < deadline:
-            if latest.exists() and json.loads(latest.read_text())["position"]["iteration"] >= 2:
-                break
-            assert process.poll() is None, "fit ended before it could be killed"
-            time.sleep(0.05)
-        else:
-            pytest.fail("no checkpoint within 120 s")
+        wait_until_suspended(process)
     finally:
-        os.killpg(process.pid, signal.SIGKILL)
+        kill_process_group(process)
         process.wait()
+    latest = default_checkpoint_path(model) / "latest.json"
+    assert json.loads(latest.read_text())["position"] == {"iteration": 2}
     assert not model.exists()
     result = CliRunner().invoke(main, ["fit", *args, "--resume"])
     assert result.exit_code == 0, result.output

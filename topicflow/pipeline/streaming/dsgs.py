@@ -50,6 +50,24 @@ counts are not). The server itself is an actor: it dies with its worker, and the
 with an error (:class:`ParameterServerLost`). Run a long stream in pieces (``max_docs``) and keep
 each piece's ``result.state`` (:func:`~topicflow.models.lda.streaming.sgs.to_arrays`) to resume from.
 
+**Waiting.** A loop waiting for the staleness bound polls the server's watermark (every
+``poll_seconds``, doubling up to 50 times that) and gives up after ``dsgs-wait-timeout`` seconds of
+the shipped config (``topicflow.dsgs-wait-timeout`` in ``dask.config``, 600 by default): a
+guard against a loop lost for good, never reached by a healthy run.
+
+**Events.** ``run_dsgs(..., hook=...)`` passes an
+:class:`~topicflow.pipeline.progress.EventHook` to every loop, which calls it (on the loop's worker
+or thread; ``loop`` is the loop's number, ``minibatch`` is t) at these points:
+
+* ``"dsgs-claimed"`` (``loop``, ``minibatch``): after each claim; ``minibatch=-1`` when none was left;
+* ``"dsgs-fetch"`` and ``"dsgs-fetched"`` (``loop``, ``minibatch``): after the staleness wait, just
+  before and just after the fetch of minibatch t;
+* ``"dsgs-push"`` and ``"dsgs-pushed"`` (``loop``, ``minibatch``): just before and just after its push.
+
+Tests use them to kill a worker while a loop holds an unpushed minibatch, and to fix the
+interleaving of the loops' fetches and pushes (:mod:`topicflow.testing.faults`). Without a hook
+nothing happens at these points.
+
 References
 ----------
 Gao, Chen and Zhu (2016). Streaming Gibbs sampling for LDA model. arXiv:1601.01142.
@@ -67,6 +85,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from topicflow import config
 from topicflow._typing import FloatArray, IntArray
 from topicflow.errors import InvalidParameterError, ParameterServerLost, TopicflowError
 from topicflow.io.corpus.reader import Corpus
@@ -75,6 +94,7 @@ from topicflow.models.lda.streaming import sgs
 from topicflow.models.lda.streaming.sgs import SGSParams, SGSState
 from topicflow.pipeline.cluster import current_client
 from topicflow.pipeline.policies import SyncPolicy
+from topicflow.pipeline.progress import NO_EVENTS, EventHook
 from topicflow.pipeline.streaming.actors import (
     DocumentStream,
     StreamSource,
@@ -89,8 +109,6 @@ from topicflow.pipeline.streaming.sgs import (
 )
 
 log = logging.getLogger(__name__)
-#: Seconds a sampler loop waits for the staleness bound before giving up (a lost worker, say).
-WAIT_TIMEOUT = 600.0
 
 
 # ----------------------------------------------------------------------------- the parameter server
@@ -394,32 +412,39 @@ def _wait_for_watermark(server: ServerHandle, needed: int, poll_seconds: float, 
 
 
 def sample_one(server: ServerHandle, stream: DocumentStream, params: SGSParams, plan: MinibatchPlan, t: int,
-               worker: int, sync: SyncPolicy, poll_seconds: float, timeout: float) -> DSGSRecord:
-    """Algorithm 4 for one minibatch: wait as ``sync`` says, fetch, sample, push."""
+               worker: int, sync: SyncPolicy, poll_seconds: float, timeout: float,
+               hook: EventHook = NO_EVENTS) -> DSGSRecord:
+    """Algorithm 4 for one minibatch: wait as ``sync`` says, fetch, sample, push (events as in the module docstring)."""
     tick = time.perf_counter()
     needed = sync.needed(t)
     waited = 0.0 if needed is None else _wait_for_watermark(server, needed, poll_seconds, timeout)
     block = stream.read(*plan.bounds(t))
     term_ids = sgs.minibatch_terms(block)
+    hook("dsgs-fetch", loop=worker, minibatch=t)
     fetching = time.perf_counter()
     fetched: Fetched = server.call("fetch", term_ids, t)
+    fetched_at = time.perf_counter()
+    hook("dsgs-fetched", loop=worker, minibatch=t)
     sampling = time.perf_counter()
     vocab_size = max(fetched.n_terms, block.n_terms)
     rows, delta, diag = sgs.minibatch_delta(block, fetched.rows, fetched.topic_counts, params, vocab_size=vocab_size)
     wire = WireDelta.from_dense(delta)
+    sampled = time.perf_counter()
+    hook("dsgs-push", loop=worker, minibatch=t)
     pushing = time.perf_counter()
     pushed = int(server.call("push", rows, wire, fetched.version, t, vocab_size))
     done = time.perf_counter()
+    hook("dsgs-pushed", loop=worker, minibatch=t)
     return DSGSRecord(t, worker, diag.first_doc, diag.n_docs, diag.n_tokens, diag.n_terms_used, diag.iterations,
                       diag.perplexity, diag.stop_reason, fetched.version, pushed, fetched.missing,
                       pushed - 1 - fetched.version, fetched.nbytes, int(rows.nbytes + wire.nbytes),
-                      int(wire.counts.shape[0]), vocab_size * params.n_topics * 8, waited, pushing - sampling,
-                      (sampling - fetching) + (done - pushing), done - tick, diag.n_tokens / max(done - tick, 1e-9))
+                      int(wire.counts.shape[0]), vocab_size * params.n_topics * 8, waited, sampled - sampling,
+                      (fetched_at - fetching) + (done - pushing), done - tick, diag.n_tokens / max(done - tick, 1e-9))
 
 
 def run_worker_loop(server: Any, source: StreamSource, params: SGSParams, plan: MinibatchPlan, worker: int,
                     sync: SyncPolicy = SyncPolicy(), poll_seconds: float = 0.002,
-                    timeout: float = WAIT_TIMEOUT) -> int:
+                    timeout: float | None = None, hook: EventHook = NO_EVENTS) -> int:
     """One DSGS sampler: claim minibatches until none are left; returns how many it sampled.
 
     Each minibatch's :class:`DSGSRecord` goes to the server with the next claim
@@ -439,22 +464,33 @@ def run_worker_loop(server: Any, source: StreamSource, params: SGSParams, plan: 
         When each minibatch may fetch (default: never waits).
     poll_seconds : float
         First interval of the poll on the server's version (doubling up to 50 times this).
-    timeout : float
-        Seconds to wait for the bound before raising.
+    timeout : float, optional
+        Seconds to wait for the bound before raising (default: ``dsgs-wait-timeout`` of the config).
+    hook : EventHook
+        Told of the events of the module docstring (default: none).
 
     Returns
     -------
     int
     """
     _leave_thread_pool()
+    wait_timeout = _wait_timeout_seconds() if timeout is None else float(timeout)
     handle = server if isinstance(server, ServerHandle) else ServerHandle(server)
     stream = DocumentStream(source)
     record = None
     sampled = 0
-    while (t := int(handle.call("claim", worker, record))) >= 0:
-        record = sample_one(handle, stream, params, plan, t, worker, sync, poll_seconds, timeout)
+    while True:
+        t = int(handle.call("claim", worker, record))
+        hook("dsgs-claimed", loop=worker, minibatch=t)
+        if t < 0:
+            return sampled
+        record = sample_one(handle, stream, params, plan, t, worker, sync, poll_seconds, wait_timeout, hook)
         sampled += 1
-    return sampled
+
+
+def _wait_timeout_seconds() -> float:
+    """Return the seconds a sampler loop waits for the staleness bound (``dsgs-wait-timeout`` of the config)."""
+    return float(config.get("dsgs-wait-timeout", 600.0))
 
 
 def _server_alive(server: Any) -> bool:
@@ -502,7 +538,7 @@ class DSGSResult:
 def run_dsgs(
     corpus: Corpus, params: SGSParams, *, batch_size: int, client: Any = None, n_workers: int = 2,
     staleness: int | None = None, sync_first: int = 0, state: SGSState | None = None, max_docs: int | None = None,
-    poll_seconds: float = 0.002,
+    poll_seconds: float = 0.002, hook: EventHook = NO_EVENTS,
 ) -> DSGSResult:
     """Distributed streaming Gibbs sampling with a parameter server (Gao et al. 2016, Algorithm 4).
 
@@ -528,6 +564,8 @@ def run_dsgs(
         Stop at this store position.
     poll_seconds : float
         First interval of the loops' poll on the server's version when they wait for the bound.
+    hook : EventHook
+        Told of the loops' events (module docstring); it must be picklable on a cluster. Default: none.
 
     Returns
     -------
@@ -547,11 +585,12 @@ def run_dsgs(
     plan = stream_plan(corpus, start, batch_size, max_docs)
     args = (start.term_topic_counts, start.topic_counts, params.decay, plan.n_minibatches)
     loop_args = (source, params, plan)
+    timeout = _wait_timeout_seconds()  # read here: the driver's config, whatever the workers' is
     started = time.perf_counter()
     if client is None:
         server: Any = ParameterServer(*args)
         with concurrent.futures.ThreadPoolExecutor(n_workers, thread_name_prefix="topicflow-dsgs") as pool:
-            futures = [pool.submit(run_worker_loop, server, *loop_args, i, sync, poll_seconds)
+            futures = [pool.submit(run_worker_loop, server, *loop_args, i, sync, poll_seconds, timeout, hook)
                        for i in range(n_workers)]
             for future in futures:
                 future.result()
@@ -562,7 +601,7 @@ def run_dsgs(
         server = client.submit(ParameterServer, counts, *args[1:], actor=True, workers=workers[:1],
                                pure=False).result()
         # A loop whose worker dies is rerun wherever there is room (see "Lost workers" above).
-        futures = [client.submit(run_worker_loop, server, *loop_args, i, sync, poll_seconds,
+        futures = [client.submit(run_worker_loop, server, *loop_args, i, sync, poll_seconds, timeout, hook,
                                  workers=[workers[i % len(workers)]], allow_other_workers=True, pure=False,
                                  key=f"dsgs-loop-{run}-{i}")
                    for i in range(n_workers)]

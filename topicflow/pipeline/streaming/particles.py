@@ -153,12 +153,22 @@ class ActorSet:
         if self.client is None:
             assert self._pool is not None
             return list(self._pool.map(lambda actor: getattr(actor, method)(*args), self.actors))
-        pending = [getattr(actor, method)(*args) for actor in self.actors]
+        pending = [self._start(actor, method, args) for actor in self.actors]
         return [self._result(run, future, method, args) for run, future in enumerate(pending)]
+
+    @staticmethod
+    def _start(actor: Any, method: str, args: tuple[Any, ...]) -> Any:
+        """The call's future, or None when the actor is already known to be lost (the call is retried)."""
+        try:
+            return getattr(actor, method)(*args)
+        except Exception:  # noqa: BLE001 - "Worker holding Actor was lost" once the scheduler removed it
+            return None
 
     def _result(self, run: int, future: Any, method: str, args: tuple[Any, ...]) -> Any:
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
+                if future is None:  # lost before the call started: start it again here, where it is retried
+                    future = getattr(self.actors[run], method)(*args)
                 return future.result()
             except TopicflowError:
                 raise
@@ -168,7 +178,7 @@ class ActorSet:
                 log.warning("run %d lost its actor (%s: %s); rebuilding it from its last snapshot and replaying "
                             "%d evaluation points", run, type(exc).__name__, exc, len(self.replay))
                 self.actors[run] = self._rebuild(run)
-                future = getattr(self.actors[run], method)(*args)
+                future = None
         raise AssertionError("unreachable")
 
     def _rebuild(self, run: int) -> Any:
