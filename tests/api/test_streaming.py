@@ -32,7 +32,7 @@ def test_fit_sets_attributes_like_run_stream(store: Path, tmp_path: Path) -> Non
     np.testing.assert_allclose(model.topic_word_.sum(axis=1), 1.0)
     assert model.summary_[-1]["runs"] == 2 and model.summary_[-1]["nmi_in_mean"] > 0.5
     model.save(tmp_path / "model")
-    assert load_model(tmp_path / "model").info["algorithm"] == "pf"
+    assert load_model(tmp_path / "model").info.algorithm == "pf"
 
 
 def test_partial_fit_continues_the_saved_runs(store: Path, tmp_path: Path) -> None:

@@ -68,12 +68,12 @@ def test_update_processes_only_new_shards_and_continues_the_schedule(grown: tupl
     assert result.version == 2 and result.new_docs == 100
     assert result.new_shards == tuple(s.shard_id for s in corpus.shards[4:])
     after = load_model(model_path)
-    assert after.info["online"]["t"] == before.info["online"]["t"] + 2
-    assert [s["id"] for s in after.info["corpus"]["shards"]] == [s.shard_id for s in corpus.shards]
+    assert after.info.online["t"] == before.info.online["t"] + 2
+    assert [s["id"] for s in after.info.corpus["shards"]] == [s.shard_id for s in corpus.shards]
     # Exactly the continuation of the old model over the new shards, with D = the store's size.
-    config = VBConfig.from_dict(before.info["settings"])
-    online = OnlineConfig.from_dict(before.info["online"]["config"])
-    expected = fit_online(corpus, config, online, state=before.state, t=before.info["online"]["t"],
+    config = VBConfig.from_dict(before.info.settings)
+    online = OnlineConfig.from_dict(before.info.online["config"])
+    expected = fit_online(corpus, config, online, state=before.state, t=before.info.online["t"],
                           shards=[4], docs_seen=400)
     np.testing.assert_array_equal(after.state.topic_word_var["default"], expected.state.topic_word_var["default"])
     # Nothing new: no new version.
@@ -105,8 +105,8 @@ def test_update_of_a_batch_model_starts_its_schedule_after_the_corpus(grown: tup
     append_corpus(store, [tmp_path / "new.jsonl"])
     update_model(model_path, store, online=OnlineConfig(batch_size=50))
     model = load_model(model_path)
-    assert model.info["method"] == "online"
-    assert model.info["online"]["t"] == 400 // 50 + 2
+    assert model.info.method == "online"
+    assert model.info.online["t"] == 400 // 50 + 2
 
 
 def test_update_refuses_another_store(grown: tuple[Path, Path], tmp_path: Path, truth: object) -> None:
@@ -132,7 +132,7 @@ def test_crashed_update_leaves_the_previous_version_and_reruns(
         with pytest.raises(KeyboardInterrupt):
             update_model(model_path, store)
     assert [v.version for v in list_versions(model_path)] == [1]
-    assert load_model(model_path).info["online"]["t"] == 8
+    assert load_model(model_path).info.online["t"] == 8
     assert update_model(model_path, store).version == 2
 
 

@@ -41,7 +41,12 @@ import numpy as np
 
 from topicflow import config as tf_config
 from topicflow.errors import InputError, InvalidParameterError
-from topicflow.io.corpus.from_arrays import count_matrix, hstack_counts, parse_terms, write_count_store
+from topicflow.io.corpus.from_arrays import (
+    count_matrix,
+    hstack_counts,
+    parse_terms,
+    write_count_store,
+)
 from topicflow.io.corpus.reader import Corpus, as_corpus
 from topicflow.io.sources.base import FieldSpec
 from topicflow.io.tokenizer import TokenizerConfig, make_tokenizer

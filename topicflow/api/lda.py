@@ -26,7 +26,7 @@ from topicflow.api._base import (
 from topicflow.api._inputs import column_terms, input_kind, store_for, transform_blocks
 from topicflow.errors import InvalidParameterError
 from topicflow.io.corpus.reader import Corpus, as_corpus
-from topicflow.io.models.info import corpus_provenance
+from topicflow.io.models.info import ModelInfo, corpus_provenance
 from topicflow.io.models.store import SavedModel, load_model, save_model
 from topicflow.io.sources.base import FieldSpec
 from topicflow.models.lda.priors import SeedTopic
@@ -394,15 +394,15 @@ class LDA(TopicModelEstimator):
         self.model_ = SavedModel(
             state=state,
             vocabularies={lang: corpus.vocabulary(lang) for lang in state.languages},
-            info={
-                "kind": "vb_lda",
-                "method": "batch",
-                "settings": config.to_dict(),
-                "trace": [r.to_dict() for r in result.trace],
-                "converged": result.converged,
-                "unknown_seed_words": result.unknown_seed_words,
-                "corpus": corpus_provenance(corpus, range(corpus.n_shards)),
-            },
+            info=ModelInfo(
+                kind="vb_lda",
+                method="batch",
+                settings=config.to_dict(),
+                trace=[r.to_dict() for r in result.trace],
+                converged=result.converged,
+                unknown_seed_words=result.unknown_seed_words,
+                corpus=corpus_provenance(corpus, range(corpus.n_shards)),
+            ),
         )
         self._set_attributes_from_model()
         self.trace_ = list(result.trace)
@@ -429,10 +429,10 @@ class LDA(TopicModelEstimator):
         self.vocabularies_ = dict(self.model_.vocabularies)
         self.languages_ = list(langs)
         info = self.model_.info
-        online = info.get("online")
-        self.n_iter_ = int(online["t"]) if online else len(info.get("trace", []))
-        self.n_docs_seen_ = int(online["docs_seen"]) if online else int(info.get("corpus", {}).get("n_docs", 0))
-        self.converged_ = bool(info.get("converged", False))
+        online = info.online
+        self.n_iter_ = int(online["t"]) if online else len(info.trace)
+        self.n_docs_seen_ = int(online["docs_seen"]) if online else int(info.corpus.get("n_docs", 0))
+        self.converged_ = bool(info.converged)
         if single:
             self.n_features_in_ = len(self.vocabularies_[langs[0]])
 
@@ -661,8 +661,8 @@ class LDA(TopicModelEstimator):
             A fitted estimator; ``partial_fit`` continues an online model's schedule.
         """
         model = load_model(Path(path))
-        config = VBConfig.from_dict(model.info.get("settings", {"n_topics": model.state.n_topics}))
-        online = OnlineConfig.from_dict(model.info["online"]["config"]) if "online" in model.info else OnlineConfig()
+        config = VBConfig.from_dict(model.info.settings or {"n_topics": model.state.n_topics})
+        online = OnlineConfig.from_dict(model.info.online["config"]) if model.info.online else OnlineConfig()
         estimator = cls(
             n_topics=config.n_topics,
             doc_topic_prior=config.doc_topic_prior_mode if config.doc_topic_prior_mode != "fixed" else config.initial_alpha,
@@ -670,15 +670,15 @@ class LDA(TopicModelEstimator):
             max_doc_iter=config.max_doc_iter,
             doc_tol=config.doc_tol, seed=config.seed, seed_topics=config.seed_topics,
             seed_strength=config.seed_strength, optimize_topic_word_prior=config.optimize_topic_word_prior, warm_start=config.warm_start,
-            method=model.info.get("method", "batch"), batch_size=online.batch_size, tau0=online.tau0,
+            method=model.info.method or "batch", batch_size=online.batch_size, tau0=online.tau0,
             kappa=online.kappa, passes=online.passes, shuffle_window=online.shuffle_window,
             total_docs=online.total_docs, eval_every=online.eval_every, estep=config.estep,
             burn_in=config.burn_in, samples=config.samples, init_shape=config.init_shape,
         )
         estimator.model_ = model
         estimator._set_attributes_from_model()
-        trace = model.info.get("trace", [])
-        if "online" in model.info:
+        trace = model.info.trace
+        if model.info.online is not None:
             estimator.trace_ = [MinibatchRecord(**r) for r in trace]
         else:
             estimator.trace_ = [IterationRecord(**r) for r in trace]

@@ -148,7 +148,7 @@ def fit(store: str, model_path: str, n_topics: int, method: str, max_iter: int, 
         done = (f"{estimator.n_iter_} iterations, {'converged' if estimator.converged_ else 'not converged'}"
                 if method == "batch" else f"{estimator.n_iter_} minibatches, {estimator.n_docs_seen_} documents")
         click.echo(f"saved model to {model_path} ({done}, {time.perf_counter() - started:.1f} s)", err=True)
-        for name, words in estimator.model_.info.get("unknown_seed_words", {}).items():
+        for name, words in estimator.model_.info.unknown_seed_words.items():
             click.echo(f"warning: seed words of topic {name!r} not in the vocabulary: {', '.join(words)}", err=True)
         if doc_topics:
             written = infer_doc_topics(estimator.model_, corpus, Path(doc_topics), client=client,

@@ -44,7 +44,7 @@ def update(model_path: str, store: str, batch_size: int | None, tau0: float | No
     from topicflow.pipeline.vb.online import OnlineConfig
 
     model = load_model(Path(model_path))
-    stored = model.info.get("online", {}).get("config")
+    stored = (model.info.online or {}).get("config")
     online = OnlineConfig.from_dict(stored) if stored else OnlineConfig()
     changes: dict[str, Any] = {"batch_size": batch_size, "tau0": tau0, "kappa": kappa, "passes": passes,
                                "shuffle_window": shuffle_window, "executor": executor}

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 from topicflow.io.corpus.reader import Corpus
+from topicflow.io.models.info import ModelInfo
 from topicflow.io.models.store import SavedModel
 
 
@@ -73,18 +74,17 @@ def register_continuer(key: str, continuer: Continuer) -> Continuer:
     return continuer
 
 
-def continuation_key(info: Mapping[str, Any]) -> str:
+def continuation_key(info: ModelInfo) -> str:
     """The registry key of a saved model: its kind, or the algorithm of a streamed model.
 
     Parameters
     ----------
-    info : mapping
-        The model's ``model.json`` record.
+    info : ModelInfo
+        The model's record.
 
     Returns
     -------
     str
         ``"vb_lda"``, or ``info["algorithm"]`` for ``kind == "stream"``.
     """
-    kind = str(info.get("kind", "vb_lda"))
-    return str(info.get("algorithm", kind)) if kind == "stream" else kind
+    return str(info.algorithm) if info.kind == "stream" and info.algorithm else info.kind

@@ -57,7 +57,12 @@ from hypothesis import strategies as st
 
 from topicflow.models.common.blocks import DocBlock, concat_blocks
 from topicflow.tasks.reduce import tree_reduce, tree_reduce_now
-from topicflow.testing.strategies import cut_documents, document_cuts, multilingual_blocks, n_docs_of
+from topicflow.testing.strategies import (
+    cut_documents,
+    document_cuts,
+    multilingual_blocks,
+    n_docs_of,
+)
 
 #: hypothesis' draw function as hooks receive it: ``draw(strategy) -> value``.
 Draw = Callable[[st.SearchStrategy[Any]], Any]

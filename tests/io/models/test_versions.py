@@ -79,7 +79,7 @@ def test_save_load_round_trip_in_versioned_layout(tmp_path: Path, matrix_prior: 
         assert loaded.vocabularies[lang].terms.tolist() == model.vocabularies[lang].terms.tolist()
         assert loaded.vocabularies[lang].corpus_freq.tolist() == model.vocabularies[lang].corpus_freq.tolist()
     assert_array_equal(loaded.state.doc_topic_prior, model.state.doc_topic_prior)
-    assert loaded.state.topic_names == ("economy", None) and loaded.info["method"] == "batch"
+    assert loaded.state.topic_names == ("economy", None) and loaded.info.method == "batch"
     assert np.ndim(loaded.state.topic_word_prior["en"]) == (2 if matrix_prior else 0)
     assert lam(load_model(root, version=1)) == 1.5
     [info] = list_versions(root)

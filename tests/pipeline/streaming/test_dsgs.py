@@ -249,8 +249,8 @@ def test_models_are_lda_models(store: Path, tmp_path: Path) -> None:
         assert_array_equal(result.model.state.doc_topic_prior, [0.1] * N_TOPICS)
         save_model(tmp_path / algorithm, result.model)
         loaded = load_model(tmp_path / algorithm)
-        assert loaded.info["kind"] == "stream" and loaded.info["algorithm"] == algorithm
-        assert loaded.info["settings"]["batch_size"] == BATCH and loaded.info["settings"]["decay"] == 0.9
+        assert loaded.info.kind == "stream" and loaded.info.algorithm == algorithm
+        assert loaded.info.settings["batch_size"] == BATCH and loaded.info.settings["decay"] == 0.9
         assert_array_equal(loaded.state.topic_word_var["default"], lam)
 
 

@@ -74,7 +74,7 @@ def test_every_algorithm_learns_the_labels_and_saves_a_usable_model(
     assert np.all(state.topic_word_var["default"] >= 0.05)
     save_model(tmp_path / "model", result.model)
     loaded = load_model(tmp_path / "model")
-    assert loaded.info["kind"] == "stream" and loaded.info["algorithm"] == algorithm
+    assert loaded.info.kind == "stream" and loaded.info.algorithm == algorithm
     np.testing.assert_array_equal(loaded.state.topic_word_var["default"], state.topic_word_var["default"])
 
 

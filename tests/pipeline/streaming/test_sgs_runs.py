@@ -117,9 +117,9 @@ def test_update_continues_an_sgs_stream_as_if_it_had_never_stopped(tmp_path: Pat
     result = update_model(model_path, store)
     assert result.version == 2 and result.new_docs == 50 and result.minibatches == 1
     updated = load_model(model_path)
-    assert updated.info["sgs_state"]["docs_seen"] == 250
-    settings = StreamConfig.from_dict(updated.info["settings"])
-    uninterrupted = run_sgs(Corpus.open(store), sgs_params(settings, settings.seed), batch_size=50)
+    assert updated.info.sgs_state["docs_seen"] == 250
+    settings = StreamConfig.from_dict(updated.info.settings)
+    uninterrupted = run_sgs(Corpus.open(store), sgs_params(settings, settings.run.seed), batch_size=50)
     np.testing.assert_array_equal(updated.sampler_state["term_topic_counts"], uninterrupted.state.term_topic_counts)
     assert update_model(model_path, store).version is None  # nothing new
-    assert sgs.from_arrays(updated.sampler_state, updated.info["sgs_state"]).minibatches_done == 5
+    assert sgs.from_arrays(updated.sampler_state, updated.info.sgs_state).minibatches_done == 5

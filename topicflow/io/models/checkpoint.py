@@ -19,6 +19,7 @@ from typing import Any, Mapping
 
 from topicflow.errors import InvalidParameterError, ModelFormatError, ModelNotFoundError
 from topicflow.io._atomic import atomic_write_json, read_json
+from topicflow.io.models.info import ModelInfo
 from topicflow.io.models.store import SavedModel, load_model, save_model
 from topicflow.models.common.vocabulary import Vocabulary
 from topicflow.models.lda.state import LDAState
@@ -59,12 +60,9 @@ def write_checkpoint(
     path.mkdir(parents=True, exist_ok=True)
     slot = "b" if _latest_slot(path) == "a" else "a"
     shutil.rmtree(path / slot, ignore_errors=True)
-    info = {
-        "kind": "checkpoint",
-        "checkpoint": {
-            "position": checkpoint.position, "trace": checkpoint.trace, "fingerprint": checkpoint.fingerprint,
-        },
-    }
+    info = ModelInfo(kind="checkpoint", extra={"checkpoint": {
+        "position": checkpoint.position, "trace": checkpoint.trace, "fingerprint": checkpoint.fingerprint,
+    }})
     save_model(path / slot, SavedModel(checkpoint.state, dict(vocabularies), info))
     atomic_write_json(path / "latest.json", {"slot": slot, "position": checkpoint.position})
 
@@ -109,7 +107,7 @@ def read_checkpoint(path: Path, fingerprint: Mapping[str, Any]) -> Checkpoint | 
         raise damaged_checkpoint(path, slot, f"latest.json names slot {slot!r}, which holds no model") from exc
     except ModelFormatError as exc:
         raise damaged_checkpoint(path, exc.field or slot, exc.problem or str(exc)) from exc
-    payload = saved.info.get("checkpoint")
+    payload = saved.info.extra.get("checkpoint")
     if payload is None:
         raise InvalidParameterError(
             f"{str(path)!r} is not a topicflow checkpoint; remove it or pass another --checkpoint path.",

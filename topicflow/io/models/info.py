@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, Sequence
 
 from topicflow._typing import Family, choices
-from topicflow.errors import CorpusFormatError, VocabularyMismatchError
+from topicflow.errors import ModelFormatError, VocabularyMismatchError
 from topicflow.io.corpus.reader import Corpus
 
 #: Keys the model store writes into ``model.json`` beside the record (never part of it).
@@ -83,7 +83,7 @@ class ModelInfo:
 
     def __post_init__(self) -> None:
         if self.family not in choices(Family):
-            raise CorpusFormatError(
+            raise ModelFormatError(
                 f"model family {self.family!r} is unknown to this topicflow (it knows {list(choices(Family))}); "
                 "upgrade topicflow to read this model"
             )
@@ -122,7 +122,7 @@ class ModelInfo:
 
         Raises
         ------
-        CorpusFormatError
+        ModelFormatError
             A known field has the wrong JSON type, or the family is unknown.
         """
         known = {item.name for item in fields(cls)} - {"extra"}
@@ -136,7 +136,7 @@ class ModelInfo:
                 continue
             types, described = _FIELD_TYPES[key]
             if not isinstance(value, types):
-                raise CorpusFormatError(
+                raise ModelFormatError(
                     f"{where}: {key!r} must be {described}, got {type(value).__name__} {value!r:.80}; "
                     "roll back to another version (`topicflow rollback`) or refit the model"
                 )
@@ -176,7 +176,7 @@ def unseen_shards(model: Any, corpus: Corpus) -> list[int]:
         A shard the model processed has different content now (the store was rebuilt, or it is
         another store with the same shard ids).
     """
-    seen = {entry["id"]: entry["checksum"] for entry in model.info.get("corpus", {}).get("shards", [])}
+    seen = {entry["id"]: entry["checksum"] for entry in model.info.corpus.get("shards", [])}
     new = []
     for index, shard in enumerate(corpus.shards):
         if shard.shard_id not in seen:

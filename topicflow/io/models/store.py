@@ -56,6 +56,7 @@ from topicflow.io._atomic import (
 from topicflow.io._zarr import check_format, read_arrays
 from topicflow.io.corpus.reader import read_vocabulary
 from topicflow.io.corpus.writer import write_vocabulary
+from topicflow.io.models.info import ModelInfo
 from topicflow.io.models.validation import model_problems
 from topicflow.models.common.vocabulary import Vocabulary
 from topicflow.models.lda.state import LDAState
@@ -85,12 +86,17 @@ class SavedModel:
 
     state: LDAState
     vocabularies: dict[str, Vocabulary]
-    #: Free-form JSON-able description: kind, settings, ELBO trace, corpus provenance.
-    info: dict[str, Any] = field(default_factory=dict)
+    #: What the model says about itself: family, how it was made, settings, trace, provenance. A
+    #: mapping is read as ``model.json`` would be (:meth:`ModelInfo.from_json`).
+    info: ModelInfo = field(default_factory=ModelInfo)
     #: Version it was loaded from (None for a model not read from disk); never written.
     version: int | None = None
     #: Exact state of a streaming sampler that continues the model (e.g. SGS's decayed counts), by name.
     sampler_state: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.info, ModelInfo):
+            object.__setattr__(self, "info", ModelInfo.from_json(self.info))
 
 
 # ----------------------------------------------------------------------------- version index
@@ -272,17 +278,17 @@ def model_not_found(path: Path) -> ModelNotFoundError:
     )
 
 
-def summary_of(info: Mapping[str, Any]) -> dict[str, Any]:
+def summary_of(info: ModelInfo) -> dict[str, Any]:
     """A short version summary taken from a model's ``info`` (what ``topicflow versions`` shows)."""
-    corpus = info.get("corpus") or {}
+    corpus = info.corpus
     summary: dict[str, Any] = {}
-    for key, value in (("method", info.get("method")), ("store", corpus.get("path")),
+    for key, value in (("method", info.method), ("store", corpus.get("path")),
                        ("n_docs", corpus.get("n_docs")), ("n_tokens", corpus.get("n_tokens")),
-                       ("converged", info.get("converged"))):
+                       ("converged", info.converged if info.kind == "vb_lda" else None)):
         if value is not None:
             summary[key] = value
-    if info.get("trace"):
-        summary["n_iterations"] = len(info["trace"])
+    if info.trace:
+        summary["n_iterations"] = len(info.trace)
     return summary
 
 
@@ -434,7 +440,7 @@ def write_model_dir(directory: Path, model: SavedModel) -> None:
         sampler_group = arrays.create_group("sampler_state")
         for name, value in model.sampler_state.items():
             sampler_group.create_array(name, data=np.asarray(value), compressors=MODEL_COMPRESSOR)
-    payload = dict(model.info)
+    payload = model.info.to_json()
     payload.update(
         format=MODEL_FORMAT,
         format_version=MODEL_FORMAT_VERSION,
@@ -617,7 +623,10 @@ def read_model_dir(directory: Path, *, model_path: Path, version: int | None) ->
         topic_word_prior={lang: prior if lang in matrices else float(prior) for lang, prior in priors.items()},
         topic_names=tuple(info.get("topic_names") or ()),
     )
-    return SavedModel(state=state, vocabularies=vocabularies, info=info, version=version, sampler_state=sampler_state)
+    where = str(model_path) if version is None else f"model {str(model_path)!r} version {version}"
+    record = ModelInfo.from_json(info, where=f"{where}: {MODEL_JSON}")
+    return SavedModel(state=state, vocabularies=vocabularies, info=record, version=version,
+                      sampler_state=sampler_state)
 
 
 def export_npz(path: Path, model: SavedModel) -> dict[str, tuple[int, ...]]:

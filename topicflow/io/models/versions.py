@@ -26,6 +26,7 @@ from typing import Any, Mapping
 from topicflow.errors import InvalidParameterError
 from topicflow.io._atomic import fsync_directory, read_json, temporary_sibling
 from topicflow.io.models import store as model_store
+from topicflow.io.models.info import ModelInfo
 from topicflow.io.models.store import (
     LEGACY_ENTRIES,
     MODEL_JSON,
@@ -331,7 +332,7 @@ def _read_index(path: Path) -> VersionIndex:
 def _legacy_index(path: Path) -> VersionIndex:
     info = read_json(path / MODEL_JSON)
     record = VersionRecord(version=1, created=str(info.get("saved") or utc_now()), kind="fit",
-                           summary=summary_of(info))
+                           summary=summary_of(ModelInfo.from_json(info, where=str(path / MODEL_JSON))))
     return VersionIndex(current=1, versions=(record,))
 
 

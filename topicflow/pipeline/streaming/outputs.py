@@ -10,7 +10,7 @@ import numpy as np
 from topicflow.errors import InvalidParameterError
 from topicflow.io._atomic import atomic_write_bytes, atomic_write_json
 from topicflow.io.corpus.reader import Corpus
-from topicflow.io.models.info import corpus_provenance
+from topicflow.io.models.info import ModelInfo, corpus_provenance
 from topicflow.io.models.store import SavedModel
 from topicflow.io.models.stream_state import RunState, write_stream_state
 from topicflow.models.lda.state import LDAState
@@ -139,6 +139,6 @@ def stream_model(corpus: Corpus, *, algorithm: str, topic_word_counts: np.ndarra
     state = LDAState(topic_word_var={language: np.asarray(topic_word_counts, dtype=np.float64) + topic_word_prior},
                      doc_topic_prior=np.asarray(doc_topic_prior, dtype=np.float64),
                      topic_word_prior={language: float(topic_word_prior)})
-    description = {"kind": "stream", "algorithm": algorithm, **info,
-                   "corpus": corpus_provenance(corpus, range(corpus.n_shards))}
+    description = ModelInfo.from_json({"kind": "stream", "algorithm": algorithm, **info,
+                                       "corpus": corpus_provenance(corpus, range(corpus.n_shards))})
     return SavedModel(state, {language: corpus.vocabulary(language)}, description)

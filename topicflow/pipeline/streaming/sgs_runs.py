@@ -130,7 +130,7 @@ def sgs_saved_model(corpus: Corpus, snapshot: RunState, config: StreamConfig,
     state = sgs.from_arrays(arrays, meta)
     params = sgs_params(config, config.run.seed)
     model = sgs_model(corpus, state, params, algorithm=config.algorithm, settings={}, summary=list(summary))
-    info = {**model.info, "settings": config.to_dict(), "sgs_state": dict(meta)}
+    info = model.info.with_changes(settings=config.to_dict(), sgs_state=dict(meta))
     return SavedModel(model.state, model.vocabularies, info,
                       sampler_state={name: np.asarray(value) for name, value in arrays.items()})
 
@@ -142,18 +142,18 @@ def continue_sgs_model(model: SavedModel, corpus: Corpus, *, client: Any,
     Returns the new model, the new documents and the minibatches run. The counts continue exactly:
     the stream stopped and continued ends where one uninterrupted stream over the grown store would.
     """
-    config = StreamConfig.from_dict(model.info["settings"])
+    config = StreamConfig.from_dict(model.info.settings)
     if not model.sampler_state:
         raise InvalidParameterError("this streaming-Gibbs model has no sampler state to continue (saved by an older "
                                     "topicflow); run `topicflow stream` again")
-    snapshot: RunState = (dict(model.sampler_state), dict(model.info["sgs_state"]))
+    snapshot: RunState = (dict(model.sampler_state), dict(model.info.sgs_state or {}))
     before = int(snapshot[1]["docs_seen"])
     config = StreamConfig.from_dict({**config.to_dict(), "max_docs": None, "runs": 1})
     if config.algorithm == "dsgs":
         records, state = dsgs_run(corpus, config, 0, snapshot, None, client)
     else:
         records, state = sgs_run(str(corpus.path), config, 0, snapshot, None)
-    previous = list(model.info.get("summary", []))
+    previous = list(model.info.summary)
     updated = sgs_saved_model(corpus, state, config, previous + summarize(records))
     return updated, int(state[1]["docs_seen"]) - before, len(records)
 def dsgs_run(corpus: Corpus, config: StreamConfig, run: int, state: RunState | None, held_out: HeldOutSet | None,
@@ -195,7 +195,7 @@ def _continue_sgs(model: SavedModel, corpus: Corpus, shards: Sequence[int], *, o
     """The stream continued with the documents after the ones the model has seen (its own settings)."""
     updated, new_docs, minibatches = continue_sgs_model(model, corpus, client=client, progress=progress)
     return Continuation(updated, new_docs, _check_sgs(model, corpus, model_path), minibatches,
-                        {"docs_seen": updated.info["sgs_state"]["docs_seen"]})
+                        {"docs_seen": (updated.info.sgs_state or {})["docs_seen"]})
 
 
 register_continuer("sgs", Continuer(check=_check_sgs, run=_continue_sgs))

@@ -30,7 +30,7 @@ def model_token(model: SavedModel) -> str:
     state = model.state
     return graph_token(
         state.doc_topic_prior, [state.topic_word_var[lang] for lang in state.languages],
-        [state.topic_word_prior[lang] for lang in state.languages], model.info.get("settings"),
+        [state.topic_word_prior[lang] for lang in state.languages], model.info.settings,
     )
 
 
@@ -118,7 +118,7 @@ def fold_in_params(model: SavedModel, *, max_doc_iter: int | None = None, doc_to
     VBParams
         Settings with the model's number of topics.
     """
-    settings = model.info.get("settings", {})
+    settings = model.info.settings
     return VBParams(
         n_topics=model.state.n_topics,
         max_doc_iter=max_doc_iter or int(settings.get("max_doc_iter", settings.get("doc_max_iter", 100))),

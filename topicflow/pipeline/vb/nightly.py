@@ -27,9 +27,9 @@ def schedule_position(model: SavedModel, online: OnlineConfig) -> tuple[int, int
     A batch-fitted model has seen its whole corpus; it continues as if that corpus had been streamed
     once in minibatches of ``online.batch_size``, so the first update does not overwrite it.
     """
-    if "online" in model.info:
-        return int(model.info["online"]["t"]), int(model.info["online"]["docs_seen"])
-    n_docs = int(model.info.get("corpus", {}).get("n_docs", 0))
+    if model.info.online is not None:
+        return int(model.info.online["t"]), int(model.info.online["docs_seen"])
+    n_docs = int(model.info.corpus.get("n_docs", 0))
     return math.ceil(n_docs / online.batch_size), n_docs
 
 
@@ -65,16 +65,16 @@ def continue_online(
     t, docs_seen = schedule_position(model, online)
     result = fit_online(corpus, config, online, state=state, t=t, docs_seen=docs_seen, shards=shards,
                         client=client, split_every=split_every, progress=progress)
-    info = online_info(corpus, config, online, result, seen=model.info.get("corpus", {}).get("shards", []),
+    info = online_info(corpus, config, online, result, seen=model.info.corpus.get("shards", []),
                        shards=shards)
-    info["unknown_seed_words"] = model.info.get("unknown_seed_words", {})
+    info = info.with_changes(unknown_seed_words=model.info.unknown_seed_words)
     vocabularies = {lang: corpus.vocabulary(lang) for lang in result.state.languages}
     return SavedModel(result.state, vocabularies, info), result, new_terms
 
 
 def _check_vb(model: SavedModel, corpus: Corpus, model_path: Path) -> dict[str, int]:
     """New terms per language; refuses a store whose vocabulary does not extend the model's."""
-    config = VBConfig.from_dict(model.info.get("settings", {"n_topics": model.state.n_topics}))
+    config = VBConfig.from_dict(model.info.settings or {"n_topics": model.state.n_topics})
     return grown_state(model, corpus, config, model_path=str(model_path))[1]
 
 
@@ -82,10 +82,10 @@ def _continue_vb(model: SavedModel, corpus: Corpus, shards: Sequence[int], *, op
                  client: Any, split_every: int | None, progress: ProgressReporter,
                  model_path: Path) -> Continuation:
     """Online VB over ``shards``, from the model's schedule position (its own settings by default)."""
-    config = VBConfig.from_dict(model.info.get("settings", {"n_topics": model.state.n_topics}))
+    config = VBConfig.from_dict(model.info.settings or {"n_topics": model.state.n_topics})
     online = options
     if online is None:
-        stored = model.info.get("online", {}).get("config")
+        stored = (model.info.online or {}).get("config")
         online = OnlineConfig.from_dict(stored) if stored else OnlineConfig()
     updated, result, new_terms = continue_online(model, corpus, config, online, client=client, shards=shards,
                                                  split_every=split_every, progress=progress,

@@ -27,7 +27,7 @@ from topicflow._typing import Executor, choices
 from topicflow.errors import InvalidParameterError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
-from topicflow.io.models.info import corpus_provenance
+from topicflow.io.models.info import ModelInfo, corpus_provenance
 from topicflow.models.common.rng import STREAM_SHUFFLE, doc_generator
 from topicflow.models.lda.state import LDAState
 from topicflow.models.lda.vb import online as online_vb
@@ -407,16 +407,16 @@ def fit_online(
 
 
 def online_info(corpus: Corpus, config: VBConfig, online: OnlineConfig, result: OnlineResult, *,
-                seen: Sequence[dict[str, str]], shards: Sequence[int] | None = None) -> dict[str, Any]:
-    """``model.json`` content of an online model: settings, schedule position, trace and provenance."""
+                seen: Sequence[dict[str, str]], shards: Sequence[int] | None = None) -> ModelInfo:
+    """The record of an online model: settings, schedule position, trace and provenance."""
     shards = range(corpus.n_shards) if shards is None else shards
-    return {
-        "kind": "vb_lda",
-        "method": "online",
-        "settings": config.to_dict(),
-        "online": {"config": online.to_dict(), "t": result.t, "docs_seen": result.docs_seen},
-        "trace": [r.to_dict() for r in result.trace],
-        "converged": False,
-        "unknown_seed_words": result.unknown_seed_words,
-        "corpus": corpus_provenance(corpus, shards, seen),
-    }
+    return ModelInfo(
+        kind="vb_lda",
+        method="online",
+        settings=config.to_dict(),
+        online={"config": online.to_dict(), "t": result.t, "docs_seen": result.docs_seen},
+        trace=[r.to_dict() for r in result.trace],
+        converged=False,
+        unknown_seed_words=result.unknown_seed_words,
+        corpus=corpus_provenance(corpus, shards, seen),
+    )
