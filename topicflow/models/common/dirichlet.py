@@ -69,12 +69,32 @@ def dirichlet_expectation(params: FloatArray) -> FloatArray:
 
 
 @numba.njit(nogil=True, cache=True)
+def exp_dirichlet_expectation_into(params, out):
+    """Write exp(E[log X]) of one Dirichlet into ``out``: the kernels' form, one row at a time.
+
+    Parameters
+    ----------
+    params : ndarray of shape (n_components,), float64
+        Positive Dirichlet parameters (one gamma_d, or one row of lambda).
+    out : ndarray of shape (n_components,), float64
+        Written in place.
+
+    Notes
+    -----
+    NumPy equivalent: ``np.exp(psi(params) - psi(params.sum()))``, with the sum accumulated in index
+    order; the VB E-step calls it for exp(E[log theta_d]) and :func:`exp_dirichlet_expectation_rows`
+    for every row of lambda, so both give the same bits for the same parameters.
+    """
+    total = 0.0
+    for c in range(params.shape[0]):
+        total += params[c]
+    exp_digamma_minus_into(params, digamma(total), out)
+
+
+@numba.njit(nogil=True, cache=True)
 def _exp_dirichlet_expectation_rows(params: FloatArray, out: FloatArray) -> None:
     for r in range(params.shape[0]):
-        total = 0.0
-        for c in range(params.shape[1]):
-            total += params[r, c]
-        exp_digamma_minus_into(params[r], digamma(total), out[r])
+        exp_dirichlet_expectation_into(params[r], out[r])
 
 
 @numba.njit(nogil=True, cache=True)

@@ -38,9 +38,8 @@ import numpy as np
 from topicflow._typing import FloatArray, IntArray
 from topicflow.errors import InvalidParameterError, NumericalError
 from topicflow.models.common.blocks import DocBlock
-from topicflow.models.common.dirichlet import add_dirichlet_entropy
+from topicflow.models.common.dirichlet import add_dirichlet_entropy, exp_dirichlet_expectation_into, posterior_mean
 from topicflow.models.common.rng import STREAM_GAMMA_INIT, gamma_rows_from_keys
-from topicflow.models.common.special import digamma, exp_digamma_minus_into
 from topicflow.models.common.validation import parse_dirichlet_prior
 from topicflow.models.lda.vb.layout import (
     PreparedTopics,
@@ -68,15 +67,6 @@ def _gather_doc(term_topic, term_ids, counts, lo, n, rows, cols, cnts):
             value = term_topic[t, k]
             rows[j, k] = value
             cols[k, j] = value
-
-
-@numba.njit(nogil=True, cache=True)
-def _exp_elog_theta(gamma_d, out):
-    """out_k = exp(psi(gamma_k) - psi(sum gamma))."""
-    total = 0.0
-    for k in range(gamma_d.shape[0]):
-        total += gamma_d[k]
-    exp_digamma_minus_into(gamma_d, digamma(total), out)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -130,7 +120,7 @@ def _fit_doc(rows, cols, cnts, n, alpha, gamma_d, eth, norm, acc, max_iter, tol)
     with acc_k = sum_j n_j rows[j, k] / norm_j.
     """
     n_topics = gamma_d.shape[0]
-    _exp_elog_theta(gamma_d, eth)
+    exp_dirichlet_expectation_into(gamma_d, eth)
     for sweep in range(max_iter):
         _phi_norm(cols, n, eth, norm)
         _weighted_row_sum(rows, cnts, norm, n, acc)
@@ -139,7 +129,7 @@ def _fit_doc(rows, cols, cnts, n, alpha, gamma_d, eth, norm, acc, max_iter, tol)
             new = alpha[k] + eth[k] * acc[k]
             change += abs(new - gamma_d[k])
             gamma_d[k] = new
-        _exp_elog_theta(gamma_d, eth)
+        exp_dirichlet_expectation_into(gamma_d, eth)
         if change / n_topics < tol:
             return True, sweep + 1
     return False, max_iter
@@ -352,7 +342,8 @@ def fold_in_block(
 
     Notes
     -----
-    NumPy equivalent: ``gamma / gamma.sum(1, keepdims=True)`` with gamma from :func:`estep_block`.
+    The mean of q(theta) (:func:`topicflow.models.common.dirichlet.posterior_mean` of gamma). NumPy
+    equivalent: ``gamma / gamma.sum(1, keepdims=True)`` with gamma from :func:`estep_block`.
 
     Examples
     --------
@@ -366,5 +357,4 @@ def fold_in_block(
     _, gamma = estep_block(
         blocks, exp_elog_topic_word, doc_topic_prior, params, return_gamma=True, gamma_init=gamma_init
     )
-    doc_topic_var = cast(FloatArray, gamma)  # return_gamma=True always returns it
-    return doc_topic_var / doc_topic_var.sum(axis=1, keepdims=True)
+    return posterior_mean(cast(FloatArray, gamma))  # return_gamma=True always returns gamma
