@@ -32,8 +32,7 @@ import numpy as np
 
 from topicflow._typing import FloatArray, IntArray
 from topicflow.errors import InvalidParameterError
-from topicflow.models.common.blocks import DocBlock
-from topicflow.models.common.blocks import expand_entries_into
+from topicflow.models.common.blocks import DocBlock, expand_entries_into
 from topicflow.models.common.rng import STREAM_SPLIT, counter_key, uniform_from_key
 from topicflow.models.common.validation import parse_dirichlet_prior
 from topicflow.models.lda.vb.estep import fold_in_block

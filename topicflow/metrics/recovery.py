@@ -97,7 +97,7 @@ def cosine_distance(p: np.ndarray, q: np.ndarray) -> FloatArray:
     Raises
     ------
     InvalidParameterError
-        Not 2-d, negative or non-finite values, or different numbers of terms.
+        As :func:`hellinger`.
 
     Examples
     --------
