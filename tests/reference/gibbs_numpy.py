@@ -17,6 +17,7 @@ import itertools
 import numpy as np
 from scipy.special import gammaln, psi
 
+from topicflow.models.common.blocks import token_docs
 from topicflow.models.common.rng import STREAM_FOLD_IN, STREAM_GIBBS, uniform_from_key
 from topicflow.models.common.rng import counter_key as _counter_key
 
@@ -100,7 +101,7 @@ def sweep_transition(token_indptr, token_terms, topics, n_terms, alpha, beta):
     """
     n_topics = len(alpha)
     n_tokens = len(token_terms)
-    doc_of = np.repeat(np.arange(len(token_indptr) - 1), np.diff(token_indptr))
+    doc_of = token_docs(token_indptr)
     out = {}
     for new in itertools.product(range(n_topics), repeat=n_tokens):
         current = np.array(topics, dtype=np.int64)

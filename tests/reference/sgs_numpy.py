@@ -25,10 +25,7 @@ from scipy.special import gammaln
 from tests.reference import gibbs_numpy
 from tests.reference.gibbs_numpy import counts_from_topics, random_topics
 from tests.reference.gibbs_numpy import prior_conditional as conditional
-
-
-def _doc_of(token_indptr):
-    return np.repeat(np.arange(len(token_indptr) - 1), np.diff(token_indptr))
+from topicflow.models.common.blocks import token_docs
 
 
 def _conditional_given(current, t, doc_of, token_terms, prior, prior_totals, alpha, beta, vocab_size):
@@ -45,7 +42,7 @@ def _conditional_given(current, t, doc_of, token_terms, prior, prior_totals, alp
 def progressive_law(token_indptr, token_terms, prior, prior_totals, alpha, beta, vocab_size):
     """Exact law of the "posterior" start: token t drawn given the prior and tokens 0..t-1 only."""
     n_topics, n_tokens = len(alpha), len(token_terms)
-    doc_of = _doc_of(token_indptr)
+    doc_of = token_docs(token_indptr)
     out = {}
     for z in itertools.product(range(n_topics), repeat=n_tokens):
         current = np.full(n_tokens, -1)
@@ -61,7 +58,7 @@ def progressive_law(token_indptr, token_terms, prior, prior_totals, alpha, beta,
 def sweep_transition(token_indptr, token_terms, topics, prior, prior_totals, alpha, beta, vocab_size):
     """Exact law of the assignments after one systematic-scan sweep from ``topics``, with the prior."""
     n_topics, n_tokens = len(alpha), len(token_terms)
-    doc_of = _doc_of(token_indptr)
+    doc_of = token_docs(token_indptr)
     out = {}
     for new in itertools.product(range(n_topics), repeat=n_tokens):
         current = np.array(topics, dtype=np.int64)
@@ -113,7 +110,7 @@ def training_perplexity(token_indptr, token_terms, topics, prior, prior_totals, 
                                                              n_terms, n_topics)
     theta = (doc_topic + alpha) / (doc_topic.sum(axis=1, keepdims=True) + alpha.sum())
     phi = (term_topic + prior + beta) / (topic_counts + prior_totals + vocab_size * beta)  # (n_terms, K)
-    doc_of = _doc_of(token_indptr)
+    doc_of = token_docs(token_indptr)
     log_lik = sum(np.log(theta[doc_of[t]] @ phi[token_terms[t]]) for t in range(len(token_terms)))
     return float(np.exp(-log_lik / len(token_terms)))
 

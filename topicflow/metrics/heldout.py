@@ -32,8 +32,9 @@ import numpy as np
 
 from topicflow._typing import FloatArray, IntArray
 from topicflow.errors import InvalidParameterError
-from topicflow.models.common.blocks import DocBlock
+from topicflow.models.common.blocks import DocBlock, expand_entries_into
 from topicflow.models.common.rng import STREAM_SPLIT, counter_key, uniform_from_key
+from topicflow.models.common.validation import parse_dirichlet_prior
 from topicflow.models.lda.vb.estep import fold_in_block
 from topicflow.models.lda.vb.layout import (
     PreparedTopics,
@@ -54,12 +55,9 @@ def _split_counts(indptr, counts, first_doc, seed, fraction, observed):
             n += counts[j]
         max_len = max(max_len, n)
     owner = np.empty(max_len, dtype=np.int64)
+    entries = np.arange(indptr[indptr.shape[0] - 1])
     for d in range(indptr.shape[0] - 1):
-        n = 0
-        for j in range(indptr[d], indptr[d + 1]):
-            for _ in range(counts[j]):
-                owner[n] = j
-                n += 1
+        n = expand_entries_into(entries, counts, indptr[d], indptr[d + 1], owner, 0)
         n_observed = int(math.floor(fraction * n + 0.5))
         key = counter_key(seed, STREAM_SPLIT, 0, first_doc + d)
         for i in range(n_observed):
@@ -435,21 +433,9 @@ def particle_learning_log_likelihood(
         )
     if not (np.all(np.isfinite(phi)) and np.all(phi >= 0.0)):
         raise InvalidParameterError("topic_word must be finite and nonnegative")
-    alpha = _parse_prior_vector(doc_topic_prior, phi.shape[0])
+    alpha = parse_dirichlet_prior("doc_topic_prior", doc_topic_prior, phi.shape[0])
     term_topic = np.ascontiguousarray(phi.T)
     log_lik = _particle_learning_csr(block.indptr.astype(np.int64), block.term_ids.astype(np.int64),
                                      block.counts.astype(np.int64), term_topic, alpha,
                                      np.zeros(phi.shape[0], dtype=np.float64))
     return float(log_lik), block.n_tokens
-
-
-def _parse_prior_vector(doc_topic_prior: FloatArray | float, n_topics: int) -> FloatArray:
-    values = np.asarray(doc_topic_prior, dtype=np.float64)
-    if values.ndim > 1 or (values.ndim == 1 and values.shape[0] != n_topics):
-        raise InvalidParameterError(
-            f"doc_topic_prior must be a float or of shape ({n_topics},), got shape {values.shape!r}"
-        )
-    alpha = np.broadcast_to(values, (n_topics,)).copy()
-    if not (np.all(np.isfinite(alpha)) and np.all(alpha > 0)):
-        raise InvalidParameterError(f"doc_topic_prior must be finite and positive, got {doc_topic_prior!r}")
-    return alpha

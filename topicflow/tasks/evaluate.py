@@ -8,7 +8,7 @@ import numpy as np
 
 from topicflow.metrics import heldout as evaluation
 from topicflow.models.common.blocks import DocBlock
-from topicflow.models.lda.vb.estep import estep_block
+from topicflow.models.lda.vb.estep import fold_in_block
 from topicflow.models.lda.vb.layout import PreparedTopics
 from topicflow.models.lda.vb.params import VBParams
 from topicflow.tasks.reduce import tree_reduce
@@ -18,8 +18,7 @@ def _fold_in_task(
     blocks: Mapping[str, DocBlock], topics: PreparedTopics,
     doc_topic_prior: np.ndarray, params: VBParams,
 ) -> np.ndarray:
-    _, gamma = estep_block(blocks, topics, doc_topic_prior, params, return_gamma=True)
-    return gamma / gamma.sum(axis=1, keepdims=True)  # type: ignore[union-attr]
+    return fold_in_block(blocks, topics, doc_topic_prior, params)
 
 
 def map_fold_in(

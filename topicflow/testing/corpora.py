@@ -1,6 +1,8 @@
 """Small corpus stores for tests: planted LDA corpora written straight from CSR matrices.
 
-Test support only (no tokenizer, everything in memory): real corpora go through ingest or synth.
+Test support only (no tokenizer, everything in memory): real corpora go through ingest or synth. The
+generative process is :mod:`topicflow.models.lda.synth`'s; this module only fixes one random
+generator for a whole test corpus.
 """
 from __future__ import annotations
 
@@ -19,7 +21,9 @@ from topicflow.io.corpus.writer import (
     write_shard,
     write_vocabulary,
 )
+from topicflow.models.common.validation import parse_dirichlet_prior
 from topicflow.models.common.vocabulary import Vocabulary
+from topicflow.models.lda.synth import block_topic_word, draw_doc_lengths, draw_mixture_counts
 
 
 @dataclass(frozen=True)
@@ -36,23 +40,24 @@ def draw_planted_corpus(
     *, n_docs: int, n_topics: int, n_terms: int, doc_length: int, alpha: float | Sequence[float],
     seed: int, languages: Sequence[str] = ("default",), block_topics: bool = True,
 ) -> PlantedCorpus:
-    """Draw a corpus from LDA; with ``block_topics`` each topic owns a disjoint block of terms."""
+    """Draw a corpus from LDA; with ``block_topics`` each topic owns a disjoint block of terms.
+
+    One generator seeded with ``seed`` draws theta for every document, then per language the topics
+    (unless they are block topics, :func:`~topicflow.models.lda.synth.block_topic_word`), the
+    document lengths (:func:`~topicflow.models.lda.synth.draw_doc_lengths`) and the counts
+    (:func:`~topicflow.models.lda.synth.draw_mixture_counts`).
+    """
     rng = np.random.default_rng(seed)
-    alpha_vec = np.broadcast_to(np.asarray(alpha, dtype=np.float64), (n_topics,)).copy()
+    alpha_vec = parse_dirichlet_prior("alpha", alpha, n_topics)
     theta = rng.dirichlet(alpha_vec, size=n_docs)
     counts, topic_word = {}, {}
     for lang in languages:
         if block_topics:
-            beta = np.full((n_topics, n_terms), 1e-3)
-            width = n_terms // n_topics
-            for k in range(n_topics):
-                beta[k, k * width : (k + 1) * width] = 1.0
-            beta /= beta.sum(axis=1, keepdims=True)
+            beta = block_topic_word(n_topics, n_terms)
         else:
             beta = rng.dirichlet(np.full(n_terms, 0.05), size=n_topics)
-        lengths = np.maximum(1, rng.poisson(doc_length, size=n_docs))
-        rows = [rng.multinomial(lengths[d], theta[d] @ beta) for d in range(n_docs)]
-        counts[lang] = sp.csr_matrix(np.array(rows, dtype=np.int64))
+        lengths = draw_doc_lengths(rng, doc_length, n_docs)
+        counts[lang] = sp.csr_matrix(draw_mixture_counts(rng, theta, beta, lengths))
         topic_word[lang] = beta
     return PlantedCorpus(counts=counts, topic_word=topic_word, doc_topic=theta, alpha=alpha_vec)
 

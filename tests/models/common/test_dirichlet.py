@@ -4,16 +4,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
-from scipy.special import psi
+from scipy.special import gammaln, psi
+from scipy.stats import dirichlet as scipy_dirichlet
 
 from topicflow.errors import InvalidParameterError, NumericalError
 from topicflow.models.common.dirichlet import (
+    add_dirichlet_entropy,
+    dirichlet_entropy,
     dirichlet_expectation,
     dirichlet_objective,
     exp_dirichlet_expectation_rows,
     newton_alpha,
     newton_symmetric_alpha,
     newton_symmetric_eta,
+    posterior_mean,
 )
 
 
@@ -87,3 +91,41 @@ def test_symmetric_alpha_and_eta() -> None:
     assert abs(eta - 0.5) < 0.025
     with pytest.raises(InvalidParameterError, match="eta"):
         newton_symmetric_eta(beta, 0.0)
+
+
+# ----------------------------------------------------------------------------- entropy and posterior mean
+
+
+@pytest.mark.parametrize("n_components", [1, 3, 20])
+def test_entropy_matches_scipy_in_both_forms(n_components: int) -> None:
+    params = np.random.default_rng(n_components).gamma(0.7, 2.0, size=(6, n_components)) + 0.05
+    want = np.array([scipy_dirichlet(row).entropy() if n_components > 1 else 0.0 for row in params])
+    assert_allclose(dirichlet_entropy(params), want, rtol=1e-11, atol=1e-12)
+    assert_allclose(dirichlet_entropy(params, dirichlet_expectation(params)), dirichlet_entropy(params), rtol=0)
+    elog_sum = np.zeros(n_components)
+    for row, expected in zip(params, want):
+        assert_allclose(add_dirichlet_entropy(row, 2.5, elog_sum) - 2.5, expected, rtol=1e-11, atol=1e-11)
+    assert_allclose(elog_sum, dirichlet_expectation(params).sum(axis=0), rtol=1e-12)
+
+
+def test_entropy_is_the_bound_tail_written_out() -> None:
+    gamma = np.array([[0.3, 2.0, 5.5]])
+    elog = psi(gamma) - psi(gamma.sum())
+    tail = -(gammaln(gamma.sum()) - gammaln(gamma).sum() + np.sum((gamma - 1) * elog))
+    assert_allclose(dirichlet_entropy(gamma), [tail], rtol=1e-13)
+
+
+def test_posterior_mean_of_counts_and_of_parameters() -> None:
+    counts = np.array([[3, 0, 1], [0, 0, 0]])
+    beta = 0.5
+    want = (counts + beta) / (counts.sum(axis=1, keepdims=True) + 3 * beta)
+    assert_allclose(posterior_mean(counts, beta), want, rtol=1e-15)
+    assert_allclose(posterior_mean(counts, beta, totals=np.array([4, 0])), want, rtol=1e-15)
+    lam = counts + beta
+    assert_allclose(posterior_mean(lam), lam / lam.sum(axis=1, keepdims=True), rtol=0)
+    eta = np.array([[1.0, 2.0, 3.0], [0.5, 0.5, 1.0]])
+    assert_allclose(posterior_mean(counts, eta), (counts + eta) / (counts + eta).sum(axis=1, keepdims=True),
+                    rtol=1e-15)
+    assert_allclose(posterior_mean(counts, eta[0]).sum(axis=1), 1.0, rtol=1e-15)
+    with pytest.raises(InvalidParameterError, match="2-d"):
+        posterior_mean(np.ones(3), 0.1)

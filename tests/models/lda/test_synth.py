@@ -9,6 +9,9 @@ from topicflow.errors import InvalidParameterError
 from topicflow.models.lda.synth import (
     SynthParams,
     TermFrequencyStats,
+    block_topic_word,
+    draw_doc_lengths,
+    draw_mixture_counts,
     draw_shard,
     draw_topic_word,
     language_names,
@@ -194,3 +197,31 @@ def test_term_frequency_stats_form_a_monoid() -> None:
         assert_array_equal(a.merge(zero).corpus_freq[lang], a.corpus_freq[lang])
         assert_array_equal(a.merge(b).doc_freq[lang], b.merge(a).doc_freq[lang])
     assert whole.corpus_freq["l0"].sum() == sum(int(s.bags["l0"][2].sum()) for s in shards)
+
+
+def test_block_topics_own_disjoint_terms() -> None:
+    topic_word = block_topic_word(4, 42)
+    assert_allclose(topic_word.sum(axis=1), 1.0, rtol=1e-15)
+    owner = topic_word.argmax(axis=0)
+    assert owner[:40].tolist() == [k for k in range(4) for _ in range(10)]
+    assert topic_word[0, 0] / topic_word[0, 10] == pytest.approx(1000.0)  # background 1e-3 of an owned term
+    assert_array_equal(block_topic_word(2, 4, background=0.0), [[0.5, 0.5, 0, 0], [0, 0, 0.5, 0.5]])
+
+
+def test_document_lengths_are_poisson_and_never_zero() -> None:
+    lengths = draw_doc_lengths(np.random.default_rng(0), 30.0, 20000)
+    assert lengths.dtype == np.int64 and lengths.min() >= 1
+    assert abs(lengths.mean() - 30.0) < 0.2 and abs(lengths.var() - 30.0) < 1.5
+    assert (draw_doc_lengths(np.random.default_rng(1), 0.01, 500) == 1).mean() == 1.0
+
+
+def test_mixture_counts_have_the_lengths_and_the_mixture_mean() -> None:
+    rng = np.random.default_rng(2)
+    topic_word = block_topic_word(3, 9, background=0.0)
+    doc_topic = np.array([[1.0, 0.0, 0.0], [0.0, 0.5, 0.5]])
+    counts = draw_mixture_counts(rng, doc_topic, topic_word, np.array([6, 40000]))
+    assert counts.shape == (2, 9) and counts.dtype == np.int64
+    assert counts.sum(axis=1).tolist() == [6, 40000]
+    assert counts[0, 3:].sum() == 0 and counts[1, :3].sum() == 0
+    assert_allclose(counts[1] / 40000, doc_topic[1] @ topic_word, atol=0.01)
+    assert draw_mixture_counts(rng, doc_topic[:0], topic_word, np.zeros(0, dtype=np.int64)).shape == (0, 9)

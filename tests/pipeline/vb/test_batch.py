@@ -5,22 +5,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy.optimize import linear_sum_assignment
-
 from topicflow.io.corpus.reader import Corpus
+from topicflow.metrics.recovery import match_topics
 from topicflow.models.lda.priors import SeedTopic
 from topicflow.pipeline.vb.batch import VBConfig, fit_batch_vb
 from topicflow.pipeline.policies import has_converged
 from topicflow.testing.corpora import draw_planted_corpus, write_test_store
 
 
-def match_topics(true: np.ndarray, found: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Hungarian matching on cosine similarity; returns (permutation of found, matched cosines)."""
-    a = true / np.linalg.norm(true, axis=1, keepdims=True)
-    b = found / np.linalg.norm(found, axis=1, keepdims=True)
-    cosine = a @ b.T
-    rows, cols = linear_sum_assignment(-cosine)
-    return cols, cosine[rows, cols]
+def matched_cosines(true: np.ndarray, found: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Hungarian matching on cosine similarity; returns (found topic of each true topic, matched cosines)."""
+    match = match_topics(found, true, distance="cosine")
+    return match.estimated, 1.0 - match.distances
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +30,7 @@ def test_fit_recovers_planted_topics(planted: tuple[Path, object], client: objec
     path, truth = planted
     result = fit_batch_vb(Corpus.open(path), VBConfig(n_topics=4, max_iter=60, seed=1), client=client)
     found = result.state.topic_word()["default"]
-    _, cosines = match_topics(truth.topic_word["default"], found)  # type: ignore[attr-defined]
+    _, cosines = matched_cosines(truth.topic_word["default"], found)  # type: ignore[attr-defined]
     assert cosines.mean() > 0.9, cosines
     assert cosines.min() > 0.8, cosines
 
@@ -92,7 +88,7 @@ def test_newton_alpha_recovers_asymmetric_alpha(tmp_path: Path) -> None:
     truth = draw_planted_corpus(n_docs=1500, n_topics=4, n_terms=80, doc_length=150, alpha=true_alpha, seed=5)
     path = write_test_store(tmp_path / "a.zarr", truth.counts, shard_size=500)
     result = fit_batch_vb(Corpus.open(path), VBConfig(n_topics=4, max_iter=100, tol=1e-8, seed=2))
-    order, _ = match_topics(truth.topic_word["default"], result.state.topic_word()["default"])
+    order, _ = matched_cosines(truth.topic_word["default"], result.state.topic_word()["default"])
     estimated = result.state.doc_topic_prior[order]
     np.testing.assert_allclose(estimated, true_alpha, rtol=0.10)
 
@@ -122,8 +118,8 @@ def test_polylingual_fit_shares_theta_and_learns_each_language(tmp_path: Path) -
     path = write_test_store(tmp_path / "poly.zarr", {k: v.tocsr() for k, v in counts.items()}, shard_size=64)
     result = fit_batch_vb(Corpus.open(path), VBConfig(n_topics=3, max_iter=60, seed=0))
     found = result.state.topic_word()
-    order_en, cos_en = match_topics(truth.topic_word["en"], found["en"])
-    order_de, cos_de = match_topics(truth.topic_word["de"], found["de"])
+    order_en, cos_en = matched_cosines(truth.topic_word["en"], found["en"])
+    order_de, cos_de = matched_cosines(truth.topic_word["de"], found["de"])
     assert cos_en.mean() > 0.9 and cos_de.mean() > 0.9
     # One shared theta means the k-th topic is the same topic in both languages.
     np.testing.assert_array_equal(order_en, order_de)

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.pipeline.vb.test_batch import match_topics
+from tests.pipeline.vb.test_batch import matched_cosines
 from tests.pipeline.vb.test_batch_reference import reference_docs
 from tests.reference.online_vb_numpy import online_vb_reference
 from topicflow.io.corpus.reader import Corpus
@@ -108,7 +108,7 @@ def test_online_recovers_planted_topics(planted: tuple[Path, object], client: ob
     config = VBConfig(n_topics=4, seed=1)
     online = OnlineConfig(batch_size=50, tau0=1.0, kappa=0.6, passes=4, shuffle_window=200)
     result = fit_online(Corpus.open(path), config, online, client=client)
-    _, cosines = match_topics(truth.topic_word["default"], result.state.topic_word()["default"])  # type: ignore[attr-defined]
+    _, cosines = matched_cosines(truth.topic_word["default"], result.state.topic_word()["default"])  # type: ignore[attr-defined]
     assert cosines.mean() > 0.9, cosines
     assert len(result.trace) == 32
     bounds = [r.bound_per_token for r in result.trace if np.isfinite(r.bound_per_token)]

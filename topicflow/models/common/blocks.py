@@ -3,14 +3,20 @@
 A :class:`DocBlock` is one shard of one language as CSR arrays, with the global identity of its
 documents. It is pure data: readers in :mod:`topicflow.io` build it, kernels consume it.
 
+It also owns token expansion, the step every sampler starts from: CSR counts become one entry per
+token (:func:`expand_tokens` for driver code, :func:`expand_entries_into` inside kernels).
+
 Glossary: ``n_docs`` documents in the block, ``n_terms`` size of the language's vocabulary,
-``first_doc`` the global position (over the whole corpus, in store order) of the block's first document.
+``first_doc`` the global position (over the whole corpus, in store order) of the block's first document;
+``token_indptr`` ((n_docs + 1,)) and ``token_terms`` ((n_tokens,)): the tokens of document d are
+``token_terms[token_indptr[d]:token_indptr[d + 1]]``, its terms in CSR order repeated by count.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Mapping
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 
@@ -175,3 +181,100 @@ def remap_terms(block: DocBlock, term_map: IntArray, n_terms: int) -> DocBlock:
         labels=block.labels,
         timestamps=block.timestamps,
     )
+
+
+# ----------------------------------------------------------------------------- token expansion
+
+
+def expand_tokens(block: DocBlock) -> tuple[IntArray, Int32Array]:
+    """Expand a block's CSR counts into one entry per token.
+
+    Parameters
+    ----------
+    block : DocBlock
+
+    Returns
+    -------
+    token_indptr : ndarray of shape (n_docs + 1,), int64
+        Tokens of document d are ``token_indptr[d]:token_indptr[d + 1]``.
+    token_terms : ndarray of shape (n_tokens,), int32
+        Each document's terms in CSR order (ascending term id), each repeated by its count.
+
+    Notes
+    -----
+    NumPy equivalent: ``np.repeat(block.term_ids, block.counts)``, with the document boundaries
+    ``np.cumsum(counts per document)``. Kernels expand one document at a time with
+    :func:`expand_entries_into`, which writes the same tokens in the same order.
+
+    Examples
+    --------
+    >>> indptr, terms = expand_tokens(block_from_csr(sp.csr_matrix(np.array([[2, 0, 1], [0, 0, 0]]))))
+    >>> indptr.tolist(), terms.tolist()
+    ([0, 3, 3], [0, 0, 2])
+    """
+    counts = block.counts.astype(np.int64)
+    per_entry = np.concatenate([[0], np.cumsum(counts)])
+    token_indptr = per_entry[block.indptr.astype(np.int64)]
+    token_terms = np.repeat(block.term_ids.astype(np.int32), counts)
+    return token_indptr.astype(np.int64), token_terms
+
+
+def token_docs(token_indptr: IntArray, *, first_doc: int = 0) -> IntArray:
+    """Document of every token: ``first_doc + d`` for the tokens of document d.
+
+    Parameters
+    ----------
+    token_indptr : ndarray of shape (n_docs + 1,), int
+        As returned by :func:`expand_tokens`.
+    first_doc : int, default 0
+        Added to the local document index (0 gives block-local documents, ``block.first_doc``
+        global positions).
+
+    Returns
+    -------
+    ndarray of shape (n_tokens,), int64
+
+    Examples
+    --------
+    >>> token_docs(np.array([0, 2, 2, 3]), first_doc=10).tolist()
+    [10, 10, 12]
+    """
+    indptr = np.asarray(token_indptr, dtype=np.int64)
+    n_docs = indptr.shape[0] - 1
+    return np.repeat(np.arange(first_doc, first_doc + n_docs, dtype=np.int64), np.diff(indptr))
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def expand_entries_into(values, counts, lo, hi, out, start):
+    """Write ``values[j]`` repeated ``counts[j]`` times for the CSR entries ``lo <= j < hi`` into ``out``.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_nonzero,)
+        One value per CSR entry: the term ids, the entries' local columns, or the entry positions.
+    counts : ndarray of shape (n_nonzero,), int
+        Positive counts.
+    lo, hi : int
+        The entries of one document (``indptr[d]``, ``indptr[d + 1]``).
+    out : ndarray of shape (>= start + sum(counts[lo:hi]),)
+        Written from ``start`` on.
+    start : int
+        First position of ``out`` to write.
+
+    Returns
+    -------
+    int
+        The position after the last token written.
+
+    Notes
+    -----
+    The kernels' token expansion (numba, inlined into its caller). NumPy equivalent:
+    ``out[start:end] = np.repeat(values[lo:hi], counts[lo:hi])``, as :func:`expand_tokens` does for a
+    whole block.
+    """
+    n = start
+    for j in range(lo, hi):
+        for _ in range(counts[j]):
+            out[n] = values[j]
+            n += 1
+    return n

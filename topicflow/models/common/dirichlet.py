@@ -1,9 +1,11 @@
-"""Dirichlet expectations and Newton-Raphson estimation of Dirichlet hyperparameters.
+"""Dirichlet expectations, entropies, posterior means and Newton-Raphson estimation of Dirichlet hyperparameters.
 
-This module owns the math shared by every variational model with Dirichlet factors: E_q[log X] of
-Dirichlet rows (and its exponential, Hoffman et al. 2010's trick), and the Newton updates of the
-document-topic prior alpha and the symmetric topic-word prior eta (Minka 2000; Blei et al. 2003,
-appendix A.4.2). It must not import dask, zarr or logging, and it does no I/O.
+This module owns the math shared by every model with Dirichlet factors: E_q[log X] of Dirichlet rows
+(and its exponential, Hoffman et al. 2010's trick), the entropy of q(theta_d) that ends every
+document's bound, the posterior mean of Dirichlet-multinomial rows (the topic-word estimate of every
+sampler and of normalized lambda), and the Newton updates of the document-topic prior alpha and the
+symmetric topic-word prior eta (Minka 2000; Blei et al. 2003, appendix A.4.2). It must not import
+dask, zarr or logging, and it does no I/O.
 
 Glossary:
     params: Dirichlet parameters, rows of shape (..., n_components)
@@ -12,6 +14,7 @@ Glossary:
     alpha_suff ((n_topics,)): sum_d E_q[log theta_dk] = sum_d [psi(gamma_dk) - psi(sum_k gamma_dk)]
     topic_word_var (lambda, (n_topics, n_terms)): variational Dirichlet parameters of the topics beta
     topic_word_prior (eta): symmetric prior of the topics
+    counts ((n_rows, n_components)): multinomial counts of each row (n_kw of a topic), prior: its Dirichlet prior
 
 References
 ----------
@@ -66,12 +69,32 @@ def dirichlet_expectation(params: FloatArray) -> FloatArray:
 
 
 @numba.njit(nogil=True, cache=True)
+def exp_dirichlet_expectation_into(params, out):
+    """Write exp(E[log X]) of one Dirichlet into ``out``: the kernels' form, one row at a time.
+
+    Parameters
+    ----------
+    params : ndarray of shape (n_components,), float64
+        Positive Dirichlet parameters (one gamma_d, or one row of lambda).
+    out : ndarray of shape (n_components,), float64
+        Written in place.
+
+    Notes
+    -----
+    NumPy equivalent: ``np.exp(psi(params) - psi(params.sum()))``, with the sum accumulated in index
+    order; the VB E-step calls it for exp(E[log theta_d]) and :func:`exp_dirichlet_expectation_rows`
+    for every row of lambda, so both give the same bits for the same parameters.
+    """
+    total = 0.0
+    for c in range(params.shape[0]):
+        total += params[c]
+    exp_digamma_minus_into(params, digamma(total), out)
+
+
+@numba.njit(nogil=True, cache=True)
 def _exp_dirichlet_expectation_rows(params: FloatArray, out: FloatArray) -> None:
     for r in range(params.shape[0]):
-        total = 0.0
-        for c in range(params.shape[1]):
-            total += params[r, c]
-        exp_digamma_minus_into(params[r], digamma(total), out[r])
+        exp_dirichlet_expectation_into(params[r], out[r])
 
 
 @numba.njit(nogil=True, cache=True)
@@ -167,6 +190,126 @@ def exp_dirichlet_expectation_rows(params: FloatArray) -> FloatArray:
         raise InvalidParameterError(f"params must be 2-d (n_rows, n_components), got shape {p.shape!r}")
     out = np.empty_like(p)
     _exp_dirichlet_expectation_rows(p, out)
+    return out
+
+
+def dirichlet_entropy(params: FloatArray, elog: FloatArray | None = None) -> FloatArray:
+    """Entropy -E_q[log q(X)] of each row of Dirichlet parameters.
+
+    Parameters
+    ----------
+    params : ndarray of shape (n_rows, n_components), float64
+        Positive Dirichlet parameters (gamma of a block of documents).
+    elog : ndarray of shape (n_rows, n_components), float64, optional
+        :func:`dirichlet_expectation` of ``params``, when the caller has it already.
+
+    Returns
+    -------
+    ndarray of shape (n_rows,), float64
+
+    Notes
+    -----
+    The theta part of every document's bound (Blei et al. 2003, appendix A.3):
+    ``-(lnG(sum p) - sum lnG(p) + sum (p - 1) E[log X])``, vectorized over rows (NumPy's pairwise
+    sums). Inside kernels, :func:`add_dirichlet_entropy` adds the same terms one document at a time.
+
+    Examples
+    --------
+    >>> dirichlet_entropy(np.array([[1.0, 1.0]])).round(12).tolist()  # uniform on a segment of length 1
+    [0.0]
+    """
+    p = np.asarray(params, dtype=np.float64)
+    e = dirichlet_expectation(p) if elog is None else elog
+    neg_entropy = gammaln_array(p.sum(axis=1)) - gammaln_array(p).sum(axis=1) + np.sum((p - 1.0) * e, axis=1)
+    out: FloatArray = -neg_entropy
+    return out
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def add_dirichlet_entropy(params, value, elog_sum):
+    """Add the entropy of Dir(``params``) to ``value``, term by term, and E[log X] to ``elog_sum``.
+
+    Parameters
+    ----------
+    params : ndarray of shape (n_components,), float64
+        One row of positive Dirichlet parameters (gamma_d).
+    value : float
+        The running bound the entropy is added to.
+    elog_sum : ndarray of shape (n_components,), float64
+        ``psi(params_k) - psi(sum(params))`` is added to component k, in place (alpha_suff).
+
+    Returns
+    -------
+    float
+        ``value - lnG(sum p) + sum_k [lnG(p_k) - (p_k - 1) E[log X_k]]``, accumulated in that order.
+
+    Notes
+    -----
+    The numba form of :func:`dirichlet_entropy` for one row, inlined into the E-step kernel; the
+    sum of ``params`` and the entropy terms are accumulated in index order.
+    """
+    total = 0.0
+    for k in range(params.shape[0]):
+        total += params[k]
+    psi_total = digamma(total)
+    value -= math.lgamma(total)
+    for k in range(params.shape[0]):
+        elog = digamma(params[k]) - psi_total
+        elog_sum[k] += elog
+        value += math.lgamma(params[k]) - (params[k] - 1.0) * elog
+    return value
+
+
+def posterior_mean(counts: np.ndarray, prior: FloatArray | float = 0.0, *,
+                   totals: np.ndarray | None = None) -> FloatArray:
+    """Posterior mean of each row's Dirichlet given its multinomial counts: ``(counts + prior) / (n + sum prior)``.
+
+    Parameters
+    ----------
+    counts : ndarray of shape (n_rows, n_components), int or float
+        Counts of each row (n_kw of topic k), or the Dirichlet parameters themselves with ``prior=0``
+        (lambda: normalized rows); read as float64.
+    prior : float or ndarray of shape (n_components,) or (n_rows, n_components), default 0.0
+        The Dirichlet prior: a symmetric scalar (beta), or one value per component or per entry.
+    totals : ndarray of shape (n_rows,), int or float, optional
+        The row sums of ``counts`` when the caller keeps them (n_k); by default ``counts.sum(axis=1)``.
+
+    Returns
+    -------
+    ndarray of shape (n_rows, n_components), float64
+        Rows sum to 1.
+
+    Notes
+    -----
+    Griffiths and Steyvers (2004), eq. (6): phi_kw = (n_kw + beta) / (n_k + V beta), the topic-word
+    estimate of every sampler; with ``prior=0`` it normalizes lambda into the variational posterior
+    mean of the topics. A zero scalar prior is not added, so normalizing parameters costs one pass.
+    NumPy equivalent: ``(counts + prior) / (counts.sum(1) + prior_sum)[:, None]`` with
+    ``prior_sum = V * prior`` for a scalar, else the prior's row sums.
+
+    Examples
+    --------
+    >>> posterior_mean(np.array([[2.0, 0.0]]), 1.0).tolist()
+    [[0.75, 0.25]]
+    >>> posterior_mean(np.array([[3.0, 1.0]])).tolist()
+    [[0.75, 0.25]]
+    """
+    c = np.asarray(counts, dtype=np.float64)
+    if c.ndim != 2:
+        raise InvalidParameterError(f"counts must be 2-d (n_rows, n_components), got shape {c.shape!r}")
+    n = c.sum(axis=1) if totals is None else np.asarray(totals, dtype=np.float64)
+    if np.ndim(prior) == 0:
+        value = float(prior)
+        if value == 0.0:
+            out: FloatArray = c / n[:, None]
+            return out
+        numer = c + value
+        denom = n + c.shape[1] * value
+    else:
+        eta = np.asarray(prior, dtype=np.float64)
+        numer = c + eta
+        denom = n + np.broadcast_to(eta, c.shape).sum(axis=1)
+    out = numer / denom[:, None]
     return out
 
 

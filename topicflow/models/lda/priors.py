@@ -25,6 +25,7 @@ import numpy as np
 
 from topicflow._typing import FloatArray
 from topicflow.errors import InvalidParameterError
+from topicflow.models.common.validation import parse_positive_float
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,12 +73,6 @@ class SeedTopic:
             raise InvalidParameterError(f"seed topic {self.name!r}: weights must be finite and > 0, got {bad!r}")
         object.__setattr__(self, "words", words)
         object.__setattr__(self, "weights", weights)
-
-
-def _check_positive(name: str, value: float) -> float:
-    if isinstance(value, bool) or not (math.isfinite(value) and value > 0):
-        raise InvalidParameterError(f"{name} must be a finite number > 0, got {value!r}")
-    return float(value)
 
 
 def informed_prior(
@@ -144,9 +139,9 @@ def informed_prior(
     >>> prior.tolist(), names, unknown
     ([[2.0, 0.1, 0.1], [0.001, 0.1, 0.1]], ['t', None], {'t': ['zz']})
     """
-    base = _check_positive("base", base)
-    seed_strength = _check_positive("seed_strength", seed_strength)
-    off_topic = _check_positive("off_topic", off_topic)
+    base = parse_positive_float("base", base)
+    seed_strength = parse_positive_float("seed_strength", seed_strength)
+    off_topic = parse_positive_float("off_topic", off_topic)
     if len(seeds) > n_topics:
         raise InvalidParameterError(f"{len(seeds)} seed topics do not fit n_topics={n_topics}; raise n_topics")
     names = [seed.name for seed in seeds]

@@ -13,7 +13,7 @@ from typing import Sequence
 import numpy as np
 
 from topicflow._typing import FloatArray
-from topicflow.models.common.dirichlet import dirichlet_expectation
+from topicflow.models.common.dirichlet import dirichlet_expectation, posterior_mean
 from topicflow.models.lda.vb.layout import (
     PreparedTopics,
     prepare_topics,
@@ -59,9 +59,7 @@ class LDAState:
 
     def topic_word(self) -> dict[str, FloatArray]:
         """Posterior mean topic-word distributions, rows normalized, per language."""
-        return {
-            lang: lam / lam.sum(axis=1, keepdims=True) for lang, lam in self.topic_word_var.items()
-        }
+        return {lang: posterior_mean(lam) for lang, lam in self.topic_word_var.items()}
 
     def exp_elog_topic_word(self) -> dict[str, FloatArray]:
         """exp(E_q[log beta]) per language, the input of every E-step."""

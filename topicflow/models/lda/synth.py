@@ -34,6 +34,7 @@ import numpy as np
 from topicflow._typing import FloatArray, IntArray
 from topicflow.errors import InvalidParameterError
 from topicflow.models.common.rng import STREAM_SYNTH, STREAM_TOPIC_INIT, doc_generator
+from topicflow.models.common.validation import parse_dirichlet_prior, parse_positive_float
 
 #: Name of the only language of a monolingual synthetic corpus (the store's default language).
 MONOLINGUAL = "default"
@@ -91,28 +92,7 @@ def parse_doc_topic_prior(value: float | str | Sequence[float], n_topics: int) -
     >>> parse_doc_topic_prior("1,2,3", 3)
     (1.0, 2.0, 3.0)
     """
-    if isinstance(value, str):
-        parts: Sequence[float | str] = [p for p in value.replace(" ", "").split(",") if p]
-    elif isinstance(value, (int, float)):
-        parts = [value]
-    else:
-        parts = list(value)
-    try:
-        values = tuple(float(p) for p in parts)
-    except ValueError as exc:
-        raise InvalidParameterError(
-            f"alpha {value!r} is not a number or a comma-separated list of numbers."
-        ) from exc
-    if len(values) == 1:
-        values = values * n_topics
-    if len(values) != n_topics:
-        raise InvalidParameterError(
-            f"alpha {value!r} has {len(values)} values; give one value (symmetric) or one per "
-            f"topic ({n_topics})."
-        )
-    if not all(math.isfinite(v) and v > 0 for v in values):
-        raise InvalidParameterError(f"alpha {value!r}: every value must be a positive finite number.")
-    return values
+    return tuple(parse_dirichlet_prior("alpha", value, n_topics).tolist())
 
 
 def _positive(name: str, value: float, *, integer: bool) -> None:
@@ -165,7 +145,7 @@ class SynthParams:
             _positive(name, getattr(self, name), integer=True)
             object.__setattr__(self, name, int(getattr(self, name)))
         _positive("doc_length", self.doc_length, integer=False)
-        _positive("topic_word_prior (eta)", self.topic_word_prior, integer=False)
+        parse_positive_float("topic_word_prior (eta)", self.topic_word_prior)
         if not (isinstance(self.seed, (int, np.integer)) and 0 <= self.seed < 2**63):
             raise InvalidParameterError(f"seed must be an integer in [0, 2**63), got {self.seed!r}.")
         alpha = parse_doc_topic_prior(self.doc_topic_prior, int(self.n_topics))
@@ -231,6 +211,95 @@ def draw_topic_word(params: SynthParams, language: str) -> FloatArray:
     # Dirichlet draws with tiny eta can round to a row sum a few ulps away from 1.
     normalized: FloatArray = topic_word / topic_word.sum(axis=1, keepdims=True)
     return normalized
+
+
+def block_topic_word(n_topics: int, n_terms: int, *, background: float = 1e-3) -> FloatArray:
+    """Planted topics that do not overlap: topic k owns the k-th block of ``n_terms // n_topics`` terms.
+
+    Parameters
+    ----------
+    n_topics, n_terms : int
+    background : float, default 1e-3
+        Weight of every term outside a topic's block, before normalization (an owned term weighs 1).
+
+    Returns
+    -------
+    ndarray of shape (n_topics, n_terms), float64
+        Rows sum to 1. The recovery test of sklearn's LDA generalized: topics a fit must find.
+
+    Examples
+    --------
+    >>> block_topic_word(2, 4, background=0.0).tolist()
+    [[0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 0.5, 0.5]]
+    """
+    topic_word = np.full((n_topics, n_terms), background)
+    width = n_terms // n_topics
+    for k in range(n_topics):
+        topic_word[k, k * width : (k + 1) * width] = 1.0
+    out: FloatArray = topic_word / topic_word.sum(axis=1, keepdims=True)
+    return out
+
+
+def draw_doc_lengths(rng: np.random.Generator, doc_length: float, size: int | None = None) -> IntArray:
+    """Draw the tokens of documents: ``max(1, Poisson(doc_length))`` each.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    doc_length : float
+        Poisson mean xi.
+    size : int, optional
+        Number of documents; one length (a 0-d array) when None.
+
+    Returns
+    -------
+    ndarray of shape (size,) or (), int64
+
+    Examples
+    --------
+    >>> int(draw_doc_lengths(np.random.default_rng(0), 1e-9))  # never an empty document
+    1
+    """
+    out: IntArray = np.maximum(1, rng.poisson(doc_length, size=size)).astype(np.int64)
+    return out
+
+
+def draw_mixture_counts(
+    rng: np.random.Generator, doc_topic: FloatArray, topic_word: FloatArray, doc_lengths: IntArray
+) -> IntArray:
+    """Draw each document's bag of words with its topics summed out: ``Multinomial(N_d, theta_d beta)``.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Drawn from document by document, in order.
+    doc_topic : ndarray of shape (n_docs, n_topics), float64
+        The proportions theta; rows sum to 1.
+    topic_word : ndarray of shape (n_topics, n_terms), float64
+        The topics beta; rows sum to 1.
+    doc_lengths : ndarray of shape (n_docs,), int
+        The lengths N_d.
+
+    Returns
+    -------
+    ndarray of shape (n_docs, n_terms), int64
+        Dense counts.
+
+    Notes
+    -----
+    The generative process of the module docstring with z marginalized (equal in distribution,
+    O(n_terms) per document); :func:`draw_shard` draws each token's topic instead, which is cheaper
+    for long vocabularies. NumPy equivalent: ``[rng.multinomial(n, t @ topic_word) for n, t in ...]``.
+
+    Examples
+    --------
+    >>> counts = draw_mixture_counts(np.random.default_rng(0), np.array([[1.0, 0.0]]),
+    ...                              np.array([[0.0, 1.0], [1.0, 0.0]]), np.array([3]))
+    >>> counts.tolist()
+    [[0, 3]]
+    """
+    rows = [rng.multinomial(int(n), theta @ topic_word) for n, theta in zip(doc_lengths, doc_topic)]
+    return np.array(rows, dtype=np.int64).reshape(len(rows), topic_word.shape[1])
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,7 +389,7 @@ def draw_shard(
         theta = rng.dirichlet(alpha)
         doc_topic[row] = theta
         for lang in params.languages:
-            n_tokens = max(1, int(rng.poisson(params.doc_length)))
+            n_tokens = int(draw_doc_lengths(rng, params.doc_length))
             ids, cnt = _draw_words(rng, n_tokens, theta / theta.sum(), cdfs[lang])
             terms[lang].append(ids)
             counts[lang].append(cnt)

@@ -18,6 +18,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from topicflow.errors import InvalidParameterError, VocabularyMismatchError
+from topicflow.models.common.validation import parse_positive_float
 from topicflow.models.common.vocabulary import Vocabulary
 from topicflow.models.lda.state import LDAState
 
@@ -128,8 +129,7 @@ def grow_state(state: LDAState, new_sizes: Mapping[str, int], base_prior: float)
     >>> grow_state(state, {"default": 5}, 0.01).topic_word_var["default"][:, 3:].tolist()
     [[0.1, 0.1], [0.1, 0.1]]
     """
-    if not (np.isfinite(base_prior) and base_prior > 0):
-        raise InvalidParameterError(f"base_prior must be a positive finite number, got {base_prior!r}.")
+    base_prior = parse_positive_float("base_prior", base_prior)
     lam = dict(state.topic_word_var)
     priors = dict(state.topic_word_prior)
     for lang, size in new_sizes.items():

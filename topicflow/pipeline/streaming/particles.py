@@ -29,6 +29,7 @@ import numpy as np
 from topicflow.errors import InvalidParameterError, TopicflowError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.stream_state import RunState, read_stream_state
+from topicflow.models.common.blocks import token_docs
 from topicflow.models.lda.streaming import particle_filter
 from topicflow.pipeline.cluster import current_client
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
@@ -98,9 +99,8 @@ def initial_run_state(config: StreamConfig, source: StreamSource, prefix: Any, t
     """Snapshot of a run that starts from ``trial``: every particle holds the trial's assignments."""
     state = trial.state
     params = config.pf_params(source.n_terms, seed)
-    token_docs = np.repeat(np.arange(state.first_doc, state.first_doc + state.doc_topic_counts.shape[0], dtype=np.int64),
-                           np.diff(state.token_indptr))
-    cloud = particle_filter.initial_cloud(params, state.token_terms, token_docs, state.topics)
+    docs = token_docs(state.token_indptr, first_doc=state.first_doc)
+    cloud = particle_filter.initial_cloud(params, state.token_terms, docs, state.topics)
     book = LabelBook()
     book.add(None if prefix.labels is None else prefix.labels[: trial.n_fitted_docs],
              np.argmax(state.doc_topic_counts, axis=1))

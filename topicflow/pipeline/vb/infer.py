@@ -13,7 +13,7 @@ from topicflow.errors import VocabularyMismatchError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.store import SavedModel
 from topicflow.io.outputs import doc_topics as doc_topics_io
-from topicflow.models.lda.vb.objective import alpha_elbo_terms
+from topicflow.models.lda.vb.objective import local_elbo_terms
 from topicflow.models.lda.vb.params import VBParams
 from topicflow.pipeline.cluster import compute, compute_list, current_client
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
@@ -173,7 +173,7 @@ def evaluate_model(
     stats = tree_merge(map_estep(blocks, topics, state.doc_topic_prior, params, token=token),
                        split_every=split_every, token=token)
     (log_lik, n_heldout), stats = compute(completion, stats, client=client)
-    bound = stats.doc_elbo + alpha_elbo_terms(state.doc_topic_prior, stats.alpha_suff, stats.n_docs)
+    bound = local_elbo_terms(stats, state.doc_topic_prior)
     return EvaluationResult(
         perplexity=float(np.exp(-log_lik / max(n_heldout, 1))),
         heldout_log_likelihood=float(log_lik),

@@ -23,17 +23,18 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
-from scipy.optimize import linear_sum_assignment
 
 from tests.reference import gibbs_numpy as ref
 from tests.reference.corpora import random_block
 from tests.reference.goodness_of_fit import chi_square_p
 from topicflow.errors import InvalidParameterError, NumericalError
+from topicflow.metrics.recovery import match_topics, worst_matched_distance
 from topicflow.models.lda.gibbs import sparse as gl
 from topicflow.models.common import blocks as gl_blocks
-from topicflow.models.common.blocks import block_from_csr, concat_blocks
-from topicflow.models.lda.gibbs.state import GibbsParams, GibbsState, state_from_topics, tokens_from_block
+from topicflow.models.common.blocks import block_from_csr, concat_blocks, expand_tokens, token_docs
+from topicflow.models.lda.gibbs.state import GibbsParams, GibbsState, state_from_topics
 from topicflow.models.lda.gibbs.fold_in import fold_in
+from topicflow.models.lda.gibbs.conditional import token_conditional
 from topicflow.models.lda.gibbs.chain import initial_state, optimize_hyperparameters, run_sweeps
 from topicflow.models.lda.gibbs.scores import joint_log_likelihood, topic_word_distribution
 from topicflow.models.lda.gibbs.sparse import token_buckets
@@ -41,18 +42,6 @@ from topicflow.testing.corpora import draw_planted_corpus
 
 #: Smallest chi-square p-value accepted; the draws are fixed by their seeds, so a pass is stable.
 MIN_P_VALUE = 1e-3
-
-
-def _hellinger(p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Pairwise Hellinger distances between the rows of p and the rows of q."""
-    return np.sqrt(0.5 * ((np.sqrt(p[:, None, :]) - np.sqrt(q[None, :, :])) ** 2).sum(axis=-1))
-
-
-def _matched(estimated: np.ndarray, true: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Hungarian matching of estimated to true topics: (rows, cols, distances)."""
-    dist = _hellinger(estimated, true)
-    rows, cols = linear_sum_assignment(dist)
-    return rows, cols, dist[rows, cols]
 
 
 def _assert_counts_consistent(state: GibbsState) -> None:
@@ -78,7 +67,7 @@ def test_bucket_decomposition_sums_to_dense_conditional(alpha: float | np.ndarra
     block = random_block(12, 30, seed=4, mean_len=8)
     params = GibbsParams(n_topics=5, doc_topic_prior=alpha, topic_word_prior=0.05, seed=2)
     state = run_sweeps(initial_state(block, params), params, 3)
-    doc_of = np.repeat(np.arange(state.n_docs), np.diff(state.token_indptr))
+    doc_of = token_docs(state.token_indptr)
     for t in range(0, state.n_tokens, 7):
         buckets = token_buckets(state, t)
         d, w, k = doc_of[t], state.token_terms[t], state.topics[t]
@@ -88,7 +77,7 @@ def test_bucket_decomposition_sums_to_dense_conditional(alpha: float | np.ndarra
         term_row[k] -= 1
         totals[k] -= 1
         a = params.alpha
-        dense = (doc_row + a) * (term_row + 0.05) / (totals + state.n_terms * 0.05)
+        dense = token_conditional(doc_row, term_row, totals, a, 0.05, state.n_terms)
         assert_allclose(buckets.smoothing + buckets.document + buckets.word, dense.sum(), rtol=1e-12)
         assert_allclose(buckets.masses, dense, rtol=1e-12)
         assert_allclose(buckets.masses / buckets.masses.sum(),
@@ -133,7 +122,7 @@ def test_chains_reach_the_exact_posterior(init: str) -> None:
     """3000 independent chains of 30 sweeps on 5 tokens, 2 topics, asymmetric alpha, vs enumeration."""
     block = _tiny_block()
     alpha = np.array([0.3, 0.8])
-    exact = ref.exact_posterior(*tokens_from_block(block), 3, alpha, 0.25)
+    exact = ref.exact_posterior(*expand_tokens(block), 3, alpha, 0.25)
     outcomes = list(exact)
     index = {z: i for i, z in enumerate(outcomes)}
     observed = np.zeros(len(outcomes))
@@ -147,7 +136,7 @@ def test_chains_reach_the_exact_posterior(init: str) -> None:
 def test_reference_sampler_reaches_the_exact_posterior() -> None:
     """The dense reference itself, as 600 chains of 10 sweeps (it is slow)."""
     block = _tiny_block()
-    token_indptr, token_terms = tokens_from_block(block)
+    token_indptr, token_terms = expand_tokens(block)
     alpha = np.array([0.3, 0.8])
     exact = ref.exact_posterior(token_indptr, token_terms, 3, alpha, 0.25)
     outcomes = list(exact)
@@ -181,7 +170,7 @@ def test_random_start_matches_reference() -> None:
     block = random_block(15, 40, seed=3, first_doc=21)
     params = GibbsParams(n_topics=7, seed=11)
     state = initial_state(block, params)
-    token_indptr, token_terms = tokens_from_block(block)
+    token_indptr, token_terms = expand_tokens(block)
     assert_array_equal(state.topics, ref.random_topics(token_indptr, 7, 11, 21))
     assert state.first_doc == 21 and state.sweeps_done == 0
     assert_array_equal(state.token_terms, np.repeat(block.term_ids, block.counts))
@@ -311,9 +300,9 @@ def test_optimization_moves_toward_true_hyperparameters() -> None:
     block = block_from_csr(planted.counts["default"])
     params = GibbsParams(n_topics=4, doc_topic_prior=0.5, topic_word_prior=0.5, seed=2)
     state = run_sweeps(initial_state(block, params), params, 300, optimize_every=10, burn_in=50)
-    rows, cols, dist = _matched(topic_word_distribution(state), planted.topic_word["default"])
-    assert dist.max() < 0.15
-    assert_allclose(state.doc_topic_prior[rows], alpha_true[cols], rtol=0.25)
+    match = match_topics(topic_word_distribution(state), planted.topic_word["default"])
+    assert match.distances.max() < 0.15
+    assert_allclose(state.doc_topic_prior[match.estimated], alpha_true[match.true], rtol=0.25)
     assert abs(state.topic_word_prior - 0.05) < 0.25 * 0.05
     assert abs(state.topic_word_prior - 0.05) < abs(0.5 - 0.05)
 
@@ -328,8 +317,7 @@ def test_recovers_planted_topics() -> None:
     params = GibbsParams(n_topics=5, doc_topic_prior=0.3, topic_word_prior=0.05, seed=1)
     start = initial_state(block, params)
     state = run_sweeps(start, params, 200)
-    _, _, dist = _matched(topic_word_distribution(state), planted.topic_word["default"])
-    assert dist.max() < 0.1
+    assert worst_matched_distance(topic_word_distribution(state), planted.topic_word["default"]) < 0.1
     assert joint_log_likelihood(state) > joint_log_likelihood(start) + 0.5 * block.n_tokens
 
 
@@ -352,7 +340,7 @@ def test_fold_in_matches_reference(n_topics: int) -> None:
     phi[:, 7] = 0.0  # a term no topic uses: the draw falls back as documented
     alpha = np.linspace(0.05, 0.5, n_topics)
     out = fold_in(block, phi, alpha, n_sweeps=5, seed=3)
-    token_indptr, token_terms = tokens_from_block(block)
+    token_indptr, token_terms = expand_tokens(block)
     assert out.dtype == np.int32 and out.shape == (12, n_topics)
     assert_array_equal(out, ref.fold_in(token_indptr, token_terms, phi, alpha, seed=3, first_doc=9, n_sweeps=5))
     assert_array_equal(out.sum(axis=1), block.doc_lengths())

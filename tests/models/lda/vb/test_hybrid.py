@@ -18,6 +18,7 @@ from tests.reference.vb_lda_numpy import docs_from_block
 from topicflow.errors import InvalidParameterError, NumericalError
 from topicflow.models.common.blocks import block_from_csr
 from topicflow.models.common.dirichlet import exp_dirichlet_expectation_rows
+from topicflow.models.lda.synth import block_topic_word, draw_mixture_counts
 from topicflow.models.lda.vb.hybrid import HybridParams, hybrid_estep_block
 from topicflow.models.lda.vb.stats import EStepStats
 from topicflow.models.lda.vb.params import VBParams
@@ -191,13 +192,10 @@ def test_same_seed_and_epoch_same_result_otherwise_fresh_draws() -> None:
 
 def test_separated_topics_are_recovered_and_match_the_vb_proportions() -> None:
     n_topics, width = 4, 10
-    topic_word = np.full((n_topics, n_topics * width), 1e-3)
-    for k in range(n_topics):
-        topic_word[k, k * width:(k + 1) * width] = 1.0
-    topic_word /= topic_word.sum(axis=1, keepdims=True)
+    topic_word = block_topic_word(n_topics, n_topics * width)
     rng = np.random.default_rng(40)
     theta = rng.dirichlet(np.full(n_topics, 0.5), size=120)
-    dense = np.array([rng.multinomial(60, t @ topic_word) for t in theta])
+    dense = draw_mixture_counts(rng, theta, topic_word, np.full(120, 60))
     block = block_from_csr(sp.csr_matrix(dense))
     alpha = np.full(n_topics, 0.1)
     stats, gamma = hybrid_estep_block(block, {"default": topic_word}, alpha, HybridParams(n_topics, 10, 10),

@@ -21,9 +21,11 @@ from topicflow.models.lda.vb.objective import (
     alpha_elbo_terms,
     full_elbo,
     initial_topic_word_var,
+    local_elbo_terms,
     mstep_batch,
     topic_elbo_terms,
 )
+from topicflow.models.lda.vb.online import minibatch_bound
 from topicflow.models.lda.vb.estep import estep_block, fold_in_block
 from topicflow.models.lda.vb.layout import (
     prepare_topics,
@@ -179,6 +181,19 @@ def test_elbo_terms_match_reference() -> None:
     assert_allclose(topic_elbo_terms(lam, 0.07), ref.topic_terms_reference(lam, 0.07), rtol=1e-12)
     alpha, suff = rng.gamma(1.0, 1.0, size=3), -rng.gamma(3.0, 1.0, size=3)
     assert_allclose(alpha_elbo_terms(alpha, suff, 11), ref.alpha_terms_reference(alpha, suff, 11), rtol=1e-12)
+
+
+def test_full_elbo_and_minibatch_bound_share_the_document_terms() -> None:
+    block = random_block(15, 12, seed=9)
+    lam = initial_topic_word_var(3, 12, seed=2)
+    alpha = np.array([0.2, 0.5, 0.9])
+    stats, _ = estep_block(block, {"default": exp_dirichlet_expectation_rows(lam)}, alpha, VBParams(n_topics=3))
+    local = local_elbo_terms(stats, alpha)
+    assert local == stats.doc_elbo + alpha_elbo_terms(alpha, stats.alpha_suff, stats.n_docs)
+    assert_allclose(local, stats.doc_elbo + ref.alpha_terms_reference(alpha, stats.alpha_suff, 15), rtol=1e-12)
+    topic = topic_elbo_terms(lam, 0.05)
+    assert full_elbo(stats, {"default": lam}, alpha, 0.05) == local + topic
+    assert minibatch_bound(stats, {"default": lam}, alpha, {"default": 0.05}, 4.0) == 4.0 * local + topic
 
 
 @pytest.mark.parametrize("warm_start", [False, True])

@@ -8,7 +8,7 @@ import numpy as np
 
 from topicflow._typing import FloatArray, GibbsInit, Int32Array, IntArray
 from topicflow.errors import InvalidParameterError
-from topicflow.models.common.blocks import DocBlock
+from topicflow.models.common.blocks import DocBlock, expand_tokens
 from topicflow.models.common.special import digamma
 from topicflow.models.common.validation import parse_int
 from topicflow.models.lda.gibbs.scores import _perplexity_from_lists
@@ -27,7 +27,6 @@ from topicflow.models.lda.gibbs.state import (
     TopicWordPrior,
     _check_prior,
     state_from_topics,
-    tokens_from_block,
 )
 
 #: Iterations and relative tolerance of the fixed-point solvers for alpha and beta.
@@ -88,7 +87,7 @@ def initial_state(
         raise InvalidParameterError(f"init must be 'random' or 'sequential', got {init!r}")
     _check_block(block)
     _check_prior(prior, block.n_terms, params.n_topics)
-    token_indptr, token_terms = tokens_from_block(block)
+    token_indptr, token_terms = expand_tokens(block)
     n_topics, first_doc = params.n_topics, int(block.first_doc)
     topics = np.zeros(token_terms.shape[0], dtype=np.int32)
     if init == "random":

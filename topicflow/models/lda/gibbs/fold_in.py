@@ -6,20 +6,20 @@ import numpy as np
 
 from topicflow._typing import FloatArray, Int32Array
 from topicflow.errors import InvalidParameterError, NumericalError
-from topicflow.models.common.blocks import DocBlock
-from topicflow.models.common.rng import STREAM_FOLD_IN, counter_key, uniform_from_key
-from topicflow.models.common.validation import parse_int
-from topicflow.models.lda.gibbs.sparse import _check_block
-from topicflow.models.lda.gibbs.state import _MAX_SEED, _parse_alpha, tokens_from_block
-from topicflow.models.lda.vb.estep import _present_terms
-from topicflow.models.lda.vb.hybrid import (
+from topicflow.models.common.blocks import DocBlock, expand_entries_into, expand_tokens
+from topicflow.models.common.categorical import (
     SMOOTHING_CHUNK,
-    _add_token,
-    _draw_topic,
-    _expand_tokens,
-    _remove_token,
-    _smoothing_chunks,
+    add_sorted_count,
+    draw_two_bucket,
+    draw_uniform,
+    remove_sorted_count,
+    smoothing_chunk_sums,
 )
+from topicflow.models.common.rng import STREAM_FOLD_IN, counter_key, uniform_from_key
+from topicflow.models.common.validation import parse_dirichlet_prior, parse_int
+from topicflow.models.lda.gibbs.sparse import _check_block
+from topicflow.models.lda.gibbs.state import _MAX_SEED
+from topicflow.models.lda.vb.estep import _present_terms
 
 # ----------------------------------------------------------------------------- fold-in
 
@@ -32,26 +32,25 @@ def _fold_in_doc(n_tok, tok_col, key_seed, doc, n_sweeps, phi_cols, alpha, chunk
     key = counter_key(key_seed, STREAM_FOLD_IN, 0, doc)
     n_nonzero = 0
     for t in range(n_tok):
-        z[t] = min(int(uniform_from_key(key, t) * n_topics), n_topics - 1)
-        n_nonzero = _add_token(z[t], doc_counts, nonzero, n_nonzero)
+        z[t] = draw_uniform(uniform_from_key(key, t), n_topics)
+        n_nonzero = add_sorted_count(z[t], doc_counts, nonzero, n_nonzero)
     for sweep in range(1, n_sweeps + 1):
         key = counter_key(key_seed, STREAM_FOLD_IN, sweep, doc)
         for t in range(n_tok):
-            n_nonzero = _remove_token(z[t], doc_counts, nonzero, n_nonzero)
+            n_nonzero = remove_sorted_count(z[t], doc_counts, nonzero, n_nonzero)
             c = tok_col[t]
-            z[t] = _draw_topic(uniform_from_key(key, t), c, c, phi_cols, alpha, chunk_cum, SMOOTHING_CHUNK,
-                               doc_counts, nonzero, n_nonzero, doc_cum)
-            n_nonzero = _add_token(z[t], doc_counts, nonzero, n_nonzero)
+            z[t] = draw_two_bucket(uniform_from_key(key, t), c, c, phi_cols, alpha, chunk_cum, SMOOTHING_CHUNK,
+                                   doc_counts, nonzero, n_nonzero, doc_cum)
+            n_nonzero = add_sorted_count(z[t], doc_counts, nonzero, n_nonzero)
     return n_nonzero
 
 
 @numba.njit(nogil=True, cache=True)
-def _fold_in_csr(indptr, term_ids, counts, local_cols, phi_cols,
-                 alpha, chunk_cum, first_doc, seed, n_sweeps, out, tok_term, tok_col, z, doc_counts, nonzero,
-                 doc_cum):
+def _fold_in_csr(indptr, counts, local_cols, phi_cols,
+                 alpha, chunk_cum, first_doc, seed, n_sweeps, out, tok_col, z, doc_counts, nonzero, doc_cum):
     """Fold every document in; out[d] = n_dk after the last sweep (out zero on entry)."""
     for d in range(indptr.shape[0] - 1):
-        n_tok = _expand_tokens(indptr[d], indptr[d + 1], term_ids, counts, local_cols, tok_term, tok_col)
+        n_tok = expand_entries_into(local_cols, counts, indptr[d], indptr[d + 1], tok_col, 0)
         n_nonzero = _fold_in_doc(n_tok, tok_col, seed, first_doc + d, n_sweeps, phi_cols, alpha, chunk_cum,
                                  z, doc_counts, nonzero, doc_cum)
         for i in range(n_nonzero):
@@ -96,9 +95,10 @@ def fold_in(
     CSR order. Token t starts at ``floor(u K)`` with u the t-th uniform of
     ``counter_key(seed, STREAM_FOLD_IN, 0, g)``; in sweep ``s = 1 .. n_sweeps`` it is removed and
     redrawn from ``p(z = k) ∝ (n_dk + alpha_k) phi_kw`` with the t-th uniform of
-    ``counter_key(seed, STREAM_FOLD_IN, s, g)``. The draw is the two-bucket inverse CDF of
-    :func:`topicflow.models.lda.vb.hybrid.hybrid_estep_block` (document bucket over the used topics in
-    increasing order, then the smoothing bucket alpha_k phi_kw in topic order); NumPy equivalent::
+    ``counter_key(seed, STREAM_FOLD_IN, s, g)``. The draw is the two-bucket inverse CDF
+    :func:`topicflow.models.common.categorical.draw_two_bucket` that the hybrid E-step uses too
+    (document bucket over the used topics in increasing order, then the smoothing bucket alpha_k phi_kw
+    in topic order); NumPy equivalent::
 
         r_cum = np.cumsum(n_d * phi[:, w]); s_cum = np.cumsum(alpha * phi[:, w])
         x = u * (r_cum[-1] + s_cum[-1])
@@ -119,24 +119,24 @@ def fold_in(
             f"topic_word must have shape (n_topics, n_terms >= {block.n_terms}), got {phi.shape!r}"
         )
     n_topics = phi.shape[0]
-    alpha = _parse_alpha(doc_topic_prior, n_topics, "")
+    alpha = parse_dirichlet_prior("doc_topic_prior", doc_topic_prior, n_topics)
     n_sweeps = parse_int("n_sweeps", n_sweeps, 0)
     seed = parse_int("seed", seed, 0, _MAX_SEED)
     _check_block(block)
     present, local_cols = _present_terms(block.term_ids, block.n_terms)
     phi_cols = np.ascontiguousarray(phi[:, present].T)  # (n_present, K): one term's weights contiguous
     chunk_cum = np.empty((present.shape[0], -(-n_topics // SMOOTHING_CHUNK)))
-    n_bad = _smoothing_chunks(np.arange(present.shape[0]), phi_cols, alpha, SMOOTHING_CHUNK, chunk_cum)
+    n_bad = smoothing_chunk_sums(np.arange(present.shape[0]), phi_cols, alpha, SMOOTHING_CHUNK, chunk_cum)
     if n_bad or not np.all(np.isfinite(chunk_cum[:, -1] if chunk_cum.size else chunk_cum)):
         raise NumericalError(
             f"topic_word has {n_bad} negative or non-finite values on the terms of the block starting at "
             f"document {block.first_doc} (or alpha * phi overflows); expected finite values >= 0"
         )
-    max_tokens = int(np.diff(tokens_from_block(block)[0]).max(initial=0))
+    max_tokens = int(np.diff(expand_tokens(block)[0]).max(initial=0))
     out = np.zeros((block.n_docs, n_topics), dtype=np.int32)
-    _fold_in_csr(block.indptr.astype(np.int64), block.term_ids, block.counts, local_cols, phi_cols, alpha,
+    _fold_in_csr(block.indptr.astype(np.int64), block.counts, local_cols, phi_cols, alpha,
                  chunk_cum, int(block.first_doc), seed, n_sweeps, out,
                  np.empty(max_tokens, dtype=np.int64), np.empty(max_tokens, dtype=np.int64),
-                 np.empty(max_tokens, dtype=np.int64), np.zeros(n_topics, dtype=np.int64),
+                 np.zeros(n_topics, dtype=np.int64),
                  np.empty(n_topics, dtype=np.int64), np.empty(n_topics, dtype=np.float64))
     return out

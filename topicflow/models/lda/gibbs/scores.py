@@ -7,6 +7,7 @@ import numba
 import numpy as np
 
 from topicflow._typing import FloatArray, Int32Array, IntArray
+from topicflow.models.common.dirichlet import posterior_mean
 from topicflow.models.lda.gibbs.sparse import (
     _prior_lists,
     _PriorLists,
@@ -197,7 +198,8 @@ def topic_word_distribution(state: GibbsState) -> FloatArray:
 
     Notes
     -----
-    Griffiths and Steyvers (2004), eq. (6), the posterior mean of phi given z.
+    Griffiths and Steyvers (2004), eq. (6), the posterior mean of phi given z
+    (:func:`topicflow.models.common.dirichlet.posterior_mean` with the state's n_k).
 
     Examples
     --------
@@ -206,7 +208,4 @@ def topic_word_distribution(state: GibbsState) -> FloatArray:
     >>> topic_word_distribution(state).tolist()
     [[0.6666666666666666, 0.3333333333333333]]
     """
-    beta = float(state.topic_word_prior)
-    numer = state.term_topic_counts.T.astype(np.float64) + beta
-    out: FloatArray = numer / (state.topic_counts.astype(np.float64) + state.n_terms * beta)[:, None]
-    return out
+    return posterior_mean(state.term_topic_counts.T, float(state.topic_word_prior), totals=state.topic_counts)

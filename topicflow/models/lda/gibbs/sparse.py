@@ -63,6 +63,7 @@ import numpy as np
 from topicflow._typing import FloatArray, Int32Array, IntArray
 from topicflow.errors import InvalidParameterError
 from topicflow.models.common.blocks import DocBlock
+from topicflow.models.common.categorical import draw_uniform
 from topicflow.models.common.rng import STREAM_GIBBS, counter_key, uniform_from_key
 from topicflow.models.common.validation import parse_int
 from topicflow.models.lda.gibbs.state import GibbsState, TopicWordPrior, _check_prior
@@ -350,7 +351,7 @@ def _random_topics(token_indptr, n_topics, seed, first_doc, topics):
         key = counter_key(seed, STREAM_GIBBS, 0, first_doc + d)
         lo = token_indptr[d]
         for t in range(lo, token_indptr[d + 1]):
-            topics[t] = min(int(uniform_from_key(key, t - lo) * n_topics), n_topics - 1)
+            topics[t] = draw_uniform(uniform_from_key(key, t - lo), n_topics)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,6 @@
 """State and hyperparameters of the collapsed Gibbs sampler."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -10,29 +9,10 @@ import numpy as np
 
 from topicflow._typing import FloatArray, Int32Array, IntArray
 from topicflow.errors import InvalidParameterError
-from topicflow.models.common.blocks import DocBlock
-from topicflow.models.common.validation import parse_int
+from topicflow.models.common.blocks import expand_tokens
+from topicflow.models.common.validation import parse_dirichlet_prior, parse_int, parse_positive_float
 
 _MAX_SEED = 2**63
-
-
-def _parse_alpha(value: float | FloatArray, n_topics: int, owner: str) -> FloatArray:
-    alpha = np.asarray(value, dtype=np.float64)
-    if alpha.ndim == 0:
-        alpha = np.full(n_topics, float(alpha))
-    if alpha.shape != (n_topics,) or not np.all(np.isfinite(alpha)) or not np.all(alpha > 0):
-        raise InvalidParameterError(
-            f"{owner}doc_topic_prior must be a positive finite scalar or {n_topics} positive finite values, "
-            f"got {value!r}"
-        )
-    return alpha
-
-
-def _parse_beta(value: float, owner: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) \
-            or not (math.isfinite(value) and value > 0):
-        raise InvalidParameterError(f"{owner}topic_word_prior must be a positive finite number, got {value!r}")
-    return float(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,15 +50,16 @@ class GibbsParams:
     def __post_init__(self) -> None:
         object.__setattr__(self, "n_topics", parse_int("GibbsParams.n_topics", self.n_topics, 1))
         object.__setattr__(self, "seed", parse_int("GibbsParams.seed", self.seed, 0, _MAX_SEED))
-        alpha = _parse_alpha(self.doc_topic_prior, self.n_topics, "GibbsParams.")
+        alpha = parse_dirichlet_prior("GibbsParams.doc_topic_prior", self.doc_topic_prior, self.n_topics)
         prior: float | FloatArray = float(alpha[0]) if np.ndim(self.doc_topic_prior) == 0 else alpha
         object.__setattr__(self, "doc_topic_prior", prior)
-        object.__setattr__(self, "topic_word_prior", _parse_beta(self.topic_word_prior, "GibbsParams."))
+        object.__setattr__(self, "topic_word_prior",
+                           parse_positive_float("GibbsParams.topic_word_prior", self.topic_word_prior))
 
     @property
     def alpha(self) -> FloatArray:
         """alpha as a fresh ``(n_topics,)`` float64 vector."""
-        return _parse_alpha(self.doc_topic_prior, self.n_topics, "GibbsParams.")
+        return parse_dirichlet_prior("GibbsParams.doc_topic_prior", self.doc_topic_prior, self.n_topics)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able fields, for model files and checkpoints."""
@@ -165,8 +146,9 @@ class GibbsState:
             problems.append(f"token_indptr must end at n_tokens={n_tokens}")
         if problems or n_topics < 1:
             raise InvalidParameterError("GibbsState: " + "; ".join(problems or ["no topics"]))
-        _parse_alpha(self.doc_topic_prior, n_topics, "GibbsState.")
-        object.__setattr__(self, "topic_word_prior", _parse_beta(self.topic_word_prior, "GibbsState."))
+        parse_dirichlet_prior("GibbsState.doc_topic_prior", self.doc_topic_prior, n_topics)
+        object.__setattr__(self, "topic_word_prior",
+                           parse_positive_float("GibbsState.topic_word_prior", self.topic_word_prior))
         object.__setattr__(self, "first_doc", parse_int("GibbsState.first_doc", self.first_doc, 0, _MAX_SEED))
         object.__setattr__(self, "sweeps_done",
                            parse_int("GibbsState.sweeps_done", self.sweeps_done, 0, _MAX_SEED))
@@ -260,38 +242,8 @@ def _check_prior(prior: TopicWordPrior | None, n_terms: int, n_topics: int) -> N
 # ----------------------------------------------------------------------------- tokens and counts
 
 
-def tokens_from_block(block: DocBlock) -> tuple[IntArray, Int32Array]:
-    """Expand a block's CSR counts into one entry per token.
-
-    Parameters
-    ----------
-    block : DocBlock
-
-    Returns
-    -------
-    token_indptr : ndarray of shape (n_docs + 1,), int64
-        Tokens of document d are ``token_indptr[d]:token_indptr[d + 1]``.
-    token_terms : ndarray of shape (n_tokens,), int32
-        Each document's terms in CSR order (ascending term id), each repeated by its count.
-
-    Notes
-    -----
-    NumPy equivalent: ``np.repeat(block.term_ids, block.counts)``, with the document boundaries
-    ``np.cumsum(counts per document)``.
-
-    Examples
-    --------
-    >>> import scipy.sparse as sp
-    >>> from topicflow.models.common.blocks import block_from_csr
-    >>> indptr, terms = tokens_from_block(block_from_csr(sp.csr_matrix(np.array([[2, 0, 1], [0, 0, 0]]))))
-    >>> indptr.tolist(), terms.tolist()
-    ([0, 3, 3], [0, 0, 2])
-    """
-    counts = block.counts.astype(np.int64)
-    per_entry = np.concatenate([[0], np.cumsum(counts)])
-    token_indptr = per_entry[block.indptr.astype(np.int64)]
-    token_terms = np.repeat(block.term_ids.astype(np.int32), counts)
-    return token_indptr.astype(np.int64), token_terms
+#: The former name of :func:`topicflow.models.common.blocks.expand_tokens`, kept for existing callers.
+tokens_from_block = expand_tokens
 
 
 @numba.njit(nogil=True, cache=True)

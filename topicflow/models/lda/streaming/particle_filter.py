@@ -57,7 +57,9 @@ from topicflow._typing import (
 )
 from topicflow.errors import InvalidParameterError
 from topicflow.models.common import lineage as lin
-from topicflow.models.common.blocks import DocBlock
+from topicflow.models.common.blocks import DocBlock, expand_entries_into
+from topicflow.models.common.categorical import draw_dense, draw_uniform
+from topicflow.models.common.dirichlet import posterior_mean
 from topicflow.models.common.resampling import (
     SCHEME_CODES,
     effective_sample_size_njit,
@@ -71,7 +73,9 @@ from topicflow.models.common.rng import (
     counter_key,
     uniform_from_key,
 )
-from topicflow.models.common.validation import parse_choice, parse_float, parse_int
+from topicflow.models.common.validation import parse_choice, parse_float, parse_int, parse_positive_float
+from topicflow.models.lda.gibbs.conditional import collapsed_conditional
+from topicflow.models.lda.gibbs.conditional import token_conditional as gibbs_token_conditional
 
 _MAX_SEED = 2**63
 #: ``epoch`` of the token-order shuffle in the STREAM_PARTICLE stream (particles use epochs 0..P-1).
@@ -158,8 +162,7 @@ class PFParams:
                                 ("rejuvenation_steps", 0, None), ("source_size", 1, None), ("seed", 0, _MAX_SEED)):
             object.__setattr__(self, name, parse_int(f"{owner}.{name}", getattr(self, name), low, high))
         for name in ("doc_topic_prior", "topic_word_prior"):
-            object.__setattr__(self, name, parse_float(f"{owner}.{name}", getattr(self, name), 0.0, math.inf,
-                                                        open_low=True))
+            object.__setattr__(self, name, parse_positive_float(f"{owner}.{name}", getattr(self, name)))
         object.__setattr__(self, "ess_threshold",
                            parse_float(f"{owner}.ess_threshold", self.ess_threshold, 0.0, 1.0, open_low=False))
         parse_choice(f"{owner}.resampling", self.resampling, tuple(SCHEME_CODES))
@@ -301,30 +304,6 @@ class PFDiagnostics:
 
 
 @numba.njit(nogil=True, cache=True)
-def _conditional(term_row, total_row, doc_row, own, alpha, beta, v_beta, out):
-    """out[k] = (n_wk - e_k + beta) / (n_k - e_k + V beta) * (n_dk - e_k + alpha), e_k = [k == own]."""
-    for k in range(out.shape[0]):
-        e = 1 if k == own else 0
-        out[k] = ((np.float64(term_row[k] - e) + beta) / (np.float64(total_row[k] - e) + v_beta)
-                  * (np.float64(doc_row[k] - e) + alpha))
-
-
-@numba.njit(nogil=True, cache=True)
-def _draw(weights, u):
-    """(index, total): the first k whose running sum exceeds u * total (running sums in k order)."""
-    total = 0.0
-    for k in range(weights.shape[0]):
-        total += weights[k]
-    x = u * total
-    running = 0.0
-    for k in range(weights.shape[0]):
-        running += weights[k]
-        if running > x:
-            return k, total
-    return weights.shape[0] - 1, total  # u * total rounded up to the total: every weight is positive
-
-
-@numba.njit(nogil=True, cache=True)
 def _source_slot(source, t, size, seed):
     """Slot token ``t`` takes in the source, or -1 (dropped by the reservoir)."""
     if source == HISTORY:
@@ -346,11 +325,11 @@ def _propose(st, p, t, term, doc_key, ip, fp, q):
     rt = lin.writable_row(st, leaf, ip[I_TERMS])
     rd = lin.writable_row(st, leaf, doc_key)
     alpha, beta = fp[F_ALPHA], fp[F_BETA]
-    _conditional(st.rows[rw], st.rows[rt], st.rows[rd], -1, alpha, beta, ip[I_TERMS] * beta, q)
+    collapsed_conditional(st.rows[rd], st.rows[rw], st.rows[rt], -1, alpha, beta, ip[I_TERMS] * beta, q)
     n_doc = 0
     for k in range(n_topics):
         n_doc += st.rows[rd, k]
-    k, total = _draw(q, uniform_from_key(counter_key(ip[I_SEED], STREAM_PARTICLE, p, t), 0))
+    k, total = draw_dense(q, uniform_from_key(counter_key(ip[I_SEED], STREAM_PARTICLE, p, t), 0))
     st.rows[rw, k] += 1
     st.rows[rt, k] += 1
     st.rows[rd, k] += 1
@@ -422,7 +401,7 @@ def _rejuvenate_one(st, p, t, step, n_filled, ip, fp, source_positions, source_t
     store lacks room for the write.
     """
     key = counter_key(ip[I_SEED], STREAM_REJUVENATE, p, t)
-    slot = min(int(uniform_from_key(key, 2 * step) * n_filled), n_filled - 1)
+    slot = draw_uniform(uniform_from_key(key, 2 * step), n_filled)
     position, term = source_positions[slot], np.int64(source_terms[slot])
     doc_key = ip[I_TERMS] + 1 + source_docs[slot]
     leaf = st.leaf[p]
@@ -431,8 +410,8 @@ def _rejuvenate_one(st, p, t, step, n_filled, ip, fp, source_positions, source_t
     if own < 0 or rw < 0 or rt < 0 or rd < 0:
         raise RuntimeError("particle filter: a source token's topic or counts are missing")
     beta = fp[F_BETA]
-    _conditional(st.rows[rw], st.rows[rt], st.rows[rd], own, fp[F_ALPHA], beta, ip[I_TERMS] * beta, q)
-    k, _ = _draw(q, uniform_from_key(key, 2 * step + 1))
+    collapsed_conditional(st.rows[rd], st.rows[rw], st.rows[rt], own, fp[F_ALPHA], beta, ip[I_TERMS] * beta, q)
+    k, _ = draw_dense(q, uniform_from_key(key, 2 * step + 1))
     if k == own:
         return True
     if not lin.reserve_leaf(st, p, 3, 1, 3):
@@ -523,12 +502,9 @@ def _expand_block(indptr, term_ids, counts, first_doc, seed, tok_term, tok_doc, 
     n = 0
     for d in range(indptr.shape[0] - 1):
         start = n
-        for j in range(indptr[d], indptr[d + 1]):
-            for _ in range(counts[j]):
-                tok_term[n] = term_ids[j]
-                tok_doc[n] = first_doc + d
-                tok_end[n] = -1
-                n += 1
+        n = expand_entries_into(term_ids, counts, indptr[d], indptr[d + 1], tok_term, start)
+        tok_doc[start:n] = first_doc + d
+        tok_end[start:n] = -1
         key = counter_key(seed, STREAM_PARTICLE, TOKEN_ORDER_EPOCH, first_doc + d)
         for i in range(n - start - 1, 0, -1):
             j = int(uniform_from_key(key, i) * (i + 1))
@@ -572,7 +548,8 @@ def token_conditional(term_counts: Int32Array, topic_counts: Int32Array, doc_cou
 
     Notes
     -----
-    Canini et al. (2009), equation (3); Griffiths and Steyvers (2004), equation (5).
+    Canini et al. (2009), equation (3); Griffiths and Steyvers (2004), equation (5): the one
+    :func:`topicflow.models.lda.gibbs.conditional.collapsed_conditional` the kernels call.
 
     Examples
     --------
@@ -583,10 +560,8 @@ def token_conditional(term_counts: Int32Array, topic_counts: Int32Array, doc_cou
     rows = [np.ascontiguousarray(a, dtype=np.int64) for a in (term_counts, topic_counts, doc_counts)]
     if any(r.shape != (params.n_topics,) for r in rows):
         raise InvalidParameterError(f"counts must have shape ({params.n_topics},)")
-    out = np.empty(params.n_topics, dtype=np.float64)
-    beta = params.topic_word_prior
-    _conditional(rows[0], rows[1], rows[2], int(exclude), params.doc_topic_prior, beta, params.n_terms * beta, out)
-    return out
+    return gibbs_token_conditional(rows[2], rows[0], rows[1], params.doc_topic_prior, params.topic_word_prior,
+                                   params.n_terms, exclude=int(exclude))
 
 
 def initial_cloud(params: PFParams, token_terms: Int32Array, token_docs: IntArray, token_topics: Int32Array,
@@ -866,12 +841,9 @@ def topic_word_counts(cloud: ParticleCloud) -> FloatArray:
 def topic_word_distribution(cloud: ParticleCloud) -> FloatArray:
     """Compute phi of the cloud, ``(n_kw + beta) / (n_k + V beta)`` with weight-averaged counts.
 
-    Rows sum to 1.
+    Rows sum to 1 (:func:`topicflow.models.common.dirichlet.posterior_mean` of the counts).
     """
-    counts = topic_word_counts(cloud)
-    beta = cloud.params.topic_word_prior
-    out: FloatArray = (counts + beta) / (counts.sum(axis=1, keepdims=True) + beta * counts.shape[1])
-    return out
+    return posterior_mean(topic_word_counts(cloud), cloud.params.topic_word_prior)
 
 
 def doc_topic_counts(cloud: ParticleCloud, particle: int, doc_position: int) -> Int32Array | None:

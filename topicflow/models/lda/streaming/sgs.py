@@ -52,6 +52,7 @@ from topicflow._typing import FloatArray, Int32Array, IntArray, SGSInit, SGSStop
 from topicflow.errors import InvalidParameterError
 from topicflow.models.common.assignments import most_frequent_topics
 from topicflow.models.common.blocks import DocBlock
+from topicflow.models.common.dirichlet import posterior_mean
 from topicflow.models.common.validation import parse_int
 from topicflow.models.lda.gibbs.chain import initial_state, run_sweeps_until
 from topicflow.models.lda.gibbs.state import GibbsParams, GibbsState, TopicWordPrior
@@ -395,10 +396,11 @@ def topic_word_var(state: SGSState, params: SGSParams) -> FloatArray:
 
 
 def topic_word_distribution(state: SGSState, params: SGSParams) -> FloatArray:
-    """Compute phi = lambda normalized by rows: the topics the next minibatch's prior stands for."""
-    lam = topic_word_var(state, params)
-    out: FloatArray = lam / lam.sum(axis=1, keepdims=True)
-    return out
+    """Compute phi = lambda normalized by rows: the topics the next minibatch's prior stands for.
+
+    :func:`topicflow.models.common.dirichlet.posterior_mean` of lambda = N + beta.
+    """
+    return posterior_mean(topic_word_var(state, params))
 
 
 # ----------------------------------------------------------------------------- one minibatch

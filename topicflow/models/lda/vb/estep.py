@@ -38,8 +38,9 @@ import numpy as np
 from topicflow._typing import FloatArray, IntArray
 from topicflow.errors import InvalidParameterError, NumericalError
 from topicflow.models.common.blocks import DocBlock
+from topicflow.models.common.dirichlet import add_dirichlet_entropy, exp_dirichlet_expectation_into, posterior_mean
 from topicflow.models.common.rng import STREAM_GAMMA_INIT, gamma_rows_from_keys
-from topicflow.models.common.special import digamma, exp_digamma_minus_into
+from topicflow.models.common.validation import parse_dirichlet_prior
 from topicflow.models.lda.vb.layout import (
     PreparedTopics,
     _split_stats,
@@ -66,15 +67,6 @@ def _gather_doc(term_topic, term_ids, counts, lo, n, rows, cols, cnts):
             value = term_topic[t, k]
             rows[j, k] = value
             cols[k, j] = value
-
-
-@numba.njit(nogil=True, cache=True)
-def _exp_elog_theta(gamma_d, out):
-    """out_k = exp(psi(gamma_k) - psi(sum gamma))."""
-    total = 0.0
-    for k in range(gamma_d.shape[0]):
-        total += gamma_d[k]
-    exp_digamma_minus_into(gamma_d, digamma(total), out)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -128,7 +120,7 @@ def _fit_doc(rows, cols, cnts, n, alpha, gamma_d, eth, norm, acc, max_iter, tol)
     with acc_k = sum_j n_j rows[j, k] / norm_j.
     """
     n_topics = gamma_d.shape[0]
-    _exp_elog_theta(gamma_d, eth)
+    exp_dirichlet_expectation_into(gamma_d, eth)
     for sweep in range(max_iter):
         _phi_norm(cols, n, eth, norm)
         _weighted_row_sum(rows, cnts, norm, n, acc)
@@ -137,7 +129,7 @@ def _fit_doc(rows, cols, cnts, n, alpha, gamma_d, eth, norm, acc, max_iter, tol)
             new = alpha[k] + eth[k] * acc[k]
             change += abs(new - gamma_d[k])
             gamma_d[k] = new
-        _exp_elog_theta(gamma_d, eth)
+        exp_dirichlet_expectation_into(gamma_d, eth)
         if change / n_topics < tol:
             return True, sweep + 1
     return False, max_iter
@@ -156,16 +148,7 @@ def _doc_stats(rows, cols, cnts, n, local_cols,
         c = local_cols[j]
         for k in range(n_topics):
             stats[c, k] += ratio * eth[k] * rows[j, k]
-    total = 0.0
-    for k in range(n_topics):
-        total += gamma_d[k]
-    psi_total = digamma(total)
-    elbo -= math.lgamma(total)
-    for k in range(n_topics):
-        elog_theta = digamma(gamma_d[k]) - psi_total
-        alpha_suff[k] += elog_theta
-        elbo += math.lgamma(gamma_d[k]) - (gamma_d[k] - 1.0) * elog_theta
-    return elbo
+    return add_dirichlet_entropy(gamma_d, elbo, alpha_suff)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -190,13 +173,6 @@ def _estep_csr(indptr, term_ids, counts, local_cols,
         doc_elbo[d] = _doc_stats(rows, cols, cnts, n, local_cols[lo:lo + n], gamma[d], eth, norm,
                                  stats, alpha_suff)
     return n_capped, n_sweeps
-
-
-def _parse_prior(doc_topic_prior: FloatArray | float, n_topics: int) -> FloatArray:
-    alpha = np.broadcast_to(np.asarray(doc_topic_prior, dtype=np.float64), (n_topics,)).copy()
-    if not (np.all(np.isfinite(alpha)) and np.all(alpha > 0)):
-        raise InvalidParameterError(f"doc_topic_prior must be finite and positive, got {doc_topic_prior!r}")
-    return alpha
 
 
 def random_initial_gamma(n_docs: int, n_topics: int, *, seed: int, first_doc: int) -> FloatArray:
@@ -305,7 +281,7 @@ def estep_block(
             f"exp_elog_topic_word has {topics.n_topics} topics but params.n_topics is {params.n_topics}"
         )
     n_docs = check_blocks(blocks, topics)
-    alpha = _parse_prior(doc_topic_prior, params.n_topics)
+    alpha = parse_dirichlet_prior("doc_topic_prior", doc_topic_prior, params.n_topics)
     indptr, term_ids, counts = _stack_languages(blocks, topics, n_docs)
     gamma = _initial_gamma(indptr, counts, alpha, gamma_init, params, next(iter(blocks.values())).first_doc)
     present, local_cols = _present_terms(term_ids, int(topics.offsets[-1]))
@@ -366,7 +342,8 @@ def fold_in_block(
 
     Notes
     -----
-    NumPy equivalent: ``gamma / gamma.sum(1, keepdims=True)`` with gamma from :func:`estep_block`.
+    The mean of q(theta) (:func:`topicflow.models.common.dirichlet.posterior_mean` of gamma). NumPy
+    equivalent: ``gamma / gamma.sum(1, keepdims=True)`` with gamma from :func:`estep_block`.
 
     Examples
     --------
@@ -380,5 +357,4 @@ def fold_in_block(
     _, gamma = estep_block(
         blocks, exp_elog_topic_word, doc_topic_prior, params, return_gamma=True, gamma_init=gamma_init
     )
-    doc_topic_var = cast(FloatArray, gamma)  # return_gamma=True always returns it
-    return doc_topic_var / doc_topic_var.sum(axis=1, keepdims=True)
+    return posterior_mean(cast(FloatArray, gamma))  # return_gamma=True always returns gamma

@@ -39,11 +39,18 @@ import numpy as np
 
 from topicflow._typing import FloatArray, IntArray
 from topicflow.errors import InvalidParameterError, NumericalError
-from topicflow.models.common.blocks import DocBlock
-from topicflow.models.common.dirichlet import dirichlet_expectation
+from topicflow.models.common.blocks import DocBlock, expand_entries_into
+from topicflow.models.common.categorical import (
+    SMOOTHING_CHUNK,
+    add_sorted_count,
+    draw_two_bucket,
+    remove_sorted_count,
+    smoothing_chunk_sums,
+)
+from topicflow.models.common.dirichlet import dirichlet_entropy, dirichlet_expectation
 from topicflow.models.common.rng import STREAM_GIBBS, counter_key, uniform_from_key
-from topicflow.models.common.special import gammaln_array
-from topicflow.models.lda.vb.estep import PHI_NORM_EPS, _parse_prior, _present_terms
+from topicflow.models.common.validation import parse_dirichlet_prior, parse_int
+from topicflow.models.lda.vb.estep import PHI_NORM_EPS, _present_terms
 from topicflow.models.lda.vb.layout import (
     PreparedTopics,
     _split_stats,
@@ -55,9 +62,6 @@ from topicflow.models.lda.vb.layout import (
 from topicflow.models.lda.vb.stats import EStepStats
 
 _MAX_SEED = 2**63
-#: Topics per chunk of the smoothing bucket's table: the kernel stores the running sum of alpha_k E_kw
-#: only at chunk ends (n_present x K / 32 floats) and recomputes at most 32 terms of it per draw.
-SMOOTHING_CHUNK = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,12 +98,7 @@ class HybridParams:
     def __post_init__(self) -> None:
         for name, low, high in (("n_topics", 1, None), ("burn_in", 0, None), ("samples", 1, None),
                                 ("seed", 0, _MAX_SEED)):
-            value = getattr(self, name)
-            is_int = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-            if not is_int or value < low or (high is not None and value >= high):
-                bound = f">= {low}" if high is None else f"in [{low}, 2**63)"
-                raise InvalidParameterError(f"HybridParams.{name} must be an integer {bound}, got {value!r}")
-            object.__setattr__(self, name, int(value))
+            object.__setattr__(self, name, parse_int(f"HybridParams.{name}", getattr(self, name), low, high))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able fields, for model files and checkpoints."""
@@ -112,128 +111,18 @@ class HybridParams:
 
 
 @numba.njit(nogil=True, cache=True)
-def _smoothing_chunks(present, term_topic, alpha, chunk, out):
-    """out[c, b] = s_cum[min((b + 1) * chunk, K) - 1] for w = present[c]: the smoothing running sum
-    ``s_cum[k] = sum_{k' <= k} alpha_k' E_k'w`` (summed in k order) at the end of each chunk of topics.
-
-    Returns the number of E entries of the present terms that are negative or not finite.
-    """
-    n_bad = 0
-    n_topics = alpha.shape[0]
-    for c in range(present.shape[0]):
-        w = present[c]
-        acc = 0.0
-        for k in range(n_topics):
-            value = np.float64(term_topic[w, k])
-            n_bad += not (0.0 <= value < math.inf)
-            acc += alpha[k] * value
-            if (k + 1) % chunk == 0 or k == n_topics - 1:
-                out[c, k // chunk] = acc
-    return n_bad
-
-
-@numba.njit(nogil=True, cache=True)
-def _search_smoothing(y, w, c, term_topic, alpha, chunk_cum, chunk):
-    """First k with s_cum[k] > y or, if none (y rounded up to the total s), the first k with s_cum[k] >= s.
-
-    A binary search over the chunk ends, then the running sum is continued inside one chunk from the
-    stored value at the end of the previous chunk, so every s_cum[k] is the same float as a
-    sequential cumulative sum over all k.
-    """
-    n_chunks = chunk_cum.shape[1]
-    total = chunk_cum[c, n_chunks - 1]
-    strict = y < total
-    lo, hi = 0, n_chunks - 1
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if (chunk_cum[c, mid] > y) if strict else (chunk_cum[c, mid] >= total):
-            hi = mid
-        else:
-            lo = mid + 1
-    acc = 0.0 if lo == 0 else chunk_cum[c, lo - 1]
-    k_end = min((lo + 1) * chunk, alpha.shape[0])
-    for k in range(lo * chunk, k_end):
-        acc += alpha[k] * np.float64(term_topic[w, k])
-        if (acc > y) if strict else (acc >= total):
-            return k
-    return k_end - 1  # not reached: the chunk's last running sum is chunk_cum[c, lo]
-
-
-@numba.njit(nogil=True, cache=True)
-def _draw_topic(u, w, c, term_topic, alpha, chunk_cum, chunk,
-                doc_counts, nonzero, n_nonzero, doc_cum):
-    """One draw from p(z = k) ∝ (N_dk + alpha_k) E_kw with the uniform ``u`` (see hybrid_estep_block, Notes).
-
-    The document bucket is summed over the nonzero topics in increasing topic order (``nonzero``
-    is kept sorted), its partial sums kept in ``doc_cum`` for the walk.
-    """
-    r = 0.0
-    for i in range(n_nonzero):
-        k = nonzero[i]
-        r += np.float64(doc_counts[k]) * np.float64(term_topic[w, k])
-        doc_cum[i] = r
-    x = u * (chunk_cum[c, chunk_cum.shape[1] - 1] + r)
-    if x < r:
-        i = 0
-        while doc_cum[i] <= x:
-            i += 1
-        return nonzero[i]
-    return _search_smoothing(x - r, w, c, term_topic, alpha, chunk_cum, chunk)
-
-
-@numba.njit(nogil=True, cache=True)
-def _add_token(k, doc_counts, nonzero, n_nonzero):
-    """N_dk += 1; a topic that becomes used is inserted into the sorted ``nonzero`` list. Returns its length."""
-    doc_counts[k] += 1
-    if doc_counts[k] == 1:
-        i = n_nonzero
-        while i > 0 and nonzero[i - 1] > k:
-            nonzero[i] = nonzero[i - 1]
-            i -= 1
-        nonzero[i] = k
-        n_nonzero += 1
-    return n_nonzero
-
-
-@numba.njit(nogil=True, cache=True)
-def _remove_token(k, doc_counts, nonzero, n_nonzero):
-    """N_dk -= 1; a topic that becomes unused is removed from the sorted ``nonzero`` list. Returns its length."""
-    doc_counts[k] -= 1
-    if doc_counts[k] == 0:
-        i = 0
-        while nonzero[i] != k:
-            i += 1
-        for i in range(i, n_nonzero - 1):
-            nonzero[i] = nonzero[i + 1]
-        n_nonzero -= 1
-    return n_nonzero
-
-
-@numba.njit(nogil=True, cache=True)
 def _gibbs_sweep(tok_term, tok_col, z, n_tok, first_sweep, key, first_draw,
                  term_topic, alpha, chunk_cum, chunk, doc_counts, nonzero, n_nonzero, doc_cum):
     """One sweep over the document's tokens in order; the first sweep assigns progressively (no removal)."""
     for t in range(n_tok):
         if not first_sweep:
-            n_nonzero = _remove_token(z[t], doc_counts, nonzero, n_nonzero)
+            n_nonzero = remove_sorted_count(z[t], doc_counts, nonzero, n_nonzero)
         u = uniform_from_key(key, first_draw + t)
-        k = _draw_topic(u, tok_term[t], tok_col[t], term_topic, alpha, chunk_cum, chunk,
-                        doc_counts, nonzero, n_nonzero, doc_cum)
+        k = draw_two_bucket(u, tok_term[t], tok_col[t], term_topic, alpha, chunk_cum, chunk,
+                            doc_counts, nonzero, n_nonzero, doc_cum)
         z[t] = k
-        n_nonzero = _add_token(k, doc_counts, nonzero, n_nonzero)
+        n_nonzero = add_sorted_count(k, doc_counts, nonzero, n_nonzero)
     return n_nonzero
-
-
-@numba.njit(nogil=True, cache=True)
-def _expand_tokens(lo, hi, term_ids, counts, local_cols, tok_term, tok_col):
-    """A term with count c becomes c consecutive tokens, in CSR order. Returns the number of tokens."""
-    n_tok = 0
-    for j in range(lo, hi):
-        for _ in range(counts[j]):
-            tok_term[n_tok] = term_ids[j]
-            tok_col[n_tok] = local_cols[j]
-            n_tok += 1
-    return n_tok
 
 
 @numba.njit(nogil=True, cache=True)
@@ -250,7 +139,8 @@ def _gibbs_csr(indptr, term_ids, counts, local_cols,
     """
     for d in range(indptr.shape[0] - 1):
         key = counter_key(seed, STREAM_GIBBS, epoch, first_doc + d)
-        n_tok = _expand_tokens(indptr[d], indptr[d + 1], term_ids, counts, local_cols, tok_term, tok_col)
+        n_tok = expand_entries_into(term_ids, counts, indptr[d], indptr[d + 1], tok_term, 0)
+        expand_entries_into(local_cols, counts, indptr[d], indptr[d + 1], tok_col, 0)
         n_nonzero = 0
         for sweep in range(1 + burn_in + samples):
             n_nonzero = _gibbs_sweep(tok_term, tok_col, z, n_tok, sweep == 0, key, sweep * n_tok,
@@ -297,14 +187,6 @@ def _log_norm_terms(indptr, term_ids, counts, term_topic, exp_elog_theta, out):
         out[d] = total
 
 
-def _doc_theta_terms(gamma: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """E[log theta] of each row of gamma and -E_q[log q(theta_d)] per document (vb_lda's _doc_stats tail)."""
-    elog_theta = dirichlet_expectation(gamma)
-    neg_entropy = (gammaln_array(gamma.sum(axis=1)) - gammaln_array(gamma).sum(axis=1)
-                   + np.sum((gamma - 1.0) * elog_theta, axis=1))
-    return elog_theta, -neg_entropy
-
-
 def _sample_block(
     indptr: IntArray, term_ids: np.ndarray, counts: np.ndarray, topics: PreparedTopics, alpha: FloatArray,
     params: HybridParams, first_doc: int, epoch: int,
@@ -313,7 +195,7 @@ def _sample_block(
     n_topics = params.n_topics
     present, local_cols = _present_terms(term_ids, int(topics.offsets[-1]))
     chunk_cum = np.empty((present.shape[0], -(-n_topics // SMOOTHING_CHUNK)), dtype=np.float64)
-    n_bad = _smoothing_chunks(present, topics.term_topic, alpha, SMOOTHING_CHUNK, chunk_cum)
+    n_bad = smoothing_chunk_sums(present, topics.term_topic, alpha, SMOOTHING_CHUNK, chunk_cum)
     if n_bad or not np.all(np.isfinite(chunk_cum[:, -1])):
         raise NumericalError(
             f"exp_elog_topic_word has {n_bad} negative or non-finite values on the terms of the block starting "
@@ -394,12 +276,11 @@ def hybrid_estep_block(
 
     The draw. The i-th uniform of document g = ``first_doc + d`` is
     ``u = uniform_from_key(counter_key(seed, STREAM_GIBBS, epoch, g), i)``, one per token per sweep,
-    i = sweep * n_tokens_d + t. With ``r_cum`` the running sum of N_dk E_kw over the topics with N_dk > 0
-    in increasing topic order (total r) and ``s_cum`` the running sum of alpha_k E_kw over all k
-    (total s), let ``x = u * (s + r)``. If ``x < r`` the topic is the first (smallest) k whose r_cum
-    exceeds x; otherwise it is the first k with ``s_cum[k] > x - r`` (binary search), or, when none
-    does (s = 0: a term with E_kw = 0 in every topic goes to topic 0; or x - r rounded up to s), the
-    first k with ``s_cum[k] >= s``. NumPy equivalent (O(K) per token)::
+    i = sweep * n_tokens_d + t, and the token's topic is
+    :func:`~topicflow.models.common.categorical.draw_two_bucket` of u with counts N_dk^{-i}, smoothing
+    alpha and column weights E: the document bucket sum_k N_dk E_kw over the used topics in increasing
+    topic order, then the smoothing bucket sum_k alpha_k E_kw in topic order. NumPy equivalent
+    (O(K) per token)::
 
         r_cum = np.cumsum(doc_counts * E[:, w]); s_cum = np.cumsum(alpha * E[:, w])
         x = u * (s_cum[-1] + r_cum[-1])
@@ -434,11 +315,12 @@ def hybrid_estep_block(
     if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or not 0 <= epoch < _MAX_SEED:
         raise InvalidParameterError(f"epoch must be an integer in [0, 2**63), got {epoch!r}")
     n_docs = check_blocks(blocks, topics)
-    alpha = _parse_prior(doc_topic_prior, params.n_topics)
+    alpha = parse_dirichlet_prior("doc_topic_prior", doc_topic_prior, params.n_topics)
     first_doc = next(iter(blocks.values())).first_doc
     indptr, term_ids, counts = _stack_languages(blocks, topics, n_docs)
     present, stats, gamma = _sample_block(indptr, term_ids, counts, topics, alpha, params, first_doc, int(epoch))
-    elog_theta, theta_terms = _doc_theta_terms(gamma)
+    elog_theta = dirichlet_expectation(gamma)
+    theta_terms = dirichlet_entropy(gamma, elog_theta)
     elbo = math.nan
     if compute_bound:
         log_norms = np.empty(n_docs, dtype=np.float64)

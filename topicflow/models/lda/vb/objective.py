@@ -41,6 +41,30 @@ def alpha_elbo_terms(alpha: FloatArray | float, alpha_suff: FloatArray, n_docs: 
     return dirichlet_objective(alpha_arr, suff, n_docs)
 
 
+def local_elbo_terms(stats: EStepStats, doc_topic_prior: FloatArray | float) -> float:
+    """The documents' part of the ELBO: their bound terms plus E_q[log p(theta | alpha)].
+
+    Parameters
+    ----------
+    stats : EStepStats
+        E-step statistics of some documents, computed with ``doc_topic_prior``.
+    doc_topic_prior : float or ndarray of shape (n_topics,)
+        The alpha the E-step used.
+
+    Returns
+    -------
+    float
+        ``stats.doc_elbo + alpha_elbo_terms(alpha, stats.alpha_suff, stats.n_docs)``: every term of
+        the ELBO that sums over documents (the topic terms are :func:`topic_elbo_terms`).
+
+    Examples
+    --------
+    >>> local_elbo_terms(EStepStats.zeros(1, ["en"]), 1.0)
+    0.0
+    """
+    return stats.doc_elbo + alpha_elbo_terms(doc_topic_prior, stats.alpha_suff, stats.n_docs)
+
+
 def topic_elbo_terms(topic_word_var: FloatArray, topic_word_prior: FloatArray | float) -> float:
     """E_q[log p(beta | eta)] - E_q[log q(beta | lambda)] for one language.
 
@@ -167,8 +191,7 @@ def full_elbo(
 
     Notes
     -----
-    ``stats.doc_elbo + alpha_elbo_terms(alpha, stats.alpha_suff, stats.n_docs)
-    + sum_l topic_elbo_terms(lambda_l, eta_l)``.
+    ``local_elbo_terms(stats, alpha) + sum_l topic_elbo_terms(lambda_l, eta_l)``.
 
     Examples
     --------
@@ -176,7 +199,7 @@ def full_elbo(
     >>> full_elbo(stats, {"en": np.ones((1, 2))}, 1.0, 1.0)
     0.0
     """
-    value = stats.doc_elbo + alpha_elbo_terms(doc_topic_prior, stats.alpha_suff, stats.n_docs)
+    value = local_elbo_terms(stats, doc_topic_prior)
     for lang, lam in topic_word_var.items():
         eta = topic_word_prior[lang] if isinstance(topic_word_prior, Mapping) else topic_word_prior
         value += topic_elbo_terms(lam, eta)

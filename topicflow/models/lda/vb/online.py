@@ -38,7 +38,7 @@ from topicflow.models.common.dirichlet import (
     newton_symmetric_eta,
 )
 from topicflow.models.lda.state import LDAState
-from topicflow.models.lda.vb.objective import alpha_elbo_terms, topic_elbo_terms
+from topicflow.models.lda.vb.objective import local_elbo_terms, topic_elbo_terms
 from topicflow.models.lda.vb.stats import EStepStats, TopicTermStats
 
 
@@ -264,10 +264,11 @@ def minibatch_bound(
 ) -> float:
     """Hoffman et al.'s estimate of the corpus ELBO from one minibatch, before its update.
 
-    ``scale * (document terms + alpha terms of the minibatch) + topic terms`` with the lambda,
+    ``scale * local_elbo_terms(stats, alpha) + topic terms`` (document and alpha terms of the
+    minibatch scaled to the corpus; :mod:`topicflow.models.lda.vb.objective`) with the lambda,
     alpha and eta the E-step used. Divide by ``scale * stats.n_tokens`` for a per-word bound.
     """
-    value = scale * (stats.doc_elbo + alpha_elbo_terms(doc_topic_prior, stats.alpha_suff, stats.n_docs))
+    value = scale * local_elbo_terms(stats, doc_topic_prior)
     for lang, lam in topic_word_var.items():
         value += topic_elbo_terms(lam, topic_word_prior[lang])
     return float(value)
