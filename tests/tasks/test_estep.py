@@ -186,7 +186,7 @@ def test_building_graphs_computes_nothing(tmp_path: Path, monkeypatch: pytest.Mo
         return record
 
     for module, names in ((tasks_estep, ("estep_block", "hybrid_estep_block", "read_gamma", "write_gamma")),
-                          (tasks_evaluate, ("estep_block",)),
+                          (tasks_evaluate, ("fold_in_block",)),
                           (tasks_evaluate.evaluation, ("split_doc_tokens", "completion_log_likelihood"))):
         for name in names:
             monkeypatch.setattr(module, name, recorder(f"{module.__name__}.{name}"))
