@@ -426,7 +426,7 @@ async def _kill_and_confirm(address: str, guard: float, dask_scheduler: Any = No
         os.kill(worker.pid, signal.SIGKILL)
         try:
             await asyncio.wait_for(removed.wait(), guard)
-        except asyncio.TimeoutError:
+        except TimeoutError:  # asyncio.TimeoutError is TimeoutError since Python 3.11
             raise _expired(f"the scheduler to remove worker {address!r}") from None
     finally:
         scheduler.remove_plugin(name=name)
