@@ -305,13 +305,16 @@ def compare(tf: dict[str, Any], anchor: dict[str, Any]) -> dict[str, Any]:
 
 
 def package_versions() -> dict[str, str]:
-    import dask
-    import distributed
-    import gensim
-    import sklearn
+    """Versions of the packages in the run (anchors that are not installed are left out)."""
+    from importlib.metadata import PackageNotFoundError, version
 
-    return {"numpy": np.__version__, "dask": dask.__version__, "distributed": distributed.__version__,
-            "gensim": gensim.__version__, "scikit-learn": sklearn.__version__, "python": sys.version.split()[0]}
+    found = {"python": sys.version.split()[0]}
+    for name in ("numpy", "dask", "distributed", "gensim", "scikit-learn"):
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            continue
+    return found
 
 
 def print_table(report: dict[str, Any]) -> None:

@@ -232,3 +232,29 @@ def test_shard_reader_reports_the_corrupt_shard_when_its_rows_are_needed(store: 
     with pytest.raises(CorruptShardError, match="shard 000001"):
         reader.rows(1, 0, 5)
     assert reader.rows(0, 0, 5)["default"].n_docs == 5
+
+
+# ----------------------------------------------------------------------------- checksum once per file version
+
+
+def test_checksum_is_recomputed_only_when_the_files_change(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A shard read again with unchanged files skips its checksum; a changed file is checked again."""
+    from topicflow.io.corpus import reader
+
+    calls: list[str] = []
+    original = reader._checksum_problem
+
+    def counting(arrays: object, shard: object) -> object:
+        calls.append(shard.shard_id)  # type: ignore[attr-defined]
+        return original(arrays, shard)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(reader, "_checksum_problem", counting)
+    monkeypatch.setattr(reader, "_VERIFIED", set())
+    read_shard(store, 1)
+    read_shard(store, 1)
+    assert calls == ["000001"]
+    values = zarr.open_array(str(store / "shards" / "000001" / "default" / "counts"), mode="r")[:]
+    rewrite_array(store, "000001", "default/counts", values[::-1].copy())  # same size, other bytes
+    with pytest.raises(CorruptShardError, match="000001"):
+        read_shard(store, 1)
+    assert calls == ["000001", "000001"]
