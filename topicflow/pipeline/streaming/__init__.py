@@ -50,19 +50,22 @@ def run_stream(
     corpus : Corpus
         A monolingual store, read in store order.
     config : StreamConfig
-        What to run.
+        What to run (the algorithm selects the runner in :data:`RUNNERS`).
     client : distributed.Client, optional
-        Default: the current client, else threads of this process.
+        Runs become actors on its workers; default: the current client, else threads of this process.
     test_corpus : Corpus, optional
-        Scored at every evaluation point (out-of-sample NMI with labels, and perplexity).
+        Scored at every evaluation point (out-of-sample NMI with labels, and perplexity); it must use
+        the training store's vocabulary (``topicflow append`` into a copy, or ingest with ``--vocab``).
     out : Path, optional
-        Directory for ``state/``, ``trace.jsonl``, ``summary.json`` and ``model``.
+        Directory for ``state/`` (snapshots), ``trace.jsonl`` and ``summary.json``.
     resume : bool
-        Continue the runs saved in ``out/state``.
+        Continue the runs saved in ``out/state``; the settings must match (see
+        :meth:`StreamConfig.fingerprint`), the stream may have grown.
     checkpoint_every : int
-        Actor-held runs: save snapshots every this many evaluation points (0: at the end).
+        Save snapshots every this many evaluation points (0: only at the end, when ``out`` is given).
     recovery_every : int
-        Actor-held runs: keep snapshots in memory every this many evaluation points.
+        Without a checkpoint, keep the runs' snapshots in the driver's memory every this many
+        evaluation points: a run whose worker dies is rebuilt from there (0: from its start).
     progress : ProgressReporter
         Progress of the evaluation points or runs.
 
@@ -74,7 +77,8 @@ def run_stream(
     Raises
     ------
     InvalidParameterError
-        Bad settings for this store (see the runners).
+        A multilingual store, a test store with another vocabulary, NMI selection without labels, or
+        a resumed stream with other settings.
     """
     return RUNNERS[config.algorithm](corpus, config, client=current_client(client), test_corpus=test_corpus,
                                      out=out, resume=resume, checkpoint_every=checkpoint_every,

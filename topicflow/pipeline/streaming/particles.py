@@ -212,39 +212,10 @@ def run_particle_streams(
     recovery_every: int = 10,
     progress: ProgressReporter = NO_PROGRESS,
 ) -> StreamResult:
-    """Run ``config.run.runs`` independent streams of ``config.algorithm`` over ``corpus``.
+    """:func:`topicflow.pipeline.streaming.run_stream` for the actor-held samplers (gibbs, olda, incgibbs, pf).
 
-    Parameters
-    ----------
-    corpus : Corpus
-        A monolingual store, read in store order.
-    config : StreamConfig
-    client : distributed.Client, optional
-        Runs become actors on its workers; default: the current client, else threads of this process.
-    test_corpus : Corpus, optional
-        Scored at every evaluation point (out-of-sample NMI with labels, and perplexity); it must use
-        the training store's vocabulary (``topicflow append`` into a copy, or ingest with ``--vocab``).
-    out : Path, optional
-        Directory for ``state/`` (snapshots), ``trace.jsonl`` and ``summary.json``.
-    resume : bool
-        Continue the runs saved in ``out/state``; the settings must match (see
-        :meth:`StreamConfig.fingerprint`), the stream may have grown.
-    checkpoint_every : int
-        Save snapshots every this many evaluation points (0: only at the end, when ``out`` is given).
-    recovery_every : int
-        Without a checkpoint, keep the runs' snapshots in the driver's memory every this many
-        evaluation points: a run whose worker dies is rebuilt from there (0: from its start).
-    progress : ProgressReporter
-
-    Returns
-    -------
-    StreamResult
-
-    Raises
-    ------
-    InvalidParameterError
-        A multilingual store, a test store with another vocabulary, NMI selection without labels, or
-        a resumed stream with other settings.
+    Each run is an actor on a worker (threads of this process without a cluster); the parameters and
+    what it returns and raises are documented on :func:`~topicflow.pipeline.streaming.run_stream`.
     """
     client = current_client(client)
     source = stream_source(corpus)
