@@ -1,6 +1,7 @@
-"""The sharded corpus store: a versioned zarr v3 layout (spec in docs/corpus-format.md).
+"""Reading the sharded corpus store (a versioned zarr v3 layout, spec in docs/corpus-format.md).
 
-This module owns reading and writing the store's arrays and its manifest. It never tokenizes and never
+This module owns reading the store's arrays and its manifest, validated (writing is in
+:mod:`topicflow.io.corpus.writer`, the layout's records in :mod:`topicflow.io.corpus.layout`). It never tokenizes and never
 holds more than one shard in memory. ``manifest.json`` is the commit point: a shard or candidate set
 that it does not list does not exist, which is what makes ingest and append atomic. Vocabulary
 version N extends version N-1 at its end (every term keeps its id), so shards encoded with any earlier

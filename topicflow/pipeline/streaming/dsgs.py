@@ -1,4 +1,4 @@
-"""Drivers of streaming Gibbs sampling: one sampler (SGS) and many behind a parameter server (DSGS).
+"""Distributed streaming Gibbs sampling (DSGS): many SGS samplers behind a parameter server.
 
 SGS (Gao, Chen and Zhu 2016, Algorithm 2) reads the store in minibatches of ``batch_size``
 documents in store order and hands each to :func:`topicflow.models.lda.streaming.sgs.observe_minibatch`.

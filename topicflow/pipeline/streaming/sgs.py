@@ -1,4 +1,9 @@
-"""Streaming Gibbs with decay (SGS) as runs of tasks, and its nightly continuation.
+"""Streaming Gibbs with decay (SGS, Gao, Chen and Zhu 2016, Algorithm 2): one sampler over the store.
+
+Reads the store in minibatches of ``batch_size`` documents in store order and hands each to
+:func:`topicflow.models.lda.streaming.sgs.observe_minibatch`; also the minibatch plan and the saved
+model that :mod:`topicflow.pipeline.streaming.dsgs` shares. Seeds, trace records, resume and the nightly
+continuation are in :mod:`topicflow.pipeline.streaming.sgs_runs`.
 """
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""Collapsed Gibbs sampling for LDA over one in-memory block of documents, with a sparse sampler.
+"""The SparseLDA sweep kernels of collapsed Gibbs sampling (Griffiths & Steyvers 2004; Yao et al. 2009).
 
-This module owns the batch collapsed Gibbs sampler of Griffiths and Steyvers (2004): the token arrays
-and count matrices of a :class:`GibbsState`, its random and sequential initializations, sweeps with
-optional hyperparameter optimization (Minka's fixed point on count histograms, Wallach 2008), the joint
-log-likelihood, the topic-word point estimate, and fold-in of held-out documents with the topics fixed.
+This module owns the sparse sampler: packed per-word topic lists, cached bucket coefficients and the
+sweep over one in-memory block. The state is in :mod:`~topicflow.models.lda.gibbs.state`, the chain
+(initialization, sweeps, hyperparameters) in :mod:`~topicflow.models.lda.gibbs.chain`, the scores in
+:mod:`~topicflow.models.lda.gibbs.scores` and fold-in in :mod:`~topicflow.models.lda.gibbs.fold_in`.
 It is also the initializer of the streaming samplers, which take its token arrays and assignments,
 and the per-minibatch sampler of streaming Gibbs (:mod:`topicflow.models.lda.streaming.sgs`), through an
 optional :class:`TopicWordPrior`: float pseudo-counts N_wk added to n_wk (and N_k to n_k), so that the

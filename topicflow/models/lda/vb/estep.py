@@ -1,4 +1,4 @@
-"""Variational Bayes for LDA and polylingual LDA: block E-step, batch M-step, ELBO terms.
+"""Variational Bayes for LDA and polylingual LDA: the block E-step and fold-in kernels.
 
 This module owns the math of batch variational LDA (Blei et al. 2003) split the way Mr. LDA splits it
 (Zhai et al. 2012): a *mapper* (:func:`estep_block`) fits q(theta_d) for every document of a block and
