@@ -49,3 +49,17 @@ def test_commands_keep_their_old_spellings(command: str, renamed: dict[str, str]
     assert cmd.renamed == renamed
     declared = {opt for param in cmd.params for opt in param.opts}
     assert set(renamed.values()) <= declared and not set(renamed) & declared
+
+
+def test_stream_refuses_an_option_its_algorithm_does_not_take(tmp_path: object) -> None:
+    """A typed option of another algorithm is refused by name; its default is not in the way."""
+    from pathlib import Path
+
+    from topicflow.testing.corpora import draw_planted_corpus, write_test_store
+
+    truth = draw_planted_corpus(n_docs=20, n_topics=2, n_terms=10, doc_length=5, alpha=0.5, seed=1)
+    store = write_test_store(Path(str(tmp_path)) / "s.zarr", truth.counts, shard_size=10)
+    result = CliRunner().invoke(main, ["stream", str(store), "--out", str(Path(str(tmp_path)) / "out"),
+                                       "--algo", "sgs", "--topics", "2", "--particles", "5"])
+    assert result.exit_code == 2, result.output
+    assert "n_particles does not apply to algorithm 'sgs'" in result.output
