@@ -23,11 +23,11 @@ from topicflow.pipeline.streaming.actors import (
     DocumentStream,
     stream_source,
 )
-from topicflow.pipeline.streaming.outputs import (
-    stream_model,
-)
+from topicflow.pipeline.streaming.outputs import stream_model
 
 log = logging.getLogger(__name__)
+
+
 # ----------------------------------------------------------------------------- the plan
 
 
