@@ -97,6 +97,51 @@ class DocBlock:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class OrderedBlock:
+    """Each document's tokens in reading order: the ordered-token layer of one shard of one language.
+
+    Stores ingested with ``--keep-order`` hold it beside the bag of words (docs/corpus-format.md);
+    sliding-window coherence, first-half document completion and raw-text models read it.
+
+    Attributes
+    ----------
+    indptr : ndarray of shape (n_docs + 1,), int64
+        The tokens of document d are ``tokens[indptr[d]:indptr[d + 1]]``.
+    tokens : ndarray of shape (n_tokens,), int32
+        A term id of the block's vocabulary (>= 0), or an out-of-vocabulary token as ``-(k + 1)``
+        where ``oov_terms[k]`` is its string.
+    oov_terms : ndarray of shape (n_oov,), object (str)
+        The block's distinct out-of-vocabulary strings.
+    doc_ids : ndarray of shape (n_docs,), object (str)
+    first_doc : int
+        Global position of the first document (as :attr:`DocBlock.first_doc`).
+    n_terms : int
+        Vocabulary size of ``language``.
+    language : str
+    """
+
+    indptr: IntArray
+    tokens: Int32Array
+    oov_terms: np.ndarray
+    doc_ids: np.ndarray
+    first_doc: int
+    n_terms: int
+    language: str = "default"
+
+    @property
+    def n_docs(self) -> int:
+        return int(self.indptr.shape[0] - 1)
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.tokens.shape[0])
+
+    def doc_tokens(self, row: int) -> Int32Array:
+        """Token codes of the ``row``-th document of the block, in reading order."""
+        return self.tokens[int(self.indptr[row]) : int(self.indptr[row + 1])]
+
+
 def concat_blocks(blocks: list[DocBlock]) -> DocBlock:
     """Join blocks of consecutive documents (same language and vocabulary) into one block."""
     if not blocks:
