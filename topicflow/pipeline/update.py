@@ -63,9 +63,18 @@ def continuer_for(model: SavedModel, model_path: Path) -> Continuer:
     Raises
     ------
     InvalidParameterError
-        A streamed model of an algorithm that continues with ``topicflow stream --resume`` instead.
+        A streamed model of an algorithm that continues with ``topicflow stream --resume`` instead, or
+        a model imported from another library.
     """
     key = continuation_key(model.info)
+    if model.info.kind == "imported":
+        source = model.info.extra.get("source")
+        library = str(source.get("library", "another library")) if isinstance(source, dict) else "another library"
+        raise InvalidParameterError(
+            f"model {str(model_path)!r} was imported from {library}, which `topicflow update` cannot continue; "
+            f"continue it in {library} and import it again, or fit a topicflow model with `topicflow fit`",
+            path=str(model_path),
+        )
     if key not in CONTINUERS:
         raise InvalidParameterError(
             f"model {str(model_path)!r} was made by `topicflow stream --algo {key}`, which `topicflow update` "

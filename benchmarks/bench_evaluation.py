@@ -1,0 +1,371 @@
+"""Every topicflow model, gensim LdaModel and tomotopy LDAModel, scored by one evaluation path (issue 17).
+
+One real labeled corpus, one K, one training store. Every topicflow model is fitted through the
+public Python API (``topicflow.LDA``: batch, online and hybrid VB; ``topicflow.StreamingLDA``: batch
+collapsed Gibbs, o-LDA, incremental Gibbs, the particle filter, SGS and DSGS) on a local cluster of
+worker processes, as the CLI runs them. gensim's ``LdaModel`` and tomotopy's ``LDAModel`` are fitted
+on the same bags of words (the store's term ids and counts, read from the store) and converted into
+topicflow saved models by :mod:`topicflow.io.models.foreign`. Every model, ours and theirs, is then
+saved with topicflow's model writer, loaded back, and scored by the same topicflow code:
+
+* coherence (``topicflow.metrics.coherence``: u_mass, c_npmi, c_v over the top 10 words) with the
+  training store as the reference;
+* held-out per-token log likelihood and perplexity by document completion on the held-out store;
+* topics as features: logistic-regression accuracy (stratified k-fold) on document topics against the
+  bag-of-words baseline, and NMI / ARI of each document's most probable topic against its label.
+
+Polylingual VB is fitted on the aligned English/German corpus (its own stores) and scored per language.
+
+Examples
+--------
+::
+
+    python benchmarks/bench_evaluation.py --corpus ~/.cache/topicflow-dev-corpora/labeled_fortunes.jsonl \\
+        --aligned ~/.cache/topicflow-dev-corpora/aligned_en_de_debref.jsonl --topics 20 --seeds 0
+
+Prints one JSON object per model as it is scored, a final JSON report, then a table.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_vb_lda import load_csr, split_jsonl
+
+from topicflow import LDA, StreamingLDA, __version__
+from topicflow.io.corpus.reader import Corpus
+from topicflow.io.models.foreign import from_gensim, from_tomotopy
+from topicflow.io.models.store import SavedModel, load_model, save_model
+from topicflow.io.sources.base import FieldSpec
+from topicflow.io.tokenizer import PruneConfig, TokenizerConfig
+from topicflow.pipeline.ingest.ingest import ingest_corpus
+
+DEV_CORPORA = Path.home() / ".cache" / "topicflow-dev-corpora"
+#: Collapsed-Gibbs family priors (every sampler, and tomotopy): the settings of bench_gibbs / bench_sgs.
+GIBBS_ALPHA, GIBBS_BETA = 0.1, 0.01
+#: Topic-word prior of the variational models (and gensim); their alpha is learned (asymmetric).
+VB_ETA = 0.01
+
+
+# ----------------------------------------------------------------------------- data
+
+
+@dataclass(frozen=True)
+class Stores:
+    """The stores of one benchmark run: training and held-out documents, labeled, and the aligned pair."""
+
+    train: Corpus
+    test: Corpus
+    poly_train: Corpus | None
+    poly_test: Corpus | None
+
+
+def ingest(source: Path, out: Path, fields: FieldSpec, prune: PruneConfig, client: Any) -> Corpus:
+    """One store from a JSON Lines file (reused when it exists: the split and tokenizer are fixed)."""
+    if not (out / "manifest.json").exists():
+        ingest_corpus([source], out, fields=fields, tokenizer=TokenizerConfig(), prune=prune, client=client,
+                      overwrite=True)
+    return Corpus.open(out)
+
+
+#: The labeled development corpora (../shared/corpora): file and the field used as the label.
+CORPORA = {
+    "fortunes": ("labeled_fortunes.jsonl", "label"),
+    "bible": ("bible_kjv.jsonl", "group"),
+}
+
+
+def build_stores(name: str, data_dir: Path, aligned: Path | None, workdir: Path, client: Any) -> Stores:
+    """Shuffle (seed 0) and hold out every tenth document, then ingest with the default tokenizer.
+
+    The training vocabulary keeps terms in at least 5 documents and at most half of them (the cut of
+    bench_vb_lda.py); held-out stores keep every term (evaluation matches terms by string and counts
+    out-of-vocabulary tokens apart).
+    """
+    file, label_field = CORPORA[name]
+    data = workdir / "data" / name
+    data.mkdir(parents=True, exist_ok=True)
+    train_jsonl, test_jsonl = split_jsonl([data_dir / file], data, every=10)
+    labeled = FieldSpec(id_field="id", text_field="text", label_field=label_field)
+    train = ingest(train_jsonl, data / "train.zarr", labeled, PruneConfig(min_df=5, max_df_fraction=0.5), client)
+    test = ingest(test_jsonl, data / "test.zarr", labeled, PruneConfig(), client)
+    poly_train = poly_test = None
+    if aligned is not None:
+        poly = workdir / "data" / "aligned"
+        poly.mkdir(parents=True, exist_ok=True)
+        ptrain, ptest = split_jsonl([aligned], poly, every=10)
+        both = FieldSpec(id_field="id", lang_fields=(("en", "en"), ("de", "de")))
+        # The English stop list is the only built-in one: German function words go by the max-df cut.
+        poly_train = ingest(ptrain, poly / "train.zarr", both, PruneConfig(min_df=3, max_df_fraction=0.3), client)
+        poly_test = ingest(ptest, poly / "test.zarr", both, PruneConfig(), client)
+    return Stores(train, test, poly_train, poly_test)
+
+
+def bags(corpus: Corpus) -> sp.csr_matrix:
+    """The store's documents as one CSR matrix of counts (the anchors need them in memory)."""
+    return load_csr(corpus)
+
+
+# ----------------------------------------------------------------------------- systems
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every system shares: K, the seed, and the budgets."""
+
+    n_topics: int
+    seed: int
+    vb_max_iter: int = 100
+    passes: int = 10
+    batch_size: int = 256
+    gibbs_sweeps: int = 500
+    init_docs: int = 600
+    particles: int = 20
+    rejuv: int = 10
+    sgs_batch_size: int = 256
+    decay: float = 0.9
+
+
+Fit = Callable[[Stores, Settings, Any], SavedModel]
+
+
+def fit_lda(corpus: Corpus, settings: Settings, client: Any, **params: Any) -> SavedModel:
+    estimator = LDA(settings.n_topics, topic_word_prior=VB_ETA, seed=settings.seed, **params)
+    return estimator.fit(corpus, client=client).model_
+
+
+def fit_batch(stores: Stores, settings: Settings, client: Any) -> SavedModel:
+    return fit_lda(stores.train, settings, client, max_iter=settings.vb_max_iter)
+
+
+def fit_online(stores: Stores, settings: Settings, client: Any) -> SavedModel:
+    return fit_lda(stores.train, settings, client, method="online", batch_size=settings.batch_size,
+                   passes=settings.passes)
+
+
+def fit_hybrid(stores: Stores, settings: Settings, client: Any) -> SavedModel:
+    return fit_lda(stores.train, settings, client, method="online", batch_size=settings.batch_size,
+                   passes=settings.passes, estep="hybrid")
+
+
+def fit_polylingual(stores: Stores, settings: Settings, client: Any) -> SavedModel:
+    assert stores.poly_train is not None
+    return fit_lda(stores.poly_train, settings, client, max_iter=settings.vb_max_iter)
+
+
+def fit_stream(algorithm: str, **params: Any) -> Fit:
+    def fit(stores: Stores, settings: Settings, client: Any) -> SavedModel:
+        estimator = StreamingLDA(algorithm, settings.n_topics, doc_topic_prior=GIBBS_ALPHA,
+                                 topic_word_prior=GIBBS_BETA, seed=settings.seed, **stream_settings(algorithm, settings),
+                                 **params)
+        return estimator.fit(stores.train, client=client).model_
+
+    return fit
+
+
+def stream_settings(algorithm: str, settings: Settings) -> dict[str, Any]:
+    """The budget of each streaming algorithm (one record at the end of the stream, no test store)."""
+    if algorithm == "gibbs":
+        return {"sweeps": settings.gibbs_sweeps, "eval_every": settings.gibbs_sweeps}
+    every = {"eval_every": 10**9}
+    if algorithm in ("sgs", "dsgs"):
+        return {**every, "batch_size": settings.sgs_batch_size, "decay": settings.decay}
+    common = {**every, "init_docs": settings.init_docs, "init_sweeps": 100, "init_select": "perplexity"}
+    if algorithm == "olda":
+        return common
+    if algorithm == "incgibbs":
+        return {**common, "rejuvenation_steps": settings.rejuv}
+    return {**common, "n_particles": settings.particles, "rejuvenation_steps": settings.rejuv, "ess_threshold": 0.2}
+
+
+def fit_gensim(stores: Stores, settings: Settings, client: Any) -> SavedModel:
+    """gensim LdaModel, online VB with topicflow's online settings: S, tau0 = 10, kappa = 0.7, passes, eta."""
+    from gensim.models import LdaModel
+
+    X = bags(stores.train)
+    vocabulary = stores.train.vocabulary()
+    documents = [list(zip(X.indices[X.indptr[d]:X.indptr[d + 1]].tolist(),
+                          X.data[X.indptr[d]:X.indptr[d + 1]].tolist())) for d in range(X.shape[0])]
+    model = LdaModel(documents, id2word={i: str(t) for i, t in enumerate(vocabulary.terms)},
+                     num_topics=settings.n_topics, chunksize=settings.batch_size, passes=settings.passes,
+                     update_every=1, alpha="auto", eta=VB_ETA, decay=0.7, offset=10.0, iterations=100,
+                     gamma_threshold=1e-3, eval_every=None, random_state=settings.seed)
+    return from_gensim(model, stores.train, settings={"alpha": "auto", "eta": VB_ETA, "seed": settings.seed})
+
+
+def fit_tomotopy(stores: Stores, settings: Settings, client: Any) -> SavedModel:
+    """tomotopy LDAModel, collapsed Gibbs with topicflow's Gibbs settings: alpha, beta fixed, same sweeps."""
+    import tomotopy as tp
+
+    X = bags(stores.train)
+    terms = np.asarray([str(t) for t in stores.train.vocabulary().terms], dtype=object)
+    model = tp.LDAModel(k=settings.n_topics, alpha=GIBBS_ALPHA, eta=GIBBS_BETA, min_cf=0, min_df=0, rm_top=0,
+                        seed=settings.seed, tw=tp.TermWeight.ONE)
+    for d in range(X.shape[0]):
+        row = slice(X.indptr[d], X.indptr[d + 1])
+        words = np.repeat(terms[X.indices[row]], X.data[row].astype(np.int64)).tolist()
+        if words:
+            model.add_doc(words)
+    model.optim_interval = 0  # fixed priors, as topicflow's Gibbs samplers run here
+    model.train(settings.gibbs_sweeps, workers=1)
+    return from_tomotopy(model, stores.train, settings={"iterations": settings.gibbs_sweeps, "workers": 1,
+                                                        "seed": settings.seed})
+
+
+@dataclass(frozen=True)
+class System:
+    """One row of the table: its name, family and how it is fitted."""
+
+    name: str
+    label: str
+    fit: Fit
+    polylingual: bool = False
+
+
+SYSTEMS: dict[str, System] = {s.name: s for s in (
+    System("batch-vb", "batch VB", fit_batch),
+    System("online-vb", "online VB", fit_online),
+    System("hybrid-vb", "hybrid VB (online, Gibbs E-step)", fit_hybrid),
+    System("gibbs", "collapsed Gibbs", fit_stream("gibbs")),
+    System("olda", "o-LDA", fit_stream("olda")),
+    System("incgibbs", "incremental Gibbs", fit_stream("incgibbs")),
+    System("pf", "particle filter", fit_stream("pf")),
+    System("sgs", "SGS", fit_stream("sgs")),
+    System("dsgs", "DSGS", fit_stream("dsgs", sync_first=2)),
+    System("gensim", "gensim LdaModel (online VB)", fit_gensim),
+    System("tomotopy", "tomotopy LDAModel (Gibbs)", fit_tomotopy),
+    System("polylingual-vb", "polylingual VB (en/de)", fit_polylingual, polylingual=True),
+)}
+
+
+# ----------------------------------------------------------------------------- scoring
+
+
+def score(model_path: Path, system: System, stores: Stores, client: Any) -> dict[str, Any]:
+    """Every score of one saved model, by topicflow's evaluation code (the model is read from disk)."""
+    from topicflow.pipeline.vb.infer import evaluate_model
+
+    model = load_model(model_path)
+    test = stores.poly_test if system.polylingual else stores.test
+    assert test is not None
+    result = evaluate_model(model, test, client=client, seed=0)
+    return {"perplexity": result.perplexity, "heldout_tokens": result.n_heldout_tokens}
+
+
+# ----------------------------------------------------------------------------- driver
+
+
+def run_system(system: System, stores: Stores, settings: Settings, client: Any, models: Path) -> dict[str, Any]:
+    started = time.perf_counter()
+    model = system.fit(stores, settings, client)
+    fit_seconds = time.perf_counter() - started
+    path = models / f"{system.name}-seed{settings.seed}"
+    save_model(path, model, overwrite=True)
+    started = time.perf_counter()
+    scores = score(path, system, stores, client)
+    return {"system": system.name, "label": system.label, "seed": settings.seed, "K": settings.n_topics,
+            "fit_seconds": round(fit_seconds, 2), "score_seconds": round(time.perf_counter() - started, 2),
+            "model": str(path), **scores}
+
+
+def warm_up(stores: Stores, client: Any) -> None:
+    """Compile the numba kernels on every worker and in this process before anything is timed."""
+    LDA(2, max_iter=1, seed=0).fit(stores.train, client=client)
+    LDA(2, method="online", estep="hybrid", seed=0).fit(stores.train, client=client)
+    for algorithm in ("gibbs", "olda", "incgibbs", "pf", "sgs", "dsgs"):
+        tiny = Settings(n_topics=2, seed=0, gibbs_sweeps=2, init_docs=20, particles=2, sgs_batch_size=20)
+        params = {**stream_settings(algorithm, tiny), "init_sweeps": 2} if algorithm in ("olda", "incgibbs", "pf") \
+            else stream_settings(algorithm, tiny)
+        StreamingLDA(algorithm, 2, max_docs=60, **params).fit(stores.train, client=client)
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    print()
+    print(f"{'corpus':<9} {'system':<34} {'seed':>4} {'fit s':>7} {'perplexity':>10}")
+    for row in rows:
+        print(f"{row['corpus']:<9} {row['label']:<34} {row['seed']:>4} {row['fit_seconds']:>7.1f} "
+              f"{row['perplexity']:>10.1f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpora", nargs="+", choices=list(CORPORA), default=["fortunes", "bible"],
+                        help="labeled development corpora: fortunes (label: 22 categories), bible (group: 10 divisions)")
+    parser.add_argument("--data-dir", type=Path, default=DEV_CORPORA,
+                        help="folder of the development corpora (../shared/corpora/build-dev-corpora.sh)")
+    parser.add_argument("--aligned", default="aligned_en_de_debref.jsonl",
+                        help="aligned corpus in --data-dir for polylingual VB (id, en, de); 'none' to skip")
+    parser.add_argument("--topics", type=int, default=20)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--systems", default=",".join(SYSTEMS))
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workdir", type=Path, default=None)
+    args = parser.parse_args(argv)
+
+    from distributed import Client, LocalCluster
+
+    names = args.systems.split(",")
+    unknown = sorted(set(names) - set(SYSTEMS))
+    if unknown:
+        parser.error(f"unknown systems {unknown}; choose from {', '.join(SYSTEMS)}")
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-eval-"))
+    rows: list[dict[str, Any]] = []
+    corpora: dict[str, dict[str, Any]] = {}
+    started = time.perf_counter()
+    with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+                      dashboard_address=":0") as cluster, Client(cluster) as client:
+        for index, corpus_name in enumerate(args.corpora):
+            # Polylingual VB has its own corpus: it runs once, with the first corpus.
+            aligned = None if args.aligned == "none" or index > 0 else args.data_dir / args.aligned
+            stores = build_stores(corpus_name, args.data_dir, aligned, workdir, client)
+            corpora[corpus_name] = describe(stores)
+            print(json.dumps({"corpus": corpus_name, **corpora[corpus_name]}), flush=True)
+            if index == 0:
+                warm_up(stores, client)
+            models = workdir / "models" / corpus_name
+            models.mkdir(parents=True, exist_ok=True)
+            for seed in args.seeds:
+                settings = Settings(n_topics=args.topics, seed=seed)
+                for name in names:
+                    system = SYSTEMS[name]
+                    if system.polylingual and stores.poly_train is None:
+                        continue
+                    row = {"corpus": "aligned" if system.polylingual else corpus_name,
+                           **run_system(system, stores, settings, client, models)}
+                    print(json.dumps(row), flush=True)
+                    rows.append(row)
+    report = {"command": shlex.join([sys.executable, *sys.argv]), "topicflow": __version__,
+              "python": platform.python_version(), "cpus": os.cpu_count(), "corpora": corpora,
+              "total_seconds": round(time.perf_counter() - started, 1), "rows": rows}
+    print(json.dumps(report), flush=True)
+    print_table(rows)
+    return 0
+
+
+def describe(stores: Stores) -> dict[str, Any]:
+    """Sizes of the stores, for the report."""
+    out = {"train_docs": len(stores.train), "train_tokens": stores.train.n_tokens,
+           "n_terms": len(stores.train.vocabulary()), "test_docs": len(stores.test),
+           "test_tokens": stores.test.n_tokens}
+    if stores.poly_train is not None and stores.poly_test is not None:
+        out["aligned"] = {"train_docs": len(stores.poly_train), "train_tokens": stores.poly_train.tokens_by_language(),
+                          "n_terms": stores.poly_train.vocab_sizes(), "test_docs": len(stores.poly_test)}
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())
