@@ -36,7 +36,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -350,6 +350,7 @@ def main(argv: list[str] | None = None) -> int:
                     rows.append(row)
     report = {"command": shlex.join([sys.executable, *sys.argv]), "topicflow": __version__,
               "python": platform.python_version(), "cpus": os.cpu_count(), "corpora": corpora,
+              "settings": asdict(Settings(n_topics=args.topics, seed=-1)) | {"seeds": args.seeds},
               "total_seconds": round(time.perf_counter() - started, 1), "rows": rows}
     print(json.dumps(report), flush=True)
     print_table(rows)
