@@ -246,10 +246,10 @@ class OrderEncoder:
     def add(self, tokens: Sequence[str] | None) -> None:
         """Append one document's tokens (None or empty: a document without text in this language)."""
         if tokens:
-            index, oov = self._index, self._oov
-            self._tokens.extend(
-                index[t] if t in index else -(oov.setdefault(t, len(oov)) + 1) for t in tokens
-            )
+            get, oov = self._index.get, self._oov
+            self._tokens.extend([
+                code if (code := get(t)) is not None else -(oov.setdefault(t, len(oov)) + 1) for t in tokens
+            ])
         self._indptr.append(len(self._tokens))
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
