@@ -124,3 +124,26 @@ def test_append_promote_min_df_grows_vocabulary_and_info_shows_version(tmp_path:
     assert "format version  2" in text and "vocabulary      default: 6 (version 2)" in text
     result = run("append", store, new, "--promote-min-df", "0", "--scheduler", scheduler)
     assert result.exit_code == 2 and "--promote-min-df" in result.output
+
+
+def test_ingest_keep_order_append_and_info(tmp_path: Path, scheduler: str) -> None:
+    src = write_rows(tmp_path / "in.jsonl", [
+        {"id": "a", "text": "Tax policy and the economy of tax"},
+        {"id": "b", "text": "economy grows, tax falls"},
+    ])
+    store = tmp_path / "s.zarr"
+    result = run("ingest", src, "--out", store, "--keep-order", "--min-df", "2", "--scheduler", scheduler)
+    assert result.exit_code == 0, result.output
+    new = write_rows(tmp_path / "new.jsonl", [{"id": "c", "text": "zebra economy"}])
+    assert run("append", store, new, "--scheduler", scheduler).exit_code == 0
+    corpus = Corpus.open(store)
+    assert corpus.has_order and corpus.verify() == []
+    texts = [t for block in corpus.iter_ordered() for t in block.texts(corpus.vocabulary())]
+    assert texts == [["tax", "policy", "economy", "tax"], ["economy", "grows", "tax", "falls"], ["zebra", "economy"]]
+    info = json.loads(run("info", store, "--format", "json").output)
+    assert info["has_order"] is True and info["format_version"] == 3
+    assert "token order     kept" in run("info", store).output
+    plain = tmp_path / "plain.zarr"
+    assert run("ingest", src, "--out", plain, "--scheduler", scheduler).exit_code == 0
+    assert "token order     not kept (ingest --keep-order keeps it)" in run("info", plain).output
+    assert json.loads(run("info", plain, "--format", "json").output)["has_order"] is False
