@@ -71,14 +71,15 @@ class Stores:
     train: Corpus
     test: Corpus
     poly_train: Corpus | None
-    poly_test: Corpus | None
+    #: Held-out aligned pairs by what they hold: "en+de" (both sides), "en" and "de" (one side each).
+    poly_test: dict[str, Corpus]
 
 
 def ingest(source: Path, out: Path, fields: FieldSpec, prune: PruneConfig, client: Any) -> Corpus:
-    """One store from a JSON Lines file (reused when it exists: the split and tokenizer are fixed)."""
-    if not (out / "manifest.json").exists():
+    """One store, with token order kept, from a JSON Lines file (reused when it exists and keeps order)."""
+    if not (out / "manifest.json").exists() or not Corpus.open(out).has_order:
         ingest_corpus([source], out, fields=fields, tokenizer=TokenizerConfig(), prune=prune, client=client,
-                      overwrite=True)
+                      keep_order=True, overwrite=True)
     return Corpus.open(out)
 
 
@@ -90,7 +91,7 @@ CORPORA = {
 
 
 def build_stores(name: str, data_dir: Path, aligned: Path | None, workdir: Path, client: Any) -> Stores:
-    """Shuffle (seed 0) and hold out every tenth document, then ingest with the default tokenizer.
+    """Shuffle (seed 0) and hold out every tenth document, then ingest with the default tokenizer, order kept.
 
     The training vocabulary keeps terms in at least 5 documents and at most half of them (the cut of
     bench_vb_lda.py); held-out stores keep every term (evaluation matches terms by string and counts
@@ -103,7 +104,7 @@ def build_stores(name: str, data_dir: Path, aligned: Path | None, workdir: Path,
     labeled = FieldSpec(id_field="id", text_field="text", label_field=label_field)
     train = ingest(train_jsonl, data / "train.zarr", labeled, PruneConfig(min_df=5, max_df_fraction=0.5), client)
     test = ingest(test_jsonl, data / "test.zarr", labeled, PruneConfig(), client)
-    poly_train = poly_test = None
+    poly_train, poly_test = None, {}
     if aligned is not None:
         poly = workdir / "data" / "aligned"
         poly.mkdir(parents=True, exist_ok=True)
@@ -111,7 +112,10 @@ def build_stores(name: str, data_dir: Path, aligned: Path | None, workdir: Path,
         both = FieldSpec(id_field="id", lang_fields=(("en", "en"), ("de", "de")))
         # The English stop list is the only built-in one: German function words go by the max-df cut.
         poly_train = ingest(ptrain, poly / "train.zarr", both, PruneConfig(min_df=3, max_df_fraction=0.3), client)
-        poly_test = ingest(ptest, poly / "test.zarr", both, PruneConfig(), client)
+        poly_test["en+de"] = ingest(ptest, poly / "test.zarr", both, PruneConfig(), client)
+        for lang in ("en", "de"):  # one side only: the model infers theta from that language alone
+            one = FieldSpec(id_field="id", lang_fields=((lang, lang),))
+            poly_test[lang] = ingest(ptest, poly / f"test-{lang}.zarr", one, PruneConfig(), client)
     return Stores(train, test, poly_train, poly_test)
 
 
@@ -255,15 +259,58 @@ SYSTEMS: dict[str, System] = {s.name: s for s in (
 # ----------------------------------------------------------------------------- scoring
 
 
-def score(model_path: Path, system: System, stores: Stores, client: Any) -> dict[str, Any]:
-    """Every score of one saved model, by topicflow's evaluation code (the model is read from disk)."""
-    from topicflow.pipeline.vb.infer import evaluate_model
+#: Coherence measures of the table (top 10 words, gensim's windows: 10 for c_npmi, 110 for c_v).
+MEASURES = ("u_mass", "c_npmi", "c_v")
+TOP_N = 10
+#: Held-out protocols: the default (completion with a random half of each document's tokens observed) and
+#: Wallach et al.'s left-to-right estimator.
+PROTOCOLS = ("completion-random", "left-to-right")
+FOLDS = 5
+
+
+def score(model_path: Path, system: System, stores: Stores, client: Any, seed: int) -> dict[str, Any]:
+    """Every score of one saved model, by topicflow's evaluation code (the model is read from disk).
+
+    Coherence uses the training store as the reference; held-out likelihood the held-out store;
+    classification and clustering the training store's labels (documents folded in with the topics
+    fixed, 5-fold stratified cross-validation). The evaluation seed is the fit's seed.
+    """
+    from topicflow.metrics import coherence
+    from topicflow.pipeline.evaluation import heldout_likelihood, topic_features_scores
 
     model = load_model(model_path)
-    test = stores.poly_test if system.polylingual else stores.test
-    assert test is not None
-    result = evaluate_model(model, test, client=client, seed=0)
-    return {"perplexity": result.perplexity, "heldout_tokens": result.n_heldout_tokens}
+    out: dict[str, Any] = {}
+    timings: dict[str, float] = {}
+    reference = stores.poly_train if system.polylingual else stores.train
+    assert reference is not None
+    languages = model.state.languages if system.polylingual else (None,)
+    for measure in MEASURES:
+        started = time.perf_counter()
+        for lang in languages:
+            result = coherence(model, reference, measure=measure, top_n=TOP_N, language=lang, client=client)
+            out[measure if lang is None else f"{measure}_{lang}"] = result.mean
+        timings[measure] = time.perf_counter() - started
+    tests = ({f"_{name}" if name != "en+de" else "": store for name, store in stores.poly_test.items()}
+             if system.polylingual else {"": stores.test})
+    for protocol in PROTOCOLS:
+        started = time.perf_counter()
+        for suffix, test in tests.items():
+            held = heldout_likelihood(model, test, protocol, client=client, seed=seed)
+            key = protocol.replace("-", "_") + suffix
+            out[f"{key}_perplexity"] = held.perplexity
+            out[f"{key}_log_lik_per_token"] = held.log_lik_per_token
+            out[f"{key}_tokens"] = held.n_tokens
+        timings[protocol] = time.perf_counter() - started
+    if not system.polylingual:
+        started = time.perf_counter()
+        features = topic_features_scores(model, stores.train, client=client, n_folds=FOLDS, seed=seed)
+        out.update(accuracy=features.classification.mean_accuracy, accuracy_std=features.classification.std_accuracy,
+                   baseline_accuracy=features.baseline.mean_accuracy, nmi=features.clustering.nmi_arithmetic,
+                   ari=features.clustering.ari, purity=features.clustering.purity,
+                   n_clusters=features.clustering.n_clusters, n_classes=features.clustering.n_classes)
+        timings["features"] = time.perf_counter() - started
+    out["score_seconds_by_part"] = {name: round(value, 2) for name, value in timings.items()}
+    return out
 
 
 # ----------------------------------------------------------------------------- driver
@@ -276,7 +323,7 @@ def run_system(system: System, stores: Stores, settings: Settings, client: Any, 
     path = models / f"{system.name}-seed{settings.seed}"
     save_model(path, model, overwrite=True)
     started = time.perf_counter()
-    scores = score(path, system, stores, client)
+    scores = score(path, system, stores, client, settings.seed)
     return {"system": system.name, "label": system.label, "seed": settings.seed, "K": settings.n_topics,
             "fit_seconds": round(fit_seconds, 2), "score_seconds": round(time.perf_counter() - started, 2),
             "model": str(path), **scores}
@@ -293,12 +340,63 @@ def warm_up(stores: Stores, client: Any) -> None:
         StreamingLDA(algorithm, 2, max_docs=60, **params).fit(stores.train, client=client)
 
 
-def print_table(rows: list[dict[str, Any]]) -> None:
-    print()
-    print(f"{'corpus':<9} {'system':<34} {'seed':>4} {'fit s':>7} {'perplexity':>10}")
+#: Columns of the table: (row key, header, format).
+COLUMNS = (
+    ("fit_seconds", "fit s", ".1f"), ("u_mass", "u_mass", ".3f"), ("c_npmi", "c_npmi", ".4f"), ("c_v", "c_v", ".3f"),
+    ("completion_random_perplexity", "perplexity (completion)", ".0f"),
+    ("left_to_right_perplexity", "perplexity (left-to-right)", ".0f"),
+    ("accuracy", "accuracy", ".3f"), ("nmi", "NMI", ".3f"), ("ari", "ARI", ".3f"),
+)
+
+
+def cell(values: list[float], fmt: str) -> str:
+    """Mean, and ± the standard deviation over seeds when there are several."""
+    if not values:
+        return ""
+    mean = float(np.mean(values))
+    return f"{mean:{fmt}}" if len(values) == 1 else f"{mean:{fmt}} ± {float(np.std(values)):{fmt}}"
+
+
+def value_of(row: dict[str, Any], key: str, language: str | None) -> Any:
+    """A column's value in a row; for one language of a polylingual row, that language's score."""
+    if language is None or key == "fit_seconds":
+        return row.get(key)
+    if key.endswith("_perplexity"):
+        return row.get(key.removesuffix("_perplexity") + f"_{language}_perplexity")
+    return row.get(f"{key}_{language}")
+
+
+def table_rows(rows: list[dict[str, Any]]) -> list[tuple[str, str, dict[str, list[float]]]]:
+    """(corpus, label, values by column key over seeds) per corpus and system, in run order.
+
+    A polylingual row becomes one row per language.
+    """
+    groups: dict[tuple[str, str], dict[str, list[float]]] = {}
     for row in rows:
-        print(f"{row['corpus']:<9} {row['label']:<34} {row['seed']:>4} {row['fit_seconds']:>7.1f} "
-              f"{row['perplexity']:>10.1f}")
+        languages: tuple[str | None, ...] = ("en", "de") if row["system"] == "polylingual-vb" else (None,)
+        for lang in languages:
+            label = row["label"] if lang is None else f"{row['label']}, {lang}"
+            values = groups.setdefault((row["corpus"], label), {})
+            for key, _, _ in COLUMNS:
+                value = value_of(row, key, lang)
+                if value is not None:
+                    values.setdefault(key, []).append(float(value))
+    return [(corpus, label, values) for (corpus, label), values in groups.items()]
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    """The results as a Markdown table (mean ± standard deviation over seeds), then each corpus's baseline."""
+    print()
+    print("| corpus | model | " + " | ".join(header for _, header, _ in COLUMNS) + " |")
+    print("|---|---|" + "---:|" * len(COLUMNS))
+    for corpus, label, values in table_rows(rows):
+        print(f"| {corpus} | {label} | " + " | ".join(cell(values.get(k, []), f) for k, _, f in COLUMNS) + " |")
+    baselines: dict[str, list[float]] = {}
+    for row in rows:
+        if "baseline_accuracy" in row:
+            baselines.setdefault(row["corpus"], []).append(row["baseline_accuracy"])
+    for corpus, values in baselines.items():
+        print(f"\n{corpus}: bag-of-words (tf-idf) baseline accuracy {cell(values, '.3f')} (same folds)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -362,9 +460,9 @@ def describe(stores: Stores) -> dict[str, Any]:
     out = {"train_docs": len(stores.train), "train_tokens": stores.train.n_tokens,
            "n_terms": len(stores.train.vocabulary()), "test_docs": len(stores.test),
            "test_tokens": stores.test.n_tokens}
-    if stores.poly_train is not None and stores.poly_test is not None:
+    if stores.poly_train is not None:
         out["aligned"] = {"train_docs": len(stores.poly_train), "train_tokens": stores.poly_train.tokens_by_language(),
-                          "n_terms": stores.poly_train.vocab_sizes(), "test_docs": len(stores.poly_test)}
+                          "n_terms": stores.poly_train.vocab_sizes(), "test_docs": len(stores.poly_test["en+de"])}
     return out
 
 
