@@ -18,8 +18,8 @@ Manning, Raghavan and Schuetze (2008). Introduction to Information Retrieval, se
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
