@@ -108,7 +108,7 @@ def check_classes(labels: Any, n_folds: int) -> np.ndarray:
     smallest = int(np.argmin(sizes))
     if sizes[smallest] < n_folds:
         raise InvalidParameterError(
-            f"class {classes[smallest]!r} has {int(sizes[smallest])} documents, fewer than the {n_folds} folds "
+            f"class {str(classes[smallest])!r} has {int(sizes[smallest])} documents, fewer than the {n_folds} folds "
             "of the stratified cross-validation; use fewer folds (--folds), more documents (--max-docs), or "
             "drop that label from the store"
         )

@@ -118,6 +118,8 @@ def nmi(labels_true: Any, labels_pred: Any, average_method: NMIAverage = "arithm
     joint = contingency_table(labels_true, labels_pred).astype(np.float64)
     if joint.shape[0] == joint.shape[1] == 1 or joint.size == 0:
         return 1.0
+    if 1 in joint.shape:  # one labeling has a single cluster: MI <= its entropy = 0 (exactly, not by rounding)
+        return 0.0
     n = float(joint.sum())
     a, b = joint.sum(axis=1), joint.sum(axis=0)
     nz = joint > 0

@@ -128,7 +128,7 @@ def map_first_half_completion(
         Share of each document's tokens observed (its first ones).
     split_every : int
     token : str
-        Names the keys ``first-half-<token>-<i>`` and ``sum-<token>-...``.
+        Names the keys ``first-half-<token>-<i>`` and ``sum-first-half-<token>-...``.
 
     Returns
     -------
@@ -140,7 +140,7 @@ def map_first_half_completion(
              dask_key_name=f"first-half-{token}-{i}")
         for i, (block, layer) in enumerate(zip(blocks, ordered, strict=True))
     ]
-    return tree_reduce(parts, evaluation.merge_heldout_stats, split_every=split_every, name=f"sum-{token}")
+    return tree_reduce(parts, evaluation.merge_heldout_stats, split_every=split_every, name=f"sum-first-half-{token}")
 
 
 def _left_to_right_task(
@@ -177,7 +177,7 @@ def map_left_to_right(
     seed : int
     split_every : int
     token : str
-        Names the keys ``left-to-right-<token>-<i>`` and ``sum-<token>-...``.
+        Names the keys ``left-to-right-<token>-<i>`` and ``sum-left-to-right-<token>-...``.
     ordered : sequence of dict of str to Delayed[OrderedBlock], optional
         The ordered-token layer of the same shards: tokens are scored in reading order. Without it,
         in the bag's CSR order (:func:`~topicflow.metrics.heldout.bag_token_sequences`).
@@ -195,7 +195,8 @@ def map_left_to_right(
              dask_key_name=f"left-to-right-{token}-{i}")
         for i, (block, layer) in enumerate(zip(blocks, layers, strict=True))
     ]
-    return tree_reduce(parts, evaluation.merge_heldout_stats, split_every=split_every, name=f"sum-{token}")
+    return tree_reduce(parts, evaluation.merge_heldout_stats, split_every=split_every,
+                       name=f"sum-left-to-right-{token}")
 
 
 def _features_task(
