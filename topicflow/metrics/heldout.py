@@ -367,8 +367,8 @@ def split_ordered_tokens(
 
     Notes
     -----
-    Document completion with the first half observed (Wallach et al. 2009, section 5.1; Rosen-Zvi et
-    al. 2004 used the same split). NumPy equivalent per document: ``n_obs = floor(f * N + 0.5)``;
+    Document completion with the first half observed (the split of Wallach et al. 2009's document
+    completion). NumPy equivalent per document: ``n_obs = floor(f * N + 0.5)``;
     ``observed = np.bincount(tokens[:n_obs])``, ``heldout = np.bincount(tokens[n_obs:])``.
 
     Examples

@@ -19,7 +19,6 @@ Glossary (Wallach et al. 2009):
 References
 ----------
 Wallach, Murray, Salakhutdinov and Mimno (2009). Evaluation methods for topic models. ICML.
-Buntine (2009). Estimating likelihoods for topic models. ACML.
 """
 from __future__ import annotations
 
@@ -191,10 +190,9 @@ def left_to_right_log_likelihood(
 
     With R = 1 the product of the p_n is an unbiased estimate of p(w): weighting a particle by
     p(w_n | z_<n) and then drawing z_n turns the posterior of z_<n given w_<n into that of z_<=n
-    given w_<=n times p(w_n | w_<n), and the Gibbs sweep leaves that posterior invariant (Buntine
-    2009 makes the same point). With R > 1 the average over particles is taken at every position
-    before the product, as printed, which is no longer unbiased; ``tests/metrics/test_left_to_right.py``
-    checks both against exact enumeration.
+    given w_<=n times p(w_n | w_<n), and the Gibbs sweep leaves that posterior invariant. With R > 1
+    the average over particles is taken at every position before the product, as printed, which is
+    no longer unbiased; ``tests/metrics/test_left_to_right.py`` checks both against exact enumeration.
 
     NumPy equivalent of one particle's step n: ``counts = np.bincount(z[:n], minlength=K)``; for j in
     range(n): ``counts[z[j]] -= 1; p = phi[:, w[j]] * (counts + alpha); z[j] = draw(p); counts[z[j]] += 1``;
