@@ -46,6 +46,8 @@ VersionKind = Literal["fit", "update"]
 Family = Literal["lda"]
 #: Output formats of the reporting commands.
 OutputFormat = Literal["text", "json"]
+#: Held-out likelihood protocols of ``topicflow evaluate --protocol`` (docs/evaluation.md).
+HeldoutProtocol = Literal["completion-random", "completion-first-half", "left-to-right", "bound"]
 
 
 def choices(literal: Any) -> tuple[str, ...]:

@@ -4,3 +4,14 @@ Every saved model, whatever its family or how it was made, is evaluated through 
 math lives in :mod:`topicflow.metrics`, the per-partition graphs in :mod:`topicflow.tasks`.
 """
 from __future__ import annotations
+
+from topicflow.pipeline.evaluation.features import FeaturesResult, topic_features_scores
+from topicflow.pipeline.evaluation.heldout import (
+           PROTOCOLS,
+           HeldoutOptions,
+           HeldoutResult,
+           heldout_likelihood,
+)
+
+__all__ = ["PROTOCOLS", "FeaturesResult", "HeldoutOptions", "HeldoutResult", "heldout_likelihood",
+           "topic_features_scores"]
