@@ -46,6 +46,10 @@ VersionKind = Literal["fit", "update"]
 Family = Literal["lda"]
 #: Output formats of the reporting commands.
 OutputFormat = Literal["text", "json"]
+#: Topic coherence measures, named as gensim's CoherenceModel names them.
+CoherenceMeasure = Literal["c_v", "u_mass", "c_uci", "c_npmi"]
+#: Which words a sliding window holds: gensim's incremental set (its default) or the exact set.
+WindowSets = Literal["gensim", "exact"]
 
 
 def choices(literal: Any) -> tuple[str, ...]:
