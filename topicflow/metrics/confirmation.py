@@ -45,8 +45,10 @@ def one_pre(n: int) -> tuple[IntArray, IntArray]:
 
     Returns
     -------
-    first, second : ndarray of int64
-        ``first[k] = i`` (the conditioned word, ``W'``) and ``second[k] = j`` (``W*``).
+    first : ndarray of int64
+        The conditioned word ``W' = w_i`` of each pair.
+    second : ndarray of int64
+        The conditioning word ``W* = w_j``, ``j < i``.
 
     Examples
     --------
@@ -67,7 +69,10 @@ def one_one(n: int) -> tuple[IntArray, IntArray]:
 
     Returns
     -------
-    first, second : ndarray of int64
+    first : ndarray of int64
+        ``W' = w_i`` of each pair.
+    second : ndarray of int64
+        ``W* = w_j``, ``j != i``.
 
     Examples
     --------
@@ -115,13 +120,13 @@ def log_ratio(joint: IntArray, first: IntArray, second: IntArray, n_units: int) 
     Returns
     -------
     ndarray of float64
-        inf or NaN where a word never occurs, as in gensim.
+        Inf or NaN where a word never occurs, as in gensim.
     """
     n = float(n_units)
     with np.errstate(divide="ignore", invalid="ignore"):
         numerator = np.asarray(joint, np.float64) / n + EPSILON
         denominator = np.asarray(first, np.float64) / n * (np.asarray(second, np.float64) / n)
-        return np.log(numerator / denominator)  # type: ignore[no-any-return]
+        return np.log(numerator / denominator)
 
 
 def normalized_log_ratio(joint: IntArray, first: IntArray, second: IntArray, n_units: int) -> FloatArray:
@@ -139,7 +144,7 @@ def normalized_log_ratio(joint: IntArray, first: IntArray, second: IntArray, n_u
     ndarray of float64
     """
     with np.errstate(divide="ignore", invalid="ignore"):
-        return log_ratio(joint, first, second, n_units) / -np.log(  # type: ignore[no-any-return]
+        return log_ratio(joint, first, second, n_units) / -np.log(
             np.asarray(joint, np.float64) / float(n_units) + EPSILON
         )
 
@@ -290,7 +295,7 @@ MEASURES: dict[str, Measure] = {
 
 
 def arithmetic_mean(values: FloatArray | list[float]) -> float:
-    """gensim's aggregation over topics: ``numpy.mean`` (NaN if any topic is NaN).
+    """Average per-topic values as gensim's aggregation does: ``numpy.mean`` (NaN if any topic is NaN).
 
     Parameters
     ----------

@@ -28,7 +28,12 @@ import numpy as np
 
 from topicflow._typing import CoherenceMeasure, WindowSets, choices
 from topicflow.errors import InvalidParameterError
-from topicflow.metrics.confirmation import MEASURES, Measure, arithmetic_mean, topic_values
+from topicflow.metrics.confirmation import (
+    MEASURES,
+    Measure,
+    arithmetic_mean,
+    topic_values,
+)
 from topicflow.metrics.cooccurrence import (
     CooccurrenceCounts,
     PairIndex,
@@ -75,7 +80,7 @@ class TopicSource:
 
     name: str
     accepts: Callable[[Any], bool]
-    read: Callable[[Any, int, "str | None"], TopicWords]
+    read: Callable[[Any, int, str | None], TopicWords]
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,7 +298,7 @@ def texts_block(texts: Sequence[Sequence[str]], vocabulary: Sequence[str] | None
     Parameters
     ----------
     texts : sequence of sequences of str
-        gensim's ``texts``.
+        The texts, as gensim's ``texts``.
     vocabulary : sequence of str, optional
         The reference vocabulary (gensim's dictionary); tokens outside it become out-of-vocabulary
         codes. Default: every token of ``texts``.
