@@ -11,8 +11,7 @@ from topicflow._typing import CoherenceMeasure, OutputFormat, WindowSets, choice
 from topicflow.cli._common import cluster_options, reports_errors
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.store import load_model
-from topicflow.metrics.confirmation import MEASURES
-from topicflow.metrics.topic_coherence import DEFAULT_TOP_N
+from topicflow.metrics.topic_coherence import DEFAULT_TOP_N, resolve_measure
 from topicflow.pipeline.cluster import ClusterConfig, connect
 from topicflow.pipeline.evaluation.coherence import evaluate_coherence, require_order
 
@@ -38,9 +37,10 @@ from topicflow.pipeline.evaluation.coherence import evaluate_coherence, require_
 def coherence(model_path: str, store: str, measure: str, top_n: int, window: int | None, language: str | None,
               window_sets: str, split_every: int | None, fmt: str, cluster: ClusterConfig) -> None:
     """Coherence of each topic of MODEL (its top words) and their mean, counted in a reference store."""
-    model = load_model(Path(model_path))  # fail fast, before a cluster starts
+    found, _ = resolve_measure(measure, window)  # fail fast, before a cluster starts
+    model = load_model(Path(model_path))
     corpus = Corpus.open(store)
-    if MEASURES[measure].uses_windows:
+    if found.uses_windows:
         require_order(corpus, measure)
     with connect(cluster) as client:
         result = evaluate_coherence(model, corpus, measure=measure, top_n=top_n, window=window,
