@@ -12,7 +12,14 @@ from hypothesis import strategies as st
 from tests.reference import coherence_numpy as ref
 from topicflow.errors import InvalidParameterError
 from topicflow.metrics import CoherenceResult, coherence
-from topicflow.metrics.confirmation import EPSILON, MEASURES, c_v, one_one, one_pre, u_mass
+from topicflow.metrics.confirmation import (
+    EPSILON,
+    MEASURES,
+    c_v,
+    one_one,
+    one_pre,
+    u_mass,
+)
 from topicflow.metrics.cooccurrence import (
     CooccurrenceCounts,
     PairIndex,
@@ -112,7 +119,9 @@ def test_segmentations_are_gensims() -> None:
 
 def test_measure_table_matches_gensim() -> None:
     from gensim.models.coherencemodel import SLIDING_WINDOW_SIZES
-    from gensim.topic_coherence.direct_confirmation_measure import EPSILON as GENSIM_EPSILON
+    from gensim.topic_coherence.direct_confirmation_measure import (
+        EPSILON as GENSIM_EPSILON,
+    )
 
     assert EPSILON == GENSIM_EPSILON
     for name, measure in MEASURES.items():

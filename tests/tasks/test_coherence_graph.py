@@ -14,7 +14,11 @@ from topicflow.metrics.cooccurrence import PairIndex, RelevantWords, count_docum
 from topicflow.models.common.blocks import concat_blocks
 from topicflow.pipeline.cluster import compute
 from topicflow.tasks import coherence as tasks_coherence
-from topicflow.tasks.coherence import map_document_counts, map_window_counts, reduce_counts
+from topicflow.tasks.coherence import (
+    map_document_counts,
+    map_window_counts,
+    reduce_counts,
+)
 from topicflow.testing.corpora import write_test_store
 
 WORDS = ("de00002", "de00005", "de00011", "de00017", "de00023")

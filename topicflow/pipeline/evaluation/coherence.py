@@ -16,7 +16,11 @@ from typing import Any
 import numpy as np
 
 from topicflow import config as tf_config
-from topicflow.errors import InvalidParameterError, VocabularyMismatchError
+from topicflow.errors import (
+    InvalidParameterError,
+    OrderNotKeptError,
+    VocabularyMismatchError,
+)
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.store import SavedModel, load_model
 from topicflow.metrics.cooccurrence import CooccurrenceCounts, RelevantWords
@@ -158,8 +162,7 @@ def count_store(corpus: Corpus, request: CountRequest, client: Any = None) -> Re
     token = graph_token(corpus.token(), lang, request.words, measure.name, request.window, request.exact_windows)
     if measure.uses_windows:
         require_order(corpus, measure.name)
-        ordered = corpus.to_delayed_ordered  # type: ignore[attr-defined]
-        parts = map_window_counts(ordered(lang), relevant, request.pairs,
+        parts = map_window_counts(corpus.to_delayed_ordered(lang), relevant, request.pairs,
                                   window=int(request.window or 0), exact=request.exact_windows, token=token)
     else:
         parts = map_document_counts(corpus.to_delayed(lang), relevant, request.pairs, token=token)
@@ -181,10 +184,8 @@ def require_order(corpus: Corpus, measure: str) -> None:
     measure : str
         The window measure asked for (named in the message).
     """
-    if not getattr(corpus, "has_order", False):  # TODO(order merge): corpus.has_order, OrderNotKeptError
-        from topicflow import errors
-
-        raise getattr(errors, "OrderNotKeptError", InvalidParameterError)(
+    if not corpus.has_order:
+        raise OrderNotKeptError(
             f"{measure} counts sliding windows, which need each document's tokens in reading order, but "
             f"store {str(corpus.path)!r} was ingested without them. Re-ingest it with `topicflow ingest "
             "--keep-order`, or use --measure u_mass (document co-occurrence, which any store supports).",
