@@ -185,6 +185,11 @@ def test_documented_members_are_those_a_module_defines() -> None:
     assert ext.member_kind(recovery.TopicMatch) == "class"
     assert ext.member_kind(recovery.hellinger) == "function"
     assert ext.top_level_names()["topicflow.api.lda.LDA"] == "topicflow.LDA"
+    # A package's __all__ taken from its modules is listed on the package (documented where defined).
+    from topicflow.pipeline import streaming, vb
+
+    assert ext.package_exports(vb) == [("topicflow.pipeline.vb.OnlineConfig", "topicflow.pipeline.vb.online.OnlineConfig")]
+    assert ext.package_exports(streaming) == []  # RUNNERS is a dict, run_stream defined in the package itself
 
 
 def test_references_without_a_page_must_still_name_real_objects() -> None:

@@ -1,6 +1,6 @@
 """Sphinx extension for the topicflow site: API pages, the CLI reference, notebook sizes, repository links.
 
-Four small pieces, each registered in :func:`setup`:
+Small pieces, each registered in :func:`setup`:
 
 ``topicflow-api`` directive
     ``{topicflow-api} topicflow.metrics`` documents a package and every public module below it (found by
@@ -15,13 +15,17 @@ Notebook parameters (``source-read``)
     with the smaller values of the ``topicflow_notebook_parameters`` setting (one entry per notebook),
     so the whole build stays fast; the rendered parameters cell shows the values that produced the
     outputs below it.
-Links to the repository (``missing-reference``)
-    The markdown pages link to files outside ``docs/`` (``../benchmarks/RESULTS.md``, source files). A
-    link to a file that is a page of the site goes to that page; a link to another existing file of the
-    repository is rendered as its text (the site is read offline, away from the repository); a link to a
-    missing file still warns. Cross-references in docstrings to ``topicflow`` objects that exist but are
-    not part of the API reference (model kernels, task builders) are rendered as code, without a link;
+Links to the repository (``doctree-read``) and to undocumented objects (``missing-reference``)
+    The markdown pages link to files outside ``docs/``. A link to a file that is a page of the site
+    (``topicflow_repository_pages``: ``../README.md``, ``../benchmarks/RESULTS.md``) goes to that page;
+    MyST makes a link to another existing file a download (the file is copied into the site), and a
+    link to a missing file warns. Cross-references in docstrings to ``topicflow`` objects that are not
+    part of the API reference (model kernels, task builders) are rendered as code without a link, and
     a reference to a name that does not exist still warns.
+Module docstrings and signatures (``autodoc-process-docstring``, ``autodoc-process-signature``)
+    numpydoc formats the docstrings of functions and classes but leaves modules alone: their
+    ``Glossary:`` blocks and ``References`` sections are turned into lists here. Signatures stay
+    autodoc's (numpydoc's would split annotations such as ``dict[str, Any]`` at their commas).
 """
 from __future__ import annotations
 
@@ -40,6 +44,7 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from docutils.parsers.rst.states import RSTState
 from docutils.statemachine import StringList
+from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
@@ -135,6 +140,10 @@ class ApiDirective(SphinxDirective):
         lines = [f".. automodule:: {name}", ""]
         if moved:
             lines += [f"Documented at the top level: {', '.join(moved)}.", ""]
+        exported = package_exports(module)
+        if exported:
+            names = ", ".join(f":obj:`{public} <{defined}>`" for public, defined in exported)
+            lines += [f"Importable from ``{name}``: {names} (each documented in its module below).", ""]
         if members:
             lines += [".. autosummary::", "   :nosignatures:", ""] + [f"   {m}" for m in members] + [""]
         for member in members:
@@ -147,6 +156,17 @@ class ApiDirective(SphinxDirective):
         node.document = self.state.document
         nested_parse_with_titles(self.state, StringList(lines, source=f"<topicflow-api {self.arguments[0]}>"), node)
         return node.children
+
+
+def package_exports(module: ModuleType) -> list[tuple[str, str]]:
+    """Return ``(public name, defining name)`` for the names a package's ``__all__`` takes from its modules."""
+    out = []
+    for name in getattr(module, "__all__", ()):
+        obj = getattr(module, name)
+        defined_in, own_name = getattr(obj, "__module__", None) or "", getattr(obj, "__name__", None)
+        if defined_in.startswith(module.__name__ + ".") and isinstance(own_name, str):
+            out.append((f"{module.__name__}.{name}", f"{defined_in}.{own_name}"))
+    return out
 
 
 def member_kind(obj: Any) -> str:
@@ -338,6 +358,30 @@ def _import_dotted(dotted: str) -> Any:
     return None
 
 
+def redirect_repository_pages(app: Sphinx, doctree: nodes.document) -> None:
+    """Point markdown links to repository files that are pages (``topicflow_repository_pages``) at the page.
+
+    MyST turns a link to a ``.md`` file into a reference to the document of that path, which for a file
+    outside ``docs/`` (``../benchmarks/RESULTS.md``) does not exist; it is rewritten here, on reading,
+    before MyST resolves it.
+    """
+    srcdir, repo = Path(app.srcdir), Path(app.confdir).resolve().parent
+    for node in doctree.findall(addnodes.pending_xref):
+        if node.get("reftype") != "myst" or node.get("refdomain") != "doc":
+            continue
+        target = node["reftarget"]
+        if target in app.env.found_docs:
+            continue
+        path = (srcdir / target).resolve()
+        for suffix in ("", ".md"):
+            candidate = path.with_name(path.name + suffix)
+            if candidate.is_relative_to(repo):
+                page = app.config.topicflow_repository_pages.get(candidate.relative_to(repo).as_posix())
+                if page is not None:
+                    node["reftarget"] = page
+                    break
+
+
 class AnnotatedField:
     """A class attribute known only from the class's annotations (what :func:`_import_dotted` returns for it)."""
 
@@ -347,43 +391,31 @@ class AnnotatedField:
 
 
 def resolve_missing(app: Sphinx, env: Any, node: nodes.Element, contnode: nodes.Element) -> nodes.Node | None:
-    """Handle ``missing-reference``: see the module docstring (links to the repository, undocumented internals)."""
-    domain, target = node.get("refdomain"), node.get("reftarget", "")
-    if domain == "py":
-        obj = resolve_object(target.lstrip("."), node.get("py:module"), node.get("py:class"))
-        if obj is None:
-            return None
-        # A name imported into the docstring's module (or only under TYPE_CHECKING) may be documented
-        # under the module that defines it: link there, else show the name without a link.
-        name = f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', '')}"
-        probe = node.deepcopy()
-        probe.attributes.pop("refspecific", None)
-        found = env.get_domain("py").resolve_xref(env, node["refdoc"], app.builder, "obj", name, probe, contnode)
-        # Without the xref class, so that a name without a link does not look like one.
-        return found if found is not None else nodes.literal(contnode.astext(), contnode.astext())
-    if node.get("reftype") != "myst" or "://" in target:
+    """Handle ``missing-reference`` for Python objects: see the module docstring (undocumented internals)."""
+    if node.get("refdomain") != "py":
         return None
-    source = Path(env.doc2path(node["refdoc"])).resolve().parent
-    path = (source / target.split("#", 1)[0]).resolve()
-    repo = Path(app.confdir).resolve().parent
-    if not path.is_relative_to(repo) or not path.exists():
+    obj = resolve_object(node.get("reftarget", "").lstrip("."), node.get("py:module"), node.get("py:class"))
+    if obj is None:
         return None
-    page = app.config.topicflow_repository_pages.get(path.relative_to(repo).as_posix())
-    if page is None:
-        return contnode
-    ref = nodes.reference("", "", internal=True, refuri=app.builder.get_relative_uri(node["refdoc"], page))
-    ref += contnode
-    return ref
+    # A name imported into the docstring's module (or only under TYPE_CHECKING) may be documented
+    # under the module that defines it: link there, else show the name without a link.
+    name = f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', '')}"
+    probe = node.deepcopy()
+    probe.attributes.pop("refspecific", None)
+    found = env.get_domain("py").resolve_xref(env, node["refdoc"], app.builder, "obj", name, probe, contnode)
+    # Without the xref class, so that a name without a link does not look like one.
+    return found if found is not None else nodes.literal(contnode.astext(), contnode.astext())
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    """Register the directives, the notebook-parameter hook and the link resolver."""
+    """Register the directives and the event handlers."""
     app.add_config_value("topicflow_notebook_parameters", {}, "env")
     app.add_config_value("topicflow_repository_pages", {}, "env")
     app.add_directive("topicflow-api", ApiDirective)
     app.add_directive("topicflow-cli", CliDirective)
     app.connect("source-read", set_notebook_parameters)
     app.connect("missing-reference", resolve_missing)
+    app.connect("doctree-read", redirect_repository_pages)
     app.connect("env-get-outdated", outdated)
     app.connect("autodoc-process-docstring", format_module_docstring, priority=400)
     app.connect("autodoc-process-signature", keep_autodoc_signature, priority=400)
