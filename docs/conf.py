@@ -42,15 +42,14 @@ nitpick_ignore_regex = [
 
 html_theme = "alabaster"
 html_title = f"topicflow {release}"
-html_theme_options = {"description": "Out-of-core topic models on Dask", "page_width": "1200px",
+html_theme_options = {"description": "Out-of-core topic models on Dask", "page_width": "1280px",
                       "sidebar_width": "260px"}
-html_static_path: list[str] = []
+html_static_path = ["_static"]  # custom.css (alabaster includes it)
 html_show_sourcelink = False
 
 # --- MyST (markdown pages) -------------------------------------------------------------------------------
 myst_heading_anchors = 3
 myst_enable_extensions = ["colon_fence", "dollarmath"]
-suppress_warnings: list[str] = []
 
 #: Repository files (relative to the repository root) that are pages of the site: a markdown link to one
 #: of them goes to that page.
