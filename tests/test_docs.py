@@ -106,7 +106,11 @@ def test_benchmark_results_are_a_page(site: Site) -> None:
 
 @pytest.mark.slow
 def test_api_reference_documents_the_estimators_from_their_docstrings(site: Site) -> None:
+    import topicflow
+
     page = site.page("reference/topicflow")
+    for name in topicflow.__all__:
+        assert name.startswith("_") or f'id="topicflow.{name}"' in page, name
     for name in ("topicflow.LDA.fit", "topicflow.LDA.partial_fit", "topicflow.LDA.transform",
                  "topicflow.LDA.get_params", "topicflow.StreamingLDA.fit", "topicflow.Corpus.open"):
         assert f'id="{name}"' in page, name

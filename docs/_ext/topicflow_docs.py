@@ -6,7 +6,8 @@ Small pieces, each registered in :func:`setup`:
     ``{topicflow-api} topicflow.metrics`` documents a package and every public module below it (found by
     walking the package, so a new module shows up without touching the docs): one section per module with
     a summary table and ``automodule``. Names re-exported by ``topicflow`` itself (``topicflow.LDA``, ...)
-    are documented there once, and skipped in the module that defines them.
+    are documented there once (``{topicflow-exports} topicflow``: every name of ``topicflow.__all__``),
+    and skipped in the module that defines them.
 ``topicflow-cli`` directive
     ``{topicflow-cli} topicflow.cli:main`` renders click's own ``--help`` text of the group and of every
     command (recursively), one section per command, so the page always matches what the CLI prints.
@@ -156,6 +157,32 @@ class ApiDirective(SphinxDirective):
         node.document = self.state.document
         nested_parse_with_titles(self.state, StringList(lines, source=f"<topicflow-api {self.arguments[0]}>"), node)
         return node.children
+
+
+class ExportsDirective(ApiDirective):
+    """``topicflow-exports PACKAGE``: the package's docstring and every name of its ``__all__``, under that name.
+
+    For ``topicflow`` itself: ``topicflow.LDA`` is documented as ``topicflow.LDA`` (with the methods it
+    inherits), and :class:`ApiDirective` skips it in ``topicflow.api.lda``.
+    """
+
+    option_spec: ClassVar[dict[str, Any]] = {}
+
+    def run(self) -> list[nodes.Node]:
+        if not isinstance(self.state, RSTState):
+            raise self.error("topicflow-exports writes reStructuredText: use it inside an eval-rst block in markdown")
+        package = self.arguments[0]
+        module = importlib.import_module(package)
+        names = [n for n in module.__all__ if not n.startswith("_")]
+        lines = [f".. automodule:: {package}", "", ".. autosummary::", "   :nosignatures:", ""]
+        lines += [f"   {name}" for name in names] + [""]
+        for name in names:
+            kind = member_kind(getattr(module, name))
+            lines += [f".. auto{kind}:: {package}.{name}"]
+            lines += ["   :members:", "   :inherited-members:"] if kind == "class" else []
+            lines.append("")
+        mark_regenerated(self.env)
+        return self._parse(lines)
 
 
 def package_exports(module: ModuleType) -> list[tuple[str, str]]:
@@ -412,6 +439,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_config_value("topicflow_notebook_parameters", {}, "env")
     app.add_config_value("topicflow_repository_pages", {}, "env")
     app.add_directive("topicflow-api", ApiDirective)
+    app.add_directive("topicflow-exports", ExportsDirective)
     app.add_directive("topicflow-cli", CliDirective)
     app.connect("source-read", set_notebook_parameters)
     app.connect("missing-reference", resolve_missing)
