@@ -1,4 +1,4 @@
-# Two commands on a fresh machine: `make demo` and `make test`.
+# Two commands on a fresh machine: `make demo` and `make test` (`make docs` builds the documentation site).
 # Both create .venv with pip when it is missing and install into it exactly the versions pinned (with
 # hashes) in requirements/*.lock, then topicflow itself. `make lock` refreshes the locks from the ranges in
 # pyproject.toml. See docs/development.md.
@@ -27,7 +27,7 @@ UV_COMPILE := $(UV) pip compile --quiet --generate-hashes --python-version 3.11 
 # they still satisfy pyproject.toml (e.g. after adding one dependency).
 LOCK_FLAGS ?= --upgrade
 
-.PHONY: demo test bench lock check-lock check-bench-lock clean
+.PHONY: demo test docs bench lock check-lock check-bench-lock clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,13 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q $(TESTS)
+
+# The documentation site (docs/conf.py): warnings are errors, every reference must resolve (-n), and the
+# notebooks run at build time (cached in build/docs/.jupyter_cache). See docs/development.md.
+DOCS_OUT := build/docs
+docs: $(STAMP)
+	$(BIN)/python -m sphinx -b html -n -W --keep-going -d $(DOCS_OUT)/doctrees docs $(DOCS_OUT)/html
+	@echo "Open $(DOCS_OUT)/html/index.html"
 
 bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/bench_vb_lda.py $(BENCH_ARGS)

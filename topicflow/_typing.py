@@ -46,6 +46,12 @@ VersionKind = Literal["fit", "update"]
 Family = Literal["lda"]
 #: Output formats of the reporting commands.
 OutputFormat = Literal["text", "json"]
+#: Held-out likelihood protocols of ``topicflow evaluate --protocol`` (docs/evaluation.md).
+HeldoutProtocol = Literal["completion-random", "completion-first-half", "left-to-right", "bound"]
+#: Topic coherence measures, named as gensim's CoherenceModel names them.
+CoherenceMeasure = Literal["c_v", "u_mass", "c_uci", "c_npmi"]
+#: Which words a sliding window holds: gensim's incremental set (its default) or the exact set.
+WindowSets = Literal["gensim", "exact"]
 
 
 def choices(literal: Any) -> tuple[str, ...]:

@@ -115,6 +115,10 @@ class InvalidParameterError(TopicflowError, ValueError):
     """A hyperparameter or setting is outside its allowed values."""
 
 
+class MissingLabelsError(TopicflowError, ValueError):
+    """An evaluation needs the documents' labels but the corpus store has none; ``path`` is the store."""
+
+
 class NotFittedError(TopicflowError, AttributeError):
     """An estimator method needs a fitted model."""
 

@@ -23,6 +23,7 @@ from topicflow.api._base import (
     TopicModelEstimator,
     split_client,
 )
+from topicflow.api._evaluation import EvaluationMixin
 from topicflow.api._inputs import column_terms, input_kind, store_for, transform_blocks
 from topicflow.errors import InvalidParameterError
 from topicflow.io.corpus.reader import Corpus, as_corpus
@@ -78,7 +79,7 @@ _POSITIVE = Interval(Real, 0, None, closed="neither")
 _NONNEGATIVE = Interval(Real, 0, None, closed="left")
 
 
-class LDA(TopicModelEstimator):
+class LDA(EvaluationMixin, TopicModelEstimator):
     """Latent Dirichlet allocation by batch or online variational Bayes over an out-of-core corpus store.
 
     A store with several languages gives polylingual LDA (documents share theta across languages).
@@ -382,13 +383,6 @@ class LDA(TopicModelEstimator):
         self.trace_ = list(result.trace)
         return self
 
-    def _model_terms(self) -> list[str] | None:
-        """Terms of a fitted monolingual model; None before fitting or for a polylingual model."""
-        model = getattr(self, "model_", None)
-        if model is None or len(model.state.languages) != 1:
-            return None
-        return [str(t) for t in model.vocabularies[model.state.languages[0]].terms]
-
     def _set_fitted(self, result: FitResult, corpus: Corpus, config: VBConfig) -> None:
         state = result.state
         self.model_ = SavedModel(
@@ -533,16 +527,12 @@ class LDA(TopicModelEstimator):
         with self._scoring_store(corpus, vocabulary, fields, client) as store:
             return infer_doc_topics(model, store, Path(out), client=client, overwrite=overwrite)
 
-    def _scoring_store(self, corpus: Any, vocabulary: Sequence[str] | None, fields: FieldSpec | None,
-                       client: Any) -> Any:
-        """``store_for`` with a matrix's columns taken as the model's terms by default."""
-        kind = input_kind(corpus)
-        vocabulary = column_terms(corpus, kind, vocabulary, self._model_terms(), owner="LDA")
-        return store_for(corpus, vocabulary=vocabulary, fields=fields, client=client)
-
     def evaluate(self, corpus: Any, client: Any = None, *, seed: int = 0, vocabulary: Sequence[str] | None = None,
                  fields: FieldSpec | None = None) -> EvaluationResult:
         """Score held-out documents: document-completion perplexity and the per-word ELBO bound.
+
+        The two scores of the ``completion-random`` and ``bound`` protocols (docs/evaluation.md); for
+        any protocol, with its name and units, use :meth:`heldout_likelihood`.
 
         Parameters
         ----------
@@ -570,6 +560,9 @@ class LDA(TopicModelEstimator):
                    fields: FieldSpec | None = None) -> float:
         """Compute held-out perplexity by document completion (lower is better).
 
+        The ``completion-random`` protocol with seed 0: theta folded in on a random half of each
+        document's tokens, the other half scored; ``heldout_likelihood(corpus, protocol)`` gives the others.
+
         Parameters
         ----------
         corpus : str, os.PathLike, Corpus, matrix, dask.array.Array, dask DataFrame or dask.bag.Bag
@@ -590,6 +583,9 @@ class LDA(TopicModelEstimator):
     def score(self, corpus: Any, y: Any = None, *, client: Any = None, vocabulary: Sequence[str] | None = None,
               fields: FieldSpec | None = None) -> float:
         """Compute the per-word variational lower bound on ``corpus`` with the topics fixed (higher is better).
+
+        The ``bound`` protocol's ``log_lik_per_token`` (nats per token), as scikit-learn's
+        ``LatentDirichletAllocation.score`` is a bound, not a held-out likelihood estimate.
 
         Parameters
         ----------

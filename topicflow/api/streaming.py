@@ -21,6 +21,7 @@ from topicflow.api._base import (
     TopicModelEstimator,
     split_client,
 )
+from topicflow.api._evaluation import EvaluationMixin
 from topicflow.api._inputs import store_for
 from topicflow.errors import InvalidParameterError, NotFittedError
 from topicflow.io.models.store import SavedModel, save_model
@@ -35,7 +36,7 @@ from topicflow.pipeline.streaming.config import (
 )
 
 
-class StreamingLDA(TopicModelEstimator):
+class StreamingLDA(EvaluationMixin, TopicModelEstimator):
     """LDA by a streaming sampler: ``gibbs``, ``olda``, ``incgibbs``, ``pf``, ``sgs`` or ``dsgs``.
 
     ``get_params`` lists ``algorithm``, ``n_topics`` and every entry of ``settings`` as parameters

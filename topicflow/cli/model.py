@@ -10,17 +10,35 @@ from typing import Any, cast
 import click
 import numpy as np
 
-from topicflow._typing import EStepKind, LearningMethod, OutputFormat, choices
+from topicflow._typing import (
+    EStepKind,
+    HeldoutProtocol,
+    LearningMethod,
+    OutputFormat,
+    choices,
+)
 from topicflow.api.lda import LDA
 from topicflow.cli._aliases import renamed_options
 from topicflow.cli._common import cluster_options, progress_reporter, reports_errors
 from topicflow.errors import InvalidParameterError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.store import export_npz, load_model
+from topicflow.metrics.classification import (
+    DEFAULT_FOLDS,
+    ClassificationScores,
+    FeatureTransform,
+)
+from topicflow.metrics.left_to_right import DEFAULT_PARTICLES
 from topicflow.models.lda.priors import parse_seed_words
 from topicflow.pipeline.cluster import ClusterConfig, connect
+from topicflow.pipeline.evaluation.features import FeaturesResult, topic_features_scores
+from topicflow.pipeline.evaluation.heldout import (
+    DEFAULT_PROTOCOL,
+    HeldoutResult,
+    heldout_likelihood,
+)
 from topicflow.pipeline.progress import TqdmProgress
-from topicflow.pipeline.vb.infer import evaluate_model, infer_doc_topics
+from topicflow.pipeline.vb.infer import infer_doc_topics
 from topicflow.pipeline.vb.online import EXECUTORS, MinibatchRecord
 
 log = logging.getLogger(__name__)
@@ -253,25 +271,106 @@ def infer(model_path: str, store: str, out: str, overwrite: bool, cluster: Clust
 @click.command()
 @click.argument("model_path", metavar="MODEL", type=click.Path(file_okay=False))
 @click.argument("store", type=click.Path(file_okay=False))
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the token split.")
+@click.option("--protocol", type=click.Choice(choices(HeldoutProtocol)), default=None,
+              help="Held-out likelihood protocol (docs/evaluation.md)  [default: completion-random]")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0),
+              help="Seed of the token split, the particles, the folds and the document sample.")
+@click.option("--fraction", default=0.5, show_default=True, type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              help="Completion protocols: share of each document's tokens observed.")
+@click.option("--particles", default=DEFAULT_PARTICLES, show_default=True, type=click.IntRange(min=1),
+              help="left-to-right: particles R.")
+@click.option("--labels", "with_labels", is_flag=True,
+              help="Topics as features instead: classification accuracy and clustering scores against the "
+                   "store's labels.")
+@click.option("--folds", default=DEFAULT_FOLDS, show_default=True, type=click.IntRange(min=2),
+              help="--labels: folds of the stratified cross-validation.")
+@click.option("--max-docs", default=None, type=click.IntRange(min=1),
+              help="--labels: score a deterministic sample of N documents (their features, 8 x topics bytes "
+                   "each, are held in memory).")
+@click.option("--baseline", type=click.Choice(choices(FeatureTransform)), default="tfidf", show_default=True,
+              help="--labels: the bag-of-words baseline's features, tf-idf weights or raw counts.")
 @click.option("--format", "fmt", type=click.Choice(choices(OutputFormat)), default="text", show_default=True)
 @cluster_options
 @reports_errors
-def evaluate(model_path: str, store: str, seed: int, fmt: str, cluster: ClusterConfig) -> None:
-    """Held-out perplexity (document completion) and per-word ELBO bound of MODEL on STORE."""
+def evaluate(model_path: str, store: str, protocol: str | None, seed: int, fraction: float, particles: int,
+             with_labels: bool, folds: int, max_docs: int | None, baseline: str, fmt: str,
+             cluster: ClusterConfig) -> None:
+    """Held-out likelihood of MODEL on STORE under a named protocol, or (--labels) topics as features."""
+    if with_labels and protocol is not None:
+        raise click.UsageError("--labels scores topics as features, --protocol held-out likelihood: run "
+                               "`topicflow evaluate` once for each.")
     model = load_model(Path(model_path))
     corpus = Corpus.open(store)
     with connect(cluster) as client:
-        result = evaluate_model(model, corpus, client=client, seed=seed)
-    if fmt == "json":
-        click.echo(json.dumps(result.to_dict(), indent=2))
-        return
-    click.echo(f"documents            {result.n_docs}")
-    click.echo(f"held-out tokens      {result.n_heldout_tokens}")
-    click.echo(f"perplexity           {result.perplexity:.2f}")
-    click.echo(f"per-word ELBO bound  {result.elbo_per_token:.4f}")
+        if with_labels:
+            scores = topic_features_scores(model, corpus, client=client, n_folds=folds, seed=seed, max_docs=max_docs,
+                                           baseline=cast(FeatureTransform, baseline), progress=progress_reporter())
+            lines, payload = features_lines(scores), scores.to_dict()
+        else:
+            result = heldout_likelihood(model, corpus, protocol or DEFAULT_PROTOCOL, client=client, seed=seed,
+                                        fraction=fraction, n_particles=particles)
+            lines, payload = heldout_lines(result), result.to_dict()
+    click.echo(json.dumps(payload, indent=2) if fmt == "json" else "\n".join(lines))
+
+
+def heldout_lines(result: HeldoutResult) -> list[str]:
+    """The text report of :func:`evaluate` for a held-out likelihood.
+
+    Parameters
+    ----------
+    result : HeldoutResult
+
+    Returns
+    -------
+    list of str
+    """
+    settings = " ".join(f"{name}={value}" for name, value in result.settings.items())
+    lines = [
+        f"protocol             {result.protocol}",
+        f"                     {result.description}",
+        f"documents            {result.n_docs}",
+        f"evaluated tokens     {result.n_tokens}",
+        (f"log likelihood       {result.log_lik_per_token:.4f} nats per token "
+         f"(total {result.log_likelihood:.2f} nats)"),
+        f"perplexity           {result.perplexity:.2f}   (exp of minus the log likelihood per token)",
+        f"settings             {settings}",
+    ]
+    if result.token_order is not None:
+        order = "reading order" if result.token_order == "reading" else "bag order (terms ascending, by count)"
+        lines.append(f"token order          {order}")
     if result.oov_tokens:
-        click.echo(f"out-of-vocabulary    {result.oov_tokens} tokens (ignored)")
+        lines.append(f"out-of-vocabulary    {result.oov_tokens} tokens (not evaluated)")
+    return lines
+
+
+def features_lines(scores: FeaturesResult) -> list[str]:
+    """The text report of :func:`evaluate` with ``--labels``.
+
+    Parameters
+    ----------
+    scores : FeaturesResult
+
+    Returns
+    -------
+    list of str
+    """
+    def accuracy(name: str, result: ClassificationScores) -> str:
+        return (f"  {name:<19}accuracy {result.mean_accuracy:.4f} +- {result.std_accuracy:.4f} "
+                f"({result.features}, {result.n_features} features)")
+
+    clustering = scores.clustering
+    return [
+        f"documents            {scores.n_docs} (of {scores.n_docs_store} in the store)",
+        f"classification       {scores.settings['classifier']}; mean +- std over folds",
+        accuracy("topics", scores.classification),
+        accuracy("bag of words", scores.baseline),
+        (f"clustering           most probable topic vs label ({clustering.n_classes} classes, "
+         f"{clustering.n_clusters} clusters)"),
+        f"  NMI (arithmetic)   {clustering.nmi_arithmetic:.4f}",
+        f"  NMI (geometric)    {clustering.nmi_geometric:.4f}",
+        f"  ARI                {clustering.ari:.4f}",
+        f"  purity             {clustering.purity:.4f}",
+    ]
 
 
 @click.command()

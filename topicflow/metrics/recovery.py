@@ -8,8 +8,8 @@ dask, zarr or logging, and it does no I/O.
 Glossary:
     estimated ((n_estimated, n_terms)), true ((n_true, n_terms)): rows are topic-word distributions
         (nonnegative; Hellinger expects rows that sum to 1, cosine accepts any scale)
-    Hellinger distance: sqrt(1/2 sum_w (sqrt p_w - sqrt q_w)^2), in [0, 1]
-    cosine distance: 1 - p.q / (|p| |q|)
+    Hellinger distance: ``sqrt(1/2 sum_w (sqrt p_w - sqrt q_w)^2)``, in [0, 1]
+    cosine distance: ``1 - p.q / (|p| |q|)``
 
 References
 ----------

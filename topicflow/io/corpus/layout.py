@@ -14,7 +14,7 @@ from topicflow.io._zarr import check_format
 
 #: One bag of words per language: (indptr, term_ids, counts) of a CSR matrix.
 CsrArrays = tuple[np.ndarray, np.ndarray, np.ndarray]
-#: One ordered-token layer per language: (indptr, tokens, oov_terms); see :class:`OrderedBlock`.
+#: One ordered-token layer per language: (indptr, tokens, oov_terms); see :class:`~topicflow.models.common.blocks.OrderedBlock`.
 OrderArrays = tuple[np.ndarray, np.ndarray, np.ndarray]
 #: Names of the ordered-token arrays under ``shards/<id>/<lang>/order/``, in checksum order.
 ORDER_ARRAYS = ("indptr", "tokens", "oov_terms")

@@ -57,7 +57,7 @@ from topicflow.models.common.vocabulary import Vocabulary
 
 
 def read_vocabulary(directory: Path) -> Vocabulary:
-    """Read a vocabulary group (``terms``, ``doc_freq``, ``corpus_freq``) written by :func:`write_vocabulary`.
+    """Read a vocabulary group (``terms``, ``doc_freq``, ``corpus_freq``) written by :func:`~topicflow.io.corpus.writer.write_vocabulary`.
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""What a saved model says about itself: the typed :class:`ModelInfo` record of ``model.json``,
+"""What a saved model says about itself: the typed :class:`~topicflow.io.models.info.ModelInfo` record of ``model.json``,
 its corpus provenance, and the shards it has not seen yet.
 
 ``model.json`` holds the record's fields at its top level, beside the keys the model store adds

@@ -26,6 +26,8 @@ STREAM_RESERVOIR = 9  # reservoir sampling over the token stream
 STREAM_REJUVENATE = 10  # choice and resampling of rejuvenation tokens
 STREAM_INIT_TRIAL = 11  # independent initializations of a streaming sampler
 STREAM_FOLD_IN = 12  # Gibbs sweeps on held-out documents with topics fixed
+STREAM_LEFT_TO_RIGHT = 13  # left-to-right held-out estimator (particle, document)
+STREAM_EVAL_SAMPLE = 14  # documents sampled for an evaluation (topics as features)
 
 
 @numba.njit(nogil=True, cache=True)

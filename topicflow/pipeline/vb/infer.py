@@ -159,7 +159,11 @@ def infer_doc_topics(
 def evaluate_model(
     model: SavedModel, corpus: Corpus, *, client: Any = None, seed: int = 0, split_every: int | None = None,
 ) -> EvaluationResult:
-    """Held-out perplexity by document completion and the per-word ELBO bound on ``corpus``."""
+    """Held-out perplexity by random-half document completion and the per-word ELBO bound on ``corpus``.
+
+    The two numbers are those of the ``completion-random`` (seed ``seed``, fraction 0.5) and ``bound``
+    protocols of :func:`topicflow.pipeline.evaluation.heldout.heldout_likelihood`, computed in one graph.
+    """
     client = current_client(client)
     split_every = split_every or int(tf_config.get("split-every", 8))
     token = graph_token(corpus.token(), model_token(model), "evaluate", seed)
@@ -172,12 +176,12 @@ def evaluate_model(
                                 seed=seed, split_every=split_every, token=token)
     stats = tree_merge(map_estep(blocks, topics, state.doc_topic_prior, params, token=token),
                        split_every=split_every, token=token)
-    (log_lik, n_heldout), stats = compute(completion, stats, client=client)
+    heldout, stats = compute(completion, stats, client=client)
     bound = local_elbo_terms(stats, state.doc_topic_prior)
     return EvaluationResult(
-        perplexity=float(np.exp(-log_lik / max(n_heldout, 1))),
-        heldout_log_likelihood=float(log_lik),
-        n_heldout_tokens=int(n_heldout),
+        perplexity=heldout.perplexity,
+        heldout_log_likelihood=heldout.log_lik,
+        n_heldout_tokens=heldout.n_tokens,
         elbo_per_token=float(bound / max(stats.n_tokens, 1)),
         n_docs=int(stats.n_docs),
         oov_tokens=oov_token_count(corpus, maps),

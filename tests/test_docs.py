@@ -1,0 +1,212 @@
+"""The documentation site builds with warnings as errors, and its key pages hold what they should.
+
+One build per session (``make docs``'s command, into a temporary directory): it runs the notebooks, so
+it takes about a minute; the page checks then only read its HTML. The helpers of the Sphinx extension
+(docs/_ext/topicflow_docs.py) that decide what is documented and which references may stay without a
+link are checked directly.
+"""
+from __future__ import annotations
+
+import html
+import importlib.util
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from topicflow.testing.faults import HANG_GUARD_SECONDS
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+#: The trees a build could write into by mistake (its own output goes to the temporary directory).
+WATCHED = (DOCS, ROOT / "notebooks", ROOT / "benchmarks", ROOT / "README.md")
+
+
+@dataclass(frozen=True)
+class Site:
+    html: Path
+    files_before: frozenset[str]
+    files_after: frozenset[str]
+
+    def page(self, name: str) -> str:
+        path = self.html / f"{name}.html"
+        assert path.is_file(), f"{name}.html was not built"
+        return path.read_text(encoding="utf-8")
+
+
+def _files() -> frozenset[str]:
+    found = set()
+    for top in WATCHED:
+        paths = top.rglob("*") if top.is_dir() else [top]
+        found |= {str(p.relative_to(ROOT)) for p in paths if "__pycache__" not in p.parts}
+    return frozenset(found)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Site:
+    out = tmp_path_factory.mktemp("docs")
+    before = _files()
+    # The command of `make docs`: -W (warnings are errors), -n (every reference must resolve).
+    command = [sys.executable, "-m", "sphinx", "-b", "html", "-n", "-W", "--keep-going", "-q",
+               "-d", str(out / "doctrees"), str(DOCS), str(out / "html")]
+    # The timeout is a hang guard only (the build takes about a minute).
+    result = subprocess.run(command, check=False, cwd=ROOT, capture_output=True, text=True, timeout=4 * HANG_GUARD_SECONDS)
+    if result.returncode != 0:
+        pytest.fail(f"the documentation build failed (exit {result.returncode}):\n{result.stderr[-6000:]}")
+    return Site(out / "html", before, _files())
+
+
+def _text(page: str) -> str:
+    """Return the text of an HTML page (tags removed, entities decoded)."""
+    return html.unescape(re.sub(r"<[^>]+>", "", page))
+
+
+def _extension() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("topicflow_docs", DOCS / "_ext" / "topicflow_docs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_build_writes_nothing_into_the_repository(site: Site) -> None:
+    assert site.files_after == site.files_before, sorted(site.files_after ^ site.files_before)
+
+
+@pytest.mark.slow
+def test_every_markdown_page_and_notebook_is_a_page_linked_from_the_landing_page(site: Site) -> None:
+    index = site.page("index")
+    pages = [p.stem for p in DOCS.glob("*.md") if p.stem != "index"]
+    pages += [f"notebooks/{p.stem}" for p in (ROOT / "notebooks").glob("*.ipynb")]
+    assert "evaluation" in pages and "api" in pages and "notebooks/lda_walkthrough" in pages
+    for name in pages:
+        site.page(name)
+        assert f'href="{name}.html"' in index, f"{name} is not in the landing page's table of contents"
+    # The README's introduction is the landing page's text.
+    text = _text(index)
+    assert "Quick start" in text and "topicflow ingest INPUT... --out STORE" in text
+
+
+@pytest.mark.slow
+def test_benchmark_results_are_a_page(site: Site) -> None:
+    results = (ROOT / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
+    found = re.findall(r"^## (.+)$", results, flags=re.MULTILINE)
+    headings = [heading.replace("`", "").split("(")[0].strip() for heading in found]
+    page = site.page("benchmarks")
+    text = _text(page)
+    assert headings and all(heading in text for heading in headings), [h for h in headings if h not in text]
+    for image in re.findall(r"!\[[^]]*\]\(([^)]+)\)", results):
+        assert Path(image).name in page and (site.html / "_images" / Path(image).name).is_file()
+
+
+@pytest.mark.slow
+def test_api_reference_documents_the_estimators_from_their_docstrings(site: Site) -> None:
+    import topicflow
+
+    page = site.page("reference/topicflow")
+    for name in topicflow.__all__:
+        assert name.startswith("_") or f'id="topicflow.{name}"' in page, name
+    for name in ("topicflow.LDA.fit", "topicflow.LDA.partial_fit", "topicflow.LDA.transform",
+                 "topicflow.LDA.get_params", "topicflow.StreamingLDA.fit", "topicflow.Corpus.open"):
+        assert f'id="{name}"' in page, name
+    # numpydoc rendered the docstring's sections.
+    fit = page[page.index('id="topicflow.LDA.fit"'):page.index('id="topicflow.LDA.partial_fit"')]
+    assert "Parameters" in fit and "Returns" in fit and "corpus" in fit
+
+
+#: Per API page: one object it must document (None while the package has no public functions yet).
+API_PAGES = {
+    "topicflow.api": "topicflow.api.lda.parse_doc_topic_prior",
+    "topicflow.metrics": "topicflow.metrics.clustering.nmi",
+    "topicflow.io.corpus": "topicflow.io.corpus.reader.read_manifest",
+    "topicflow.io.models": "topicflow.io.models.info.ModelInfo",
+    "topicflow.pipeline.evaluation": None,
+    "topicflow.errors": "topicflow.errors.TopicflowError",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("package", sorted(API_PAGES))
+def test_api_reference_has_every_public_module(site: Site, package: str) -> None:
+    page = site.page(f"reference/{package}")
+    modules = _extension().public_modules(package)
+    assert modules[0] == package
+    for module in modules:
+        assert f'id="module-{module}"' in page, module
+    if API_PAGES[package] is not None:
+        assert f'id="{API_PAGES[package]}"' in page
+
+
+@pytest.mark.slow
+def test_cli_reference_has_every_command_with_its_help_text(site: Site) -> None:
+    from topicflow.cli import main
+
+    page = site.page("reference/cli")
+    assert "Usage: topicflow [OPTIONS] COMMAND [ARGS]..." in page
+    assert main.commands and "fit" in main.commands
+    for name in main.commands:
+        assert f'id="topicflow-{name}"' in page, name
+        assert f"Usage: topicflow {name} [OPTIONS]" in page, name
+    assert "--topics" in page[page.index('id="topicflow-fit"'):]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "printed"), [
+    ("lda_walkthrough", "iterations, converged"),
+    ("online_and_nightly", "update after the rollback: version"),
+    ("particle_filter", "resampling events, lineage depth"),
+])
+def test_notebook_pages_show_their_outputs(site: Site, name: str, printed: str) -> None:
+    page = site.page(f"notebooks/{name}")
+    assert 'class="cell_output' in page and printed in page
+    images = re.findall(r'<img [^>]*src="\.\./(_images/[^"]+\.png)"', page)
+    assert images and all((site.html / image).is_file() for image in images)
+    # The site runs the notebook with the docs-size parameters (docs/conf.py), and shows them.
+    assert "the documentation site runs this notebook with these smaller values" in page
+
+
+@pytest.mark.slow
+def test_evaluation_page_is_built(site: Site) -> None:
+    page = site.page("evaluation")
+    assert "Evaluating topic models" in page
+    for section in ("Coherence", "Held-out likelihood", "The HTML report", "pyLDAvis export"):
+        assert section in page, section
+
+
+def test_documented_members_are_those_a_module_defines() -> None:
+    ext = _extension()
+    from topicflow.metrics import recovery
+
+    members = ext.documented_members(recovery)
+    assert {"hellinger", "match_topics", "TopicMatch", "TopicDistance"} <= set(members)
+    assert "linear_sum_assignment" not in members and "dataclass" not in members  # imports
+    assert ext.member_kind(recovery.TopicDistance) == "data"
+    assert ext.member_kind(recovery.TopicMatch) == "class"
+    assert ext.member_kind(recovery.hellinger) == "function"
+    assert ext.top_level_names()["topicflow.api.lda.LDA"] == "topicflow.LDA"
+    # A package's __all__ taken from its modules is listed on the package (documented where defined).
+    from topicflow.pipeline import streaming, vb
+
+    assert ext.package_exports(vb) == [("topicflow.pipeline.vb.OnlineConfig", "topicflow.pipeline.vb.online.OnlineConfig")]
+    assert ext.package_exports(streaming) == []  # RUNNERS is a dict, run_stream defined in the package itself
+
+
+def test_references_without_a_page_must_still_name_real_objects() -> None:
+    ext = _extension()
+    from topicflow.io.models.info import ModelInfo
+    from topicflow.models.lda.vb.estep import estep_block
+
+    assert ext.resolve_object("topicflow.models.lda.vb.estep.estep_block", None, None) is estep_block
+    assert ext.resolve_object("estep_block", "topicflow.tasks.estep", None) is estep_block
+    # A class documented under its re-exported name refers to names of its own module.
+    assert ext.resolve_object("read_manifest", "topicflow", "Corpus") is not None
+    assert ext.resolve_object("ModelInfo.extra", "topicflow.io.models.info", None) is not None
+    assert ext.resolve_object("ModelInfo", "topicflow.io.models.info", None) is ModelInfo
+    assert ext.resolve_object("topicflow.models.lda.vb.estep.no_such_kernel", None, None) is None
+    assert ext.resolve_object("no_such_function", "topicflow.tasks.estep", None) is None
+    assert ext.resolve_object("numpy.ndarray", None, None) is None  # only topicflow's own names
