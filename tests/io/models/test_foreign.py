@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from topicflow.errors import InvalidParameterError, VocabularyMismatchError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.foreign import from_gensim, from_tomotopy, imported_model
 from topicflow.io.models.store import SavedModel, load_model, save_model
+from topicflow.pipeline.update import continuer_for
 from topicflow.testing.corpora import draw_planted_corpus, write_test_store
 
 N_TOPICS, N_TERMS = 3, 30
@@ -125,6 +127,29 @@ def test_gensim_model_round_trips_and_lists_the_same_topics(store: Corpus, tmp_p
         assert_same_top_terms(listed[k], expected)
 
 
+def test_imported_gensim_model_is_scored_like_gensim_scores_it(store: Corpus, tmp_path: Path,
+                                                               local_cluster: Any) -> None:
+    """Independent check of the whole path: `topicflow coherence` on the imported model equals gensim's
+    CoherenceModel (u_mass, document co-occurrence) on the gensim model's own top words and bags."""
+    from gensim.corpora import Dictionary
+    from gensim.models import CoherenceModel, LdaModel
+
+    id2word = {i: str(t) for i, t in enumerate(store.vocabulary().terms)}
+    bags = store_bags(store)
+    lda = LdaModel(bags, id2word=id2word, num_topics=N_TOPICS, passes=5, alpha="auto", eta=0.01, random_state=1)
+    save_model(tmp_path / "gensim", from_gensim(lda, store))
+    result = CliRunner().invoke(main, ["coherence", str(tmp_path / "gensim"), "--reference", str(store.path),
+                                       "--measure", "u_mass", "--top-n", "5", "--format", "json",
+                                       "--scheduler", local_cluster.scheduler_address], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    topics = [[term for term, _ in lda.show_topic(k, topn=5)] for k in range(N_TOPICS)]
+    assert [t["words"] for t in payload["topics"]] == topics
+    expected = CoherenceModel(topics=topics, corpus=bags, dictionary=Dictionary.from_corpus(bags, id2word=id2word),
+                              coherence="u_mass", topn=5).get_coherence_per_topic()
+    np.testing.assert_allclose(payload["per_topic"], expected, rtol=1e-9)
+
+
 def test_tomotopy_model_round_trips_and_lists_the_same_topics(store: Corpus, tmp_path: Path) -> None:
     tp = pytest.importorskip("tomotopy")  # only in requirements/bench.lock
     vocabulary = store.vocabulary()
@@ -151,6 +176,5 @@ def test_update_refuses_an_imported_model(store: Corpus, tmp_path: Path) -> None
     terms = [str(t) for t in store.vocabulary().terms]
     save_model(tmp_path / "m", imported_model(np.ones((2, N_TERMS)) + np.arange(N_TERMS), 0.1, 0.01, terms, store,
                                               source={"library": "somelib"}))
-    result = CliRunner().invoke(main, ["update", str(tmp_path / "m"), str(store.path)])
-    assert result.exit_code != 0
-    assert "imported from somelib" in result.output and "topicflow fit" in result.output
+    with pytest.raises(InvalidParameterError, match=r"imported from somelib.*`topicflow fit`"):
+        continuer_for(load_model(tmp_path / "m"), tmp_path / "m")
