@@ -137,7 +137,9 @@ class Settings:
     passes: int = 10
     batch_size: int = 256
     gibbs_sweeps: int = 500
-    init_docs: int = 600
+    #: Share of the stream whose prefix batch Gibbs fits to start o-LDA, incremental Gibbs and the particle
+    #: filter (Canini et al.'s setting in bench_streaming.py: the first 10%).
+    init_fraction: float = 0.1
     particles: int = 20
     rejuv: int = 10
     sgs_batch_size: int = 256
@@ -174,21 +176,22 @@ def fit_polylingual(stores: Stores, settings: Settings, client: Any) -> SavedMod
 def fit_stream(algorithm: str, **params: Any) -> Fit:
     def fit(stores: Stores, settings: Settings, client: Any) -> SavedModel:
         estimator = StreamingLDA(algorithm, settings.n_topics, doc_topic_prior=GIBBS_ALPHA,
-                                 topic_word_prior=GIBBS_BETA, seed=settings.seed, **stream_settings(algorithm, settings),
-                                 **params)
+                                 topic_word_prior=GIBBS_BETA, seed=settings.seed,
+                                 **stream_settings(algorithm, settings, len(stores.train)), **params)
         return estimator.fit(stores.train, client=client).model_
 
     return fit
 
 
-def stream_settings(algorithm: str, settings: Settings) -> dict[str, Any]:
-    """The budget of each streaming algorithm (one record at the end of the stream, no test store)."""
+def stream_settings(algorithm: str, settings: Settings, n_docs: int) -> dict[str, Any]:
+    """The budget of each streaming algorithm over ``n_docs`` documents (one record at the end, no test store)."""
     if algorithm == "gibbs":
         return {"sweeps": settings.gibbs_sweeps, "eval_every": settings.gibbs_sweeps}
     every = {"eval_every": 10**9}
     if algorithm in ("sgs", "dsgs"):
         return {**every, "batch_size": settings.sgs_batch_size, "decay": settings.decay}
-    common = {**every, "init_docs": settings.init_docs, "init_sweeps": 100, "init_select": "perplexity"}
+    init_docs = max(1, round(settings.init_fraction * n_docs))
+    common = {**every, "init_docs": init_docs, "init_sweeps": 100, "init_select": "perplexity"}
     if algorithm == "olda":
         return common
     if algorithm == "incgibbs":
@@ -333,10 +336,11 @@ def warm_up(stores: Stores, client: Any) -> None:
     """Compile the numba kernels on every worker and in this process before anything is timed."""
     LDA(2, max_iter=1, seed=0).fit(stores.train, client=client)
     LDA(2, method="online", estep="hybrid", seed=0).fit(stores.train, client=client)
+    tiny = Settings(n_topics=2, seed=0, gibbs_sweeps=2, particles=2, sgs_batch_size=20)
     for algorithm in ("gibbs", "olda", "incgibbs", "pf", "sgs", "dsgs"):
-        tiny = Settings(n_topics=2, seed=0, gibbs_sweeps=2, init_docs=20, particles=2, sgs_batch_size=20)
-        params = {**stream_settings(algorithm, tiny), "init_sweeps": 2} if algorithm in ("olda", "incgibbs", "pf") \
-            else stream_settings(algorithm, tiny)
+        params = stream_settings(algorithm, tiny, 200)
+        if algorithm in ("olda", "incgibbs", "pf"):
+            params["init_sweeps"] = 2
         StreamingLDA(algorithm, 2, max_docs=60, **params).fit(stores.train, client=client)
 
 
@@ -408,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--aligned", default="aligned_en_de_debref.jsonl",
                         help="aligned corpus in --data-dir for polylingual VB (id, en, de); 'none' to skip")
     parser.add_argument("--topics", type=int, default=20)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--systems", default=",".join(SYSTEMS))
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--workdir", type=Path, default=None)
