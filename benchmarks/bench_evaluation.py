@@ -1,29 +1,53 @@
 """Every topicflow model, gensim LdaModel and tomotopy LDAModel, scored by one evaluation path (issue 17).
 
-One real labeled corpus, one K, one training store. Every topicflow model is fitted through the
-public Python API (``topicflow.LDA``: batch, online and hybrid VB; ``topicflow.StreamingLDA``: batch
-collapsed Gibbs, o-LDA, incremental Gibbs, the particle filter, SGS and DSGS) on a local cluster of
-worker processes, as the CLI runs them. gensim's ``LdaModel`` and tomotopy's ``LDAModel`` are fitted
+Per real labeled corpus: one training store, one held-out store, one K. Every topicflow model is fitted
+through the public Python API (``topicflow.LDA``: batch, online and hybrid VB; ``topicflow.StreamingLDA``:
+batch collapsed Gibbs, o-LDA, incremental Gibbs, the particle filter, SGS and DSGS) on a local cluster
+of worker processes, as the CLI runs them. gensim's ``LdaModel`` and tomotopy's ``LDAModel`` are fitted
 on the same bags of words (the store's term ids and counts, read from the store) and converted into
-topicflow saved models by :mod:`topicflow.io.models.foreign`. Every model, ours and theirs, is then
-saved with topicflow's model writer, loaded back, and scored by the same topicflow code:
+topicflow saved models by :mod:`topicflow.io.models.foreign`. Every model, ours and theirs, is saved
+with topicflow's model writer, loaded back, and scored by the same topicflow code:
 
-* coherence (``topicflow.metrics.coherence``: u_mass, c_npmi, c_v over the top 10 words) with the
-  training store as the reference;
-* held-out per-token log likelihood and perplexity by document completion on the held-out store;
-* topics as features: logistic-regression accuracy (stratified k-fold) on document topics against the
-  bag-of-words baseline, and NMI / ARI of each document's most probable topic against its label.
+* coherence (``topicflow.metrics.coherence``: u_mass, c_npmi, c_v of the top 10 words, gensim's
+  definitions and windows) with the training store, ingested with token order kept, as the reference;
+* held-out perplexity on the held-out store (``heldout_likelihood``): document completion with a
+  random half of each document's tokens observed (the default protocol) and the left-to-right
+  estimator (20 particles);
+* topics as features on the training store (``topic_features_scores``): 5-fold stratified logistic
+  regression on the folded-in document topics, beside the same classifier on tf-idf of the bag of
+  words, and NMI (arithmetic) / ARI / purity of each document's most probable topic against its label.
 
-Polylingual VB is fitted on the aligned English/German corpus (its own stores) and scored per language.
+Polylingual VB is fitted on the aligned English/German corpus (its own stores) and scored per language:
+coherence of each language's topics against that language of the training store, perplexity on
+held-out stores holding one side of each pair only.
+
+Data: each corpus is shuffled (seed 0) and every tenth document is held out (``bench_vb_lda.split_jsonl``);
+training stores keep terms in at least 5 documents and at most half of them (aligned: at least 3, at
+most 30%, which also removes German function words, since the only built-in stop list is English).
+
+Settings, the same for every seed (``Settings``):
+
+* batch VB: at most 100 iterations (tol 1e-4), alpha learned (asymmetric), eta 0.01;
+* online VB: S = 256, tau0 = 10, kappa = 0.7, 10 passes, alpha learned, eta 0.01; hybrid VB: the same
+  with the Gibbs-within-VB E-step (5 burn-in, 5 kept sweeps); polylingual VB: as batch VB;
+* gensim LdaModel: online VB with the same S, offset 10, decay 0.7, 10 passes, 100 E-step iterations
+  to 1e-3, ``alpha="auto"``, eta 0.01;
+* Gibbs family (alpha 0.1, beta 0.01, fixed): collapsed Gibbs 500 sweeps; tomotopy 500 iterations, one
+  thread, ``optim_interval=0``; o-LDA, incremental Gibbs (10 rejuvenated tokens per token from a
+  1000-token reservoir) and the particle filter (P = 20, resampling below ESS 20%, 10 rejuvenated
+  tokens) start from 100 Gibbs sweeps on the first 10% of the stream; SGS and DSGS: S = 256, decay 0.9,
+  at most 100 sweeps per minibatch, patience 10 (DSGS: one sampler loop per worker, the first two
+  minibatches in order, then asynchronous).
 
 Examples
 --------
 ::
 
-    python benchmarks/bench_evaluation.py --corpus ~/.cache/topicflow-dev-corpora/labeled_fortunes.jsonl \\
-        --aligned ~/.cache/topicflow-dev-corpora/aligned_en_de_debref.jsonl --topics 20 --seeds 0
+    python benchmarks/bench_evaluation.py                      # fortunes and bible, seeds 0 1 2, K = 20
+    python benchmarks/bench_evaluation.py --corpora bible --seeds 0 --systems batch-vb,gensim,tomotopy
 
-Prints one JSON object per model as it is scored, a final JSON report, then a table.
+Prints one JSON object per model as it is scored, a final JSON report, then a Markdown table (mean
+± standard deviation over seeds).
 """
 from __future__ import annotations
 
