@@ -46,6 +46,8 @@ VersionKind = Literal["fit", "update"]
 Family = Literal["lda"]
 #: Output formats of the reporting commands.
 OutputFormat = Literal["text", "json"]
+#: Formats of ``topicflow export``: the model's arrays, or the arguments of ``pyLDAvis.prepare``.
+ExportFormat = Literal["npz", "pyldavis"]
 
 
 def choices(literal: Any) -> tuple[str, ...]:

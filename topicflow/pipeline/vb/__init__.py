@@ -6,6 +6,8 @@ Importing this package registers the continuation of variational models with ``t
 from __future__ import annotations
 
 from topicflow.pipeline.vb import nightly as _nightly  # noqa: F401  (registers "vb_lda" continuations)
+from topicflow.pipeline.vb.batch import share
+from topicflow.pipeline.vb.infer import fold_in_params, model_blocks, model_token
 from topicflow.pipeline.vb.online import OnlineConfig
 
-__all__ = ["OnlineConfig"]
+__all__ = ["OnlineConfig", "fold_in_params", "model_blocks", "model_token", "share"]
