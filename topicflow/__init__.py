@@ -6,5 +6,6 @@ from topicflow._version import __version__
 from topicflow.api.lda import LDA
 from topicflow.api.streaming import StreamingLDA
 from topicflow.io.corpus.reader import Corpus
+from topicflow.pipeline import evaluation as _evaluation  # fills the registries of topicflow.metrics.coherence
 
 __all__ = ["Corpus", "LDA", "StreamingLDA", "__version__"]

@@ -83,6 +83,14 @@ class ModelFormatError(CorpusFormatError):
         self.problem = problem
 
 
+class OrderNotKeptError(CorpusFormatError):
+    """A corpus store was asked for its documents' tokens in order but does not keep them.
+
+    Only stores ingested with ``topicflow ingest --keep-order`` hold the ordered-token layer; the
+    message names the store and says to re-ingest it that way. ``path`` is the store.
+    """
+
+
 class FormatVersionError(CorpusFormatError):
     """A store or model was written by a newer topicflow format version than this one reads."""
 

@@ -122,22 +122,27 @@ def _echo_summary(lines: list[str]) -> None:
               help="Fan-in of the count reduction tree (config topicflow.split-every).")
 @click.option("--on-error", type=click.Choice(choices(OnError)), default="raise", show_default=True,
               help="Stop at the first bad record, or skip bad records and report how many.")
+@click.option("--keep-order", is_flag=True,
+              help="Also keep each document's tokens in reading order (out-of-vocabulary ones as strings), "
+              "for sliding-window coherence and first-half completion; writes store format 3.")
 @cluster_options
 @reports_errors
 def ingest(inputs: tuple[Path, ...], out: Path, overwrite: bool, fields: FieldSpec,
            tokenizer_options: dict[str, Any], min_df: int, max_df_fraction: float, max_vocab: int | None,
-           shard_size: int | None, split_every: int | None, on_error: str, cluster: ClusterConfig) -> None:
+           shard_size: int | None, split_every: int | None, on_error: str, keep_order: bool,
+           cluster: ClusterConfig) -> None:
     """Build a corpus store from text directories, JSON Lines and parquet files.
 
     Each directory holds one document per file; JSONL files hold one JSON object per line; parquet
-    files one document per row.
+    files one document per row. With --keep-order the store also holds every document's tokens in
+    order (later appends keep it).
     """
     tokenizer = TokenizerConfig.from_options(**tokenizer_options)
     prune = PruneConfig(min_df=min_df, max_df_fraction=max_df_fraction, max_vocab=max_vocab)
     with connect(cluster) as client:
         result = ingest_corpus(inputs, out, fields=fields, tokenizer=tokenizer, prune=prune,
                                shard_size=shard_size, split_every=split_every, on_error=on_error,  # type: ignore[arg-type]
-                               overwrite=overwrite, client=client, progress=TqdmProgress())
+                               overwrite=overwrite, keep_order=keep_order, client=client, progress=TqdmProgress())
     _echo_summary(result.summary_lines())
 
 
@@ -173,7 +178,8 @@ def append(store: Path, inputs: tuple[Path, ...], fields: FieldSpec, tokenizer_o
 
     Out-of-vocabulary terms are kept as candidate terms with their frequencies; with
     --promote-min-df the frequent ones join the vocabulary (at its end, so fitted models stay
-    valid). Tokenizer options are only checked against the store's: leave them out.
+    valid). Tokenizer options are only checked against the store's: leave them out. A store that
+    keeps token order (ingest --keep-order) keeps it for the new documents.
     """
     tokenizer = _tokenizer_to_check(store, tokenizer_options)
     with connect(cluster) as client:
@@ -201,6 +207,7 @@ def _format_info(info: dict[str, Any]) -> list[str]:
         f"shards          {info['n_shards']} (shard size {info['shard_size']})",
         f"labels          {label_text}",
         f"timestamps      {'yes' if info['has_timestamps'] else 'no'}",
+        f"token order     {'kept' if info['has_order'] else 'not kept (ingest --keep-order keeps it)'}",
         f"candidates      {info['candidates'] or 'none'} ({per_lang(info['n_candidates'])} terms)",
         f"tokenizer       lowercase={tok.get('lowercase')} pattern={tok.get('token_pattern')!r} "
         f"min_length={tok.get('min_length')} stop_words={tok.get('stop_words_name')} "
@@ -215,7 +222,7 @@ def _format_info(info: dict[str, Any]) -> list[str]:
               show_default=True, help="Human-readable text or JSON.")
 @reports_errors
 def info(store: Path, output_format: str) -> None:
-    """Describe STORE: documents, tokens, languages, vocabularies, shards, labels, candidates."""
+    """Describe STORE: documents, tokens, languages, vocabularies, shards, labels, token order, candidates."""
     summary = describe_store(store)
     if output_format == "json":
         click.echo(json.dumps(summary, indent=2, sort_keys=True))

@@ -25,7 +25,7 @@ import numpy as np
 from topicflow._typing import FloatArray, IntArray
 from topicflow.errors import InvalidParameterError
 from topicflow.metrics.recovery import hellinger, match_topics
-from topicflow.models.common.blocks import DocBlock
+from topicflow.models.common.blocks import DocBlock, OrderedBlock
 
 
 def top_terms(topic_word: np.ndarray, n: int) -> tuple[IntArray, FloatArray]:
@@ -154,6 +154,34 @@ def doc_top_terms(block: DocBlock, row: int, n: int) -> IntArray:
     order = np.lexsort((terms, -counts.astype(np.int64)))[:n]
     out: IntArray = terms[order].astype(np.int64)
     return out
+
+
+def doc_first_tokens(block: OrderedBlock, row: int, n: int) -> list[int | str]:
+    """Return the first ``n`` tokens of one document in reading order.
+
+    Parameters
+    ----------
+    block : OrderedBlock
+        The ordered-token layer of the shard holding the document.
+    row : int
+        The document's row in the block.
+    n : int
+        How many tokens; fewer when the document is shorter.
+
+    Returns
+    -------
+    list of (int or str)
+        A term id of the block's vocabulary, or the string of an out-of-vocabulary token.
+
+    Examples
+    --------
+    >>> block = OrderedBlock(np.array([0, 3]), np.array([1, -1, 0], np.int32), np.array(["cat"], dtype=object),
+    ...                      np.array(["a"], dtype=object), 0, 2)
+    >>> doc_first_tokens(block, 0, 2)
+    [1, 'cat']
+    """
+    codes = block.doc_tokens(row)[:n].tolist()
+    return [code if code >= 0 else str(block.oov_terms[-code - 1]) for code in codes]
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ Passes over the input (each a map over partitions):
        tree-merged with fixed fan-in ``split_every`` into one :class:`PartitionSummary`.
     2. ``locate_ids`` (only when pass 1 found candidate duplicate ids): the records behind them.
     3. ``write_partition``: re-read, re-tokenize, encode with the store's vocabulary and write the
-       partition's shard directly into the store (one partition -> one shard).
+       partition's shard directly into the store (one partition -> one shard); with ``keep_order``
+       also each document's tokens in reading order (:class:`OrderEncoder`).
 """
 from __future__ import annotations
 
@@ -214,24 +215,72 @@ def encode_bag(bag: Counter[str] | None, index: Mapping[str, int]) -> tuple[list
     return ids, [found[i] for i in ids]
 
 
+class OrderEncoder:
+    """Builds one language's ordered-token layer of a shard, document by document.
+
+    A token in the vocabulary becomes its term id; any other token the tokenizer produced (a term
+    pruned by document frequency, or a candidate term of an append) becomes ``-(k + 1)``, where
+    ``k`` is the position of its string among the shard's distinct out-of-vocabulary strings, in
+    order of first appearance in the shard. The result is the ``(indptr, tokens, oov_terms)`` of
+    :class:`topicflow.models.common.blocks.OrderedBlock`.
+
+    Parameters
+    ----------
+    index : mapping of str to int
+        Term to id of the vocabulary the shard is encoded with.
+
+    Examples
+    --------
+    >>> encoder = OrderEncoder({"fox": 0, "dog": 1})
+    >>> encoder.add(["dog", "cat", "fox", "cat"]); encoder.add(None); encoder.add(["emu"])
+    >>> [a.tolist() for a in encoder.arrays()]
+    [[0, 4, 4, 5], [1, -1, 0, -1, -2], ['cat', 'emu']]
+    """
+
+    def __init__(self, index: Mapping[str, int]) -> None:
+        self._index = index
+        self._oov: dict[str, int] = {}
+        self._indptr = [0]
+        self._tokens: list[int] = []
+
+    def add(self, tokens: Sequence[str] | None) -> None:
+        """Append one document's tokens (None or empty: a document without text in this language)."""
+        if tokens:
+            index, oov = self._index, self._oov
+            self._tokens.extend(
+                index[t] if t in index else -(oov.setdefault(t, len(oov)) + 1) for t in tokens
+            )
+        self._indptr.append(len(self._tokens))
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(indptr int64, tokens int32, oov_terms object)`` of the documents added so far."""
+        return (np.asarray(self._indptr, np.int64), np.asarray(self._tokens, np.int32),
+                np.array(list(self._oov), dtype=object))
+
+
 def write_partition(
     partition: InputPartition, fields: FieldSpec, tokenizer: TokenizerConfig, on_error: OnError,
     vocab_index: Mapping[str, Mapping[str, int]], shard_dir: str, skip_positions: frozenset[int],
-    drop_reason: str,
+    drop_reason: str, keep_order: bool = False,
 ) -> ShardWritten:
     """Pass 3 on one partition: encode its kept documents and write them as one shard at ``shard_dir``.
 
     A document is dropped (and counted) when it has no token (``no_tokens``) or when none of its
-    tokens is in the vocabulary (``drop_reason``). Records at ``skip_positions`` are left out.
+    tokens is in the vocabulary (``drop_reason``). Records at ``skip_positions`` are left out. With
+    ``keep_order`` the shard also holds every kept document's tokens in reading order, per language
+    (:class:`OrderEncoder`); the bags are the same either way.
     """
     languages = fields.languages
+    run = make_tokenizer(tokenizer)
     csr: dict[str, tuple[list[int], list[int], list[int]]] = {lang: ([0], [], []) for lang in languages}
+    encoders = {lang: OrderEncoder(vocab_index[lang]) for lang in languages} if keep_order else {}
     doc_ids, labels, timestamps = [], [], []
     dropped: Counter[str] = Counter()
     for position, record in enumerate(iter_records(partition, fields, on_error)):
         if position in skip_positions:
             continue
-        bags = record_bags(record, tokenizer)
+        tokens = {lang: None if text is None else run(text) for lang, text in record.texts.items()}
+        bags: Bags = {lang: None if toks is None else Counter(toks) for lang, toks in tokens.items()}
         encoded = {lang: encode_bag(bags[lang], vocab_index[lang]) for lang in languages}
         if not any(ids for ids, _ in encoded.values()):
             dropped["no_tokens" if not any(bags.values()) else drop_reason] += 1
@@ -241,6 +290,8 @@ def write_partition(
             term_ids.extend(ids)
             values.extend(counts)
             indptr.append(len(term_ids))
+        for lang, encoder in encoders.items():
+            encoder.add(tokens.get(lang))
         doc_ids.append(record.doc_id)
         labels.append(record.label)
         timestamps.append(record.timestamp)
@@ -254,6 +305,7 @@ def write_partition(
         Path(shard_dir), bags_arrays, np.asarray(doc_ids, dtype=object),
         labels=np.asarray(labels, dtype=object) if fields.has_labels else None,
         timestamps=np.asarray(timestamps, dtype=np.int64) if fields.has_timestamps else None,
+        orders={lang: encoder.arrays() for lang, encoder in encoders.items()} if keep_order else None,
     )
     return ShardWritten(partition.index, shard_dir, len(doc_ids), n_tokens, checksum, dict(dropped))
 
@@ -297,6 +349,7 @@ def map_locate_ids(
 def map_write_shards(
     partitions: Sequence[InputPartition], fields: FieldSpec, tokenizer: TokenizerConfig, on_error: OnError,
     *, store: str, shard_dirs: Mapping[int, str], skip: Mapping[int, frozenset[int]], drop_reason: str,
+    keep_order: bool = False,
 ) -> list[Delayed]:
     """One pass-3 task per partition, keyed ``ingest-write-<token>-<i>``, sharing one vocabulary task.
 
@@ -308,15 +361,18 @@ def map_write_shards(
         Directory each partition's shard is written to (must not exist).
     skip : mapping of partition index to frozenset of int
         Positions (among valid records) of records to leave out, e.g. duplicate ids.
+    keep_order : bool, default False
+        Also write each document's tokens in reading order (the ordered-token layer).
     """
     token = dask.base.tokenize(pass_token(partitions, fields, tokenizer, on_error), store,
-                               dict(shard_dirs), {k: sorted(v) for k, v in skip.items()}, drop_reason)
+                               dict(shard_dirs), {k: sorted(v) for k, v in skip.items()}, drop_reason,
+                               *(("keep-order",) if keep_order else ()))
     vocab = dask.delayed(load_vocab_index, pure=True)(store, fields.languages,
                                                       dask_key_name=f"ingest-vocab-{token}")
     task = dask.delayed(write_partition, pure=True)
     return [
         task(p, fields, tokenizer, on_error, vocab, shard_dirs[p.index], skip.get(p.index, frozenset()),
-             drop_reason, dask_key_name=f"ingest-write-{token}-{p.index}")
+             drop_reason, keep_order, dask_key_name=f"ingest-write-{token}-{p.index}")
         for p in partitions
     ]
 

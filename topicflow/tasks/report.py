@@ -3,7 +3,7 @@
 The math lives in :mod:`topicflow.metrics.topic_summary` (document summaries, term counts) and
 :mod:`topicflow.models.lda.vb.estep` (fold-in); task bodies only call it. Keys are readable and
 deterministic: ``doc-topic-stats-<token>-<i>``, ``term-counts-<token>-<i>``, ``doc-lengths-<token>-<i>``,
-``doc-terms-<token>-<i>``.
+``doc-terms-<token>-<i>``, ``doc-first-tokens-<token>-<i>``.
 """
 from __future__ import annotations
 
@@ -220,4 +220,33 @@ def map_doc_top_terms(blocks: Sequence[Any], rows: Sequence[Sequence[int]], n_te
     """
     task = dask.delayed(_doc_terms_task, pure=True)
     return [task(block, list(chosen), n_terms, dask_key_name=f"doc-terms-{token}-{i}")
+            for i, (block, chosen) in enumerate(zip(blocks, rows))]
+
+
+def _first_tokens_task(block: OrderedBlock, rows: Sequence[int], n_tokens: int) -> dict[int, list[int | str]]:
+    return {row: doc_first_tokens(block, row, n_tokens) for row in rows}
+
+
+def map_doc_first_tokens(blocks: Sequence[Any], rows: Sequence[Sequence[int]], n_tokens: int, *,
+                         token: str) -> list[Any]:
+    """The first tokens in reading order of chosen documents, one task per shard that holds any.
+
+    Parameters
+    ----------
+    blocks : sequence of Delayed[OrderedBlock]
+        The ordered-token layer of one language of the shards holding the documents.
+    rows : sequence of sequence of int
+        For each of ``blocks``, the rows of the chosen documents.
+    n_tokens : int
+        Tokens per document.
+    token : str
+        Names the graph's keys.
+
+    Returns
+    -------
+    list of Delayed[dict of int to list of (int or str)]
+        Per shard: row -> term ids (or out-of-vocabulary strings) in reading order.
+    """
+    task = dask.delayed(_first_tokens_task, pure=True)
+    return [task(block, list(chosen), n_tokens, dask_key_name=f"doc-first-tokens-{token}-{i}")
             for i, (block, chosen) in enumerate(zip(blocks, rows))]

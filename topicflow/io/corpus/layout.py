@@ -14,6 +14,10 @@ from topicflow.io._zarr import check_format
 
 #: One bag of words per language: (indptr, term_ids, counts) of a CSR matrix.
 CsrArrays = tuple[np.ndarray, np.ndarray, np.ndarray]
+#: One ordered-token layer per language: (indptr, tokens, oov_terms); see :class:`OrderedBlock`.
+OrderArrays = tuple[np.ndarray, np.ndarray, np.ndarray]
+#: Names of the ordered-token arrays under ``shards/<id>/<lang>/order/``, in checksum order.
+ORDER_ARRAYS = ("indptr", "tokens", "oov_terms")
 
 FORMAT_NAME = "topicflow-corpus"
 #: Format of stores whose vocabulary never grew: still written as 1, so older readers keep reading them.
@@ -21,8 +25,11 @@ BASE_FORMAT_VERSION = 1
 #: Format of stores whose vocabulary grew (``vocabs/``, vocab_version >= 2), which a reader of format 1
 #: would misread (it only knows ``vocab/``).
 GROWN_VOCAB_FORMAT_VERSION = 2
+#: Format of stores that keep each document's tokens in order (``ingest --keep-order``): a reader of
+#: format 2 would read their bags correctly but could not tell that the layer must be kept by appends.
+ORDERED_FORMAT_VERSION = 3
 #: Newest store format this topicflow reads.
-FORMAT_VERSION = GROWN_VOCAB_FORMAT_VERSION
+FORMAT_VERSION = ORDERED_FORMAT_VERSION
 DEFAULT_LANGUAGE = "default"
 MANIFEST = "manifest.json"
 
@@ -44,6 +51,9 @@ class ShardInfo:
         ``sha256:<hex>`` over the shard's arrays (see :func:`shard_checksum`).
     vocab_version : int
         Vocabulary version the shard was encoded with.
+    has_order : bool
+        Whether the shard holds the ordered-token layer (``<lang>/order/``), which ``checksum`` then
+        covers. Listed in the manifest only when true.
     """
 
     shard_id: str
@@ -52,9 +62,10 @@ class ShardInfo:
     n_tokens: dict[str, int]
     checksum: str
     vocab_version: int = 1
+    has_order: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "id": self.shard_id,
             "first_doc": self.first_doc,
             "n_docs": self.n_docs,
@@ -62,6 +73,9 @@ class ShardInfo:
             "checksum": self.checksum,
             "vocab_version": self.vocab_version,
         }
+        if self.has_order:
+            out["has_order"] = True
+        return out
 
     @classmethod
     def from_dict(cls, payload: Mapping[str, Any]) -> ShardInfo:
@@ -72,6 +86,7 @@ class ShardInfo:
             n_tokens={str(k): int(v) for k, v in payload["n_tokens"].items()},
             checksum=str(payload["checksum"]),
             vocab_version=int(payload.get("vocab_version", 1)),
+            has_order=bool(payload.get("has_order", False)),
         )
 
 
@@ -93,6 +108,8 @@ class Manifest:
     history: tuple[dict[str, Any], ...] = ()
     #: Segments of the document-id hash index (see :mod:`topicflow.io.corpus.id_index`).
     id_index: tuple[dict[str, Any], ...] = ()
+    #: Whether every shard keeps its documents' tokens in order (``<lang>/order/``; ``ingest --keep-order``).
+    has_order: bool = False
 
     @property
     def n_docs(self) -> int:
@@ -107,11 +124,12 @@ class Manifest:
 
     @property
     def format_version(self) -> int:
-        """The store format this manifest needs: 2 once the vocabulary grew, else 1."""
-        return store_format_version(self.vocab_version)
+        """The store format this manifest needs: 3 with the ordered-token layer, else 2 once the
+        vocabulary grew, else 1."""
+        return store_format_version(self.vocab_version, has_order=self.has_order)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "format": FORMAT_NAME,
             "format_version": self.format_version,
             "languages": list(self.languages),
@@ -128,12 +146,15 @@ class Manifest:
             "history": list(self.history),
             "id_index": list(self.id_index),
         }
+        if self.has_order:  # stores without the layer keep exactly the manifest they always had
+            out["has_order"] = True
+        return out
 
     @classmethod
     def from_dict(cls, payload: Mapping[str, Any], *, path: str = "") -> Manifest:
         check_format(payload, path=path, name=FORMAT_NAME, version=FORMAT_VERSION)
         try:
-            return cls(
+            manifest = cls(
                 languages=tuple(payload["languages"]),
                 tokenizer=dict(payload["tokenizer"]),
                 shards=tuple(ShardInfo.from_dict(s) for s in payload["shards"]),
@@ -145,16 +166,41 @@ class Manifest:
                 created=str(payload.get("created", "")),
                 history=tuple(payload.get("history", ())),
                 id_index=tuple(dict(s) for s in payload.get("id_index", ())),
+                has_order=bool(payload.get("has_order", False)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise CorpusFormatError(
                 f"manifest {path!r} is damaged ({exc!r}); re-create the store with `topicflow ingest`.",
                 path=path,
             ) from exc
+        unordered = [s.shard_id for s in manifest.shards if s.has_order != manifest.has_order]
+        if unordered:
+            raise CorpusFormatError(
+                f"manifest {path!r} is damaged: the store {'keeps' if manifest.has_order else 'does not keep'} "
+                f"token order but shard(s) {unordered[:5]!r} say otherwise; re-create the store with "
+                "`topicflow ingest`.", path=path,
+            )
+        return manifest
 
 
-def store_format_version(vocab_version: int) -> int:
-    """Format version a store with vocabulary version ``vocab_version`` is written with."""
+def store_format_version(vocab_version: int, *, has_order: bool = False) -> int:
+    """Format version a store is written with: the oldest format whose readers read it correctly.
+
+    Parameters
+    ----------
+    vocab_version : int
+        The store's current vocabulary version.
+    has_order : bool, default False
+        Whether the store keeps the ordered-token layer.
+
+    Returns
+    -------
+    int
+        :data:`ORDERED_FORMAT_VERSION` (3) with the layer, else :data:`GROWN_VOCAB_FORMAT_VERSION` (2)
+        once the vocabulary grew, else :data:`BASE_FORMAT_VERSION` (1).
+    """
+    if has_order:
+        return ORDERED_FORMAT_VERSION
     return GROWN_VOCAB_FORMAT_VERSION if vocab_version >= 2 else BASE_FORMAT_VERSION
 
 
@@ -179,8 +225,27 @@ def shard_checksum(
     doc_ids: np.ndarray,
     labels: np.ndarray | None,
     timestamps: np.ndarray | None,
+    orders: Mapping[str, OrderArrays] | None = None,
 ) -> str:
-    """``sha256:<hex>`` over a shard's arrays in a fixed order (languages sorted)."""
+    """``sha256:<hex>`` over a shard's arrays in a fixed order (languages sorted).
+
+    Parameters
+    ----------
+    bags : mapping of str to tuple of ndarray
+        ``(indptr, term_ids, counts)`` per language.
+    doc_ids : ndarray of shape (n_docs,), object (str)
+    labels : ndarray of shape (n_docs,), object (str) or None
+    timestamps : ndarray of shape (n_docs,), int64 or None
+    orders : mapping of str to tuple of ndarray, optional
+        ``(indptr, tokens, oov_terms)`` per language, for a store that keeps token order; they are
+        hashed after every bag. None (a store without the layer) gives the checksum such stores
+        always had.
+
+    Returns
+    -------
+    str
+        ``sha256:<hex>``.
+    """
     digest = hashlib.sha256()
     digest.update(_string_digest(doc_ids))
     if labels is not None:
@@ -193,6 +258,13 @@ def shard_checksum(
         digest.update(lang.encode("utf-8"))
         for array, dtype in zip(bags[lang], (np.int64, np.int32, np.int32)):
             digest.update(np.ascontiguousarray(array, dtype=dtype).tobytes())
+    for lang in sorted(orders or {}):
+        indptr, tokens, oov_terms = orders[lang]  # type: ignore[index]
+        digest.update(b"order\x00" + lang.encode("utf-8"))
+        digest.update(np.ascontiguousarray(indptr, dtype=np.int64).tobytes())
+        digest.update(np.ascontiguousarray(tokens, dtype=np.int32).tobytes())
+        digest.update(len(oov_terms).to_bytes(8, "little"))
+        digest.update(_string_digest(oov_terms))
     return "sha256:" + digest.hexdigest()
 
 
@@ -231,6 +303,77 @@ def csr_problems(bag: CsrArrays, n_docs: int, n_terms: int) -> list[str]:
     if len(counts) and counts.min() <= 0:
         problems.append(f"counts must be positive (found {counts.min()})")
     return problems
+
+
+def order_problems(order: OrderArrays, bag: CsrArrays, n_docs: int, n_terms: int) -> list[str]:
+    """What is wrong with one language's ordered-token arrays, alone and against its bag of words.
+
+    The invariant: for every document, the counts of its in-vocabulary tokens (codes >= 0) equal its
+    bag of words (term ids and counts). One sort of the tokens (about 5 ms for 200,000 tokens).
+
+    Parameters
+    ----------
+    order : tuple of ndarray
+        ``(indptr, tokens, oov_terms)``; ``tokens`` holds term ids ``>= 0`` and out-of-vocabulary
+        tokens ``-(k + 1)`` for ``oov_terms[k]``.
+    bag : tuple of ndarray
+        ``(indptr, term_ids, counts)`` of the same language, already checked by :func:`csr_problems`.
+    n_docs : int
+        Documents the arrays must hold.
+    n_terms : int
+        Vocabulary size; every term id must be below it.
+
+    Returns
+    -------
+    list of str
+        One phrase per problem; empty when the layer is sound and agrees with the bag.
+    """
+    indptr, tokens, oov_terms = order
+    for name, array in (("order/indptr", indptr), ("order/tokens", tokens)):
+        if array.ndim != 1 or array.dtype.kind not in "iu":
+            return [f"{name} has shape {array.shape} and dtype {array.dtype}, expected a 1-d integer array"]
+    if oov_terms.ndim != 1:
+        return [f"order/oov_terms has shape {oov_terms.shape}, expected a 1-d array of strings"]
+    if indptr.shape != (n_docs + 1,) or indptr[0] != 0:
+        return [f"order/indptr has shape {indptr.shape}, expected ({n_docs + 1},) starting at 0"]
+    if np.any(indptr[1:] < indptr[:-1]) or indptr[-1] != len(tokens):
+        return [f"order/indptr is not nondecreasing up to the number of tokens ({len(tokens)})"]
+    problems = []
+    n_oov = len(oov_terms)
+    if len(tokens) and (tokens.min() < -n_oov or tokens.max() >= n_terms):
+        problems.append(f"order/tokens outside [-{n_oov}, {n_terms}) (from {tokens.min()} to {tokens.max()})")
+    if len({str(t) for t in oov_terms}) != n_oov:
+        problems.append("order/oov_terms holds a string twice")
+    if problems:
+        return problems
+    mismatch = _first_bag_mismatch(indptr, tokens.astype(np.int64), bag, n_terms)
+    if mismatch is not None:
+        problems.append(f"the in-vocabulary tokens of document {mismatch} (row of the shard) in order/ do not "
+                        "add up to its bag of words")
+    return problems
+
+
+def _first_bag_mismatch(order_indptr: np.ndarray, tokens: np.ndarray, bag: CsrArrays, n_terms: int) -> int | None:
+    """Row of the first document whose in-vocabulary token counts differ from its bag, or None."""
+    bag_indptr, term_ids, counts = bag
+    n_terms = max(n_terms, 1)
+    n_docs = len(order_indptr) - 1
+    docs = np.repeat(np.arange(n_docs, dtype=np.int64), np.diff(order_indptr))
+    keep = tokens >= 0
+    keys, found = np.unique(docs[keep] * n_terms + tokens[keep], return_counts=True)
+    bag_docs = np.repeat(np.arange(n_docs, dtype=np.int64), np.diff(bag_indptr))
+    bag_keys = bag_docs * n_terms + term_ids.astype(np.int64)
+    order = np.argsort(bag_keys, kind="stable")  # already sorted in a valid bag; cheap then
+    bag_keys, bag_counts = bag_keys[order], counts.astype(np.int64)[order]
+    if len(keys) == len(bag_keys) and np.array_equal(keys, bag_keys) and np.array_equal(found, bag_counts):
+        return None
+    # The first document whose (term, count) pairs differ between the two.
+    n = min(len(keys), len(bag_keys))
+    differs = np.flatnonzero((keys[:n] != bag_keys[:n]) | (found[:n] != bag_counts[:n]))
+    if len(differs):
+        return int(min(keys[differs[0]], bag_keys[differs[0]]) // n_terms)
+    longer = keys if len(keys) > n else bag_keys
+    return int(longer[n] // n_terms)
 
 
 def validate_csr(bag: CsrArrays, n_docs: int, n_terms: int, *, where: str) -> None:

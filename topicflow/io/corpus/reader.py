@@ -17,6 +17,8 @@ Layout::
       candidates/<version>/<lang>/ out-of-vocabulary terms seen by appends (same arrays)
       shards/<shard_id>/           doc_ids (str), labels (str)?, timestamps (int64)?
       shards/<shard_id>/<lang>/    indptr (int64), term_ids (int32), counts (int32)
+      shards/<shard_id>/<lang>/order/  (stores ingested with --keep-order, format 3) indptr (int64),
+                                   tokens (int32: term id, or -(k+1) for oov_terms[k]), oov_terms (str)
 """
 from __future__ import annotations
 
@@ -31,20 +33,24 @@ from topicflow.errors import (
     CorpusFormatError,
     CorruptShardError,
     InvalidParameterError,
+    OrderNotKeptError,
     StoreNotFoundError,
 )
 from topicflow.io._atomic import read_json
 from topicflow.io._zarr import read_arrays
 from topicflow.io.corpus.layout import (
     MANIFEST,
+    ORDER_ARRAYS,
     Manifest,
+    OrderArrays,
     ShardInfo,
     corrupt_shard,
     csr_problems,
+    order_problems,
     shard_checksum,
     vocabulary_dir,
 )
-from topicflow.models.common.blocks import DocBlock, concat_blocks
+from topicflow.models.common.blocks import DocBlock, OrderedBlock, concat_blocks
 from topicflow.models.common.vocabulary import Vocabulary
 
 #: (indptr, term_ids, counts) of one language of one shard.
@@ -127,8 +133,15 @@ def read_manifest(path: Path) -> Manifest:
     return Manifest.from_dict(payload, path=str(path))
 
 
-def _read_shard(store: str, shard: ShardInfo, languages: Sequence[str], with_meta: bool) -> dict[str, np.ndarray]:
-    """The decoded arrays of ``languages`` of one shard (and its labels and timestamps with ``with_meta``).
+def _order_names(languages: Sequence[str]) -> list[str]:
+    """Names of the ordered-token arrays of ``languages`` inside a shard group."""
+    return [f"{lang}/order/{part}" for lang in languages for part in ORDER_ARRAYS]
+
+
+def _read_shard(store: str, shard: ShardInfo, languages: Sequence[str], with_meta: bool,
+                with_order: bool = False) -> dict[str, np.ndarray]:
+    """The decoded arrays of ``languages`` of one shard (and its labels and timestamps with ``with_meta``,
+    and its ordered-token arrays with ``with_order``).
 
     Raises CorpusFormatError naming the array that is missing or cannot be decoded (see :func:`read_arrays`).
     """
@@ -136,7 +149,13 @@ def _read_shard(store: str, shard: ShardInfo, languages: Sequence[str], with_met
     # The store is a local directory, so presence of the optional arrays is a stat, not a zarr lookup.
     meta = [name for name in ("labels", "timestamps") if with_meta and (shard_dir / name).is_dir()]
     names = ["doc_ids", *meta] + [f"{lang}/{part}" for lang in languages for part in ("indptr", "term_ids", "counts")]
+    if with_order:
+        names += _order_names(languages)
     return read_arrays(shard_dir, names)
+
+
+def _order_of(arrays: Mapping[str, np.ndarray], lang: str) -> OrderArrays:
+    return (arrays[f"{lang}/order/indptr"], arrays[f"{lang}/order/tokens"], arrays[f"{lang}/order/oov_terms"])
 
 
 def shard_problems(arrays: Mapping[str, np.ndarray], shard: ShardInfo, vocab_sizes: Mapping[str, int]) -> list[str]:
@@ -148,7 +167,10 @@ def shard_problems(arrays: Mapping[str, np.ndarray], shard: ShardInfo, vocab_siz
     ----------
     arrays : mapping of str to ndarray
         ``doc_ids``, optionally ``labels`` and ``timestamps``, and ``<lang>/indptr``, ``<lang>/term_ids``,
-        ``<lang>/counts`` for each language of ``vocab_sizes``.
+        ``<lang>/counts`` for each language of ``vocab_sizes``; where ``<lang>/order/indptr``,
+        ``<lang>/order/tokens`` and ``<lang>/order/oov_terms`` are given too, the ordered-token layer is
+        checked as well (:func:`~topicflow.io.corpus.layout.order_problems`, which includes the
+        invariant that each document's in-vocabulary tokens add up to its bag of words).
     shard : ShardInfo
         The shard as the manifest lists it.
     vocab_sizes : mapping of str to int
@@ -170,6 +192,8 @@ def shard_problems(arrays: Mapping[str, np.ndarray], shard: ShardInfo, vocab_siz
         if not found and lang in shard.n_tokens and int(bag[2].sum(dtype=np.int64)) != shard.n_tokens[lang]:
             found = [f"its counts add up to {int(bag[2].sum(dtype=np.int64))} tokens but the manifest says "
                      f"{shard.n_tokens[lang]}"]
+        if not found and f"{lang}/order/tokens" in arrays:
+            found = order_problems(_order_of(arrays, lang), bag, shard.n_docs, n_terms)
         problems.extend(f"language {lang!r}: {problem}" for problem in found)
     return problems
 
@@ -194,10 +218,14 @@ def _files_signature(store: str, shard: ShardInfo) -> tuple[Any, ...]:
 
 
 def _checksum_problem(arrays: Mapping[str, np.ndarray], shard: ShardInfo) -> str | None:
-    """The mismatch between the arrays of every language of a shard and its recorded checksum, if any."""
+    """The mismatch between the arrays of every language of a shard and its recorded checksum, if any.
+
+    For a shard with the ordered-token layer, ``arrays`` must hold its order arrays too.
+    """
     bags = {lang: (arrays[f"{lang}/indptr"], arrays[f"{lang}/term_ids"], arrays[f"{lang}/counts"])
             for lang in shard.n_tokens}
-    found = shard_checksum(bags, arrays["doc_ids"], arrays.get("labels"), arrays.get("timestamps"))
+    orders = {lang: _order_of(arrays, lang) for lang in shard.n_tokens} if shard.has_order else None
+    found = shard_checksum(bags, arrays["doc_ids"], arrays.get("labels"), arrays.get("timestamps"), orders)
     if found == shard.checksum:
         return None
     return f"its arrays do not match the manifest's checksum (expected {shard.checksum}, found {found})"
@@ -237,21 +265,7 @@ def load_multiblock(
         The shard's files are missing or cannot be decoded, or they decode to arrays that contradict
         the manifest (document or token counts, CSR structure, term ids, checksum).
     """
-    try:
-        arrays = _read_shard(store, shard, list(vocab_sizes), with_meta)
-    except CorpusFormatError as exc:
-        raise corrupt_shard(store, shard.shard_id, str(exc)) from exc
-    problems = shard_problems(arrays, shard, vocab_sizes)
-    if not problems and with_meta and set(vocab_sizes) >= set(shard.n_tokens):
-        signature = _files_signature(store, shard)
-        if signature not in _VERIFIED:
-            problems = [problem for problem in (_checksum_problem(arrays, shard),) if problem]
-            if not problems:
-                if len(_VERIFIED) >= _VERIFIED_LIMIT:
-                    _VERIFIED.clear()
-                _VERIFIED.add(signature)
-    if problems:
-        raise corrupt_shard(store, shard.shard_id, "; ".join(problems))
+    arrays = _read_validated(store, shard, vocab_sizes, with_meta, with_order=False)
     return {
         lang: DocBlock(
             indptr=arrays[f"{lang}/indptr"].astype(np.int64, copy=False),
@@ -266,6 +280,107 @@ def load_multiblock(
         )
         for lang, n_terms in vocab_sizes.items()
     }
+
+
+def _read_validated(
+    store: str, shard: ShardInfo, vocab_sizes: Mapping[str, int], with_meta: bool, with_order: bool
+) -> dict[str, np.ndarray]:
+    """Read and validate languages of one shard (see :func:`load_multiblock`); raise CorruptShardError.
+
+    With ``with_order`` the ordered-token arrays of ``vocab_sizes`` are read and checked too. The
+    checksum of a shard with the layer covers it, so a checksum check of such a shard reads the order
+    arrays of every language even when only the bags were asked for (once per process and files).
+    """
+    try:
+        arrays = _read_shard(store, shard, list(vocab_sizes), with_meta, with_order)
+    except CorpusFormatError as exc:
+        raise corrupt_shard(store, shard.shard_id, str(exc)) from exc
+    problems = shard_problems(arrays, shard, vocab_sizes)
+    if not problems and with_meta and set(vocab_sizes) >= set(shard.n_tokens):
+        signature = _files_signature(store, shard)
+        if signature not in _VERIFIED:
+            checked = dict(arrays)
+            if shard.has_order and not with_order:
+                try:
+                    checked.update(read_arrays(Path(store) / "shards" / shard.shard_id, _order_names(list(shard.n_tokens))))
+                except CorpusFormatError as exc:
+                    raise corrupt_shard(store, shard.shard_id, str(exc)) from exc
+            problems = [problem for problem in (_checksum_problem(checked, shard),) if problem]
+            if not problems:
+                if len(_VERIFIED) >= _VERIFIED_LIMIT:
+                    _VERIFIED.clear()
+                _VERIFIED.add(signature)
+    if problems:
+        raise corrupt_shard(store, shard.shard_id, "; ".join(problems))
+    return arrays
+
+
+def load_ordered_multiblock(store: str, shard: ShardInfo, vocab_sizes: Mapping[str, int]) -> dict[str, OrderedBlock]:
+    """Read the ordered-token layer of languages of one shard, validated (module-level so it pickles).
+
+    Reads the bags too: every read checks the layer's structure and that each document's
+    in-vocabulary tokens add up to its bag of words; a read of every language of the shard also
+    recomputes the shard's checksum (once per process and files, as :func:`load_multiblock`).
+
+    Parameters
+    ----------
+    store : str
+        The store directory (one that keeps token order).
+    shard : ShardInfo
+        The shard as the manifest lists it.
+    vocab_sizes : mapping of str to int
+        The languages to read, with their current vocabulary sizes.
+
+    Returns
+    -------
+    dict of str to OrderedBlock
+        One block per language of ``vocab_sizes``.
+
+    Raises
+    ------
+    CorruptShardError
+        The shard's files are missing or cannot be decoded, or contradict the manifest, the bag of
+        words or the checksum.
+    """
+    arrays = _read_validated(store, shard, vocab_sizes, with_meta=True, with_order=True)
+    return {
+        lang: OrderedBlock(
+            indptr=arrays[f"{lang}/order/indptr"].astype(np.int64, copy=False),
+            tokens=arrays[f"{lang}/order/tokens"].astype(np.int32, copy=False),
+            oov_terms=np.asarray(arrays[f"{lang}/order/oov_terms"], dtype=object),
+            doc_ids=arrays["doc_ids"],
+            first_doc=shard.first_doc,
+            n_terms=n_terms,
+            language=lang,
+        )
+        for lang, n_terms in vocab_sizes.items()
+    }
+
+
+def load_ordered_block(store: str, shard: ShardInfo, language: str, n_terms: int) -> OrderedBlock:
+    """Read one language's ordered-token layer of one shard as a validated :class:`OrderedBlock`.
+
+    Parameters
+    ----------
+    store : str
+        The store directory (one that keeps token order).
+    shard : ShardInfo
+        The shard as the manifest lists it.
+    language : str
+        The language to read.
+    n_terms : int
+        The language's current vocabulary size.
+
+    Returns
+    -------
+    OrderedBlock
+
+    Raises
+    ------
+    CorruptShardError
+        As :func:`load_ordered_multiblock`.
+    """
+    return load_ordered_multiblock(store, shard, {language: n_terms})[language]
 
 
 def load_block(
@@ -401,6 +516,23 @@ class Corpus:
     def has_labels(self) -> bool:
         """Whether the documents carry labels."""
         return self.manifest.has_labels
+
+    @property
+    def has_order(self) -> bool:
+        """Whether the store keeps each document's tokens in order (``topicflow ingest --keep-order``).
+
+        Stores of format 1 and 2, and stores ingested without ``--keep-order``, do not.
+        """
+        return self.manifest.has_order
+
+    def _require_order(self, what: str) -> None:
+        if not self.manifest.has_order:
+            raise OrderNotKeptError(
+                f"store {str(self.path)!r} does not keep token order (it was ingested without --keep-order), "
+                f"so {what} cannot read its documents' tokens in order; re-ingest it with "
+                "`topicflow ingest --keep-order` (Python: ingest_corpus(..., keep_order=True)).",
+                path=str(self.path),
+            )
 
     def resolve_language(self, language: str | None) -> str:
         """Return the language to read: the given one, or the only one of a monolingual store.
@@ -603,6 +735,98 @@ class Corpus:
         for index in range(start, self.n_shards):
             yield self.read_block(index, language)
 
+    def read_ordered(self, index: int, language: str | None = None) -> OrderedBlock:
+        """Read one language of one shard as its documents' tokens in reading order.
+
+        Parameters
+        ----------
+        index : int
+            Position of the shard in :attr:`shards`.
+        language : str or None, optional
+            A language of the store; None for the only language of a monolingual store.
+
+        Returns
+        -------
+        OrderedBlock
+            Term ids of the shard's vocabulary version (a prefix of the current one) and
+            out-of-vocabulary tokens as ``-(k + 1)`` for ``oov_terms[k]``; the same documents, in
+            the same order, as :meth:`read_block`. ``block.texts(corpus.vocabulary(language))``
+            gives the tokens as strings.
+
+        Raises
+        ------
+        OrderNotKeptError
+            The store was ingested without ``--keep-order``.
+        CorruptShardError
+            The shard is damaged (including a layer that contradicts the bag of words).
+
+        Examples
+        --------
+        >>> corpus = Corpus.open("news.zarr")                              # doctest: +SKIP
+        >>> corpus.read_ordered(0).texts(corpus.vocabulary())[0][:5]         # doctest: +SKIP
+        ['economy', 'grows', 'tax', 'rates', 'fall']
+        """
+        self._require_order("read_ordered")
+        lang = self.resolve_language(language)
+        return load_ordered_block(str(self.path), self.shards[index], lang, len(self.vocabulary(lang)))
+
+    def iter_ordered(self, language: str | None = None, *, start: int = 0) -> Iterator[OrderedBlock]:
+        """Read the ordered-token layer shard by shard, in store order (one shard in memory at a time).
+
+        Parameters
+        ----------
+        language : str or None, optional
+            A language of the store; None for the only language of a monolingual store.
+        start : int, default 0
+            Position of the first shard to read.
+
+        Returns
+        -------
+        iterator of OrderedBlock
+            One block per shard of ``language`` (see :meth:`read_ordered`), read when reached.
+
+        Raises
+        ------
+        OrderNotKeptError
+            The store was ingested without ``--keep-order`` (raised by this call, not by the iteration).
+        """
+        self._require_order("iter_ordered")
+        lang = self.resolve_language(language)
+        return (self.read_ordered(index, lang) for index in range(start, self.n_shards))
+
+    def to_delayed_ordered(self, language: str | None = None, *, shards: Sequence[int] | None = None) -> list[Any]:
+        """Return one ``Delayed[OrderedBlock]`` per shard, keyed ``load-ordered-<token>-<i>``.
+
+        The ordered counterpart of :meth:`to_delayed`: the same shards, documents and ``first_doc``.
+
+        Parameters
+        ----------
+        language : str or None, optional
+            A language of the store; None for the only language of a monolingual store.
+        shards : sequence of int, optional
+            Positions of the shards to load; all shards by default.
+
+        Returns
+        -------
+        list of Delayed
+            One ``Delayed[OrderedBlock]`` per shard, in store order (or in the order of ``shards``).
+
+        Raises
+        ------
+        OrderNotKeptError
+            The store was ingested without ``--keep-order`` (raised here, before any graph is built).
+        """
+        self._require_order("to_delayed_ordered")
+        lang = self.resolve_language(language)
+        n_terms = len(self.vocabulary(lang))
+        token = dask.base.tokenize(self.token(), lang, "ordered")
+        indices = range(self.n_shards) if shards is None else shards
+        load = dask.delayed(load_ordered_block, pure=True)
+        return [
+            load(str(self.path), self.shards[i], lang, n_terms, dask_key_name=f"load-ordered-{token}-{i}")
+            for i in indices
+        ]
+
     def iter_minibatches(
         self, batch_size: int, language: str | None = None, *, start: int = 0
     ) -> Iterator[DocBlock]:
@@ -764,6 +988,9 @@ class Corpus:
     def verify(self, *, raise_errors: bool = True) -> list[str]:
         """Read every shard, check it against the manifest and recompute its checksum.
 
+        A store that keeps token order has its ordered-token layer checked too (structure, and that
+        each document's in-vocabulary tokens add up to its bag of words).
+
         Parameters
         ----------
         raise_errors : bool, default True
@@ -784,7 +1011,8 @@ class Corpus:
         damaged: list[tuple[str, str]] = []
         for shard in self.shards:
             try:
-                arrays = _read_shard(str(self.path), shard, list(shard.n_tokens), with_meta=True)
+                arrays = _read_shard(str(self.path), shard, list(shard.n_tokens), with_meta=True,
+                                     with_order=shard.has_order)
             except CorpusFormatError as exc:
                 damaged.append((shard.shard_id, str(exc)))
                 continue

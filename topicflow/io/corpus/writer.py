@@ -15,8 +15,10 @@ from topicflow.io.corpus.layout import (
     BASE_FORMAT_VERSION,
     FORMAT_NAME,
     MANIFEST,
+    ORDER_ARRAYS,
     CsrArrays,
     Manifest,
+    OrderArrays,
     ShardInfo,
     shard_checksum,
 )
@@ -30,14 +32,28 @@ def write_shard(
     *,
     labels: np.ndarray | None = None,
     timestamps: np.ndarray | None = None,
+    orders: Mapping[str, OrderArrays] | None = None,
 ) -> tuple[str, dict[str, int]]:
     """Write one shard's arrays under ``shard_dir`` (which must not exist).
+
+    Parameters
+    ----------
+    shard_dir : Path
+        The shard's directory; created here.
+    bags : mapping of str to tuple of ndarray
+        ``(indptr, term_ids, counts)`` per language, written to ``<lang>/``.
+    doc_ids : ndarray of shape (n_docs,), object (str)
+    labels : ndarray of shape (n_docs,), object (str), optional
+    timestamps : ndarray of shape (n_docs,), int64, optional
+    orders : mapping of str to tuple of ndarray, optional
+        ``(indptr, tokens, oov_terms)`` per language of ``bags`` (a store that keeps token order),
+        written to ``<lang>/order/`` and covered by the checksum.
 
     Returns
     -------
     checksum : str
     n_tokens : dict of str to int
-        Tokens per language.
+        Tokens per language (of the bags: in-vocabulary tokens).
     """
     group = zarr.open_group(str(shard_dir), mode="w-")
     _write_array(group, "doc_ids", np.asarray(doc_ids, dtype=object))
@@ -52,7 +68,11 @@ def write_shard(
         _write_array(sub, "term_ids", np.asarray(term_ids, dtype=np.int32))
         _write_array(sub, "counts", np.asarray(counts, dtype=np.int32))
         n_tokens[lang] = int(np.asarray(counts, dtype=np.int64).sum())
-    return shard_checksum(bags, doc_ids, labels, timestamps), n_tokens
+        if orders is not None:
+            order = sub.create_group("order")
+            for name, data, dtype in zip(ORDER_ARRAYS, orders[lang], (np.int64, np.int32, object)):
+                _write_array(order, name, np.asarray(data, dtype=dtype))
+    return shard_checksum(bags, doc_ids, labels, timestamps, orders), n_tokens
 
 
 def write_vocabulary(directory: Path, vocab: Vocabulary) -> None:
@@ -63,10 +83,13 @@ def write_vocabulary(directory: Path, vocab: Vocabulary) -> None:
     _write_array(group, "corpus_freq", np.asarray(vocab.corpus_freq, dtype=np.int64))
 
 
-def init_store(path: Path) -> None:
-    """Create the root zarr group and its fixed subgroups at ``path`` (a fresh directory)."""
+def init_store(path: Path, *, format_version: int = BASE_FORMAT_VERSION) -> None:
+    """Create the root zarr group and its fixed subgroups at ``path`` (a fresh directory).
+
+    ``format_version`` is recorded in the root group's attributes (the manifest's is authoritative).
+    """
     root = zarr.open_group(str(path), mode="w-")
-    root.attrs["topicflow"] = {"kind": FORMAT_NAME, "format_version": BASE_FORMAT_VERSION}
+    root.attrs["topicflow"] = {"kind": FORMAT_NAME, "format_version": format_version}
     for name in ("vocab", "shards", "candidates"):
         root.create_group(name)
 

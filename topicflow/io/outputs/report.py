@@ -121,8 +121,12 @@ class CoherenceSummary:
     reference : str
         The store the counts came from.
     per_topic : tuple of float
-        In topic order.
+        In topic order (NaN where the measure is undefined for a topic).
     mean : float
+    window : int or None
+        Sliding-window width of window measures.
+    language : str or None
+        The model language whose words were scored (polylingual models).
     """
 
     measure: str
@@ -130,6 +134,24 @@ class CoherenceSummary:
     reference: str
     per_topic: tuple[float, ...]
     mean: float
+    window: int | None = None
+    language: str | None = None
+
+    def describe(self) -> str:
+        """Say what was measured, as the page does.
+
+        Returns
+        -------
+        str
+            For example ``"u_mass, top 10 words, reference corpus.zarr"``.
+        """
+        parts = [self.measure, f"top {self.top_n} words"]
+        if self.window:
+            parts.append(f"window {self.window}")
+        if self.language:
+            parts.append(f"language {self.language}")
+        parts.append(f"reference {self.reference}")
+        return ", ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -350,8 +372,8 @@ def _overview(data: ReportData) -> str:
         cells = f"<td><a href=\"#topic-{topic.index}\">{_e(topic.label)}</a></td><td class=\"num\">{_percent(topic.size)}</td>"
         cells += f"<td class=\"num\">{_number(topic.coherence)}</td>" if coherence else ""
         rows.append(f"<tr>{cells}<td>{_e(words)}</td></tr>")
-    mean = (f"<p class=\"note\">Mean coherence ({_e(coherence.measure)}, top {coherence.top_n} words, reference "
-            f"{_e(coherence.reference)}): <b>{_number(coherence.mean)}</b>.</p>" if coherence
+    mean = (f"<p class=\"note\">Mean coherence ({_e(coherence.describe())}): <b>{_number(coherence.mean)}</b>.</p>"
+            if coherence
             else f"<p class=\"note\">{_e(data.coherence_note)}</p>")
     return (
         '<section id="overview"><h2>Overview</h2><div class="overview">'

@@ -13,6 +13,7 @@ Glossary: ``n_docs`` documents in the block, ``n_terms`` size of the language's 
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -21,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from topicflow._typing import Int32Array, IntArray
+from topicflow.models.common.vocabulary import Vocabulary
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +142,77 @@ class OrderedBlock:
     def doc_tokens(self, row: int) -> Int32Array:
         """Token codes of the ``row``-th document of the block, in reading order."""
         return self.tokens[int(self.indptr[row]) : int(self.indptr[row + 1])]
+
+    def texts(self, vocab: Vocabulary, *, include_oov: bool = True) -> list[list[str]]:
+        """Each document's tokens as strings, in reading order: the tokenizer's output for it.
+
+        This is the one way to turn the layer back into tokenized texts (for example the ``texts``
+        that gensim's ``CoherenceModel`` and ``Dictionary`` take).
+
+        Parameters
+        ----------
+        vocab : Vocabulary
+            The vocabulary of the block's language: the store's current one, or any version at
+            least as long as the one the shard was encoded with (every version is a prefix of the
+            next).
+        include_oov : bool, default True
+            Keep the out-of-vocabulary tokens (as their strings), so that each list is exactly what
+            the tokenizer produced; False keeps only the in-vocabulary tokens (whose counts are the
+            document's bag of words).
+
+        Returns
+        -------
+        list of list of str
+            One list per document of the block.
+
+        Raises
+        ------
+        ValueError
+            ``vocab`` is shorter than the largest term id of the block.
+
+        Notes
+        -----
+        NumPy equivalent: ``table = np.concatenate([vocab.terms, oov_terms[::-1]])``, then
+        ``table[tokens]`` (a code ``-(k + 1)`` indexes ``oov_terms[k]`` from the end), split at
+        ``indptr``.
+
+        Examples
+        --------
+        >>> vocab = Vocabulary(np.array(["fox", "dog"], dtype=object), np.ones(2, np.int64), np.ones(2, np.int64))
+        >>> block = OrderedBlock(np.array([0, 3, 4]), np.array([1, -1, 0, -2], np.int32),
+        ...                      np.array(["cat", "emu"], dtype=object), np.array(["a", "b"], dtype=object), 0, 2)
+        >>> block.texts(vocab)
+        [['dog', 'cat', 'fox'], ['emu']]
+        >>> block.texts(vocab, include_oov=False)
+        [['dog', 'fox'], []]
+        """
+        terms = np.asarray(vocab.terms, dtype=object)
+        if len(self.tokens) and int(self.tokens.max()) >= len(terms):
+            raise ValueError(
+                f"the block holds term id {int(self.tokens.max())} but the vocabulary given has only "
+                f"{len(terms)} terms; pass the vocabulary of language {self.language!r} of the block's store."
+            )
+        table = np.concatenate([terms, np.asarray(self.oov_terms, dtype=object)[::-1]])
+        words = table[self.tokens].tolist() if len(self.tokens) else []
+        keep = (self.tokens >= 0).tolist()
+        bounds = self.indptr.tolist()
+        if include_oov:
+            return [words[lo:hi] for lo, hi in itertools.pairwise(bounds)]
+        return [[w for w, k in zip(words[lo:hi], keep[lo:hi]) if k] for lo, hi in itertools.pairwise(bounds)]
+
+    def slice(self, start: int, stop: int) -> OrderedBlock:
+        """Documents ``start`` to ``stop`` (exclusive) of the block, as a new block (same ``oov_terms``)."""
+        start, stop = max(0, start), min(self.n_docs, stop)
+        lo, hi = int(self.indptr[start]), int(self.indptr[stop])
+        return OrderedBlock(
+            indptr=self.indptr[start : stop + 1] - lo,
+            tokens=self.tokens[lo:hi],
+            oov_terms=self.oov_terms,
+            doc_ids=self.doc_ids[start:stop],
+            first_doc=self.first_doc + start,
+            n_terms=self.n_terms,
+            language=self.language,
+        )
 
 
 def concat_blocks(blocks: list[DocBlock]) -> DocBlock:

@@ -2,5 +2,10 @@
 
 Every saved model, whatever its family or how it was made, is evaluated through these functions; the
 math lives in :mod:`topicflow.metrics`, the per-partition graphs in :mod:`topicflow.tasks`.
+
+Importing this package registers what :func:`topicflow.metrics.coherence` looks up (saved models and
+corpus stores, :mod:`topicflow.pipeline.evaluation.coherence`).
 """
 from __future__ import annotations
+
+from topicflow.pipeline.evaluation import coherence as coherence

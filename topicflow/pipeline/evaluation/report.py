@@ -54,6 +54,7 @@ from topicflow.metrics.topic_summary import (
     topic_lineages,
 )
 from topicflow.pipeline.cluster import compute_list, current_client
+from topicflow.pipeline.evaluation.coherence import evaluate_coherence
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 from topicflow.pipeline.vb import fold_in_params, model_blocks, model_token, share
 from topicflow.tasks.estep import graph_token
@@ -303,8 +304,9 @@ def example_documents(stats: TopicDocStats, corpus: Corpus, *, n_words: int,
                       client: Any = None) -> dict[int, tuple[ExampleDocument, ...]]:
     """Each topic's top documents with a snippet of their text.
 
-    The snippet is each document's most frequent terms (by count, in the store's vocabulary), read
-    only from the shards that hold the chosen documents.
+    The snippet is the document's first words in reading order when the store keeps token order
+    (``topicflow ingest --keep-order``), else its most frequent terms; only the shards holding the
+    chosen documents are read.
 
     Parameters
     ----------
@@ -329,20 +331,72 @@ def example_documents(stats: TopicDocStats, corpus: Corpus, *, n_words: int,
             shard = bisect.bisect_right(starts, position) - 1
             wanted.setdefault(shard, set()).add(position - starts[shard])
     shards = sorted(wanted)
-    token = graph_token(corpus.token(), "doc-terms", n_words, sorted((s, sorted(r)) for s, r in wanted.items()))
-    tasks = map_doc_top_terms(corpus.to_delayed_multi(shards=shards), [sorted(wanted[s]) for s in shards], n_words,
-                              token=token)
-    found = compute_list(tasks, client=current_client(client))
+    rows = [sorted(wanted[s]) for s in shards]
+    token = graph_token(corpus.token(), "snippets", n_words, shards, rows)
     vocab = {lang: corpus.vocabulary(lang).terms for lang in corpus.languages}
-    texts: dict[int, tuple[tuple[str, str], ...]] = {}
-    for shard, rows in zip(shards, found):
-        for row, by_language in rows.items():
-            texts[starts[shard] + row] = tuple((lang, " ".join(str(vocab[lang][t]) for t in ids))
-                                               for lang, ids in by_language.items())
-    return {k: tuple(ExampleDocument(doc_id=doc_id, position=position, theta=theta, snippet=texts[position],
-                                     snippet_kind="most frequent terms")
+    texts: dict[int, list[tuple[str, str]]] = {}
+    if corpus.has_order:
+        kind = "first words"
+        tasks = [task for lang in corpus.languages for task in
+                 map_doc_first_tokens(corpus.to_delayed_ordered(lang, shards=shards), rows, n_words,
+                                      token=f"{token}-{lang}")]
+        found = compute_list(tasks, client=current_client(client))
+        for index, lang in enumerate(corpus.languages):
+            for shard, by_row in zip(shards, found[index * len(shards):(index + 1) * len(shards)]):
+                for row, codes in by_row.items():
+                    words = (c if isinstance(c, str) else str(vocab[lang][c]) for c in codes)
+                    texts.setdefault(starts[shard] + row, []).append((lang, " ".join(words)))
+    else:
+        kind = "most frequent terms"
+        tasks = map_doc_top_terms(corpus.to_delayed_multi(shards=shards), rows, n_words, token=token)
+        for shard, by_row in zip(shards, compute_list(tasks, client=current_client(client))):
+            for row, by_language in by_row.items():
+                texts[starts[shard] + row] = [(lang, " ".join(str(vocab[lang][t]) for t in ids))
+                                              for lang, ids in by_language.items()]
+    return {k: tuple(ExampleDocument(doc_id=doc_id, position=position, theta=theta,
+                                     snippet=tuple(texts[position]), snippet_kind=kind)
                      for position, doc_id, theta in stats.top_documents(k))
             for k in range(stats.top_weight.shape[0])}
+
+
+def coherence_summary(model: SavedModel | str | Path, store: Corpus | str | Path, *, measure: str = "u_mass",
+                      top_n: int = 10, window: int | None = None, client: Any = None) -> CoherenceSummary:
+    """Score a model's topics with :func:`topicflow.metrics.coherence`, as the report shows them.
+
+    Parameters
+    ----------
+    model : SavedModel, str or Path
+        The model (a polylingual one is scored in its first language).
+    store : Corpus, str or Path
+        The reference store; window measures (``c_uci``, ``c_npmi``, ``c_v``) need one ingested with
+        ``--keep-order``.
+    measure : {"u_mass", "c_uci", "c_npmi", "c_v"}, default "u_mass"
+        The coherence measure (document co-occurrence for ``u_mass``, so any store).
+    top_n : int, default 10
+        Top words per topic.
+    window : int, optional
+        Sliding-window width of window measures (default gensim's).
+    client : distributed.Client, optional
+        Where the store is counted.
+
+    Returns
+    -------
+    CoherenceSummary
+
+    Raises
+    ------
+    OrderNotKeptError
+        A window measure on a store without token order.
+
+    Examples
+    --------
+    >>> scores = coherence_summary("model", "corpus.zarr", measure="u_mass")        # doctest: +SKIP
+    >>> write_model_report("model", "report.html", "corpus.zarr", coherence=scores)  # doctest: +SKIP
+    """
+    result = evaluate_coherence(model, store, measure=measure, top_n=top_n, window=window, client=client)
+    return CoherenceSummary(measure=result.measure, top_n=result.top_n, reference=result.reference,
+                            per_topic=tuple(float(v) for v in result.per_topic), mean=float(result.mean),
+                            window=result.window, language=result.language)
 
 
 # ----------------------------------------------------------------------------- topics
@@ -703,16 +757,19 @@ def report_notes(model: SavedModel, corpus: Corpus | None, coherence: CoherenceS
                                     "inference of its topic proportions theta with the topics held fixed). A topic's "
                                     "size is sum_d N_d theta_dk / sum_d N_d, the expected share of the store's tokens "
                                     "(N_d counts the tokens in the model's vocabulary).")))
+        shown = "its first words in reading order" if corpus.has_order else (
+            "its most frequent terms (the store keeps no token order; ingest it with --keep-order to see text)")
         notes.append(("Example documents", (f"The {options.examples} documents with the highest theta_dk, ties to "
-                                           "the earlier document, each shown by its id and its most frequent terms.")))
+                                            f"the earlier document, each shown by its id and {shown}.")))
     else:
         notes.append(("Topic size", ("No corpus was given, so a topic's size is its share of the model's topic-word "
                                     "mass, sum_w (lambda_kw - eta_kw): the expected share of the training tokens "
                                     "assigned to it (for a streamed model, its sampler's counts).")))
     if coherence is not None:
-        notes.append(("Coherence", (f"Measure {coherence.measure} over each topic's top {coherence.top_n} words, with "
-                                   f"word statistics from {coherence.reference} (definitions in docs/evaluation.md). "
-                                   "Higher is more coherent.")))
+        notes.append(("Coherence", (f"{coherence.describe()}: the measure over each topic's top {coherence.top_n} "
+                                    "words, with word statistics counted in the reference store, as gensim's "
+                                    "CoherenceModel defines it (definitions in docs/evaluation.md). Higher is more "
+                                    "coherent.")))
     notes.append(("Topic evolution", ("Topics of consecutive versions are matched one to one by the Hungarian "
                                      "method minimizing the summed Hellinger distance of their word distributions "
                                      "(over the union of the versions' vocabularies; with several languages, "

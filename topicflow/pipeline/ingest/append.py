@@ -271,6 +271,11 @@ def append_corpus(
     documents are encoded with it. Existing term ids never change, so shards and models made with
     an earlier version stay valid.
 
+    A store that keeps token order (``ingest --keep-order``) keeps it for the new shards too: their
+    term ids are those of the vocabulary version they are encoded with, and their tokens outside it
+    (candidate terms included) are out-of-vocabulary entries. An append never adds the layer to a
+    store without it.
+
     Parameters
     ----------
     store : path
@@ -363,7 +368,7 @@ def _append_locked(
         shard_dirs = {p.index: str(store / "shards" / f".append-{tag}-{p.index:06d}") for p in partitions}
         written = _write_pass(partitions, fields, tokenizer, on_error, store=encode_root, shard_dirs=shard_dirs,
                               skip=skip, drop_reason="all_terms_out_of_vocabulary", client=client,
-                              progress=progress)
+                              progress=progress, keep_order=manifest.has_order)
         infos = _place_shards(written, store / "shards", manifest, plan.version)
         if plan.grew:
             os.replace(encode_root / "vocab", store / "vocabs" / vocabulary_version_name(plan.version))

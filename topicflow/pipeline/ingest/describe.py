@@ -43,6 +43,7 @@ def describe_store(path: str | os.PathLike[str]) -> dict[str, Any]:
         "has_labels": manifest.has_labels,
         "labels": dict(sorted(labels.items())),
         "has_timestamps": manifest.has_timestamps,
+        "has_order": manifest.has_order,
         "candidates": manifest.candidates,
         "n_candidates": {lang: len(corpus.candidates(lang)) for lang in corpus.languages},
         "tokenizer": tokenizer,

@@ -37,7 +37,7 @@ from topicflow.io._atomic import (
     temporary_sibling,
 )
 from topicflow.io.corpus.id_index import extend_index, hash_ids
-from topicflow.io.corpus.layout import Manifest, ShardInfo
+from topicflow.io.corpus.layout import Manifest, ShardInfo, store_format_version
 from topicflow.io.corpus.writer import (
     init_store,
     with_shards,
@@ -239,10 +239,10 @@ def _skip_plan(skipped: Iterable[IdOccurrence]) -> dict[int, frozenset[int]]:
 def _write_pass(
     partitions: Sequence[InputPartition], fields: FieldSpec, tokenizer: TokenizerConfig, on_error: OnError,
     *, store: Path, shard_dirs: Mapping[int, str], skip: Mapping[int, frozenset[int]], drop_reason: str,
-    client: Any, progress: ProgressReporter,
+    client: Any, progress: ProgressReporter, keep_order: bool = False,
 ) -> list[ShardWritten]:
     graphs = map_write_shards(partitions, fields, tokenizer, on_error, store=str(store),
-                              shard_dirs=shard_dirs, skip=skip, drop_reason=drop_reason)
+                              shard_dirs=shard_dirs, skip=skip, drop_reason=drop_reason, keep_order=keep_order)
     return compute_list(graphs, client=client, progress=progress, desc="writing shards", unit="shard")
 
 
@@ -259,7 +259,8 @@ def _place_shards(written: Sequence[ShardWritten], shards_dir: Path, manifest: M
             continue
         shard_id = manifest.next_shard_id(len(infos))
         os.replace(result.shard_dir, shards_dir / shard_id)
-        infos.append(ShardInfo(shard_id, 0, result.n_docs, result.n_tokens, result.checksum, version))
+        infos.append(ShardInfo(shard_id, 0, result.n_docs, result.n_tokens, result.checksum, version,
+                               has_order=manifest.has_order))
     return infos
 
 
@@ -310,6 +311,7 @@ def ingest_corpus(
     split_every: int | None = None,
     on_error: OnError = "raise",
     overwrite: bool = False,
+    keep_order: bool = False,
     client: Any = None,
     progress: ProgressReporter = NO_PROGRESS,
 ) -> IngestResult:
@@ -336,6 +338,11 @@ def ingest_corpus(
         What to do with a bad record or duplicate id; skipped ones are counted by reason.
     overwrite : bool
         Replace an existing ``out`` once the new store is complete.
+    keep_order : bool, default False
+        Also keep each document's tokens in reading order, per shard and language (the ordered-token
+        layer ``shards/<id>/<lang>/order/``: term ids, and tokens outside the vocabulary as their
+        strings; read it with :meth:`topicflow.Corpus.read_ordered`). The store is then written with
+        format version 3. Without it the store is exactly what it always was.
     client : distributed.Client, optional
         Default: the current client, else Dask's threaded scheduler.
     progress : ProgressReporter
@@ -357,6 +364,7 @@ def ingest_corpus(
     --------
     >>> result = ingest_corpus(["news.jsonl"], "news.zarr", prune=PruneConfig(min_df=2))  # doctest: +SKIP
     >>> result.n_kept, result.vocab_sizes                                            # doctest: +SKIP
+    >>> ordered = ingest_corpus(["news.jsonl"], "news-ordered.zarr", keep_order=True)  # doctest: +SKIP
     """
     started = time.perf_counter()
     tokenizer = tokenizer or TokenizerConfig()
@@ -366,7 +374,7 @@ def ingest_corpus(
     sources, partitions = discover_partitions([Path(p) for p in inputs], fields, size)
     tmp = temporary_sibling(out)
     try:
-        init_store(tmp)
+        init_store(tmp, format_version=store_format_version(1, has_order=keep_order))
         summary = _count_pass(partitions, fields, tokenizer, on_error, split, client, progress)
         summary, skip = _resolve_duplicates(summary, partitions, fields, tokenizer, on_error, {}, str(out),
                                             client, progress)
@@ -377,9 +385,11 @@ def ingest_corpus(
             write_vocabulary(tmp / "excluded" / lang, too_common_terms(summary.counts.get(lang), prune))
         shard_dirs = {p.index: str(tmp / "shards" / f".part-{p.index:06d}") for p in partitions}
         written = _write_pass(partitions, fields, tokenizer, on_error, store=tmp, shard_dirs=shard_dirs,
-                              skip=skip, drop_reason="all_terms_pruned", client=client, progress=progress)
+                              skip=skip, drop_reason="all_terms_pruned", client=client, progress=progress,
+                              keep_order=keep_order)
         manifest = Manifest(languages=fields.languages, tokenizer=tokenizer.to_dict(), shard_size=size,
-                            has_labels=fields.has_labels, has_timestamps=fields.has_timestamps)
+                            has_labels=fields.has_labels, has_timestamps=fields.has_timestamps,
+                            has_order=keep_order)
         infos = _place_shards(written, tmp / "shards", manifest)
         if not infos:
             raise EmptyInputError(
