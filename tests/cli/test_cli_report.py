@@ -19,6 +19,7 @@ from click.testing import CliRunner, Result
 from topicflow.cli import main
 from topicflow.io.models.store import load_model
 from topicflow.io.outputs.report import SECTIONS
+from topicflow.metrics import coherence
 from topicflow.testing.corpora import draw_planted_corpus, write_test_store
 
 #: Every kind of saved model and the command that makes it (beside STORE --model/--out DIR).
@@ -148,6 +149,10 @@ def test_report_of_every_kind_of_model(kind: str, built: dict[str, Path], tmp_pa
         best = model.vocabularies[lang].terms[np.argmax(model.state.topic_word()[lang][0])]
         assert str(best) in page.text_of("overview")
     assert "single version" in page.text_of("evolution")
+    # Coherence is u_mass against --corpus by default: the page shows topicflow.metrics.coherence's values.
+    expected = coherence(built[kind], store, measure="u_mass")
+    shown = [" ".join(e.text) for e in page.find("span", "badge") if " ".join(e.text).startswith("coherence")]
+    assert shown == [f"coherence {v:.3f} (u_mass)" for v in expected.per_topic]
 
 
 def test_report_without_corpus_and_refusals(built: dict[str, Path], tmp_path: Path) -> None:
@@ -164,6 +169,12 @@ def test_report_without_corpus_and_refusals(built: dict[str, Path], tmp_path: Pa
     assert missing.exit_code == 2 and "no topicflow model" in missing.output
     bad = run(["report", built["batch"], "--out", tmp_path / "y.html", "--evolution-threshold", 2])
     assert bad.exit_code == 2 and "0.0<=x<=1.0" in bad.output
+    alone = run(["report", built["batch"], "--out", tmp_path / "y.html", "--coherence", "u_mass"])
+    assert alone.exit_code == 2 and "--coherence needs --corpus" in alone.output
+    window = run(["report", built["batch"], "--corpus", built["store"], "--out", tmp_path / "y.html",
+                  "--coherence", "c_v"])
+    assert window.exit_code == 2 and "--keep-order" in window.output and "--coherence u_mass" in window.output
+    assert not (tmp_path / "y.html").exists()
 
 
 def test_export_pyldavis_through_the_cli(built: dict[str, Path], tmp_path: Path, local_cluster: object) -> None:

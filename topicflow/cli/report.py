@@ -11,7 +11,11 @@ from topicflow.errors import InvalidParameterError, OrderNotKeptError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.metrics.topic_coherence import resolve_measure
 from topicflow.pipeline.cluster import ClusterConfig, connect
-from topicflow.pipeline.evaluation.report import ReportOptions, coherence_summary, write_model_report
+from topicflow.pipeline.evaluation.report import (
+    ReportOptions,
+    coherence_summary,
+    write_model_report,
+)
 
 
 @click.command()

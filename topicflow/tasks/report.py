@@ -16,11 +16,12 @@ import numpy as np
 from topicflow._typing import IntArray
 from topicflow.metrics.topic_summary import (
     TopicDocStats,
+    doc_first_tokens,
     doc_top_terms,
     doc_topic_stats,
     term_counts,
 )
-from topicflow.models.common.blocks import DocBlock
+from topicflow.models.common.blocks import DocBlock, OrderedBlock
 from topicflow.models.lda.vb.estep import fold_in_block
 from topicflow.models.lda.vb.layout import PreparedTopics
 from topicflow.models.lda.vb.params import VBParams

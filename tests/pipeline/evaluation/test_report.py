@@ -18,12 +18,15 @@ from topicflow.errors import (
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.store import load_model
 from topicflow.io.outputs.report import CoherenceSummary
-from topicflow.io.tokenizer import TokenizerConfig
+from topicflow.io.tokenizer import PruneConfig, TokenizerConfig
+from topicflow.metrics.topic_summary import doc_topic_stats
 from topicflow.models.common.blocks import block_from_csr
 from topicflow.models.lda.vb.estep import fold_in_block
 from topicflow.pipeline.evaluation.report import (
     ReportOptions,
     build_report,
+    coherence_summary,
+    example_documents,
     write_model_report,
 )
 from topicflow.pipeline.ingest.append import append_corpus
@@ -192,3 +195,41 @@ def test_evolution_follows_topics_through_versions(versioned: tuple[Path, Path])
     assert {c.status for lin in strict.lineages for c in lin if c is not None} == {"first", "new"}
     single = build_report(Path(str(model)).parent / "model", options=ReportOptions(max_versions=None))
     assert single.evolution is not None and len(single.evolution.versions) == 3
+
+
+def test_snippets_are_the_first_words_when_the_store_keeps_order(tmp_path: Path, client: object) -> None:
+    texts = [("a", "apple pear apple fig plum kiwi"), ("b", "river lake river sea ocean pond"),
+             ("c", "apple fig pear apple apple"), ("d", "lake sea river river ocean"),
+             ("e", "plum apple kiwi pear"), ("f", "ocean river pond lake lake")] * 5
+    texts[4] = ("e", "plum zebra apple kiwi pear")  # "zebra" is in one document: pruned, out of vocabulary
+    source = tmp_path / "docs.jsonl"
+    source.write_text("".join(json.dumps({"id": f"{i}-{name}", "text": text}) + "\n"
+                              for i, (name, text) in enumerate(texts)))
+    store = tmp_path / "ordered.zarr"
+    ingest_corpus([source], store, tokenizer=NO_STOP, shard_size=7, keep_order=True, prune=PruneConfig(min_df=2))
+    LDA(2, max_iter=20, seed=0).fit(store).save(tmp_path / "model")
+    data = build_report(tmp_path / "model", store, options=ReportOptions(examples=3, snippet_words=4), client=client)
+    by_id = {f"{i}-{name}": text for i, (name, text) in enumerate(texts)}
+    for topic in data.topics:
+        for doc in topic.examples:
+            assert doc.snippet_kind == "first words"
+            assert doc.snippet == (("default", " ".join(by_id[doc.doc_id].split()[:4])),)
+    assert "first words in reading order" in dict(data.notes)["Example documents"]
+    assert "zebra" not in Corpus.open(store).vocabulary().terms.tolist()
+    # Out-of-vocabulary tokens are shown as they were read: document 4's snippet keeps "zebra".
+    corpus = Corpus.open(store)
+    theta = np.tile([0.0, 1.0], (30, 1))
+    theta[4] = [1.0, 0.0]
+    stats = doc_topic_stats(theta, np.ones(30), np.array(list(corpus.doc_ids()), dtype=object), 0, 1)
+    chosen = example_documents(stats, corpus, n_words=3, client=client)[0]
+    assert [(d.doc_id, d.snippet) for d in chosen] == [("4-e", (("default", "plum zebra apple"),))]
+
+
+def test_coherence_summary_is_the_metrics_coherence(planted: dict, client: object) -> None:
+    from topicflow.metrics import coherence
+
+    summary = coherence_summary(planted["model"], planted["store"], measure="u_mass", top_n=5, client=client)
+    expected = coherence(planted["model"], planted["store"], measure="u_mass", top_n=5)
+    assert summary.per_topic == tuple(expected.per_topic) and summary.mean == expected.mean
+    assert (summary.measure, summary.top_n, summary.window) == ("u_mass", 5, None)
+    assert summary.describe().startswith("u_mass, top 5 words, reference")

@@ -60,6 +60,7 @@ from topicflow.pipeline.vb import fold_in_params, model_blocks, model_token, sha
 from topicflow.tasks.estep import graph_token
 from topicflow.tasks.reduce import tree_reduce_now
 from topicflow.tasks.report import (
+    map_doc_first_tokens,
     map_doc_top_terms,
     map_doc_topic_stats,
     merge_doc_topic_stats,
@@ -393,10 +394,12 @@ def coherence_summary(model: SavedModel | str | Path, store: Corpus | str | Path
     >>> scores = coherence_summary("model", "corpus.zarr", measure="u_mass")        # doctest: +SKIP
     >>> write_model_report("model", "report.html", "corpus.zarr", coherence=scores)  # doctest: +SKIP
     """
-    result = evaluate_coherence(model, store, measure=measure, top_n=top_n, window=window, client=client)
+    saved = model if isinstance(model, SavedModel) else load_model(Path(model))
+    result = evaluate_coherence(saved, store, measure=measure, top_n=top_n, window=window, client=client)
+    polylingual = len(saved.state.languages) > 1
     return CoherenceSummary(measure=result.measure, top_n=result.top_n, reference=result.reference,
                             per_topic=tuple(float(v) for v in result.per_topic), mean=float(result.mean),
-                            window=result.window, language=result.language)
+                            window=result.window, language=result.language if polylingual else None)
 
 
 # ----------------------------------------------------------------------------- topics
