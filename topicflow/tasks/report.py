@@ -3,7 +3,7 @@
 The math lives in :mod:`topicflow.metrics.topic_summary` (document summaries, term counts) and
 :mod:`topicflow.models.lda.vb.estep` (fold-in); task bodies only call it. Keys are readable and
 deterministic: ``doc-topic-stats-<token>-<i>``, ``term-counts-<token>-<i>``, ``doc-lengths-<token>-<i>``,
-``doc-terms-<token>-<i>``, ``doc-first-tokens-<token>-<i>``.
+``doc-terms-<token>-<i>``, ``doc-first-tokens-<token>-<i>``, ``topic-card-<token>-<i>``.
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import dask
 import numpy as np
 
 from topicflow._typing import IntArray
+from topicflow.io.outputs.report import ReportData, TopicReport, render_topic_card
 from topicflow.metrics.topic_summary import (
     TopicDocStats,
     doc_first_tokens,
@@ -251,3 +252,31 @@ def map_doc_first_tokens(blocks: Sequence[Any], rows: Sequence[Sequence[int]], n
     task = dask.delayed(_first_tokens_task, pure=True)
     return [task(block, list(chosen), n_tokens, dask_key_name=f"doc-first-tokens-{token}-{i}")
             for i, (block, chosen) in enumerate(zip(blocks, rows))]
+
+
+def map_topic_cards(topics: Sequence[TopicReport], data: Any, *, token: str) -> list[Any]:
+    """Each topic's card of the report (its chart drawn by matplotlib), one task per topic.
+
+    Drawing is the report's slowest step once the corpus is folded in; as tasks it runs on every
+    worker at once.
+
+    Parameters
+    ----------
+    topics : sequence of TopicReport
+        The topics to draw.
+    data : Delayed[ReportData] or ReportData
+        The report they belong to (shared once by the caller).
+    token : str
+        Names the graph's keys.
+
+    Returns
+    -------
+    list of Delayed[str]
+        The cards' HTML, in the order of ``topics``.
+    """
+    task = dask.delayed(_card_task, pure=True)
+    return [task(topic, data, dask_key_name=f"topic-card-{token}-{i}") for i, topic in enumerate(topics)]
+
+
+def _card_task(topic: TopicReport, data: ReportData) -> str:
+    return render_topic_card(topic, data)

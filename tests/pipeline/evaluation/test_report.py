@@ -27,6 +27,7 @@ from topicflow.pipeline.evaluation.report import (
     build_report,
     coherence_summary,
     example_documents,
+    topic_cards,
     write_model_report,
 )
 from topicflow.pipeline.ingest.append import append_corpus
@@ -233,3 +234,10 @@ def test_coherence_summary_is_the_metrics_coherence(planted: dict, client: objec
     assert summary.per_topic == tuple(expected.per_topic) and summary.mean == expected.mean
     assert (summary.measure, summary.top_n, summary.window) == ("u_mass", 5, None)
     assert summary.describe().startswith("u_mass, top 5 words, reference")
+
+
+def test_cards_drawn_on_the_cluster_equal_the_ones_drawn_here(planted: dict, client: object) -> None:
+    data = build_report(planted["model"])
+    here = topic_cards(data)
+    assert topic_cards(data, client=client) == here
+    assert len(here) == 3 and all(card.count('class="topic-chart"') == 1 for card in here)

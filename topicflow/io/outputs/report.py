@@ -309,7 +309,8 @@ table { border-collapse: collapse; font-size: 13.5px; }
 th, td { text-align: left; padding: 5px 12px 5px 0; border-bottom: 1px solid var(--line); vertical-align: top; }
 th { color: var(--muted); font-weight: 600; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; padding-right: 16px; }
-.facts th { width: 220px; }
+.facts { max-width: 640px; }
+.facts th { width: 180px; }
 .overview { display: flex; flex-wrap: wrap; gap: 28px; align-items: flex-start; }
 .note { color: var(--muted); font-size: 13.5px; max-width: 980px; }
 .topic-grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(440px, 1fr)); gap: 18px; }

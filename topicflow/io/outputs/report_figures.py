@@ -4,16 +4,19 @@ This module owns how the report's charts look: a topic's top words as horizontal
 language), the topic sizes beside their coherence, the training trace, and the Hellinger distances of
 topics matched across model versions. It uses matplotlib's object API with the Agg canvas (no pyplot:
 no global figure state, no display), so it is safe in threads and on headless machines. It computes
-nothing: every value comes in ready to plot.
+nothing: every value comes in ready to plot. matplotlib is imported when the first figure is drawn, so
+importing the evaluation drivers (which ``import topicflow`` does) stays cheap.
 """
 from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: Resolution of the PNGs; the page shows them at 96 px per inch, so they stay sharp on dense screens.
 DPI = 160
@@ -41,6 +44,9 @@ def topic_color(k: int) -> str:
 
 
 def _figure(width: float, height: float) -> Figure:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     figure = Figure(figsize=(width, height), dpi=DPI)
     FigureCanvasAgg(figure)
     return figure
@@ -94,8 +100,10 @@ def topic_words_png(words: Sequence[tuple[str, Sequence[str], Sequence[float]]],
     bytes
         A PNG.
     """
+    from matplotlib.ticker import MaxNLocator
+
     n_rows = max((len(terms) for _, terms, _ in words), default=1)
-    figure = _figure(3.3 * len(words), 0.2 * n_rows + 0.62)
+    figure = _figure(4.0 * len(words), 0.2 * n_rows + 0.62)
     for column, (language, terms, weights) in enumerate(words):
         axes = figure.add_subplot(1, len(words), column + 1)
         positions = np.arange(len(terms))[::-1]
@@ -103,6 +111,7 @@ def topic_words_png(words: Sequence[tuple[str, Sequence[str], Sequence[float]]],
         axes.set_yticks(positions, [str(t) for t in terms])
         axes.set_ylim(-0.6, n_rows - 0.4)
         axes.set_xlabel("probability in topic", fontsize=8, color=INK)
+        axes.xaxis.set_major_locator(MaxNLocator(nbins=4))
         axes.xaxis.grid(True, color=GRID, linewidth=0.6)
         axes.set_axisbelow(True)
         _style(axes)
@@ -136,7 +145,7 @@ def sizes_png(labels: Sequence[str], sizes: Sequence[float], coherence: Sequence
     """
     n = len(labels)
     panels = 2 if coherence is not None else 1
-    figure = _figure(3.4 * panels + 0.6, 0.2 * n + 0.8)
+    figure = _figure(2.9 * panels + 0.6, 0.2 * n + 0.8)
     positions = np.arange(n)[::-1]
     colors = [topic_color(k) for k in range(n)]
     axes = figure.add_subplot(1, panels, 1)

@@ -9,3 +9,13 @@ corpus stores, :mod:`topicflow.pipeline.evaluation.coherence`).
 from __future__ import annotations
 
 from topicflow.pipeline.evaluation import coherence as coherence
+from topicflow.pipeline.evaluation.pyldavis import export_pyldavis, pyldavis_data
+from topicflow.pipeline.evaluation.report import (
+    ReportOptions,
+    build_report,
+    coherence_summary,
+    write_model_report,
+)
+
+__all__ = ["ReportOptions", "build_report", "coherence_summary", "export_pyldavis", "pyldavis_data",
+           "write_model_report"]

@@ -63,6 +63,7 @@ from topicflow.tasks.report import (
     map_doc_first_tokens,
     map_doc_top_terms,
     map_doc_topic_stats,
+    map_topic_cards,
     merge_doc_topic_stats,
 )
 
@@ -255,11 +256,36 @@ def write_model_report(
     check_output_path(out, overwrite=overwrite, what="report")
     data = build_report(model_path, corpus, coherence=coherence, coherence_note=coherence_note, options=options,
                         client=client, progress=progress)
-    cards = [render_topic_card(topic, data)
-             for topic in progress.track(data.topics, total=len(data.topics), desc="charts", unit="topic")]
+    cards = topic_cards(data, client=client, progress=progress)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_report(out, render_report(data, topic_cards=cards))
     return data
+
+
+def topic_cards(data: ReportData, *, client: Any = None, progress: ProgressReporter = NO_PROGRESS) -> list[str]:
+    """Draw every topic's card: as tasks on the cluster (all workers draw at once), else here.
+
+    Parameters
+    ----------
+    data : ReportData
+        The report.
+    client : distributed.Client, optional
+        Where to draw; None draws in this process, one topic after another.
+    progress : ProgressReporter, optional
+        One item per topic.
+
+    Returns
+    -------
+    list of str
+        The cards' HTML in topic order.
+    """
+    client = current_client(client)
+    if client is None:
+        return [render_topic_card(topic, data)
+                for topic in progress.track(data.topics, total=len(data.topics), desc="charts", unit="topic")]
+    shared = share(data, client, name="report-data")
+    tasks = map_topic_cards(data.topics, shared, token=graph_token(data.title, data.generated, len(data.topics)))
+    return [str(card) for card in compute_list(tasks, client=client, progress=progress, desc="charts", unit="topic")]
 
 
 # ----------------------------------------------------------------------------- corpus
@@ -760,7 +786,7 @@ def report_notes(model: SavedModel, corpus: Corpus | None, coherence: CoherenceS
                                     "inference of its topic proportions theta with the topics held fixed). A topic's "
                                     "size is sum_d N_d theta_dk / sum_d N_d, the expected share of the store's tokens "
                                     "(N_d counts the tokens in the model's vocabulary).")))
-        shown = "its first words in reading order" if corpus.has_order else (
+        shown = "its first words in reading order, as tokenized (stop words left out)" if corpus.has_order else (
             "its most frequent terms (the store keeps no token order; ingest it with --keep-order to see text)")
         notes.append(("Example documents", (f"The {options.examples} documents with the highest theta_dk, ties to "
                                             f"the earlier document, each shown by its id and {shown}.")))
