@@ -194,6 +194,8 @@ def test_evolution_follows_topics_through_versions(versioned: tuple[Path, Path])
     strict = build_report(model, options=ReportOptions(evolution_threshold=0.0, max_versions=2)).evolution
     assert strict is not None and strict.versions == (2, 3) and len(strict.lineages) == 6
     assert {c.status for lin in strict.lineages for c in lin if c is not None} == {"first", "new"}
+    new = [c for lin in strict.lineages for c in lin if c is not None and c.status == "new"]
+    assert all(c.nearest is not None and 0.0 < c.nearest[1] <= 1.0 for c in new)
     single = build_report(Path(str(model)).parent / "model", options=ReportOptions(max_versions=None))
     assert single.evolution is not None and len(single.evolution.versions) == 3
 

@@ -212,12 +212,16 @@ class EvolutionCell:
     distance : float or None
         Hellinger distance to its topic in the previous version (None in the first version or when new).
     status : {"first", "continued", "new"}
+    nearest : (int, float) or None
+        For a new topic: the closest topic of the previous version and its distance (above the
+        threshold, or taken by another match).
     """
 
     topic: int
     words: str
     distance: float | None
     status: str
+    nearest: tuple[int, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -454,6 +458,8 @@ def _evolution(data: ReportData) -> str:
                 continue
             status = ('<span class="status-new">new</span> ' if cell.status == "new" else "")
             distance = f" (d = {cell.distance:.2f})" if cell.distance is not None else ""
+            if cell.nearest is not None:
+                distance = f" (nearest before: topic-{cell.nearest[0]}, d = {cell.nearest[1]:.2f})"
             cells.append(f"<td>{status}<b>topic-{cell.topic}</b>{distance}<br>{_e(cell.words)}</td>")
         lines.append(f"<tr>{''.join(cells)}</tr>")
     body += f'<table class="evolution"><thead><tr>{head}</tr></thead><tbody>{"".join(lines)}</tbody></table>'

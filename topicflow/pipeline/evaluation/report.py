@@ -610,7 +610,7 @@ def _stream_panels(history: Sequence[tuple[int, ModelInfo]], span: str) -> tuple
     runs = max(int(r.get("runs", 1)) for r in rows)
     algorithm = ALGORITHM_NAMES.get(str(info.algorithm), str(info.algorithm))
     band = f" (mean over {runs} runs, band: one standard deviation)" if runs > 1 else ""
-    return tuple(panels), (f"Streamed model, {algorithm} ({span}): its evaluation metrics at each of {len(rows)} "
+    return tuple(panels), (f"Streamed model, {algorithm}, {span}: its evaluation metrics at each of {len(rows)} "
                            f"evaluation points{band}. The saved model is run 0.")
 
 
@@ -678,7 +678,10 @@ def version_evolution(model_path: Path, versions: Sequence[VersionInfo],
             elif index == 0:
                 cells.append(EvolutionCell(topic, labels[0][topic], None, "first"))
             elif before is None:
-                cells.append(EvolutionCell(topic, labels[index][topic], None, "new"))
+                distances = steps[index - 1].distance_matrix[:, topic]
+                nearest = int(np.argmin(distances))
+                cells.append(EvolutionCell(topic, labels[index][topic], None, "new",
+                                           nearest=(nearest, float(distances[nearest]))))
             else:
                 distance = float(steps[index - 1].distance_matrix[before, topic])
                 cells.append(EvolutionCell(topic, labels[index][topic], distance, "continued"))
