@@ -27,6 +27,7 @@ from topicflow.pipeline.evaluation.report import (
     build_report,
     coherence_summary,
     example_documents,
+    joined_records,
     topic_cards,
     write_model_report,
 )
@@ -243,3 +244,13 @@ def test_cards_drawn_on_the_cluster_equal_the_ones_drawn_here(planted: dict, cli
     here = topic_cards(data)
     assert topic_cards(data, client=client) == here
     assert len(here) == 3 and all(card.count('class="topic-chart"') == 1 for card in here)
+
+
+def test_joined_traces_keep_each_position_once() -> None:
+    online = [(1, [{"docs_seen": 50}, {"docs_seen": 100}]), (2, [{"docs_seen": 150}, {"docs_seen": 200}])]
+    records, marks = joined_records(online, "docs_seen")
+    assert [r["docs_seen"] for r in records] == [50, 100, 150, 200] and marks == ((150.0, "v2"),)
+    cumulative = [(1, [{"docs_seen": 50}, {"docs_seen": 100}]),  # an SGS update repeats the earlier summary
+                  (2, [{"docs_seen": 50}, {"docs_seen": 100}, {"docs_seen": 150}]), (3, [{"docs_seen": 150}])]
+    records, marks = joined_records(cumulative, "docs_seen")
+    assert [r["docs_seen"] for r in records] == [50, 100, 150] and marks == ((150.0, "v2"),)

@@ -569,14 +569,41 @@ def trace_panels(history: Sequence[tuple[int, ModelInfo]]) -> tuple[tuple[TraceP
     return (), f"The model ({span}) recorded no trace."
 
 
-def _version_marks(history: Sequence[tuple[int, ModelInfo]], first_x: Sequence[float]) -> tuple[tuple[float, str], ...]:
-    return tuple((x, f"v{number}") for (number, _), x in zip(history[1:], first_x[1:]))
+def joined_records(history: Sequence[tuple[int, list[dict[str, Any]]]],
+                   key: str) -> tuple[list[dict[str, Any]], tuple[tuple[float, str], ...]]:
+    """Join the trace records of consecutive versions, and where each later version starts.
+
+    A version may repeat its predecessors' records (an SGS update keeps the whole summary) or hold
+    only its own (an online update): each version contributes the records past the last ``key``
+    seen so far.
+
+    Parameters
+    ----------
+    history : sequence of (int, list of dict)
+        Versions, oldest first, with their records.
+    key : str
+        The increasing position of a record (``docs_seen``, or ``point`` for Gibbs sweeps).
+
+    Returns
+    -------
+    records : list of dict
+        In order, each position once.
+    marks : tuple of (float, str)
+        The position of each later version's first new record, labelled ``v<version>``.
+    """
+    joined: list[dict[str, Any]] = []
+    marks = []
+    for number, records in history:
+        last = float(joined[-1][key]) if joined else -math.inf
+        new = [r for r in records if float(r[key]) > last]
+        if joined and new:
+            marks.append((float(new[0][key]), f"v{number}"))
+        joined.extend(new)
+    return joined, tuple(marks)
 
 
 def _online_panels(history: Sequence[tuple[int, ModelInfo]], span: str) -> tuple[tuple[TracePanel, ...], str]:
-    records = [r for _, info in history for r in info.trace]
-    starts = [float(info.trace[0]["docs_seen"]) for _, info in history]
-    marks = _version_marks(history, starts)
+    records, marks = joined_records([(number, info.trace) for number, info in history], "docs_seen")
     x = tuple(float(r["docs_seen"]) for r in records)
     finite = [(float(r["docs_seen"]), float(r["bound_per_token"])) for r in records
               if r.get("bound_per_token") is not None and math.isfinite(float(r["bound_per_token"]))]
@@ -595,11 +622,10 @@ def _online_panels(history: Sequence[tuple[int, ModelInfo]], span: str) -> tuple
 
 def _stream_panels(history: Sequence[tuple[int, ModelInfo]], span: str) -> tuple[tuple[TracePanel, ...], str]:
     info = history[-1][1]
-    rows = [r for _, version_info in history for r in version_info.summary]
     gibbs = info.algorithm == "gibbs"
     xlabel = "sweep" if gibbs else "documents seen"
     key = "point" if gibbs else "docs_seen"
-    marks = () if gibbs else _version_marks(history, [float(v.summary[0]["docs_seen"]) for _, v in history])
+    rows, marks = joined_records([(number, version_info.summary) for number, version_info in history], key)
     panels = []
     for name, title in STREAM_METRICS.items():
         points = [(float(r[key]), float(r[f"{name}_mean"]), float(r.get(f"{name}_std", 0.0))) for r in rows
