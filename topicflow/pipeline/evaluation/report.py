@@ -152,7 +152,7 @@ def build_report(
     client : distributed.Client, optional
         Where the fold-in runs; default the current client, else threads.
     progress : ProgressReporter, optional
-        Receives the fold-in's progress, one item per shard.
+        Receives the progress of the fold-in (one item per shard) and of reading the versions.
 
     Returns
     -------
@@ -184,7 +184,7 @@ def build_report(
     sizes = stats.shares() if stats is not None else model_topic_shares(state.topic_word_var, state.topic_word_prior)
     topics = topic_reports(model, sizes, coherence, examples, top_words=options.top_words)
     versions = list_versions(model_path)
-    evolution, evolution_note = version_evolution(model_path, versions, options)
+    evolution, evolution_note = version_evolution(model_path, versions, options, progress)
     panels, trace_note = trace_panels(trace_history(model_path, versions, model.version))
     no_coherence = coherence_note or ("Coherence was not computed: give a reference store (`topicflow report MODEL "
                                       "--corpus STORE`) to score the topics.")
@@ -655,8 +655,8 @@ def _version_summary(version: VersionInfo) -> str:
     return ", ".join(parts)
 
 
-def version_evolution(model_path: Path, versions: Sequence[VersionInfo],
-                      options: ReportOptions) -> tuple[EvolutionReport | None, str]:
+def version_evolution(model_path: Path, versions: Sequence[VersionInfo], options: ReportOptions,
+                      progress: ProgressReporter = NO_PROGRESS) -> tuple[EvolutionReport | None, str]:
     """Match the topics of consecutive versions and follow them through.
 
     Versions are read one at a time; only the previous one's topics are kept while the next is read.
@@ -669,6 +669,8 @@ def version_evolution(model_path: Path, versions: Sequence[VersionInfo],
         Its versions, oldest first.
     options : ReportOptions
         Threshold, how many versions, words shown.
+    progress : ProgressReporter, optional
+        One item per version read.
 
     Returns
     -------
@@ -684,7 +686,7 @@ def version_evolution(model_path: Path, versions: Sequence[VersionInfo],
     previous: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
     labels: list[list[str]] = []
     steps = []
-    for version in chosen:
+    for version in progress.track(chosen, total=len(chosen), desc="versions", unit="version"):
         model = load_model(model_path, version=version.version)
         topics = {lang: (rows, model.vocabularies[lang].terms) for lang, rows in model.state.topic_word().items()}
         words = topic_words(model, options.evolution_words)
