@@ -48,6 +48,8 @@ Family = Literal["lda"]
 OutputFormat = Literal["text", "json"]
 #: Held-out likelihood protocols of ``topicflow evaluate --protocol`` (docs/evaluation.md).
 HeldoutProtocol = Literal["completion-random", "completion-first-half", "left-to-right", "bound"]
+#: Formats of ``topicflow export``: the model's arrays, or the arguments of ``pyLDAvis.prepare``.
+ExportFormat = Literal["npz", "pyldavis"]
 #: Topic coherence measures, named as gensim's CoherenceModel names them.
 CoherenceMeasure = Literal["c_v", "u_mass", "c_uci", "c_npmi"]
 #: Which words a sliding window holds: gensim's incremental set (its default) or the exact set.

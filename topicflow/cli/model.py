@@ -12,6 +12,7 @@ import numpy as np
 
 from topicflow._typing import (
     EStepKind,
+    ExportFormat,
     HeldoutProtocol,
     LearningMethod,
     OutputFormat,
@@ -375,14 +376,40 @@ def features_lines(scores: FeaturesResult) -> list[str]:
 
 @click.command()
 @click.argument("model_path", metavar="MODEL", type=click.Path(file_okay=False))
-@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Output .npz file.")
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Output file (.npz, or .json for pyldavis).")
+@click.option("--format", "fmt", type=click.Choice(choices(ExportFormat)), default="npz", show_default=True,
+              help="npz: the model's arrays; pyldavis: the arguments of pyLDAvis.prepare as JSON (needs --corpus; "
+                   "pass sort_topics=False to keep the topic order).")
+@click.option("--corpus", "store", type=click.Path(file_okay=False), default=None,
+              help="pyldavis: the store whose documents and term frequencies are shown.")
+@click.option("--language", default=None, help="pyldavis: the language shown (required for a polylingual model).")
+@cluster_options
 @reports_errors
-def export(model_path: str, out: str) -> None:
-    """Export topic_word (rows normalized), alpha and vocab (per language) to an .npz file."""
-    shapes = export_npz(Path(out), load_model(Path(model_path)))
-    for name, shape in shapes.items():
-        click.echo(f"{name:>20} {shape}", err=True)
-    click.echo(f"wrote {out}", err=True)
+def export(model_path: str, out: str, fmt: str, store: str | None, language: str | None,
+           cluster: ClusterConfig) -> None:
+    """Export topic_word (rows normalized), alpha and vocab (per language) to .npz, or pyLDAvis's input to JSON."""
+    if fmt == "npz":
+        if store is not None or language is not None:
+            raise InvalidParameterError("--corpus and --language belong to --format pyldavis; the npz export "
+                                        "holds the model alone")
+        shapes = export_npz(Path(out), load_model(Path(model_path)))
+        for name, shape in shapes.items():
+            click.echo(f"{name:>20} {shape}", err=True)
+        click.echo(f"wrote {out}", err=True)
+        return
+    if store is None:
+        raise InvalidParameterError("--format pyldavis needs --corpus STORE: the documents whose topics, lengths "
+                                    "and term frequencies pyLDAvis shows (usually the training store)")
+    from topicflow.pipeline.evaluation.pyldavis import export_pyldavis, shown_language
+
+    model = load_model(Path(model_path))
+    corpus = Corpus.open(store)
+    shown_language(model, corpus, language)  # refuse before starting a cluster
+    with connect(cluster) as client:
+        data = export_pyldavis(model, corpus, out, client=client, language=language, progress=progress_reporter())
+    n_docs, n_topics = data["doc_topic_dists"].shape
+    click.echo(f"wrote {out}: {n_topics} topics, {len(data['vocab'])} terms, {n_docs} documents; load it with "
+               "pyLDAvis.prepare(**json.load(f), sort_topics=False)", err=True)
 
 
 COMMANDS = [fit, topics, infer, evaluate, export]

@@ -502,6 +502,43 @@ def load_model(path: Path, version: int | None = None) -> SavedModel:
     return read_model_dir(version_path(path, number), model_path=path, version=number)
 
 
+def read_model_info(path: Path, version: int | None = None) -> ModelInfo:
+    """Read only what a version of the model at ``path`` says about itself (its ``model.json``).
+
+    Cheaper than :func:`load_model` when the arrays are not needed (a report reading the trace of
+    every version).
+
+    Parameters
+    ----------
+    path : path
+        A model directory (versioned or legacy).
+    version : int, optional
+        Default: the current version.
+
+    Returns
+    -------
+    ModelInfo
+
+    Raises
+    ------
+    ModelNotFoundError
+        No model at ``path``, or no such version.
+    ModelFormatError
+        ``model.json`` is missing, not JSON, or written by a newer topicflow.
+    """
+    path = Path(path)
+    index = read_version_index(path)
+    if index is None:
+        if not (path / MODEL_JSON).is_file():
+            raise model_not_found(path)
+        number, directory = 1, path
+    else:
+        number = index.current if version is None else index.require(version, path=str(path)).version
+        directory = version_path(path, number)
+    info = _read_model_json(directory, path, number)
+    return ModelInfo.from_json(info, where=f"model {str(path)!r} version {number}: {MODEL_JSON}")
+
+
 def damaged_model(model_path: Path, version: int | None, field: str, problem: str) -> ModelFormatError:
     """The error of a model that cannot be used: where, which field, what is wrong and what to do.
 

@@ -16,6 +16,14 @@ from topicflow.pipeline.evaluation.heldout import (
     HeldoutResult,
     heldout_likelihood,
 )
+from topicflow.pipeline.evaluation.pyldavis import export_pyldavis, pyldavis_data
+from topicflow.pipeline.evaluation.report import (
+    ReportOptions,
+    build_report,
+    coherence_summary,
+    write_model_report,
+)
 
-__all__ = ["PROTOCOLS", "FeaturesResult", "HeldoutOptions", "HeldoutResult", "heldout_likelihood",
-           "topic_features_scores"]
+__all__ = ["PROTOCOLS", "FeaturesResult", "HeldoutOptions", "HeldoutResult", "ReportOptions", "build_report",
+           "coherence_summary", "export_pyldavis", "heldout_likelihood", "pyldavis_data", "topic_features_scores",
+           "write_model_report"]
