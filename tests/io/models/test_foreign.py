@@ -18,6 +18,7 @@ from topicflow.errors import InvalidParameterError, VocabularyMismatchError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.foreign import from_gensim, from_tomotopy, imported_model
 from topicflow.io.models.store import SavedModel, load_model, save_model
+from topicflow.pipeline.evaluation.report import describe_method
 from topicflow.pipeline.update import continuer_for
 from topicflow.testing.corpora import draw_planted_corpus, write_test_store
 
@@ -118,6 +119,7 @@ def test_gensim_model_round_trips_and_lists_the_same_topics(store: Corpus, tmp_p
     assert loaded.state.topic_word_prior["default"] == pytest.approx(0.01)
     source = loaded.info.extra["source"]
     assert source["library"] == "gensim" and source["class"].endswith("LdaModel")
+    assert describe_method(loaded) == f"imported from gensim {source['version']} LdaModel"
     assert source["settings"]["num_topics"] == N_TOPICS and source["settings"]["note"] == "test"
     listed = cli_topics(tmp_path / "gensim", top=5)
     assert sorted(listed) == list(range(N_TOPICS))

@@ -734,11 +734,17 @@ def describe_method(model: SavedModel) -> str:
     Returns
     -------
     str
-        For example ``"online variational Bayes, hybrid (Gibbs within VB) E-step, polylingual"``.
+        For example ``"online variational Bayes, hybrid (Gibbs within VB) E-step, polylingual"``, or
+        ``"imported from gensim 4.4.0 LdaModel"``.
     """
     info = model.info
+    source = info.extra.get("source")
     if info.kind == "stream":
         text = ALGORITHM_NAMES.get(str(info.algorithm), str(info.algorithm))
+    elif info.kind == "imported" and isinstance(source, dict):
+        # a model of another library (topicflow.io.models.foreign), e.g. "tomotopy 0.14.0 LDAModel"
+        made_by = [str(source[key]) for key in ("library", "version") if source.get(key)]
+        text = " ".join(["imported from", *made_by, str(source.get("class", "")).rpartition(".")[2]]).strip()
     else:
         text = f"{info.method or 'batch'} variational Bayes"
         if info.settings.get("estep") == "hybrid":
