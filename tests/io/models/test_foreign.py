@@ -1,7 +1,6 @@
 """Models of gensim and tomotopy as topicflow saved models: conversion, round trip, and the CLI's topics.
 
-gensim is in the test extra. tomotopy is only in the benchmark lock (requirements/bench.lock), so its
-two tests skip, by ``pytest.importorskip``, where it is not installed; everything else runs.
+gensim and tomotopy are both in the test extra (requirements/test.lock), so every test here runs.
 """
 from __future__ import annotations
 
@@ -153,7 +152,7 @@ def test_imported_gensim_model_is_scored_like_gensim_scores_it(store: Corpus, tm
 
 
 def test_tomotopy_model_round_trips_and_lists_the_same_topics(store: Corpus, tmp_path: Path) -> None:
-    tp = pytest.importorskip("tomotopy")  # only in requirements/bench.lock
+    import tomotopy as tp
     vocabulary = store.vocabulary()
     mdl = tp.LDAModel(k=N_TOPICS, alpha=0.1, eta=0.01, min_cf=0, min_df=0, rm_top=0, seed=1)
     for bag in store_bags(store):
