@@ -2,7 +2,7 @@
 
 This module owns how the P particles of a streaming sampler store their state so that resampling
 (which copies particles) costs O(P) instead of O(P x history), after Canini, Shi and Griffiths
-(2009, section 4.2). It knows nothing about LDA: it stores integer *rows* (vectors of a fixed width,
+(2009, section 4). It knows nothing about LDA: it stores integer *rows* (vectors of a fixed width,
 such as a term's topic counts) and scalar *topics* (a token's assignment), each under a
 nonnegative int64 key, per particle. Pure NumPy + numba; must not import dask, distributed, zarr or
 logging, and does no I/O.
@@ -38,7 +38,7 @@ Glossary (Canini et al. 2009):
 References
 ----------
 Canini, Shi and Griffiths (2009). Online inference of topics with latent Dirichlet allocation.
-AISTATS, PMLR 5:65-72 (section 4.2, the shared-lineage particle representation).
+AISTATS, PMLR 5:65-72 (section 4, the shared-lineage particle representation).
 Knuth (1998). The Art of Computer Programming 3, 6.4 (open addressing with linear probing, and
 multiplicative "Fibonacci" hashing).
 """
@@ -840,7 +840,7 @@ def resample_lineage(store: LineageStore, ancestors: IntArray, rows_filter: KeyF
 
     Notes
     -----
-    Canini et al. (2009), section 4.2: no state is copied. The node work is O(P); merging a
+    Canini et al. (2009), section 4: no state is copied. The node work is O(P); merging a
     single-child node costs the size of the smaller of its and its child's tables, which holds only
     writes made since the earlier resampling, so the cost does not grow with the history.
     """

@@ -243,7 +243,7 @@ def effective_sample_size(weights: FloatArray) -> float:
     Notes
     -----
     NumPy equivalent: ``weights.sum() ** 2 / np.sum(weights ** 2)``. A particle filter resamples when
-    the ESS falls below a threshold (Canini et al. 2009, Algorithm 3).
+    the ESS falls below a threshold (Canini et al. 2009, Algorithm 4).
 
     Examples
     --------

@@ -635,8 +635,8 @@ def run_dsgs(
 
 
 __all__: Sequence[str] = (
-    "DSGSRecord", "DSGSResult", "Fetched", "MinibatchPlan", "ParameterServer", "ParameterServerLost", "SGSRecord",
-    "SGSResult", "ServerHandle",
+    "DSGSRecord", "DSGSResult", "Fetched", "MinibatchPlan", "ParameterServer", "ParameterServerLost",
+    "ServerHandle",
     "SyncPolicy", "WireDelta",
     "run_dsgs", "run_sgs", "run_worker_loop", "sample_one", "sgs_model", "starting_state",
     "stream_plan",

@@ -41,7 +41,8 @@ class EvaluationResult:
     Attributes
     ----------
     perplexity : float
-        Document completion: exp(-log p(second half | first half) / tokens of the second halves).
+        Document completion: exp(-log p(held-out half | observed half) / held-out tokens), the halves a
+        random split of each document's tokens (``completion-random``).
     heldout_log_likelihood : float
     n_heldout_tokens : int
     elbo_per_token : float

@@ -49,8 +49,8 @@ Yao, Mimno and McCallum (2009). Efficient methods for topic model inference on s
 collections. KDD.
 Minka (2000). Estimating a Dirichlet distribution. Technical report.
 Wallach (2008). Structured topic models for language. PhD thesis, University of Cambridge, ch. 2.
-May, Cheung, Ellis and Walker (2014). Streaming and online LDA (evaluation of held-out documents
-with 5 fold-in sweeps).
+May, Clemmer and Van Durme (2014). Particle filter rejuvenation and latent Dirichlet allocation. ACL
+(evaluation of held-out documents with 5 fold-in sweeps).
 Gao, Chen and Zhu (2016). Streaming Gibbs sampling for LDA model. arXiv:1601.01142.
 """
 from __future__ import annotations

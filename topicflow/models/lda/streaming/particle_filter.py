@@ -10,7 +10,7 @@ and does no I/O (:func:`cloud_to_arrays` returns arrays and JSON-able metadata f
 
 Per token i (term w, document d) and particle p, with counts that exclude token i::
 
-    q_p(k) = (n_wk + beta) / (n_k + V beta) * (n_dk + alpha)         proposal (Canini et al., eq. 3)
+    q_p(k) = (n_wk + beta) / (n_k + V beta) * (n_dk + alpha)         proposal (Canini et al., eq. 2)
     weight_p *= sum_k q_p(k) / (n_d + K alpha)                       = P(w_i | z_{i-1}, w_{i-1})
     z_i ~ q_p, then the counts include it.
 
@@ -34,7 +34,7 @@ Glossary (Canini et al. 2009; May et al. 2014):
 References
 ----------
 Canini, Shi and Griffiths (2009). Online inference of topics with latent Dirichlet allocation.
-AISTATS, PMLR 5:65-72 (Algorithms 2-4; the shared-lineage representation of section 4.2).
+AISTATS, PMLR 5:65-72 (Algorithms 2-4; the shared-lineage representation of section 4).
 May, Clemmer and Van Durme (2014). Particle filter rejuvenation and latent Dirichlet allocation. ACL.
 Griffiths and Steyvers (2004). Finding scientific topics. PNAS 101, 5228-5235.
 """

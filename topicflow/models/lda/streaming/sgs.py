@@ -567,7 +567,7 @@ def minibatch_delta(
     Notes
     -----
     The delta is sparse by rows: it costs ``n_rows * n_topics * 4`` bytes against
-    ``n_terms * n_topics * 8`` for a dense update of N (Gao et al. 2016, section 4: communication
+    ``n_terms * n_topics * 8`` for a dense update of N (Gao et al. 2016, section 2.4: communication
     proportional to the minibatch's vocabulary).
 
     Examples
