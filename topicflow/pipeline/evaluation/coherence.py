@@ -13,8 +13,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from topicflow import config as tf_config
 from topicflow.errors import (
     InvalidParameterError,
@@ -36,6 +34,7 @@ from topicflow.metrics.topic_coherence import (
     register_reference_counter,
     register_topic_source,
 )
+from topicflow.metrics.topic_summary import top_terms
 from topicflow.pipeline.cluster import compute
 from topicflow.tasks.coherence import (
     map_document_counts,
@@ -78,10 +77,8 @@ def top_words(model: SavedModel, top_n: int, language: str | None = None) -> Top
         raise InvalidParameterError(f"the model has languages {list(state.languages)}; there is no {language!r}.")
     topic_word = state.topic_word()[lang]
     vocabulary = model.vocabularies[lang]
-    words = []
-    for row in topic_word:
-        best = np.argsort(-row, kind="stable")[:top_n]
-        words.append(tuple(vocabulary.term_of(int(w)) for w in best))
+    terms, _ = top_terms(topic_word, top_n)
+    words = [tuple(vocabulary.term_of(int(w)) for w in row) for row in terms]
     names = tuple(state.topic_label(k) for k in range(state.n_topics))
     return TopicWords(words=tuple(words), names=names, language=lang)
 
