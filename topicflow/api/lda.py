@@ -30,8 +30,10 @@ from topicflow.io.corpus.reader import Corpus, as_corpus
 from topicflow.io.models.info import ModelInfo, corpus_provenance
 from topicflow.io.models.store import SavedModel, load_model, save_model
 from topicflow.io.sources.base import FieldSpec
+from topicflow.metrics.matching import MatchingScores
 from topicflow.models.lda.priors import SeedTopic
 from topicflow.pipeline.cluster import compute
+from topicflow.pipeline.evaluation.matching import document_matching
 from topicflow.pipeline.policies import CheckpointPolicy
 from topicflow.pipeline.presets import with_preset
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
@@ -111,8 +113,16 @@ class LDA(EvaluationMixin, TopicModelEstimator):
         Seed of the starting topics and of every random draw (keyed by document, not by worker).
     seed_topics : sequence of SeedTopic, optional
         Informed priors (see :func:`topicflow.models.lda.priors.informed_prior`).
-    seed_strength : float, default 1.0
-        Prior weight of the seed words in their topics.
+    seed_strength : float, default 10.0
+        Prior of a seed word (weight 1) in its topic; with ``topic_word_prior=0.01`` everywhere else
+        this is Mr. LDA's informed prior (10 and 0.01).
+    seed_off_topic : float, optional
+        Push-out: the prior of a seed word in every topic that does not list it (topicflow used 1e-3
+        before issue 18). Default None: those pairs keep ``topic_word_prior``, as in Mr. LDA.
+    doc_topic_prior_init : float, optional
+        Start of a learned alpha (``doc_topic_prior`` "auto" or "symmetric"); default 1 / n_topics.
+        Mr. LDA's experiments start at 50 / n_topics (preset ``zhai2014-mrlda``). Ignored when
+        ``doc_topic_prior`` is a number (a fixed alpha).
     optimize_topic_word_prior : bool, default False
         Learn a symmetric eta by Newton-Raphson.
     split_every : int, optional
@@ -191,6 +201,8 @@ class LDA(EvaluationMixin, TopicModelEstimator):
         "seed": [Interval(Integral, 0, 2**63, closed="left")],
         "seed_topics": [SequenceOf(SeedTopic)],
         "seed_strength": [_POSITIVE],
+        "seed_off_topic": [None, _POSITIVE],
+        "doc_topic_prior_init": [None, _POSITIVE],
         "optimize_topic_word_prior": [Boolean()],
         "split_every": [None, Interval(Integral, 2, None, closed="left")],
         "warm_start": [Boolean()],
@@ -236,7 +248,8 @@ class LDA(EvaluationMixin, TopicModelEstimator):
         self, n_topics: int = 10, *, doc_topic_prior: str | float = "auto", topic_word_prior: float = 0.01,
         max_iter: int = 50,
         tol: float = 1e-4, max_doc_iter: int = 100, doc_tol: float = 1e-3, seed: int = 0,
-        seed_topics: Sequence[SeedTopic] = (), seed_strength: float = 1.0,
+        seed_topics: Sequence[SeedTopic] = (), seed_strength: float = 10.0, seed_off_topic: float | None = None,
+        doc_topic_prior_init: float | None = None,
         optimize_topic_word_prior: bool = False,
         split_every: int | None = None, warm_start: bool = False, method: str = "batch",
         batch_size: int = 256, tau0: float = 10.0, kappa: float = 0.7, passes: int = 1,
@@ -254,6 +267,8 @@ class LDA(EvaluationMixin, TopicModelEstimator):
         self.seed = seed
         self.seed_topics = seed_topics
         self.seed_strength = seed_strength
+        self.seed_off_topic = seed_off_topic
+        self.doc_topic_prior_init = doc_topic_prior_init
         self.optimize_topic_word_prior = optimize_topic_word_prior
         self.split_every = split_every
         self.warm_start = warm_start
@@ -273,11 +288,14 @@ class LDA(EvaluationMixin, TopicModelEstimator):
 
     def _config(self) -> VBConfig:
         mode, value = parse_doc_topic_prior(self.doc_topic_prior)
+        if mode != "fixed" and self.doc_topic_prior_init is not None:
+            value = float(self.doc_topic_prior_init)
         return VBConfig(
             n_topics=int(self.n_topics), doc_topic_prior_mode=mode, doc_topic_prior=value, topic_word_prior=float(self.topic_word_prior),  # type: ignore[arg-type]
             optimize_topic_word_prior=bool(self.optimize_topic_word_prior), max_iter=int(self.max_iter), tol=float(self.tol),
             max_doc_iter=int(self.max_doc_iter), doc_tol=float(self.doc_tol), seed=int(self.seed),
             seed_topics=tuple(self.seed_topics), seed_strength=float(self.seed_strength),
+            seed_off_topic=None if self.seed_off_topic is None else float(self.seed_off_topic),
             warm_start=bool(self.warm_start), estep=self.estep, burn_in=int(self.burn_in),  # type: ignore[arg-type]
             samples=int(self.samples), init_shape=float(self.init_shape),
         )
@@ -651,6 +669,32 @@ class LDA(EvaluationMixin, TopicModelEstimator):
         order = np.argsort(-topic_word, axis=1, kind="stable")[:, :n]
         return [[(vocab.term_of(int(w)), float(topic_word[k, w])) for w in order[k]] for k in range(len(order))]
 
+    def match_documents(self, corpus: Any, *, query_language: str, candidate_language: str,
+                        divergence: str = "jensen-shannon", client: Any = None) -> MatchingScores:
+        """Find each aligned document's other-language side by topic divergence (Mimno et al. 2009).
+
+        Theta is folded in from each language's side alone; every query ranks every candidate by
+        the divergence of their topic vectors (:mod:`topicflow.metrics.matching`).
+
+        Parameters
+        ----------
+        corpus : str, os.PathLike or Corpus
+            An aligned store with both languages (usually documents held out from training).
+        query_language, candidate_language : str
+            The languages of the queries and of the candidates.
+        divergence : {"jensen-shannon", "hellinger"}, default "jensen-shannon"
+        client : distributed.Client, optional
+            Cluster to run on; by default the current client, else local threads.
+
+        Returns
+        -------
+        MatchingScores
+            ``precision_at_1``, ``mean_reciprocal_rank`` and every pair's rank.
+        """
+        return document_matching(self._check_fitted(), as_corpus(corpus), query_language=query_language,
+                                 candidate_language=candidate_language, divergence=divergence,  # type: ignore[arg-type]
+                                 client=client)
+
     # ------------------------------------------------------------------ persistence
 
     def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
@@ -688,7 +732,10 @@ class LDA(EvaluationMixin, TopicModelEstimator):
             topic_word_prior=config.topic_word_prior, max_iter=config.max_iter, tol=config.tol,
             max_doc_iter=config.max_doc_iter,
             doc_tol=config.doc_tol, seed=config.seed, seed_topics=config.seed_topics,
-            seed_strength=config.seed_strength, optimize_topic_word_prior=config.optimize_topic_word_prior, warm_start=config.warm_start,
+            seed_strength=config.seed_strength, seed_off_topic=config.seed_off_topic,
+            doc_topic_prior_init=(config.doc_topic_prior if config.doc_topic_prior_mode != "fixed"
+                                  and config.initial_alpha != 1.0 / config.n_topics else None),
+            optimize_topic_word_prior=config.optimize_topic_word_prior, warm_start=config.warm_start,
             method=model.info.method or "batch", batch_size=online.batch_size, tau0=online.tau0,
             kappa=online.kappa, passes=online.passes, shuffle_window=online.shuffle_window,
             total_docs=online.total_docs, eval_every=online.eval_every, estep=config.estep,

@@ -109,7 +109,12 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @click.option("--topic-word-prior", default=0.01, show_default=True, type=float, help="Topic-word prior eta.")
 @click.option("--optimize-topic-word-prior", is_flag=True, help="Learn a symmetric eta by Newton-Raphson.")
 @click.option("--seed-words", type=click.Path(dir_okay=False), default=None, help="Informed priors: seeded topics and their words.")
-@click.option("--seed-strength", default=1.0, show_default=True, type=float, help="Prior weight of a seed word in its topic.")
+@click.option("--seed-strength", default=10.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="Prior of a seed word in its topic (Mr. LDA: 10, with --topic-word-prior 0.01 elsewhere).")
+@click.option("--seed-off-topic", default=None, type=click.FloatRange(min=0, min_open=True),
+              help="Push-out: prior of a seed word in every other topic (default: --topic-word-prior, as Mr. LDA).")
+@click.option("--doc-topic-prior-init", default=None, type=click.FloatRange(min=0, min_open=True),
+              help="Start of a learned alpha (auto/symmetric); default 1/K (Mr. LDA's experiments: 50/K).")
 @click.option("--max-doc-iter", default=100, show_default=True, type=click.IntRange(min=1), help="Maximum E-step iterations per document.")
 @click.option("--doc-tol", default=1e-3, show_default=True, type=float, help="E-step stops at this mean absolute change of gamma.")
 @click.option("--warm-start/--cold-start", default=False, show_default=True,
@@ -132,7 +137,8 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 def fit(store: str, model_path: str, n_topics: int | None, method: str, max_iter: int, tol: float, batch_size: int,
         tau0: float, kappa: float, passes: int, shuffle_window: int, executor: str, estep: str, burn_in: int, samples: int,
         doc_topic_prior: str, topic_word_prior: float, optimize_topic_word_prior: bool, seed_words: str | None,
-        seed_strength: float, max_doc_iter: int, doc_tol: float, warm_start: bool, seed: int, init_shape: float,
+        seed_strength: float, seed_off_topic: float | None, doc_topic_prior_init: float | None,
+        max_doc_iter: int, doc_tol: float, warm_start: bool, seed: int, init_shape: float,
         checkpoint_every: int | None,
         checkpoint_path: str | None, resume: bool, doc_topics: str | None, split_every: int | None,
         overwrite: bool, preset: str | None, cluster: ClusterConfig) -> None:
@@ -151,7 +157,8 @@ def fit(store: str, model_path: str, n_topics: int | None, method: str, max_iter
     check_output_path(Path(model_path), overwrite=overwrite, what="model")
     values, _ = apply_preset(preset, "fit", dict(
         n_topics=n_topics, doc_topic_prior=doc_topic_prior, topic_word_prior=topic_word_prior, max_iter=max_iter, tol=tol, max_doc_iter=max_doc_iter,
-        doc_tol=doc_tol, seed=seed, seed_strength=seed_strength,
+        doc_tol=doc_tol, seed=seed, seed_strength=seed_strength, seed_off_topic=seed_off_topic,
+        doc_topic_prior_init=doc_topic_prior_init,
         optimize_topic_word_prior=optimize_topic_word_prior, split_every=split_every, warm_start=warm_start, method=method,
         batch_size=batch_size, tau0=tau0, kappa=kappa, passes=passes, shuffle_window=shuffle_window,
         estep=estep, burn_in=burn_in, samples=samples, executor=executor, init_shape=init_shape,

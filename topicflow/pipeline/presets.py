@@ -63,6 +63,16 @@ PRESETS: dict[tuple[str, str], Preset] = _entries(
         description="Streaming Gibbs sampling as in Gao et al.'s experiments: K=50, alpha 0.1, beta 0.03, "
                     "at most 400 sweeps per minibatch, stop after 10 sweeps without improvement.",
     ),
+    Preset(
+        name="zhai2014-mrlda", command="fit",
+        settings=dict(method="batch", n_topics=50, doc_topic_prior="auto", doc_topic_prior_init=1.0,
+                      topic_word_prior=0.01, seed_strength=10.0, seed_off_topic=None, max_iter=40, tol=0.0),
+        source="Zhai 2014 (dissertation), chapter 3 (Mr. LDA): section 3.3.1 informed prior eta = 10 for a "
+               "seed word in its topic, 0.01 otherwise; section 3.4.3 K = 50, alpha started at 50/K (= 1) and "
+               "updated by Newton-Raphson after every iteration, 40 iterations",
+        description="Batch VB as Mr. LDA's experiments: K=50, asymmetric alpha learned from 50/K, eta 0.01, "
+                    "informed prior 10 / 0.01 with --seed-words, 40 iterations.",
+    ),
 )
 
 

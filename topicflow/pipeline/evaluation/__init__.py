@@ -9,7 +9,13 @@ corpus stores, :mod:`topicflow.pipeline.evaluation.coherence`).
 from __future__ import annotations
 
 from topicflow.pipeline.evaluation import coherence as coherence
-from topicflow.pipeline.evaluation.features import FeaturesResult, topic_features_scores
+from topicflow.pipeline.evaluation.features import (
+    CollectedFeatures,
+    FeaturesResult,
+    collect_topic_features,
+    topic_features_scores,
+)
+from topicflow.pipeline.evaluation.matching import document_matching, language_doc_topics
 from topicflow.pipeline.evaluation.heldout import (
     PROTOCOLS,
     HeldoutOptions,
@@ -24,6 +30,6 @@ from topicflow.pipeline.evaluation.report import (
     write_model_report,
 )
 
-__all__ = ["PROTOCOLS", "FeaturesResult", "HeldoutOptions", "HeldoutResult", "ReportOptions", "build_report",
-           "coherence_summary", "export_pyldavis", "heldout_likelihood", "pyldavis_data", "topic_features_scores",
+__all__ = ["PROTOCOLS", "CollectedFeatures", "FeaturesResult", "collect_topic_features", "HeldoutOptions", "HeldoutResult", "ReportOptions", "build_report",
+           "coherence_summary", "document_matching", "export_pyldavis", "heldout_likelihood", "language_doc_topics", "pyldavis_data", "topic_features_scores",
            "write_model_report"]

@@ -6,7 +6,7 @@ Importing this package registers the continuation of variational models with ``t
 from __future__ import annotations
 
 from topicflow.pipeline.vb import nightly as _nightly  # noqa: F401  (registers "vb_lda" continuations)
-from topicflow.pipeline.vb.batch import share
+from topicflow.pipeline.vb.batch import FitResult, IterationRecord, VBConfig, fit_batch_vb, share
 from topicflow.pipeline.vb.infer import (
     fold_in_params,
     model_blocks,
@@ -16,4 +16,5 @@ from topicflow.pipeline.vb.infer import (
 )
 from topicflow.pipeline.vb.online import OnlineConfig
 
-__all__ = ["OnlineConfig", "fold_in_params", "model_blocks", "model_token", "oov_token_count", "share", "term_maps"]
+__all__ = ["FitResult", "IterationRecord", "OnlineConfig", "VBConfig", "fit_batch_vb", "fold_in_params", "model_blocks",
+           "model_token", "oov_token_count", "share", "term_maps"]

@@ -26,7 +26,13 @@ from topicflow.models.common.dirichlet import (
     newton_symmetric_alpha,
     newton_symmetric_eta,
 )
-from topicflow.models.lda.priors import SeedTopic, informed_prior
+from topicflow.models.lda.priors import (
+    LEGACY_OFF_TOPIC,
+    LEGACY_SEED_STRENGTH,
+    PAPER_SEED_STRENGTH,
+    SeedTopic,
+    informed_prior,
+)
 from topicflow.models.lda.state import LDAState
 from topicflow.models.lda.vb.hybrid import HybridParams
 from topicflow.models.lda.vb.objective import (
@@ -60,13 +66,20 @@ class VBConfig:
         ``auto`` learns an asymmetric alpha by Newton-Raphson, ``symmetric`` learns one shared value,
         ``fixed`` keeps ``doc_topic_prior`` as given.
     doc_topic_prior : float
-        Initial (or fixed) value of every alpha_k; default 1 / n_topics.
+        Initial (or fixed) value of every alpha_k; default 1 / n_topics (Mr. LDA's experiments start a
+        learned alpha at 50 / n_topics, Mahout's default).
     topic_word_prior : float
         Symmetric topic-word prior eta (the base value under informed priors).
     optimize_topic_word_prior : bool
         Learn a symmetric eta by Newton-Raphson (not with informed priors).
     seed_topics : tuple of SeedTopic
         Informed priors: the first ``len(seed_topics)`` topics are seeded.
+    seed_strength : float
+        Prior of a seed word (weight 1) in its own topic; default 10, Mr. LDA's.
+    seed_off_topic : float or None
+        If set, the prior of a seed word in every other topic (a push-out); None (default, Mr. LDA's
+        construction) leaves those pairs at ``topic_word_prior``. Models saved before this setting
+        existed load with 1e-3, the value they were fitted with.
     estep : {"vb", "hybrid"}
         ``vb``: dense coordinate ascent per document (``max_doc_iter``, ``doc_tol``); ``hybrid``:
         Gibbs sampling within VB (Mimno et al. 2012), ``burn_in`` discarded and ``samples`` kept
@@ -84,7 +97,8 @@ class VBConfig:
     doc_tol: float = 1e-3
     seed: int = 0
     seed_topics: tuple[SeedTopic, ...] = ()
-    seed_strength: float = 1.0
+    seed_strength: float = PAPER_SEED_STRENGTH
+    seed_off_topic: float | None = None
     #: Start each document's E-step from its gamma of the previous iteration (kept on disk) ...
     warm_start: bool = False
     #: ... but only after this many cold iterations, while topics are still far from their fixed point.
@@ -110,6 +124,8 @@ class VBConfig:
             (self.max_iter >= 1, "max_iter must be at least 1"),
             (self.tol >= 0, "tol must be nonnegative"),
             (len(self.seed_topics) <= self.n_topics, "more seeded topics than n_topics"),
+            (self.seed_strength > 0, "seed_strength must be positive"),
+            (self.seed_off_topic is None or self.seed_off_topic > 0, "seed_off_topic must be positive (or None)"),
             (not (self.optimize_topic_word_prior and self.seed_topics),
              "optimize_topic_word_prior cannot be combined with informed priors (seed words)"),
             (self.estep in ("vb", "hybrid"), "estep must be 'vb' or 'hybrid'"),
@@ -154,6 +170,10 @@ class VBConfig:
         known["seed_topics"] = tuple(
             SeedTopic(s["name"], tuple(s["words"]), tuple(s["weights"])) for s in payload.get("seed_topics", ())
         )
+        if known["seed_topics"] and "seed_off_topic" not in payload:
+            # Saved before issue 18: fitted with the push-out and (if unrecorded) strength 1.
+            known["seed_off_topic"] = LEGACY_OFF_TOPIC
+            known.setdefault("seed_strength", LEGACY_SEED_STRENGTH)
         return cls(**known)
 
 
@@ -213,7 +233,7 @@ def initial_state(corpus: Corpus, config: VBConfig) -> tuple[LDAState, dict[str,
         if config.seed_topics:
             prior, topic_names, missing = informed_prior(
                 vocab.index, len(vocab), config.n_topics, config.seed_topics,
-                base=config.topic_word_prior, seed_strength=config.seed_strength,
+                base=config.topic_word_prior, seed_strength=config.seed_strength, off_topic=config.seed_off_topic,
             )
             priors[lang] = prior
             names = [a or b for a, b in zip(names, topic_names)]
