@@ -19,7 +19,11 @@ import numpy as np
 from topicflow.errors import InvalidParameterError
 from topicflow.io.corpus.reader import as_corpus
 from topicflow.io.models.store import SavedModel
-from topicflow.metrics.matching import MatchingDivergence, MatchingScores, matching_scores
+from topicflow.metrics.matching import (
+    MatchingDivergence,
+    MatchingScores,
+    matching_scores,
+)
 from topicflow.pipeline.cluster import compute_list, current_client
 from topicflow.pipeline.vb import fold_in_params, model_token, share, term_maps
 from topicflow.tasks.estep import graph_token

@@ -38,14 +38,29 @@ import scipy.sparse as sp
 from topicflow.errors import InvalidParameterError
 from topicflow.io.corpus.layout import Manifest, ShardInfo
 from topicflow.io.corpus.reader import Corpus
-from topicflow.io.corpus.writer import init_store, with_shards, write_manifest, write_shard, write_vocabulary
+from topicflow.io.corpus.writer import (
+    init_store,
+    with_shards,
+    write_manifest,
+    write_shard,
+    write_vocabulary,
+)
 from topicflow.io.models.info import ModelInfo
 from topicflow.io.models.store import SavedModel
 from topicflow.metrics.classification import sample_documents
 from topicflow.metrics.clustering import argmax_topics, nmi
 from topicflow.models.common.vocabulary import Vocabulary
-from topicflow.models.lda.priors import LEGACY_OFF_TOPIC, LEGACY_SEED_STRENGTH, SeedTopic, seed_words_from_labels
-from topicflow.pipeline.evaluation import collect_topic_features, document_matching, heldout_likelihood
+from topicflow.models.lda.priors import (
+    LEGACY_OFF_TOPIC,
+    LEGACY_SEED_STRENGTH,
+    SeedTopic,
+    seed_words_from_labels,
+)
+from topicflow.pipeline.evaluation import (
+    collect_topic_features,
+    document_matching,
+    heldout_likelihood,
+)
 from topicflow.pipeline.reproduce.claims import Claim, Reproduction
 from topicflow.pipeline.reproduce.registry import Paper, ReproduceRequest, register
 from topicflow.pipeline.vb import FitResult, IterationRecord, VBConfig, fit_batch_vb
@@ -55,7 +70,8 @@ CITATION = ("Zhai (2014), Fast and scalable inference for topic models and adapt
             "University of Maryland), chapter 3: Mr. LDA (Zhai, Boyd-Graber, Asadi & Alkhouja, WWW 2012)")
 CORPORA = ("two stores, --corpus given twice: a labeled monolingual store (e.g. labeled_fortunes, ingested with "
            "--label-field label) and an aligned bilingual store (e.g. aligned_en_de_debref, ingested with "
-           "--lang-field en=en --lang-field de=de)")
+           "--lang-field en=en --lang-field de=de); optionally a third, monolingual store of longer documents for "
+           "the alpha ablation (e.g. bible_kjv; default: the labeled store)")
 
 
 @dataclass(frozen=True)
@@ -94,21 +110,28 @@ SCALES: dict[str, MrLdaSettings] = {
 # ---------------------------------------------------------------------------------------------- stores
 
 
-def pick_stores(corpora: list[Corpus], test: Corpus | None) -> tuple[Corpus, Corpus, Corpus | None, Corpus | None]:
-    """The labeled and the aligned store among ``corpora`` (and a held-out store of either kind).
+def pick_stores(
+    corpora: list[Corpus], test: Corpus | None,
+) -> tuple[Corpus, Corpus, Corpus, Corpus | None, Corpus | None]:
+    """The labeled, the aligned and the ablation store among ``corpora`` (and a held-out store).
+
+    The first labeled monolingual store is the labeled one; a second monolingual store, if given, is
+    the alpha ablation's (otherwise the labeled store serves).
 
     Raises
     ------
     InvalidParameterError
-        A kind is missing or given twice; the message says how to make the missing store.
+        A kind is missing or given too often; the message says how to make the missing store.
     """
-    labeled = [c for c in corpora if c.has_labels and not c.is_multilingual]
+    mono = [c for c in corpora if not c.is_multilingual]
+    labeled = [c for c in mono if c.has_labels][:1]
     aligned = [c for c in corpora if c.is_multilingual]
     problems = []
-    if len(labeled) != 1:
+    if len(labeled) != 1 or len(mono) > 2:
         problems.append(
-            f"{NAME} needs exactly one labeled monolingual store, got {len(labeled)} "
-            f"({[str(c.path) for c in labeled]}); ingest one with `topicflow ingest FILE.jsonl --label-field label`")
+            f"{NAME} needs one labeled monolingual store (and at most one more monolingual store, for the alpha "
+            f"ablation), got monolingual stores {[(str(c.path), c.has_labels) for c in mono]}; ingest one with "
+            "`topicflow ingest FILE.jsonl --label-field label`")
     if len(aligned) != 1:
         problems.append(
             f"{NAME} needs exactly one aligned multilingual store, got {len(aligned)} "
@@ -123,7 +146,8 @@ def pick_stores(corpora: list[Corpus], test: Corpus | None) -> tuple[Corpus, Cor
         raise InvalidParameterError(
             f"--test {str(test.path)!r} is neither labeled monolingual nor multilingual; give a held-out store of "
             "one of the two kinds, or leave --test out (the documents are then held out by a seeded sample)")
-    return labeled[0], aligned[0], test_labeled, test_aligned
+    ablation = next((c for c in mono if c is not labeled[0]), labeled[0])
+    return labeled[0], aligned[0], ablation, test_labeled, test_aligned
 
 
 def _select_rows(block: Any, rows: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
@@ -282,7 +306,7 @@ def informed_experiment(train: Corpus, test: Corpus, settings: MrLdaSettings, *,
             record["top_words"] = {seed_names[k]: _top_words(model, k, 10) for k in range(len(seeds))}
         trace.append(record)
         results["arms"][arm] = record
-    results["n_test_docs"] = int(len(test))
+    results["n_test_docs"] = len(test)
     return results
 
 
@@ -296,8 +320,8 @@ def polylingual_experiment(train: Corpus, test: Corpus, settings: MrLdaSettings,
     started = time.perf_counter()
     model, fit = _fit(train, config, client)
     seconds = time.perf_counter() - started
-    out: dict[str, Any] = {"languages": [first, second], "n_test_pairs": int(len(test)),
-                           "n_train_pairs": int(len(train)), "n_topics": settings.poly_topics, "directions": {}}
+    out: dict[str, Any] = {"languages": [first, second], "n_test_pairs": len(test),
+                           "n_train_pairs": len(train), "n_topics": settings.poly_topics, "directions": {}}
     for query, candidate in ((first, second), (second, first)):
         scores = document_matching(model, test, query_language=query, candidate_language=candidate, client=client)
         record = {"experiment": "polylingual", "query": query, "candidate": candidate, **scores.to_dict(),
@@ -485,7 +509,7 @@ def _claims(informed: dict[str, Any], poly: dict[str, Any], alpha: dict[str, Any
 def run(request: ReproduceRequest) -> Reproduction:
     """Run the three experiments of chapter 3 at ``request.scale`` and set them beside the chapter."""
     settings = SCALES[request.scale]
-    labeled, aligned, test_labeled, test_aligned = pick_stores(request.corpora, request.test)
+    labeled, aligned, ablation, test_labeled, test_aligned = pick_stores(request.corpora, request.test)
     stores = request.out / "stores"
     stores.mkdir(parents=True, exist_ok=True)
     if test_labeled is None:
@@ -498,22 +522,30 @@ def run(request: ReproduceRequest) -> Reproduction:
                                                   test_fraction=max(settings.test_fraction, 0.2), seed=request.seed)
     else:
         aligned_train = aligned
+    if ablation is labeled:
+        ablation_train, ablation_test = labeled_train, test_labeled
+    else:
+        ablation_train, ablation_test = split_store(ablation, stores / "ablation-train.zarr",
+                                                    stores / "ablation-test.zarr", test_fraction=settings.test_fraction,
+                                                    seed=request.seed)
     trace: list[dict[str, Any]] = []
     client = request.client
     informed = informed_experiment(labeled_train, test_labeled, settings, seed=request.seed, client=client, trace=trace)
     poly = polylingual_experiment(aligned_train, test_aligned, settings, seed=request.seed, client=client, trace=trace)
-    alpha = alpha_experiment(labeled_train, test_labeled, settings, seed=request.seed, client=client, trace=trace)
+    alpha = alpha_experiment(ablation_train, ablation_test, settings, seed=request.seed, client=client, trace=trace)
     trace_path = request.out / "trace.jsonl"
     trace_path.write_text("".join(json.dumps(record, default=_json_default) + "\n" for record in trace))
     (request.out / "results.json").write_text(json.dumps(
         {"informed": informed, "polylingual": poly, "alpha": alpha}, indent=1, default=_json_default))
     figures = _figures(request.out, informed, poly, alpha)
     return Reproduction(
-        paper=NAME, citation=CITATION, corpora=[str(labeled.path), str(aligned.path)], scale=request.scale,
+        paper=NAME, citation=CITATION, corpora=list(dict.fromkeys(str(c.path) for c in (labeled, aligned, ablation))),
+        scale=request.scale,
         claims=_claims(informed, poly, alpha), figures=figures, trace=trace_path.name,
         settings={**asdict(replace(settings)), "seed": request.seed,
                   "stores": {"labeled_train": str(labeled_train.path), "labeled_test": str(test_labeled.path),
-                             "aligned_train": str(aligned_train.path), "aligned_test": str(test_aligned.path)},
+                             "aligned_train": str(aligned_train.path), "aligned_test": str(test_aligned.path),
+                             "ablation_train": str(ablation_train.path), "ablation_test": str(ablation_test.path)},
                   "seed_words": informed["seeds"]},
     )
 
