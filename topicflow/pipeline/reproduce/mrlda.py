@@ -384,12 +384,14 @@ def _figures(out: Path, informed: dict[str, Any], poly: dict[str, Any], alpha: d
     labels = list(arms)
     short = [label.split(" (")[0] for label in labels]
     axes[0].bar(short, [arms[a]["perplexity"] for a in labels], color=["0.6", "C0", "C1"])
-    axes[0].set_title("held-out perplexity (lower is better)")
+    values = [arms[a]["perplexity"] for a in labels]
+    axes[0].set_ylim(0.97 * min(values), 1.02 * max(values))
+    axes[0].set_title("held-out perplexity (lower is better)", fontsize=9)
     axes[1].bar(short, [arms[a]["nmi_argmax_topic"] for a in labels], color=["0.6", "C0", "C1"])
-    axes[1].set_title("NMI(label, most probable topic)")
+    axes[1].set_title("NMI(label, most probable topic)", fontsize=9)
     seeded = [a for a in labels if "seeded_accuracy" in arms[a]]
     axes[2].bar([a.split(" (")[0] for a in seeded], [arms[a]["seeded_accuracy"] for a in seeded], color=["C0", "C1"])
-    axes[2].set_title("held-out docs whose top seeded topic is their label")
+    axes[2].set_title("share whose top seeded topic is the label", fontsize=9)
     for ax in axes:
         ax.tick_params(axis="x", labelsize=8)
     fig.suptitle(f"Informed priors, K={informed['n_topics']}, {len(informed['seeds'])} seeded labels, "
