@@ -97,3 +97,20 @@ def test_reproduce_zhai2014_mrlda_quick(tmp_path: Path, local_cluster: object) -
     missing = CliRunner().invoke(main, ["reproduce", "zhai2014-mrlda", "--corpus", str(labeled), "--out",
                                         str(tmp_path / "other"), "--scheduler", address])
     assert missing.exit_code != 0 and "aligned multilingual store" in missing.output
+
+
+def test_fit_command_builds_the_paper_prior_or_the_push_out(tmp_path: Path, local_cluster: object) -> None:
+    store = _labeled_store(tmp_path / "s.zarr")
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("first: de00000 de00001\n")
+    address = local_cluster.scheduler_address  # type: ignore[attr-defined]
+    priors = {}
+    for name, extra in (("paper", []), ("pushed", ["--seed-off-topic", "0.001"])):
+        args = ["fit", str(store), "--model", str(tmp_path / name), "--topics", "3", "--max-iter", "2",
+                "--seed-words", str(seeds), "--scheduler", address, *extra]
+        result = CliRunner().invoke(main, args, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        priors[name] = LDA.load(tmp_path / name).model_.state.topic_word_prior["default"]
+    assert priors["paper"][:, 0].tolist() == [10.0, 0.01, 0.01]
+    assert priors["pushed"][:, 0].tolist() == [10.0, 0.001, 0.001]
+    assert priors["pushed"][:, 5].tolist() == [0.01] * 3
