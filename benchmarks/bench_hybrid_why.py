@@ -24,12 +24,16 @@ Both use the normalized lambda and the run's final alpha. The experiments (``--e
 ``alpha``     alpha fixed vs learned (auto), and for the learned one the two alpha statistics
 ``online``    batch vs online, two minibatch sizes
 ``topics``    K = 20 and K = 100
+``passes``    online S = 256 for 20 passes: does the online lead last?
+``smallalpha``  the hybrid's E-step run with alpha / 2 and alpha / 5 (scored with alpha): does a
+              sparser document prior in the sampler close the batch gap?
 
 Usage::
 
     topicflow ingest ~/.cache/topicflow-dev-corpora/labeled_fortunes.jsonl --out fortunes.zarr --min-df 2
     python benchmarks/bench_hybrid_why.py --store fortunes.zarr [--topics 20] [--iters 30] [--passes 10]
-        [--experiments samples burnin init alpha online topics] [--seeds 0 1] [--particles 10] [--json-only]
+        [--experiments samples burnin init alpha online topics] [--sample-counts 1 5 10 50] [--seeds 0 1]
+        [--particles 10] [--json-only]
 """
 from __future__ import annotations
 
@@ -93,6 +97,7 @@ def rows(block: DocBlock, lo: int, hi: int) -> DocBlock:
 
 def estep(arm: Arm, block: DocBlock, lam: np.ndarray, alpha: np.ndarray, seed: int, epoch: int) -> EStepStats:
     topics = prepare_topics_from_var({"default": lam})
+    alpha = alpha * arm.extra.get("estep_alpha_scale", 1.0)
     if arm.estep == "vb":
         return estep_block(block, topics, alpha, VBParams(arm.n_topics, random_init=arm.method == "online",
                                                            seed=seed))[0]
@@ -122,7 +127,7 @@ def fit(arm: Arm, train: DocBlock, args: argparse.Namespace, seed: int) -> tuple
         return lam, alpha, seconds
     schedule = online_vb.StepSchedule(tau0=args.tau0, kappa=args.kappa)
     step, size = 0, arm.batch_size
-    for epoch in range(args.passes):
+    for epoch in range(arm.extra.get("passes", args.passes)):
         for lo in range(0, train.n_docs, size):
             batch = rows(train, lo, min(lo + size, train.n_docs))
             start = time.perf_counter()
@@ -146,14 +151,14 @@ def score(test: DocBlock, lam: np.ndarray, alpha: np.ndarray, particles: int) ->
     return {"completion": float(np.exp(-ll / n)), "l2r": float(np.exp(-l2r.sum() / test.n_tokens))}
 
 
-def experiments(names: list[str], k: int) -> list[tuple[str, Arm]]:
+def experiments(names: list[str], k: int, sample_counts: tuple[int, ...] = (1, 5, 10, 50)) -> list[tuple[str, Arm]]:
     """(experiment, arm) pairs; the same arm may serve several experiments (run once)."""
     vb, hy = Arm("dense VB", estep="vb", n_topics=k), Arm("hybrid B5 M5 (default)", n_topics=k)
     out: list[tuple[str, Arm]] = []
     if "samples" in names:
         for method in ("batch", "online"):
             out.append(("samples", replace(vb, name=f"dense VB, {method}", method=method)))
-            for m in (1, 5, 10, 50):
+            for m in sample_counts:
                 out.append(("samples", replace(hy, name=f"hybrid B5 M{m}, {method}", samples=m, method=method)))
     if "burnin" in names:
         out.append(("burnin", replace(vb, name="dense VB, batch")))
@@ -182,13 +187,24 @@ def experiments(names: list[str], k: int) -> list[tuple[str, Arm]]:
                 out.append(("topics", replace(vb, name=f"dense VB, K={kk}, {method}", n_topics=kk, method=method)))
                 out.append(("topics", replace(hy, name=f"hybrid B5 M5, K={kk}, {method}", n_topics=kk,
                                               method=method)))
+    if "passes" in names:
+        for m in (5, 10):
+            out.append(("passes", replace(hy, name=f"hybrid B5 M{m}, online 20 passes", samples=m, method="online",
+                                          extra={"passes": 20})))
+        out.append(("passes", replace(vb, name="dense VB, online 20 passes", method="online", extra={"passes": 20})))
+    if "smallalpha" in names:
+        out.append(("smallalpha", replace(vb, name="dense VB, batch")))
+        for scale in (1.0, 0.5, 0.2):
+            out.append(("smallalpha", replace(hy, name=f"hybrid B5 M10, E-step alpha x{scale}, batch", samples=10,
+                                              extra={"estep_alpha_scale": scale})))
     return out
 
 
 def _key(arm: Arm) -> tuple[Any, ...]:
     return (arm.estep, arm.burn_in if arm.estep == "hybrid" else 0, arm.samples if arm.estep == "hybrid" else 0,
             arm.init if arm.estep == "hybrid" else "", arm.alpha_stats if arm.alpha_mode == "auto" else "",
-            arm.method, arm.batch_size if arm.method == "online" else 0, arm.alpha_mode, arm.n_topics)
+            arm.method, arm.batch_size if arm.method == "online" else 0, arm.alpha_mode, arm.n_topics,
+            tuple(sorted(arm.extra.items())))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -203,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--particles", type=int, default=10)
     parser.add_argument("--experiments", nargs="+",
                         default=["samples", "burnin", "init", "alpha", "online", "topics"])
+    parser.add_argument("--sample-counts", type=int, nargs="+", default=[1, 5, 10, 50],
+                        help="kept sweeps M of the samples experiment")
     parser.add_argument("--json-only", action="store_true")
     args = parser.parse_args(argv)
     train, test = load_corpus(args.store)
@@ -211,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     estep(Arm("w"), warm, initial_topic_word_var(20, train.n_terms, seed=0), np.full(20, 0.05), 0, 0)
     done: dict[tuple[Any, ...], dict[str, Any]] = {}
     results = []
-    for experiment, arm in experiments(args.experiments, args.topics):
+    for experiment, arm in experiments(args.experiments, args.topics, tuple(args.sample_counts)):
         key = _key(arm)
         if key not in done:
             runs = []
