@@ -165,26 +165,28 @@ def _gibbs_sweep(tok_term, tok_col, z, n_tok, first_sweep, random_init, key, fir
 
 @numba.njit(nogil=True, cache=True)
 def _add_kept_sweep(d, n_tok, tok_col, z, alpha, doc_counts, nonzero, n_nonzero,
-                    kept_term_topic, kept_doc_topic, kept_doc_psi):
-    """Add one kept sweep: token indicators, N_dk, and psi(alpha_k + N_dk) - psi(alpha_k) of the used topics."""
+                    kept_term_topic, kept_doc_topic, with_psi, kept_doc_psi):
+    """Add one kept sweep: token indicators, N_dk, and (``with_psi``) psi(alpha_k + N_dk) - psi(alpha_k) of the used topics."""
     for t in range(n_tok):
         kept_term_topic[tok_col[t], z[t]] += 1.0
     for i in range(n_nonzero):
         k = nonzero[i]
         kept_doc_topic[d, k] += doc_counts[k]
-        kept_doc_psi[d, k] += digamma(alpha[k] + doc_counts[k]) - digamma(alpha[k])
+        if with_psi:
+            kept_doc_psi[d, k] += digamma(alpha[k] + doc_counts[k]) - digamma(alpha[k])
 
 
 @numba.njit(nogil=True, cache=True)
 def _gibbs_csr(indptr, term_ids, counts, local_cols,
                term_topic, alpha, chunk_cum, chunk, first_doc, seed, epoch, burn_in, samples, random_init,
-               kept_term_topic, kept_doc_topic, kept_doc_psi,
+               kept_term_topic, kept_doc_topic, with_psi, kept_doc_psi,
                tok_term, tok_col, z, doc_counts, nonzero, doc_cum):
     """Sample every document; NumPy equivalent in tests/reference/hybrid_numpy.py.
 
     Adds, over the kept sweeps, the indicator counts of each token's (present column, topic) to
     ``kept_term_topic`` (n_present, K), N_dk to ``kept_doc_topic`` (n_docs, K) (both exact integers in
-    float64) and psi(alpha_k + N_dk) - psi(alpha_k) of the topics in use to ``kept_doc_psi`` (n_docs, K).
+    float64) and, if ``with_psi``, psi(alpha_k + N_dk) - psi(alpha_k) of the topics in use to
+    ``kept_doc_psi`` (n_docs, K).
     The rest are scratch buffers; ``doc_counts`` must be zero on entry and is zero on exit.
     """
     for d in range(indptr.shape[0] - 1):
@@ -198,7 +200,7 @@ def _gibbs_csr(indptr, term_ids, counts, local_cols,
                                      doc_cum)
             if sweep > burn_in:
                 _add_kept_sweep(d, n_tok, tok_col, z, alpha, doc_counts, nonzero, n_nonzero,
-                                kept_term_topic, kept_doc_topic, kept_doc_psi)
+                                kept_term_topic, kept_doc_topic, with_psi, kept_doc_psi)
         for i in range(n_nonzero):
             doc_counts[nonzero[i]] = 0
 
@@ -253,11 +255,12 @@ def _sample_block(
     max_tokens = int(np.max(cum[indptr[1:]] - cum[indptr[:-1]], initial=0))
     kept_term_topic = np.zeros((present.shape[0], n_topics), dtype=np.float64)
     kept_doc_topic = np.zeros((indptr.shape[0] - 1, n_topics), dtype=np.float64)
-    kept_doc_psi = np.zeros((indptr.shape[0] - 1, n_topics), dtype=np.float64)
+    with_psi = params.alpha_stats == "samples"
+    kept_doc_psi = np.zeros((indptr.shape[0] - 1, n_topics) if with_psi else (0, n_topics), dtype=np.float64)
     _gibbs_csr(
         indptr, term_ids, counts, local_cols, topics.term_topic, alpha, chunk_cum, SMOOTHING_CHUNK,
         first_doc, params.seed, epoch, params.burn_in, params.samples, params.init == "random",
-        kept_term_topic, kept_doc_topic, kept_doc_psi,
+        kept_term_topic, kept_doc_topic, with_psi, kept_doc_psi,
         np.empty(max_tokens, dtype=np.int64), np.empty(max_tokens, dtype=np.int64),
         np.empty(max_tokens, dtype=np.int64), np.zeros(n_topics, dtype=np.int64),
         np.empty(n_topics, dtype=np.int64), np.empty(n_topics, dtype=np.float64),
