@@ -20,12 +20,14 @@ fitted, two measurements (numba warmed up first):
    token-weighted mean cosine similarity, over terms, of the hybrid statistics' topic column against
    the dense E-step's expected counts (1 = the same direction).
 
-Hybrid defaults: B = 5 burn-in and M = 5 kept sweeps (HybridParams' defaults), so 11 sweeps per document.
+Hybrid defaults: B = 5 burn-in and M = 5 kept sweeps (HybridParams' defaults), so 11 sweeps per document;
+``--init random --samples 10`` is the dissertation's configuration (preset ``zhai2014-hybrid``). Why the
+hybrid's perplexity trails here is measured by ``bench_hybrid_why.py`` (benchmarks/RESULTS.md).
 
 Usage::
 
     .venv/bin/python benchmarks/bench_hybrid_estep.py [--docs 2000] [--doc-len 100] [--terms 5000]
-        [--topics 100 500 1000] [--true-topics 50] [--burn-in 5] [--samples 5] [--fit-iters 10]
+        [--topics 100 500 1000] [--true-topics 50] [--burn-in 5] [--samples 5] [--init progressive] [--fit-iters 10]
         [--repeats 2] [--quick] [--json-only]
 """
 from __future__ import annotations
@@ -81,7 +83,7 @@ def vb_step(block: DocBlock, lam: np.ndarray, n_topics: int, epoch: int, args: a
 
 
 def hybrid_step(block: DocBlock, lam: np.ndarray, n_topics: int, epoch: int, args: argparse.Namespace) -> EStepStats:
-    params = HybridParams(n_topics, burn_in=args.burn_in, samples=args.samples)
+    params = HybridParams(n_topics, burn_in=args.burn_in, samples=args.samples, init=args.init)
     return hybrid_estep_block(block, prepare_topics_from_var({"default": lam}), ALPHA, params, epoch=epoch)[0]
 
 
@@ -131,7 +133,7 @@ def run_case(n_topics: int, train: DocBlock, test: DocBlock, args: argparse.Name
     lam_vb, vb_fit = fit(train, test, n_topics, vb_step, args)
     _, hybrid_fit = fit(train, test, n_topics, hybrid_step, args)
     topics = prepare_topics_from_var({"default": lam_vb})
-    hybrid = HybridParams(n_topics, burn_in=args.burn_in, samples=args.samples)
+    hybrid = HybridParams(n_topics, burn_in=args.burn_in, samples=args.samples, init=args.init)
     vb_s, vb_stats = best_time(lambda: estep_block(train, topics, ALPHA, VBParams(n_topics))[0], args.repeats)
     hy_s, hy_stats = best_time(lambda: hybrid_estep_block(train, topics, ALPHA, hybrid)[0], args.repeats)
     nb_s, _ = best_time(lambda: hybrid_estep_block(train, topics, ALPHA, hybrid, compute_bound=False)[0],
@@ -139,7 +141,7 @@ def run_case(n_topics: int, train: DocBlock, test: DocBlock, args: argparse.Name
     n_tokens = train.n_tokens
     return {
         "n_topics": n_topics, "n_docs": train.n_docs, "n_tokens": n_tokens, "n_terms": train.n_terms,
-        "burn_in": args.burn_in, "samples": args.samples, "vb_mean_sweeps": vb_stats.n_doc_iter / train.n_docs,
+        "burn_in": args.burn_in, "samples": args.samples, "init": args.init, "vb_mean_sweeps": vb_stats.n_doc_iter / train.n_docs,
         "vb_capped": vb_stats.n_capped, "vb_seconds": vb_s, "hybrid_seconds": hy_s, "hybrid_nobound_seconds": nb_s,
         "vb_s_per_token": vb_s / n_tokens, "hybrid_s_per_token": hy_s / n_tokens,
         "hybrid_nobound_s_per_token": nb_s / n_tokens, "vb_tokens_per_s": n_tokens / vb_s,
@@ -187,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--true-topics", type=int, default=50, help="topics of the planted model")
     parser.add_argument("--burn-in", type=int, default=5)
     parser.add_argument("--samples", type=int, default=5)
+    parser.add_argument("--init", choices=["progressive", "random"], default="progressive",
+                        help="start of each document's chain")
     parser.add_argument("--fit-iters", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--quick", action="store_true", help="smoke run: 200 docs of ~50 tokens, 1000 terms, 10 true topics, K = 20 50, 2 iterations")

@@ -40,10 +40,13 @@ def doc_tokens(docs, d):
     return [(lang, w) for lang in docs for w in sorted(docs[lang][d]) for _ in range(docs[lang][d][w])]
 
 
-def sample_doc(tokens, exp_elog, alpha, burn_in, samples, key):
-    """Progressive initialization, B burn-in and M kept Gibbs sweeps over one document's tokens.
+def sample_doc(tokens, exp_elog, alpha, burn_in, samples, key, init="progressive"):
+    """An initialization sweep, B burn-in and M kept Gibbs sweeps over one document's tokens.
 
-    Returns the assignments of every kept sweep, shape (M, n_tokens).
+    ``init="progressive"``: sweep 0 draws each token given the tokens before it; ``"random"``: sweep 0
+    gives each token a uniformly random topic, ``min(floor(u K), K - 1)`` (Zhai 2014, section 4.2:
+    "we randomly initialize a topic configuration z_d"). Returns the assignments of every kept sweep,
+    shape (M, n_tokens).
     """
     n_topics = len(alpha)
     doc_counts = np.zeros(n_topics)
@@ -55,7 +58,11 @@ def sample_doc(tokens, exp_elog, alpha, burn_in, samples, key):
             if sweep > 0:
                 doc_counts[z[t]] -= 1  # N_dk^{-i}: this token's own assignment left out
             e_w = exp_elog[lang][:, w].astype(np.float64)
-            z[t] = draw_topic(uniform_from_key(key, draw), doc_counts, alpha, e_w)
+            u = uniform_from_key(key, draw)
+            if sweep == 0 and init == "random":
+                z[t] = min(int(u * n_topics), n_topics - 1)
+            else:
+                z[t] = draw_topic(u, doc_counts, alpha, e_w)
             doc_counts[z[t]] += 1
             draw += 1
         if sweep > burn_in:
@@ -74,11 +81,16 @@ def doc_bound(docs, d, exp_elog, gamma):
     return log_norm_sum - elog_q_theta
 
 
-def hybrid_estep_reference(docs, exp_elog, alpha, burn_in, samples, *, seed, epoch=0, first_doc=0):
+def hybrid_estep_reference(docs, exp_elog, alpha, burn_in, samples, *, seed, epoch=0, first_doc=0,
+                           init="progressive", alpha_stats="mean"):
     """Mimno et al. (2012) sampled E-step, one document at a time.
 
     Returns a dict with dense per-language ``stats`` (K, V_lang) (kept indicator counts / M),
     ``alpha_suff``, ``doc_elbo``, ``gamma`` (n_docs, K) and ``kept_z`` (per document, (M, n_tokens)).
+    ``alpha_stats="mean"``: alpha_suff = sum_d E[log theta_d] under Dirichlet(gamma_d), gamma_d = alpha
+    + the mean counts of the kept sweeps. ``"samples"``: sum_d of the mean over the kept sweeps of
+    E[log theta_d] under Dirichlet(alpha + N_d(z)), theta's conditional given each sample; doc_elbo
+    then also adds sum_k (alpha_k - 1) (mean-mode alpha_suff - sampled alpha_suff).
     """
     exp_elog = {lang: np.asarray(exp_elog[lang], dtype=np.float64) for lang in exp_elog}
     docs = {lang: docs[lang] for lang in exp_elog if lang in docs}  # token order = topics' language order
@@ -90,16 +102,25 @@ def hybrid_estep_reference(docs, exp_elog, alpha, burn_in, samples, *, seed, epo
     for d in range(n_docs):
         tokens = doc_tokens(docs, d)
         key = np.uint64(counter_key(seed, STREAM_GIBBS, epoch, first_doc + d))  # a Python int from numba
-        kept = sample_doc(tokens, exp_elog, alpha, burn_in, samples, key)
+        kept = sample_doc(tokens, exp_elog, alpha, burn_in, samples, key, init)
         kept_z.append(kept)
         doc_topic_sum = np.zeros(len(alpha))
+        sampled_elog_theta = np.zeros(len(alpha))
         for z in kept:
+            n_k = np.zeros(len(alpha))
             for (lang, w), k in zip(tokens, z):
                 counts[lang][k, w] += 1
-                doc_topic_sum[k] += 1
+                n_k[k] += 1
+            doc_topic_sum += n_k
+            sampled_elog_theta += psi(alpha + n_k) - psi(alpha.sum() + len(tokens))
         gammas[d] = alpha + doc_topic_sum / samples
-        alpha_suff += psi(gammas[d]) - psi(gammas[d].sum())
+        mean_elog_theta = psi(gammas[d]) - psi(gammas[d].sum())
         doc_elbo += doc_bound(docs, d, exp_elog, gammas[d])
+        if alpha_stats == "samples":
+            alpha_suff += sampled_elog_theta / samples
+            doc_elbo += np.sum((alpha - 1) * (mean_elog_theta - sampled_elog_theta / samples))
+        else:
+            alpha_suff += mean_elog_theta
     return {"stats": {lang: c / samples for lang, c in counts.items()}, "alpha_suff": alpha_suff,
             "doc_elbo": doc_elbo, "gamma": gammas, "kept_z": kept_z}
 
@@ -119,3 +140,22 @@ def stationary_marginals(tokens_terms, exp_elog, alpha):
         for i, k in enumerate(z):
             marginals[i, k] += np.exp(log_p)
     return marginals / marginals.sum(axis=1, keepdims=True)
+
+
+def stationary_elog_theta(tokens_terms, exp_elog, alpha):
+    """E[psi(alpha_k + n_k) - psi(sum alpha + N)] under p(z) ∝ prod_i E[z_i, w_i] prod_k Gamma(alpha_k + n_k).
+
+    Brute-force enumeration of all K^n assignments: the expectation of E[log theta_k | z] (theta's
+    conditional Dirichlet(alpha + n(z))) under the collapsed Gibbs chain's stationary distribution, the
+    value the ``alpha_stats="samples"`` statistics estimate. Returns shape (K,).
+    """
+    n_topics, n_tok = len(alpha), len(tokens_terms)
+    total, weight = np.zeros(n_topics), 0.0
+    for z in np.ndindex(*(n_topics,) * n_tok):
+        n_k = np.bincount(np.array(z, dtype=np.int64), minlength=n_topics)
+        log_p = sum(np.log(exp_elog[k, w]) for k, w in zip(z, tokens_terms))
+        log_p += np.sum(gammaln(alpha + n_k) - gammaln(alpha))
+        p = np.exp(log_p)
+        total += p * (psi(alpha + n_k) - psi(alpha.sum() + n_tok))
+        weight += p
+    return total / weight

@@ -32,6 +32,7 @@ from topicflow.io.models.store import SavedModel, load_model, save_model
 from topicflow.io.sources.base import FieldSpec
 from topicflow.metrics.matching import MatchingScores
 from topicflow.models.lda.priors import SeedTopic
+from topicflow.models.lda.vb.hybrid import HYBRID_ALPHA_STATS, HYBRID_INITS
 from topicflow.pipeline.cluster import compute
 from topicflow.pipeline.evaluation.matching import document_matching
 from topicflow.pipeline.policies import CheckpointPolicy
@@ -159,6 +160,12 @@ class LDA(EvaluationMixin, TopicModelEstimator):
     executor : {"auto", "servers", "threads", "tasks"}, default "auto"
         Online: where minibatch E-steps run (see :class:`OnlineConfig`); ``"threads"`` keeps them in
         this process even with a cluster. The model is the same.
+    hybrid_init : {"progressive", "random"}, default "progressive"
+        Hybrid E-step: start each document's chain by drawing each token given the earlier ones, or
+        from uniformly random topics (Zhai 2014, section 4.2; preset ``zhai2014-hybrid``).
+    hybrid_alpha_stats : {"mean", "samples"}, default "mean"
+        Hybrid E-step: the alpha update's statistics from the mean counts of the kept sweeps, or
+        averaged over the kept sweeps (see :class:`~topicflow.models.lda.vb.hybrid.HybridParams`).
     init_shape : float, default 100
         Shape s of the Gamma(s, 1/s) entries of the random starting lambda (100: Hoffman et al.'s
         start). A smaller s starts the topics further apart (see ``VBConfig.init_shape``).
@@ -217,6 +224,8 @@ class LDA(EvaluationMixin, TopicModelEstimator):
         "estep": [Options(("vb", "hybrid"))],
         "burn_in": [_NONNEGATIVE_INT],
         "samples": [_POSITIVE_INT],
+        "hybrid_init": [Options(HYBRID_INITS)],
+        "hybrid_alpha_stats": [Options(HYBRID_ALPHA_STATS)],
         "executor": [Options(EXECUTORS)],
         "init_shape": [_POSITIVE],
     }
@@ -255,6 +264,7 @@ class LDA(EvaluationMixin, TopicModelEstimator):
         batch_size: int = 256, tau0: float = 10.0, kappa: float = 0.7, passes: int = 1,
         shuffle_window: int = 0, total_docs: int | None = None, eval_every: int = 10,
         estep: str = "vb", burn_in: int = 5, samples: int = 5, executor: str = "auto",
+        hybrid_init: str = "progressive", hybrid_alpha_stats: str = "mean",
         init_shape: float = 100.0,
     ) -> None:
         self.n_topics = n_topics
@@ -283,6 +293,8 @@ class LDA(EvaluationMixin, TopicModelEstimator):
         self.estep = estep
         self.burn_in = burn_in
         self.samples = samples
+        self.hybrid_init = hybrid_init
+        self.hybrid_alpha_stats = hybrid_alpha_stats
         self.executor = executor
         self.init_shape = init_shape
 
@@ -298,6 +310,7 @@ class LDA(EvaluationMixin, TopicModelEstimator):
             seed_off_topic=None if self.seed_off_topic is None else float(self.seed_off_topic),
             warm_start=bool(self.warm_start), estep=self.estep, burn_in=int(self.burn_in),  # type: ignore[arg-type]
             samples=int(self.samples), init_shape=float(self.init_shape),
+            hybrid_init=self.hybrid_init, hybrid_alpha_stats=self.hybrid_alpha_stats,  # type: ignore[arg-type]
         )
 
     def _online_config(self) -> OnlineConfig:
@@ -740,6 +753,7 @@ class LDA(EvaluationMixin, TopicModelEstimator):
             kappa=online.kappa, passes=online.passes, shuffle_window=online.shuffle_window,
             total_docs=online.total_docs, eval_every=online.eval_every, estep=config.estep,
             burn_in=config.burn_in, samples=config.samples, init_shape=config.init_shape,
+            hybrid_init=config.hybrid_init, hybrid_alpha_stats=config.hybrid_alpha_stats,
         )
         estimator.model_ = model
         estimator._set_attributes_from_model()

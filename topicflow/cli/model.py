@@ -14,6 +14,8 @@ from topicflow._typing import (
     EStepKind,
     ExportFormat,
     HeldoutProtocol,
+    HybridAlphaStats,
+    HybridInit,
     LearningMethod,
     OutputFormat,
     choices,
@@ -104,6 +106,10 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
               help="Dense VB E-step, or Gibbs sampling within VB (sparse; faster at large K).")
 @click.option("--burn-in", default=5, show_default=True, type=click.IntRange(min=0), help="Hybrid: discarded sweeps per document.")
 @click.option("--samples", default=5, show_default=True, type=click.IntRange(min=1), help="Hybrid: kept sweeps per document.")
+@click.option("--hybrid-init", type=click.Choice(choices(HybridInit)), default="progressive", show_default=True,
+              help="Hybrid: start each document's chain by drawing tokens in turn, or from random topics (Zhai 2014).")
+@click.option("--hybrid-alpha-stats", type=click.Choice(choices(HybridAlphaStats)), default="mean", show_default=True,
+              help="Hybrid: alpha-update statistics from the mean kept counts, or averaged over the kept sweeps.")
 @click.option("--doc-topic-prior", default="auto", show_default=True,
               help="Document-topic prior alpha: auto (asymmetric, Newton-Raphson), symmetric (learned), or a fixed value.")
 @click.option("--topic-word-prior", default=0.01, show_default=True, type=float, help="Topic-word prior eta.")
@@ -136,6 +142,7 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @reports_errors
 def fit(store: str, model_path: str, n_topics: int | None, method: str, max_iter: int, tol: float, batch_size: int,
         tau0: float, kappa: float, passes: int, shuffle_window: int, executor: str, estep: str, burn_in: int, samples: int,
+        hybrid_init: str, hybrid_alpha_stats: str,
         doc_topic_prior: str, topic_word_prior: float, optimize_topic_word_prior: bool, seed_words: str | None,
         seed_strength: float, seed_off_topic: float | None, doc_topic_prior_init: float | None,
         max_doc_iter: int, doc_tol: float, warm_start: bool, seed: int, init_shape: float,
@@ -162,6 +169,7 @@ def fit(store: str, model_path: str, n_topics: int | None, method: str, max_iter
         optimize_topic_word_prior=optimize_topic_word_prior, split_every=split_every, warm_start=warm_start, method=method,
         batch_size=batch_size, tau0=tau0, kappa=kappa, passes=passes, shuffle_window=shuffle_window,
         estep=estep, burn_in=burn_in, samples=samples, executor=executor, init_shape=init_shape,
+        hybrid_init=hybrid_init, hybrid_alpha_stats=hybrid_alpha_stats,
     ))
     if values["n_topics"] is None:
         raise click.UsageError("Missing option '--topics' (or a --preset that sets it).")

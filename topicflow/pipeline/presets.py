@@ -73,6 +73,17 @@ PRESETS: dict[tuple[str, str], Preset] = _entries(
         description="Batch VB as Mr. LDA's experiments: K=50, asymmetric alpha learned from 50/K, eta 0.01, "
                     "informed prior 10 / 0.01 with --seed-words, 40 iterations.",
     ),
+    Preset(
+        name="zhai2014-hybrid", command="fit",
+        settings=dict(estep="hybrid", burn_in=5, samples=10, hybrid_init="random", method="online",
+                      batch_size=155, tau0=64.0, kappa=0.6, n_topics=50, doc_topic_prior=0.02),
+        source="Zhai 2014 (dissertation), section 4.2 (z randomly initialised) and section 7.5 (online hybrid "
+               "LDA: 10 samples after 5 burn-in sweeps, alpha = 1/K; Table 7.1: K = 50, S = 155, tau0 = 64, "
+               "kappa = 0.6)",
+        description="Online LDA with the hybrid Gibbs-within-VB E-step as Zhai's dissertation runs it: random "
+                    "start of z, 5 burn-in and 10 kept sweeps, K=50, fixed alpha 1/K=0.02, S=155, tau0 64, "
+                    "kappa 0.6.",
+    ),
 )
 
 

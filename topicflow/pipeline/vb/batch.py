@@ -16,7 +16,13 @@ import dask
 import numpy as np
 
 from topicflow import config as tf_config
-from topicflow._typing import AlphaMode, EStepKind, FloatArray
+from topicflow._typing import (
+    AlphaMode,
+    EStepKind,
+    FloatArray,
+    HybridAlphaStats,
+    HybridInit,
+)
 from topicflow.errors import InvalidParameterError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
@@ -34,7 +40,11 @@ from topicflow.models.lda.priors import (
     informed_prior,
 )
 from topicflow.models.lda.state import LDAState
-from topicflow.models.lda.vb.hybrid import HybridParams
+from topicflow.models.lda.vb.hybrid import (
+    HYBRID_ALPHA_STATS,
+    HYBRID_INITS,
+    HybridParams,
+)
 from topicflow.models.lda.vb.objective import (
     full_elbo,
     initial_topic_word_var,
@@ -84,6 +94,10 @@ class VBConfig:
         ``vb``: dense coordinate ascent per document (``max_doc_iter``, ``doc_tol``); ``hybrid``:
         Gibbs sampling within VB (Mimno et al. 2012), ``burn_in`` discarded and ``samples`` kept
         sweeps per document, sparse in topics, hence faster at large K.
+    hybrid_init : {"progressive", "random"}
+        Hybrid: how each document's chain starts (:class:`~topicflow.models.lda.vb.hybrid.HybridParams` ``init``).
+    hybrid_alpha_stats : {"mean", "samples"}
+        Hybrid: how the statistics of the alpha update are built (``HybridParams.alpha_stats``).
     """
 
     n_topics: int
@@ -106,6 +120,8 @@ class VBConfig:
     estep: EStepKind = "vb"
     burn_in: int = 5
     samples: int = 5
+    hybrid_init: HybridInit = "progressive"
+    hybrid_alpha_stats: HybridAlphaStats = "mean"
     #: Start of each document's gamma: "uniform" (alpha + N_d / K), "random" (Gamma(100, 1/100), as
     #: Hoffman et al.), or "auto": random for online VB, which sees a document once, uniform for batch.
     gamma_init: str = "auto"
@@ -131,6 +147,9 @@ class VBConfig:
             (self.estep in ("vb", "hybrid"), "estep must be 'vb' or 'hybrid'"),
             (self.gamma_init in ("auto", "uniform", "random"), "gamma_init must be 'auto', 'uniform' or 'random'"),
             (self.burn_in >= 0 and self.samples >= 1, "burn_in must be >= 0 and samples >= 1"),
+            (self.hybrid_init in HYBRID_INITS, f"hybrid_init must be one of {list(HYBRID_INITS)}"),
+            (self.hybrid_alpha_stats in HYBRID_ALPHA_STATS,
+             f"hybrid_alpha_stats must be one of {list(HYBRID_ALPHA_STATS)}"),
             (not (self.warm_start and self.estep == "hybrid"), "warm_start applies to the 'vb' E-step only"),
             (self.init_shape > 0, "init_shape must be positive"),
         ]
@@ -151,7 +170,8 @@ class VBConfig:
     def estep_params(self, *, online: bool = False) -> VBParams | HybridParams:
         """Parameters of the training E-step; their type selects the kernel."""
         if self.estep == "hybrid":
-            return HybridParams(n_topics=self.n_topics, burn_in=self.burn_in, samples=self.samples, seed=self.seed)
+            return HybridParams(n_topics=self.n_topics, burn_in=self.burn_in, samples=self.samples, seed=self.seed,
+                                init=self.hybrid_init, alpha_stats=self.hybrid_alpha_stats)
         return self.vb_params(online=online)
 
     def to_dict(self) -> dict[str, Any]:

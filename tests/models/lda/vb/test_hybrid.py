@@ -23,7 +23,7 @@ from topicflow.models.lda.vb.hybrid import HybridParams, hybrid_estep_block
 from topicflow.models.lda.vb.stats import EStepStats
 from topicflow.models.lda.vb.params import VBParams
 from topicflow.models.lda.vb.estep import estep_block
-from topicflow.models.lda.vb.objective import initial_topic_word_var
+from topicflow.models.lda.vb.objective import initial_topic_word_var, local_elbo_terms
 from topicflow.models.lda.vb.layout import prepare_topics
 
 
@@ -54,7 +54,7 @@ def _assert_matches(stats, gamma, expected, n_terms):
     for lang, n in n_terms.items():
         assert_allclose(stats.topic_terms[lang].to_dense(n), expected["stats"][lang], rtol=0, atol=1e-12)
     assert np.array_equal(gamma, expected["gamma"])
-    assert_allclose(stats.alpha_suff, expected["alpha_suff"], rtol=1e-12)
+    assert_allclose(stats.alpha_suff, expected["alpha_suff"], rtol=1e-12, atol=1e-10)
     assert_allclose(stats.doc_elbo, expected["doc_elbo"], rtol=1e-12)
 
 
@@ -76,6 +76,39 @@ def test_hybrid_estep_matches_numpy_reference(case: str, dtype: type) -> None:
     assert (stats.n_docs, stats.n_tokens, stats.n_capped) == (block.n_docs, block.n_tokens, 0)
     assert stats.n_doc_iter == block.n_docs * (1 + 3 + 4)
     assert_allclose(gamma.sum(axis=1), alpha.sum() + block.doc_lengths(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("init", ["progressive", "random"])
+@pytest.mark.parametrize("alpha_stats", ["mean", "samples"])
+@pytest.mark.parametrize("case", ["typical", "empty_doc", "one_topic", "many_topics"])
+def test_init_and_alpha_stats_match_numpy_reference(case: str, init: str, alpha_stats: str) -> None:
+    block, n_topics = _case(case)
+    exp_elog = _exp_elog(n_topics, block.n_terms, seed=9)
+    alpha = np.linspace(0.02, 0.7, n_topics)
+    params = HybridParams(n_topics=n_topics, burn_in=2, samples=3, seed=5, init=init,  # type: ignore[arg-type]
+                          alpha_stats=alpha_stats)  # type: ignore[arg-type]
+    stats, gamma = hybrid_estep_block(block, {"default": exp_elog}, alpha, params, epoch=1, return_gamma=True)
+    expected = ref.hybrid_estep_reference({"default": docs_from_block(block)}, {"default": exp_elog}, alpha, 2, 3,
+                                          seed=5, epoch=1, first_doc=block.first_doc, init=init,
+                                          alpha_stats=alpha_stats)
+    _assert_matches(stats, gamma, expected, {"default": block.n_terms})
+    assert stats.n_doc_iter == block.n_docs * (1 + 2 + 3)
+
+
+def test_sampled_alpha_stats_leave_the_bound_unchanged() -> None:
+    """The same draws in both modes: only alpha_suff differs, and local_elbo_terms gives the same bound."""
+    block, n_topics = _case("typical")
+    exp_elog = _exp_elog(n_topics, block.n_terms, seed=3)
+    alpha = np.full(n_topics, 0.05)
+    mean, g_mean = hybrid_estep_block(block, {"default": exp_elog}, alpha, HybridParams(n_topics, seed=2),
+                                      return_gamma=True)
+    sampled, g_sampled = hybrid_estep_block(block, {"default": exp_elog}, alpha,
+                                            HybridParams(n_topics, seed=2, alpha_stats="samples"), return_gamma=True)
+    assert np.array_equal(g_mean, g_sampled)
+    assert np.array_equal(mean.topic_terms["default"].values, sampled.topic_terms["default"].values)
+    assert_allclose(local_elbo_terms(sampled, alpha), local_elbo_terms(mean, alpha), rtol=1e-12)
+    # Jensen: psi of the mean counts is at least the mean of psi, so the sampled statistics are lower.
+    assert np.all(sampled.alpha_suff <= mean.alpha_suff + 1e-9) and np.any(sampled.alpha_suff < mean.alpha_suff - 1)
 
 
 def test_term_without_weight_goes_to_the_first_topic_like_the_reference() -> None:
@@ -236,16 +269,59 @@ def test_kept_assignments_follow_the_collapsed_posterior() -> None:
     assert np.abs(smoothing_only - marginals[0]).max() > 0.05
 
 
+@pytest.mark.parametrize("init", ["progressive", "random"])
+def test_sampled_alpha_stats_estimate_the_collapsed_expectation(init: str) -> None:
+    """alpha_stats="samples" estimates E[E[log theta | z]] under p(z | E, alpha), enumerated exactly; "mean" does not.
+
+    From either start (random z or progressive), the kept sweeps follow the collapsed posterior, so the
+    sampled statistics per document converge to the exact expectation; the "mean" statistics
+    psi(alpha + Nbar) - psi(sum alpha + N) are biased upward for a rarely used topic (Jensen).
+    """
+    exp_elog = np.array([[0.6, 0.3], [0.2, 0.5]])
+    alpha = np.array([0.05, 0.9])
+    n_chains = 20_000
+    block = block_from_csr(sp.csr_matrix(np.tile([[1, 2]], (n_chains, 1))))
+    sampled, mean = np.zeros(2), np.zeros(2)
+    for seed in (0, 1):
+        for kind, acc in (("samples", sampled), ("mean", mean)):
+            stats, _ = hybrid_estep_block(block, {"default": exp_elog}, alpha,
+                                          HybridParams(2, 10, 4, seed, init=init, alpha_stats=kind))  # type: ignore[arg-type]
+            acc += stats.alpha_suff / (2 * n_chains)
+    exact = ref.stationary_elog_theta([0, 1, 1], exp_elog, alpha)
+    # psi(0.05 + n) - psi(0.05) is about 20 for n >= 1, so a frequency error of 0.005 moves topic 0 by 0.1.
+    assert_allclose(sampled, exact, atol=0.15)
+    assert mean[0] - exact[0] > 1.0
+
+
+def test_random_init_chains_follow_the_collapsed_posterior() -> None:
+    exp_elog = np.array([[0.6, 0.3], [0.2, 0.5]])
+    alpha = np.array([0.4, 0.9])
+    n_chains = 40_000
+    block = block_from_csr(sp.csr_matrix(np.tile([[1, 2]], (n_chains, 1))))
+    stats = hybrid_estep_block(block, {"default": exp_elog}, alpha, HybridParams(2, 5, 2, 3, init="random"))[0]
+    totals = stats.topic_terms["default"].to_dense(2) / n_chains
+    marginals = ref.stationary_marginals([0, 1, 1], exp_elog, alpha)
+    assert_allclose(totals[:, 0], marginals[0], atol=0.01)  # 40,000 chains: standard error < 0.0025
+    assert_allclose(totals[:, 1], marginals[1] + marginals[2], atol=0.02)
+    # Burn-in 0 from a uniform start is visibly off: the start matters, the sweeps remove it.
+    first = hybrid_estep_block(block, {"default": np.array([[0.98, 0.02], [0.02, 0.98]])}, alpha,
+                               HybridParams(2, 0, 1, 3, init="random"))[0]
+    assert first.topic_terms["default"].to_dense(2)[1, 0] / n_chains > 0.01
+
+
 def test_params_are_validated_and_round_trip() -> None:
     for kwargs, field in (({"n_topics": 0}, "n_topics"), ({"n_topics": 2, "burn_in": -1}, "burn_in"),
                           ({"n_topics": 2, "samples": 0}, "samples"), ({"n_topics": 2, "seed": -1}, "seed"),
                           ({"n_topics": 2, "seed": 2**63}, "seed"), ({"n_topics": True}, "n_topics"),
-                          ({"n_topics": 2, "samples": 1.5}, "samples")):
+                          ({"n_topics": 2, "samples": 1.5}, "samples"), ({"n_topics": 2, "init": "uniform"}, "init"),
+                          ({"n_topics": 2, "alpha_stats": "last"}, "alpha_stats")):
         with pytest.raises(InvalidParameterError, match=f"HybridParams.{field}"):
             HybridParams(**kwargs)
-    params = HybridParams(n_topics=np.int64(3), burn_in=0, samples=2, seed=7)
+    params = HybridParams(n_topics=np.int64(3), burn_in=0, samples=2, seed=7, init="random", alpha_stats="samples")
     assert type(params.n_topics) is int
     assert HybridParams.from_dict(params.to_dict()) == params
+    old = {"n_topics": 3, "burn_in": 1, "samples": 2, "seed": 0}  # written before init and alpha_stats existed
+    assert HybridParams.from_dict(old) == HybridParams(3, 1, 2, 0)
 
 
 def test_inputs_are_validated() -> None:

@@ -19,7 +19,11 @@ Glossary (Mimno et al. 2012; Yao et al. 2009):
     mean_doc_topic_counts (Nbar_dk, (n_docs, n_topics)): N_dk averaged over the kept sweeps
     doc_topic_var (gamma, (n_docs, n_topics)): alpha + Nbar_d, the Dirichlet implied by the samples
     smoothing bucket s_w = sum_k alpha_k E_kw; document bucket r_w = sum_k N_dk^{-i} E_kw
-    alpha_suff ((n_topics,)): sum_d E_q[log theta_dk] under Dirichlet(gamma_d)
+    alpha_suff ((n_topics,)): sum_d E_q[log theta_dk]; ``alpha_stats="mean"``: under Dirichlet(gamma_d);
+        ``"samples"``: averaged over the kept sweeps of psi(alpha_k + N_dk) - psi(sum_k alpha_k + N_d), the
+        expectation under the hybrid's own q(theta_d | z_d) = Dirichlet(alpha + N_d(z_d))
+    init: ``"progressive"`` (sweep 0 draws each token given the earlier ones) or ``"random"`` (sweep 0
+        draws each token's topic uniformly, as Zhai 2014, section 4.2, "randomly initialize z_d")
 
 References
 ----------
@@ -36,20 +40,27 @@ from typing import Any, Mapping
 
 import numba
 import numpy as np
+from scipy.special import psi
 
-from topicflow._typing import FloatArray, IntArray
+from topicflow._typing import FloatArray, HybridAlphaStats, HybridInit, IntArray
 from topicflow.errors import InvalidParameterError, NumericalError
 from topicflow.models.common.blocks import DocBlock, expand_entries_into
 from topicflow.models.common.categorical import (
     SMOOTHING_CHUNK,
     add_sorted_count,
     draw_two_bucket,
+    draw_uniform,
     remove_sorted_count,
     smoothing_chunk_sums,
 )
 from topicflow.models.common.dirichlet import dirichlet_entropy, dirichlet_expectation
 from topicflow.models.common.rng import STREAM_GIBBS, counter_key, uniform_from_key
-from topicflow.models.common.validation import parse_dirichlet_prior, parse_int
+from topicflow.models.common.special import digamma
+from topicflow.models.common.validation import (
+    parse_choice,
+    parse_dirichlet_prior,
+    parse_int,
+)
 from topicflow.models.lda.vb.estep import PHI_NORM_EPS, _present_terms
 from topicflow.models.lda.vb.layout import (
     PreparedTopics,
@@ -62,6 +73,9 @@ from topicflow.models.lda.vb.layout import (
 from topicflow.models.lda.vb.stats import EStepStats
 
 _MAX_SEED = 2**63
+#: The choices of :class:`HybridParams` ``init`` and ``alpha_stats``, in the spelling of the CLI and model files.
+HYBRID_INITS: tuple[HybridInit, ...] = ("progressive", "random")
+HYBRID_ALPHA_STATS: tuple[HybridAlphaStats, ...] = ("mean", "samples")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +92,16 @@ class HybridParams:
         Gibbs sweeps M kept and averaged into the statistics, at least 1.
     seed : int, default 0
         Seed of the counter-based random numbers, in [0, 2**63).
+    init : {"progressive", "random"}, default "progressive"
+        How sweep 0 assigns the tokens: ``progressive`` draws each token from its conditional given the
+        tokens before it (a sequential start, as SparseLDA's streaming inference); ``random`` draws each
+        token's topic uniformly from the K topics, as Zhai (2014, section 4.2) prints it ("we randomly
+        initialize a topic configuration z_d"). B burn-in and M kept sweeps follow either way.
+    alpha_stats : {"mean", "samples"}, default "mean"
+        How ``alpha_suff`` (the statistics of the alpha update) is built. ``mean``: E[log theta_d] under
+        Dirichlet(alpha + Nbar_d), the mean counts of the kept sweeps. ``samples``: the average over the
+        kept sweeps of E[log theta_d] under Dirichlet(alpha + N_d), the conditional of theta given each
+        sample, i.e. the expectation under the hybrid's own q(z_d, theta_d).
 
     Raises
     ------
@@ -94,48 +118,76 @@ class HybridParams:
     burn_in: int = 5
     samples: int = 5
     seed: int = 0
+    init: HybridInit = "progressive"
+    alpha_stats: HybridAlphaStats = "mean"
 
     def __post_init__(self) -> None:
         for name, low, high in (("n_topics", 1, None), ("burn_in", 0, None), ("samples", 1, None),
                                 ("seed", 0, _MAX_SEED)):
             object.__setattr__(self, name, parse_int(f"HybridParams.{name}", getattr(self, name), low, high))
+        object.__setattr__(self, "init", parse_choice("HybridParams.init", self.init, HYBRID_INITS))
+        object.__setattr__(self, "alpha_stats",
+                           parse_choice("HybridParams.alpha_stats", self.alpha_stats, HYBRID_ALPHA_STATS))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able fields, for model files and checkpoints."""
-        return {"n_topics": self.n_topics, "burn_in": self.burn_in, "samples": self.samples, "seed": self.seed}
+        return {"n_topics": self.n_topics, "burn_in": self.burn_in, "samples": self.samples, "seed": self.seed,
+                "init": self.init, "alpha_stats": self.alpha_stats}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> HybridParams:
-        """Inverse of :meth:`to_dict`."""
-        return cls(n_topics=data["n_topics"], burn_in=data["burn_in"], samples=data["samples"], seed=data["seed"])
+        """Inverse of :meth:`to_dict` (files written before ``init`` and ``alpha_stats`` get their defaults)."""
+        return cls(n_topics=data["n_topics"], burn_in=data["burn_in"], samples=data["samples"], seed=data["seed"],
+                   init=data.get("init", "progressive"), alpha_stats=data.get("alpha_stats", "mean"))
 
 
 @numba.njit(nogil=True, cache=True)
-def _gibbs_sweep(tok_term, tok_col, z, n_tok, first_sweep, key, first_draw,
+def _gibbs_sweep(tok_term, tok_col, z, n_tok, first_sweep, random_init, key, first_draw,
                  term_topic, alpha, chunk_cum, chunk, doc_counts, nonzero, n_nonzero, doc_cum):
-    """One sweep over the document's tokens in order; the first sweep assigns progressively (no removal)."""
+    """One sweep over the document's tokens in order.
+
+    The first sweep assigns without removal: uniformly at random (``random_init``) or progressively,
+    each token from its conditional given the tokens before it.
+    """
     for t in range(n_tok):
         if not first_sweep:
             n_nonzero = remove_sorted_count(z[t], doc_counts, nonzero, n_nonzero)
         u = uniform_from_key(key, first_draw + t)
-        k = draw_two_bucket(u, tok_term[t], tok_col[t], term_topic, alpha, chunk_cum, chunk,
-                            doc_counts, nonzero, n_nonzero, doc_cum)
+        if first_sweep and random_init:
+            k = draw_uniform(u, alpha.shape[0])
+        else:
+            k = draw_two_bucket(u, tok_term[t], tok_col[t], term_topic, alpha, chunk_cum, chunk,
+                                doc_counts, nonzero, n_nonzero, doc_cum)
         z[t] = k
         n_nonzero = add_sorted_count(k, doc_counts, nonzero, n_nonzero)
     return n_nonzero
 
 
 @numba.njit(nogil=True, cache=True)
+def _add_kept_sweep(d, n_tok, tok_col, z, alpha, doc_counts, nonzero, n_nonzero,
+                    kept_term_topic, kept_doc_topic, with_psi, kept_doc_psi):
+    """Add one kept sweep: token indicators, N_dk, and (``with_psi``) psi(alpha_k + N_dk) - psi(alpha_k) of the used topics."""
+    for t in range(n_tok):
+        kept_term_topic[tok_col[t], z[t]] += 1.0
+    for i in range(n_nonzero):
+        k = nonzero[i]
+        kept_doc_topic[d, k] += doc_counts[k]
+        if with_psi:
+            kept_doc_psi[d, k] += digamma(alpha[k] + doc_counts[k]) - digamma(alpha[k])
+
+
+@numba.njit(nogil=True, cache=True)
 def _gibbs_csr(indptr, term_ids, counts, local_cols,
-               term_topic, alpha, chunk_cum, chunk, first_doc, seed, epoch, burn_in, samples,
-               kept_term_topic, kept_doc_topic,
+               term_topic, alpha, chunk_cum, chunk, first_doc, seed, epoch, burn_in, samples, random_init,
+               kept_term_topic, kept_doc_topic, with_psi, kept_doc_psi,
                tok_term, tok_col, z, doc_counts, nonzero, doc_cum):
     """Sample every document; NumPy equivalent in tests/reference/hybrid_numpy.py.
 
     Adds, over the kept sweeps, the indicator counts of each token's (present column, topic) to
-    ``kept_term_topic`` (n_present, K) and N_dk to ``kept_doc_topic`` (n_docs, K); both hold exact
-    integers in float64. The rest are scratch buffers; ``doc_counts`` must be zero on entry and is
-    zero on exit.
+    ``kept_term_topic`` (n_present, K), N_dk to ``kept_doc_topic`` (n_docs, K) (both exact integers in
+    float64) and, if ``with_psi``, psi(alpha_k + N_dk) - psi(alpha_k) of the topics in use to
+    ``kept_doc_psi`` (n_docs, K).
+    The rest are scratch buffers; ``doc_counts`` must be zero on entry and is zero on exit.
     """
     for d in range(indptr.shape[0] - 1):
         key = counter_key(seed, STREAM_GIBBS, epoch, first_doc + d)
@@ -143,14 +195,12 @@ def _gibbs_csr(indptr, term_ids, counts, local_cols,
         expand_entries_into(local_cols, counts, indptr[d], indptr[d + 1], tok_col, 0)
         n_nonzero = 0
         for sweep in range(1 + burn_in + samples):
-            n_nonzero = _gibbs_sweep(tok_term, tok_col, z, n_tok, sweep == 0, key, sweep * n_tok,
+            n_nonzero = _gibbs_sweep(tok_term, tok_col, z, n_tok, sweep == 0, random_init, key, sweep * n_tok,
                                      term_topic, alpha, chunk_cum, chunk, doc_counts, nonzero, n_nonzero,
                                      doc_cum)
             if sweep > burn_in:
-                for t in range(n_tok):
-                    kept_term_topic[tok_col[t], z[t]] += 1.0
-                for i in range(n_nonzero):
-                    kept_doc_topic[d, nonzero[i]] += doc_counts[nonzero[i]]
+                _add_kept_sweep(d, n_tok, tok_col, z, alpha, doc_counts, nonzero, n_nonzero,
+                                kept_term_topic, kept_doc_topic, with_psi, kept_doc_psi)
         for i in range(n_nonzero):
             doc_counts[nonzero[i]] = 0
 
@@ -190,8 +240,8 @@ def _log_norm_terms(indptr, term_ids, counts, term_topic, exp_elog_theta, out):
 def _sample_block(
     indptr: IntArray, term_ids: np.ndarray, counts: np.ndarray, topics: PreparedTopics, alpha: FloatArray,
     params: HybridParams, first_doc: int, epoch: int,
-) -> tuple[IntArray, FloatArray, FloatArray]:
-    """Run the sampler; return (present terms, kept term-topic counts / M, gamma)."""
+) -> tuple[IntArray, FloatArray, FloatArray, FloatArray]:
+    """Run the sampler; return (present terms, kept term-topic counts / M, gamma, mean psi gains / M)."""
     n_topics = params.n_topics
     present, local_cols = _present_terms(term_ids, int(topics.offsets[-1]))
     chunk_cum = np.empty((present.shape[0], -(-n_topics // SMOOTHING_CHUNK)), dtype=np.float64)
@@ -205,14 +255,27 @@ def _sample_block(
     max_tokens = int(np.max(cum[indptr[1:]] - cum[indptr[:-1]], initial=0))
     kept_term_topic = np.zeros((present.shape[0], n_topics), dtype=np.float64)
     kept_doc_topic = np.zeros((indptr.shape[0] - 1, n_topics), dtype=np.float64)
+    with_psi = params.alpha_stats == "samples"
+    kept_doc_psi = np.zeros((indptr.shape[0] - 1, n_topics) if with_psi else (0, n_topics), dtype=np.float64)
     _gibbs_csr(
         indptr, term_ids, counts, local_cols, topics.term_topic, alpha, chunk_cum, SMOOTHING_CHUNK,
-        first_doc, params.seed, epoch, params.burn_in, params.samples, kept_term_topic, kept_doc_topic,
+        first_doc, params.seed, epoch, params.burn_in, params.samples, params.init == "random",
+        kept_term_topic, kept_doc_topic, with_psi, kept_doc_psi,
         np.empty(max_tokens, dtype=np.int64), np.empty(max_tokens, dtype=np.int64),
         np.empty(max_tokens, dtype=np.int64), np.zeros(n_topics, dtype=np.int64),
         np.empty(n_topics, dtype=np.int64), np.empty(n_topics, dtype=np.float64),
     )
-    return present, kept_term_topic / params.samples, alpha[None, :] + kept_doc_topic / params.samples
+    return (present, kept_term_topic / params.samples, alpha[None, :] + kept_doc_topic / params.samples,
+            kept_doc_psi / params.samples)
+
+
+def _sampled_alpha_suff(alpha: FloatArray, psi_gain: FloatArray, doc_lengths: FloatArray) -> FloatArray:
+    """sum_d (1/M) sum_kept [psi(alpha_k + N_dk) - psi(sum_k alpha_k + N_d)] from the kept psi gains.
+
+    ``psi_gain[d, k]`` is (1/M) sum_kept psi(alpha_k + N_dk) - psi(alpha_k) (zero for unused topics);
+    sum_k N_dk = N_d in every sweep, so the normalizer is the same for all of them.
+    """
+    return psi_gain.sum(axis=0) + len(doc_lengths) * psi(alpha) - psi(alpha.sum() + doc_lengths).sum()
 
 
 def hybrid_estep_block(
@@ -249,7 +312,9 @@ def hybrid_estep_block(
     -------
     stats : EStepStats
         ``topic_terms``: the sampled counts sum_d (1/M) sum_kept [z_i = k] per (term, topic);
-        ``alpha_suff``: sum_d psi(gamma_dk) - psi(sum_k gamma_dk); ``doc_elbo``: see Notes;
+        ``alpha_suff``: with ``params.alpha_stats == "mean"``, sum_d psi(gamma_dk) - psi(sum_k gamma_dk);
+        with ``"samples"``, sum_d (1/M) sum_kept [psi(alpha_k + N_dk) - psi(sum_k alpha_k + N_d)];
+        ``doc_elbo``: see Notes;
         ``n_doc_iter`` = n_docs * (1 + B + M); ``n_capped`` = 0.
     doc_topic_var : ndarray of shape (n_docs, n_topics), float64, or None
         The variational parameters gamma when ``return_gamma``, else None.
@@ -268,11 +333,16 @@ def hybrid_estep_block(
     order (for several languages: each language's terms in turn, in the topics' language order). A
     token of stacked term w is drawn from ``p(z = k) ∝ (N_dk^{-i} + alpha_k) E_kw``, where N^{-i} are
     the document's current counts without this token; sweep 0 assigns the tokens progressively
-    (counts of the earlier tokens only), then B burn-in and M kept Gibbs sweeps follow.
+    (counts of the earlier tokens only; ``params.init == "progressive"``) or uniformly at random
+    (``"random"``: topic ``min(floor(u K), K - 1)``), then B burn-in and M kept Gibbs sweeps follow.
     Nbar_d = (1/M) sum_kept N_d, gamma_d = alpha + Nbar_d, and ``doc_elbo`` adds
     ``sum_w n_w log(eps + sum_k exp(E[log theta_k]) E_kw) - E_q[log q(theta_d)]`` at that gamma: the
     value vb_lda's ``_doc_stats`` returns for gamma_d, i.e. the ELBO at (gamma, phi*(gamma)),
-    a valid lower bound. The statistics are always the sampled ones, never phi*.
+    a valid lower bound. The statistics are always the sampled ones, never phi*. With
+    ``alpha_stats == "samples"``, ``doc_elbo`` also adds ``sum_k (alpha_k - 1) (S_gamma_k - S_k)``, S_gamma
+    the ``"mean"`` statistics and S the sampled ones, so that
+    :func:`~topicflow.models.lda.vb.objective.local_elbo_terms` at this alpha is the same bound in
+    both modes: only the alpha update sees the sampled statistics.
 
     The draw. The i-th uniform of document g = ``first_doc + d`` is
     ``u = uniform_from_key(counter_key(seed, STREAM_GIBBS, epoch, g), i)``, one per token per sweep,
@@ -318,21 +388,30 @@ def hybrid_estep_block(
     alpha = parse_dirichlet_prior("doc_topic_prior", doc_topic_prior, params.n_topics)
     first_doc = next(iter(blocks.values())).first_doc
     indptr, term_ids, counts = _stack_languages(blocks, topics, n_docs)
-    present, stats, gamma = _sample_block(indptr, term_ids, counts, topics, alpha, params, first_doc, int(epoch))
+    present, stats, gamma, psi_gain = _sample_block(indptr, term_ids, counts, topics, alpha, params, first_doc,
+                                                    int(epoch))
     elog_theta = dirichlet_expectation(gamma)
     theta_terms = dirichlet_entropy(gamma, elog_theta)
+    alpha_suff = elog_theta.sum(axis=0)
+    correction = 0.0
+    if params.alpha_stats == "samples":
+        cum = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
+        doc_lengths = (cum[indptr[1:]] - cum[indptr[:-1]]).astype(np.float64)
+        sampled = _sampled_alpha_suff(alpha, psi_gain, doc_lengths)
+        correction = float(np.sum((alpha - 1.0) * (alpha_suff - sampled)))
+        alpha_suff = sampled
     elbo = math.nan
     if compute_bound:
         log_norms = np.empty(n_docs, dtype=np.float64)
         _log_norm_terms(indptr, term_ids, counts, topics.term_topic, np.exp(elog_theta), log_norms)
-        elbo = float(log_norms.sum() + theta_terms.sum())
+        elbo = float(log_norms.sum() + theta_terms.sum() + correction)
         if not math.isfinite(elbo):
             raise NumericalError(
                 f"hybrid E-step bound is not finite for the block starting at document {first_doc}; "
                 "check exp_elog_topic_word and doc_topic_prior for zeros, infinities or NaN"
             )
     result = EStepStats(
-        topic_terms=_split_stats(present, stats, topics), alpha_suff=elog_theta.sum(axis=0), doc_elbo=elbo,
+        topic_terms=_split_stats(present, stats, topics), alpha_suff=alpha_suff, doc_elbo=elbo,
         n_docs=n_docs, n_tokens=int(counts.sum(dtype=np.int64)), n_capped=0,
         n_doc_iter=n_docs * (1 + params.burn_in + params.samples),
     )
