@@ -162,7 +162,7 @@ def fit(store: str, model_path: str, n_topics: int, method: str, max_iter: int, 
         checkpoint = CheckpointPolicy(path, every=checkpoint_every or 1, resume=resume)
         if resume and (path / "latest.json").exists():
             click.echo(f"resuming from checkpoint {path}", err=True)
-    click.echo(f"fitting K={n_topics} by {method} VB on {corpus!r}", err=True)
+    click.echo(f"fitting K={n_topics} by {'streaming (svb)' if method == 'svb' else method} VB on {corpus!r}", err=True)
     progress = progress_reporter()
     with connect(cluster) as client:
         click.echo(f"dashboard: {client.dashboard_link}", err=True)
@@ -226,7 +226,7 @@ def trace_lines(estimator: LDA) -> list[str]:
             for r in records
         ]
     if records and isinstance(records[0], SVBRecord):
-        streamed = cast(list[SVBRecord], records)
+        streamed = records
         every = max(1, len(streamed) // 20)  # about 20 lines, and the last minibatch
         lines = [
             f"minibatch {r.t:6d}  docs seen {r.docs_seen:9d}  {r.iterations:3d} iterations"

@@ -280,7 +280,18 @@ class MinibatchRunner:
 
 
 def with_next(items: Iterator[Minibatch]) -> Iterator[tuple[Minibatch, Minibatch | None]]:
-    """Each minibatch with the one after it (None for the last), so its shards can be read ahead."""
+    """Pair each minibatch with the one after it, so that its shards can be read ahead.
+
+    Parameters
+    ----------
+    items : iterator of Minibatch
+        The plan.
+
+    Yields
+    ------
+    tuple of (Minibatch, Minibatch or None)
+        A minibatch and the next one (None for the last).
+    """
     current = next(items, None)
     while current is not None:
         following = next(items, None)

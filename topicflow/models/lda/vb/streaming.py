@@ -71,12 +71,12 @@ def minibatch_prior(state: LDAState, minibatches_done: int) -> dict[str, FloatAr
 def posterior_topic_word_var(
     prior: Mapping[str, FloatArray | float], stats: EStepStats, n_terms: Mapping[str, int]
 ) -> dict[str, FloatArray]:
-    """lambda = prior + stats for every language (the batch M-step with ``prior`` as eta).
+    """Compute lambda = prior + stats for every language (the batch M-step with ``prior`` as eta).
 
     Parameters
     ----------
     prior : mapping of str to float or ndarray of shape (n_topics, n_terms)
-        lambda_{b-1}, or eta (a number or an informed-prior matrix) for the first minibatch.
+        The posterior lambda_{b-1}, or eta (a number or an informed-prior matrix) for the first minibatch.
     stats : EStepStats
         Merged statistics of the minibatch.
     n_terms : mapping of str to int
