@@ -58,7 +58,14 @@ from topicflow.pipeline.vb.online import (
     fit_online,
     online_info,
 )
-from topicflow.pipeline.vb.svb import SVBConfig, SVBRecord, SVBResult, fit_svb, svb_info
+from topicflow.pipeline.vb.svb import (
+    SVBConfig,
+    SVBRecord,
+    SVBResult,
+    check_svb_settings,
+    fit_svb,
+    svb_info,
+)
 
 
 def parse_doc_topic_prior(alpha: str | float) -> tuple[str, float | None]:
@@ -298,6 +305,7 @@ class LDA(EvaluationMixin, TopicModelEstimator):
                 f"{', '.join(f'{name}={getattr(self, name)!r}' for name in changed)} given with method='svb': "
                 "streaming VB has no step sizes (tau0, kappa), sees each document once (passes) and needs no corpus "
                 "size (total_docs); leave them at their defaults, or use method='online'")
+        check_svb_settings(self._config())
         return SVBConfig(batch_size=int(self.batch_size), shuffle_window=int(self.shuffle_window),
                          executor=self.executor)
 

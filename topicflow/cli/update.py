@@ -52,6 +52,10 @@ def update(model_path: str, store: str, batch_size: int | None, tau0: float | No
     changes: dict[str, Any] = {"batch_size": batch_size, "tau0": tau0, "kappa": kappa, "passes": passes,
                                "shuffle_window": shuffle_window, "executor": executor}
     online = replace(online, total_docs=None, **{k: v for k, v in changes.items() if v is not None})
+    if model.info.method == "svb":
+        from topicflow.pipeline.vb.svb import SVBConfig
+
+        SVBConfig.from_online(online)  # refuses --passes > 1 before a cluster starts
     corpus = Corpus.open(store)
     with connect(cluster) as client:
         result = update_model(Path(model_path), corpus, online=online, client=client, keep=keep, progress=TqdmProgress())

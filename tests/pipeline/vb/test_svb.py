@@ -32,8 +32,8 @@ def planted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
 
 
 def small_config(**changes: object) -> VBConfig:
-    base = dict(n_topics=K, doc_topic_prior_mode="fixed", doc_topic_prior=ALPHA, topic_word_prior=ETA,
-                max_iter=4, tol=0.0, max_doc_iter=50, doc_tol=1e-6, seed=5)
+    base = {"n_topics": K, "doc_topic_prior_mode": "fixed", "doc_topic_prior": ALPHA, "topic_word_prior": ETA,
+            "max_iter": 4, "tol": 0.0, "max_doc_iter": 50, "doc_tol": 1e-6, "seed": 5}
     base.update(changes)
     return VBConfig(**base)  # type: ignore[arg-type]
 
@@ -113,7 +113,7 @@ def test_same_model_for_any_executor_worker_count_and_shard_size(
 
     path, truth = planted
     config = VBConfig(n_topics=4, seed=9, max_iter=10, estep=estep)  # type: ignore[arg-type]
-    base = dict(batch_size=64, shuffle_window=128, pieces=4, min_piece_docs=1)
+    base = {"batch_size": 64, "shuffle_window": 128, "pieces": 4, "min_piece_docs": 1}
     local = fit_svb(Corpus.open(path), config, SVBConfig(**base)).state  # type: ignore[arg-type]
     with Client(local_cluster) as client:  # type: ignore[arg-type]
         for executor in ("servers", "threads", "tasks"):
