@@ -18,7 +18,8 @@ IndexArray = NDArray[np.signedinteger[Any]]
 
 OnError = Literal["raise", "skip"]
 AlphaMode = Literal["auto", "symmetric", "fixed"]
-LearningMethod = Literal["batch", "online"]
+#: How variational LDA learns: batch, online (Hoffman et al. 2010) or streaming VB (Broderick et al. 2013).
+LearningMethod = Literal["batch", "online", "svb"]
 EStepKind = Literal["vb", "hybrid"]
 #: How the hybrid E-step starts each document's chain, and how it builds the alpha statistics.
 HybridInit = Literal["progressive", "random"]
@@ -75,6 +76,6 @@ def choices(literal: Any) -> tuple[str, ...]:
     Examples
     --------
     >>> choices(LearningMethod)
-    ('batch', 'online')
+    ('batch', 'online', 'svb')
     """
     return tuple(get_args(literal))

@@ -78,7 +78,7 @@ def test_repr_shows_parameters_that_differ_from_their_defaults() -> None:
         ({"doc_topic_prior": -1.0}, r"'doc_topic_prior' .* got -1.0"),
         ({"doc_topic_prior": float("inf")}, r"'doc_topic_prior' .* got inf"),
         ({"topic_word_prior": float("nan")}, r"'topic_word_prior' parameter of LDA must be a float in the range \(0, inf\); got nan"),
-        ({"method": "stochastic"}, r"'method' .* one of 'batch', 'online'; got 'stochastic'"),
+        ({"method": "stochastic"}, r"'method' .* one of 'batch', 'online', 'svb'; got 'stochastic'"),
         ({"kappa": 1.5}, r"'kappa' .* a float in the range \[0, 1\]"),
         ({"split_every": 1}, r"'split_every' .* must be None or an int in the range \[2, inf\)"),
         ({"optimize_topic_word_prior": "yes"}, r"'optimize_topic_word_prior' .* must be a bool"),
