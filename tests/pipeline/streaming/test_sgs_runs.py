@@ -128,7 +128,8 @@ def test_update_continues_an_sgs_stream_as_if_it_had_never_stopped(tmp_path: Pat
 def test_dsgs_with_staleness_zero_is_sgs_under_the_other_readings(stores: tuple[Path, Path], client: object) -> None:
     """The per-document start and the decayed beta travel through DSGS's fetch and push unchanged."""
     train, _ = stores
-    readings = dict(sgs_init="posterior-document", sgs_init_sweeps=2, decay=0.7, decay_beta=True, max_iter=8)
+    readings: dict[str, Any] = {"sgs_init": "posterior-document", "sgs_init_sweeps": 2, "decay": 0.7, "decay_beta": True,
+                                "max_iter": 8}
     serial = run_stream(Corpus.open(train), config(runs=1, **readings), client=None)
     distributed = run_stream(Corpus.open(train), config("dsgs", runs=1, staleness=0, n_workers=2, **readings),
                              client=client)

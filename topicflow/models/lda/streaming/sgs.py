@@ -49,8 +49,9 @@ collections. KDD.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -61,7 +62,12 @@ from topicflow.models.common.blocks import DocBlock, expand_tokens
 from topicflow.models.common.dirichlet import posterior_mean
 from topicflow.models.common.validation import parse_int
 from topicflow.models.lda.gibbs.chain import initial_state, run_sweeps, run_sweeps_until
-from topicflow.models.lda.gibbs.state import GibbsParams, GibbsState, TopicWordPrior, state_from_topics
+from topicflow.models.lda.gibbs.state import (
+    GibbsParams,
+    GibbsState,
+    TopicWordPrior,
+    state_from_topics,
+)
 
 #: How each minibatch's assignments start (Gao et al. 2016, section 3.1, "sampling from posterior"):
 #:
