@@ -18,7 +18,8 @@ IndexArray = NDArray[np.signedinteger[Any]]
 
 OnError = Literal["raise", "skip"]
 AlphaMode = Literal["auto", "symmetric", "fixed"]
-LearningMethod = Literal["batch", "online"]
+#: How variational LDA learns: batch, online (Hoffman et al. 2010) or streaming VB (Broderick et al. 2013).
+LearningMethod = Literal["batch", "online", "svb"]
 EStepKind = Literal["vb", "hybrid"]
 StreamAlgorithm = Literal["gibbs", "olda", "incgibbs", "pf", "sgs", "dsgs"]
 ResamplingScheme = Literal["multinomial", "residual", "stratified", "systematic"]
@@ -72,6 +73,6 @@ def choices(literal: Any) -> tuple[str, ...]:
     Examples
     --------
     >>> choices(LearningMethod)
-    ('batch', 'online')
+    ('batch', 'online', 'svb')
     """
     return tuple(get_args(literal))

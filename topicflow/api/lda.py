@@ -1,8 +1,8 @@
 """The estimator façade: ``topicflow.LDA`` in the style of scikit-learn.
 
-``__init__`` only stores keyword parameters; ``fit`` validates them once, runs batch or online
+``__init__`` only stores keyword parameters; ``fit`` validates them once, runs batch, online or streaming
 variational Bayes on Dask (the given client, else the current one, else the threaded scheduler) and
-sets the fitted attributes, whose names end in ``_``. ``partial_fit`` continues an online fit.
+sets the fitted attributes, whose names end in ``_``. ``partial_fit`` continues an online or streaming fit.
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
+from topicflow._typing import LearningMethod, choices
 from topicflow.api._base import (
     Boolean,
     Constraint,
@@ -57,6 +58,7 @@ from topicflow.pipeline.vb.online import (
     fit_online,
     online_info,
 )
+from topicflow.pipeline.vb.svb import SVBConfig, SVBRecord, SVBResult, fit_svb, svb_info
 
 
 def parse_doc_topic_prior(alpha: str | float) -> tuple[str, float | None]:
@@ -122,11 +124,15 @@ class LDA(EvaluationMixin, TopicModelEstimator):
         the previous iteration (kept on disk beside the store, or in ``topicflow.scratch-dir``). Off by
         default: measured on planted corpora it saves little time, and started too early it locks
         documents into the first random topics (alpha collapses).
-    method : {"batch", "online"}, default "batch"
+    method : {"batch", "online", "svb"}, default "batch"
         ``online`` streams minibatches (Hoffman et al. 2010) with the settings below; ``max_iter``
-        and ``tol`` apply to batch only.
+        and ``tol`` then do not apply. ``svb`` is streaming variational Bayes (Broderick et al. 2013):
+        each minibatch is fitted by batch VB (at most ``max_iter`` iterations, stopping at ``tol``)
+        with the posterior so far as its prior, with no step sizes and no corpus size (``tau0``,
+        ``kappa``, ``passes`` and ``total_docs`` must stay at their defaults; ``batch_size``,
+        ``shuffle_window`` and ``executor`` apply).
     batch_size : int, default 256
-        Online: documents per minibatch, S.
+        Online and svb: documents per minibatch, S.
     tau0 : float, default 10.0
         Online: step sizes rho_t = (tau0 + t) ** -kappa.
     kappa : float, default 0.7
@@ -161,12 +167,12 @@ class LDA(EvaluationMixin, TopicModelEstimator):
     doc_topic_prior_ : ndarray of shape (n_topics,)
     topic_names_ : list of str
     vocabularies_ : dict of str to Vocabulary
-    trace_ : list of IterationRecord (batch) or MinibatchRecord (online, this run's minibatches)
+    trace_ : list of IterationRecord (batch), MinibatchRecord (online) or SVBRecord (svb; this run's minibatches)
     n_iter_ : int
-        Batch iterations, or minibatches processed so far (online; the step-size schedule's t).
+        Batch iterations, or minibatches processed so far (online: the step-size schedule's t; svb).
     converged_ : bool
     n_docs_seen_ : int
-        Online: documents processed so far, over all ``partial_fit`` calls.
+        Online and svb: documents processed so far, over all ``partial_fit`` calls.
     n_features_in_ : int
         Number of terms of a monolingual model (the columns ``transform`` expects of a matrix).
 
@@ -178,7 +184,7 @@ class LDA(EvaluationMixin, TopicModelEstimator):
     >>> doc_topic = LDA(n_topics=5).fit_transform(X)          # doctest: +SKIP
     """
 
-    trace_: list[IterationRecord] | list[MinibatchRecord]
+    trace_: list[IterationRecord] | list[MinibatchRecord] | list[SVBRecord]
 
     _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
         "n_topics": [_POSITIVE_INT],
@@ -194,7 +200,7 @@ class LDA(EvaluationMixin, TopicModelEstimator):
         "optimize_topic_word_prior": [Boolean()],
         "split_every": [None, Interval(Integral, 2, None, closed="left")],
         "warm_start": [Boolean()],
-        "method": [Options(("batch", "online"))],
+        "method": [Options(choices(LearningMethod))],
         "batch_size": [_POSITIVE_INT],
         "tau0": [_NONNEGATIVE],
         "kappa": [Interval(Real, 0, 1, closed="both")],
@@ -282,6 +288,19 @@ class LDA(EvaluationMixin, TopicModelEstimator):
             samples=int(self.samples), init_shape=float(self.init_shape),
         )
 
+    #: Online-only settings and their defaults: with method "svb" they must keep these values.
+    _ONLINE_ONLY: ClassVar[dict[str, Any]] = {"tau0": 10.0, "kappa": 0.7, "passes": 1, "total_docs": None}
+
+    def _svb_config(self) -> SVBConfig:
+        changed = [name for name, default in self._ONLINE_ONLY.items() if getattr(self, name) != default]
+        if changed:
+            raise InvalidParameterError(
+                f"{', '.join(f'{name}={getattr(self, name)!r}' for name in changed)} given with method='svb': "
+                "streaming VB has no step sizes (tau0, kappa), sees each document once (passes) and needs no corpus "
+                "size (total_docs); leave them at their defaults, or use method='online'")
+        return SVBConfig(batch_size=int(self.batch_size), shuffle_window=int(self.shuffle_window),
+                         executor=self.executor)
+
     def _online_config(self) -> OnlineConfig:
         return OnlineConfig(
             batch_size=int(self.batch_size), tau0=float(self.tau0), kappa=float(self.kappa), passes=int(self.passes),
@@ -337,6 +356,12 @@ class LDA(EvaluationMixin, TopicModelEstimator):
         client = split_client(y, client)
         config = self._config()
         with store_for(corpus, vocabulary=vocabulary, fields=fields, store_path=store_path, client=client) as corpus:
+            if self.method == "svb":
+                svb = self._svb_config()
+                streamed = fit_svb(corpus, config, svb, client=client, split_every=self.split_every,
+                                   progress=progress, checkpoint=checkpoint)
+                self._set_fitted_svb(streamed, corpus, config, svb, shards=None)
+                return self
             if self.method == "online":
                 online = self._online_config()
                 result = fit_online(corpus, config, online, client=client, split_every=self.split_every,
@@ -357,6 +382,8 @@ class LDA(EvaluationMixin, TopicModelEstimator):
         vocabulary must extend the model's (same terms first, as a store whose vocabulary grew by
         ``topicflow append --promote-min-df``); new terms join with topic columns from the prior.
         A store's shards already processed are skipped; every document of any other input is new.
+        A streaming-VB model (``method="svb"``) continues by streaming VB instead: the new documents'
+        statistics are added to its posterior, minibatch by minibatch.
 
         Parameters
         ----------
@@ -389,6 +416,10 @@ class LDA(EvaluationMixin, TopicModelEstimator):
         model = getattr(self, "model_", None)
         vocabulary = column_terms(corpus, kind, vocabulary, self._model_terms(), owner="LDA", grow=True)
         config = self._config()
+        if (model.info.method if model is not None else self.method) == "svb":
+            return self._partial_fit_svb(corpus, model, config, kind=kind, client=client, shards=shards,
+                                         progress=progress, vocabulary=vocabulary, fields=fields,
+                                         store_path=store_path)
         online = self._online_config()
         with store_for(corpus, vocabulary=vocabulary, fields=fields, store_path=store_path, client=client) as corpus:
             if kind != "store" and shards is None:
@@ -405,6 +436,37 @@ class LDA(EvaluationMixin, TopicModelEstimator):
         self._set_attributes_from_model()
         self.trace_ = list(result.trace)
         return self
+
+    def _partial_fit_svb(self, corpus: Any, model: SavedModel | None, config: VBConfig, *, kind: str, client: Any,
+                         shards: Sequence[int] | None, progress: ProgressReporter, vocabulary: Sequence[str] | None,
+                         fields: FieldSpec | None, store_path: str | os.PathLike[str] | None) -> LDA:
+        """partial_fit of a streaming-VB model: the new documents' statistics join the posterior."""
+        svb = self._svb_config()
+        with store_for(corpus, vocabulary=vocabulary, fields=fields, store_path=store_path, client=client) as store:
+            if kind != "store" and shards is None:
+                shards = range(store.n_shards)
+            if model is None:
+                result = fit_svb(store, config, svb, client=client, split_every=self.split_every, progress=progress,
+                                 shards=shards)
+                self._set_fitted_svb(result, store, config, svb, shards=shards)
+                return self
+            from topicflow.pipeline.vb.nightly import continue_svb
+
+            self.model_, result, _ = continue_svb(model, store, config, svb, client=client, shards=shards,
+                                                  split_every=self.split_every, progress=progress)
+        self._set_attributes_from_model()
+        self.trace_ = list(result.trace)
+        return self
+
+    def _set_fitted_svb(self, result: SVBResult, corpus: Corpus, config: VBConfig, svb: SVBConfig,
+                        shards: Sequence[int] | None) -> None:
+        self.model_ = SavedModel(
+            state=result.state,
+            vocabularies={lang: corpus.vocabulary(lang) for lang in result.state.languages},
+            info=svb_info(corpus, config, svb, result, seen=(), shards=shards),
+        )
+        self._set_attributes_from_model()
+        self.trace_ = list(result.trace)
 
     def _set_fitted(self, result: FitResult, corpus: Corpus, config: VBConfig) -> None:
         state = result.state
@@ -697,7 +759,9 @@ class LDA(EvaluationMixin, TopicModelEstimator):
         estimator.model_ = model
         estimator._set_attributes_from_model()
         trace = model.info.trace
-        if model.info.online is not None:
+        if model.info.method == "svb":
+            estimator.trace_ = [SVBRecord(**r) for r in trace]
+        elif model.info.online is not None:
             estimator.trace_ = [MinibatchRecord(**r) for r in trace]
         else:
             estimator.trace_ = [IterationRecord(**r) for r in trace]

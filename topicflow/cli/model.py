@@ -88,10 +88,15 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @click.option("--topics", "n_topics", default=None, type=click.IntRange(min=1),
               help="Number of topics K (required unless --preset sets it).")
 @click.option("--method", type=click.Choice(choices(LearningMethod)), default="batch", show_default=True,
-              help="Batch VB (Mr. LDA) or online VB over minibatches (Hoffman et al. 2010).")
-@click.option("--max-iter", default=50, show_default=True, type=click.IntRange(min=1), help="Maximum batch VB iterations.")
-@click.option("--tol", default=1e-4, show_default=True, type=float, help="Batch: stop at this relative ELBO change.")
-@click.option("--batch-size", default=256, show_default=True, type=click.IntRange(min=1), help="Online: documents per minibatch S.")
+              help="Batch VB (Mr. LDA), online VB over minibatches (Hoffman et al. 2010), or streaming VB "
+                   "(svb: each minibatch fitted by batch VB with the posterior so far as its prior; "
+                   "Broderick et al. 2013).")
+@click.option("--max-iter", default=50, show_default=True, type=click.IntRange(min=1),
+              help="Maximum batch VB iterations (svb: per minibatch).")
+@click.option("--tol", default=1e-4, show_default=True, type=float,
+              help="Batch and svb: stop at this relative ELBO change (svb: of the minibatch).")
+@click.option("--batch-size", default=256, show_default=True, type=click.IntRange(min=1),
+              help="Online and svb: documents per minibatch S.")
 @click.option("--tau0", default=10.0, show_default=True, type=float, help="Online: delay of the step sizes (tau0 + t)^-kappa.")
 @click.option("--kappa", default=0.7, show_default=True, type=float, help="Online: forgetting rate, in [0, 1].")
 @click.option("--passes", default=1, show_default=True, type=click.IntRange(min=1), help="Online: passes over the corpus.")
@@ -136,7 +141,7 @@ def fit(store: str, model_path: str, n_topics: int | None, method: str, max_iter
         checkpoint_every: int | None,
         checkpoint_path: str | None, resume: bool, doc_topics: str | None, split_every: int | None,
         overwrite: bool, preset: str | None, cluster: ClusterConfig) -> None:
-    """Fit LDA (polylingual LDA for a multilingual STORE) by batch or online variational Bayes.
+    """Fit LDA (polylingual LDA for a multilingual STORE) by batch, online or streaming variational Bayes.
 
     With --preset, a paper's settings fill every option you do not type.
     """
@@ -159,16 +164,20 @@ def fit(store: str, model_path: str, n_topics: int | None, method: str, max_iter
     if values["n_topics"] is None:
         raise click.UsageError("Missing option '--topics' (or a --preset that sets it).")
     n_topics, method = values["n_topics"], values["method"]
+    refuse_online_only_options(method)
     estimator = LDA(seed_topics=read_seed_words(seed_words), **values)
     estimator._config()  # validate before starting a cluster
-    estimator._online_config()
+    if method == "svb":
+        estimator._svb_config()
+    else:
+        estimator._online_config()
     checkpoint = None
     if checkpoint_every or resume:
         path = Path(checkpoint_path) if checkpoint_path else default_checkpoint_path(Path(model_path))
         checkpoint = CheckpointPolicy(path, every=checkpoint_every or 1, resume=resume)
         if resume and (path / "latest.json").exists():
             click.echo(f"resuming from checkpoint {path}", err=True)
-    click.echo(f"fitting K={n_topics} by {method} VB on {corpus!r}", err=True)
+    click.echo(f"fitting K={n_topics} by {'streaming (svb)' if method == 'svb' else method} VB on {corpus!r}", err=True)
     progress = progress_reporter()
     with connect(cluster) as client:
         click.echo(f"dashboard: {client.dashboard_link}", err=True)
@@ -190,9 +199,39 @@ def fit(store: str, model_path: str, n_topics: int | None, method: str, max_iter
             click.echo(f"wrote document topics of {written} documents to {doc_topics}", err=True)
 
 
+#: ``fit`` options that only online VB has: streaming VB refuses them when typed (see docs/variational-lda.md).
+ONLINE_ONLY_OPTIONS = ("tau0", "kappa", "passes")
+
+
+def refuse_online_only_options(method: str) -> None:
+    """Refuse ``--tau0``, ``--kappa`` and ``--passes`` typed with ``--method svb``.
+
+    Parameters
+    ----------
+    method : str
+        The ``--method`` given.
+
+    Raises
+    ------
+    click.UsageError
+        One of those options was given on the command line with ``--method svb``.
+    """
+    if method != "svb":
+        return
+    context = click.get_current_context()
+    typed = [name for name in ONLINE_ONLY_OPTIONS
+             if context.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)]
+    if typed:
+        options = ", ".join("--" + name.replace("_", "-") for name in typed)
+        raise click.UsageError(
+            f"{options} given with --method svb: streaming VB has no step sizes and sees each document once "
+            "(the posterior of each minibatch is the prior of the next); drop them, or use --method online")
+
+
 def trace_lines(estimator: LDA) -> list[str]:
-    """One line per batch iteration, or one per bound estimate of an online run plus a throughput summary."""
+    """One line per batch iteration or svb minibatch, or one per bound estimate of an online run, plus throughput."""
     from topicflow.pipeline.vb.batch import IterationRecord
+    from topicflow.pipeline.vb.svb import SVBRecord
 
     records = estimator.trace_
     if records and isinstance(records[0], IterationRecord):
@@ -201,7 +240,19 @@ def trace_lines(estimator: LDA) -> list[str]:
             f"alpha sum {r.alpha_sum:.4f}  {r.seconds:.2f} s  {r.tokens_per_second:,.0f} tokens/s"
             for r in records
         ]
-    online = cast(list[MinibatchRecord], records)  # not a batch trace, so an online one (or empty)
+    if records and isinstance(records[0], SVBRecord):
+        streamed = records
+        every = max(1, len(streamed) // 20)  # about 20 lines, and the last minibatch
+        lines = [
+            f"minibatch {r.t:6d}  docs seen {r.docs_seen:9d}  {r.iterations:3d} iterations"
+            f"{'' if r.converged else ' (max)'}  minibatch ELBO per token {r.elbo_per_token:.4f}  "
+            f"alpha sum {r.alpha_sum:.4f}"
+            for i, r in enumerate(streamed) if i % every == 0 or i == len(streamed) - 1
+        ]
+        seconds = sum(r.seconds for r in streamed)
+        lines.append(f"{len(streamed)} minibatches, {sum(r.docs for r in streamed)} documents in {seconds:.1f} s")
+        return lines
+    online = cast(list[MinibatchRecord], records)  # not a batch or svb trace, so an online one (or empty)
     lines = [
         f"minibatch {r.t:6d}  docs seen {r.docs_seen:9d}  rho {r.rho:.4f}  bound per token {r.bound_per_token:.4f}  "
         f"alpha sum {r.alpha_sum:.4f}"

@@ -18,8 +18,8 @@ from topicflow.pipeline.vb.online import EXECUTORS
 @click.argument("model_path", metavar="MODEL", type=click.Path(file_okay=False))
 @click.argument("store", type=click.Path(file_okay=False))
 @click.option("--batch-size", default=None, type=click.IntRange(min=1), help="Documents per minibatch (default: the model's).")
-@click.option("--tau0", default=None, type=float, help="Delay of the step sizes (default: the model's).")
-@click.option("--kappa", default=None, type=float, help="Forgetting rate (default: the model's).")
+@click.option("--tau0", default=None, type=float, help="Online: delay of the step sizes (default: the model's).")
+@click.option("--kappa", default=None, type=float, help="Online: forgetting rate (default: the model's).")
 @click.option("--passes", default=None, type=click.IntRange(min=1), help="Passes over the new documents (default 1).")
 @click.option("--shuffle-window", default=None, type=click.IntRange(min=0), help="Shuffle within windows of this many documents.")
 @click.option("--executor", type=click.Choice(list(EXECUTORS)), default=None,
@@ -44,6 +44,9 @@ def update(model_path: str, store: str, batch_size: int | None, tau0: float | No
     from topicflow.pipeline.vb.online import OnlineConfig
 
     model = load_model(Path(model_path))
+    if model.info.method == "svb" and (tau0 is not None or kappa is not None):
+        raise click.UsageError(f"--tau0/--kappa given, but {model_path} was fitted by streaming VB (svb), which has no "
+                               "step sizes: its update adds the new documents' statistics to its posterior; drop them")
     stored = (model.info.online or {}).get("config")
     online = OnlineConfig.from_dict(stored) if stored else OnlineConfig()
     changes: dict[str, Any] = {"batch_size": batch_size, "tau0": tau0, "kappa": kappa, "passes": passes,

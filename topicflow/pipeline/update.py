@@ -4,8 +4,8 @@ A model records every shard it has processed (id and checksum) and, for online m
 step-size schedule stands. :func:`update_model` takes the model's lock, loads its current version,
 grows its vocabulary when the store's has grown (new topic columns from the prior), streams only the
 unseen shards through the continuer registered for the model's kind (online VB for variational models,
-the stream itself for SGS and DSGS: see :mod:`topicflow.pipeline.continuation`), and commits the
-result as a new version. The commit is one rename, so a crashed update leaves the previous version current and rerunning it simply redoes the work.
+streaming VB for those it fitted, the stream itself for SGS and DSGS: see
+:mod:`topicflow.pipeline.continuation`), and commits the result as a new version. The commit is one rename, so a crashed update leaves the previous version current and rerunning it simply redoes the work.
 """
 from __future__ import annotations
 
@@ -23,8 +23,9 @@ from topicflow.io.models.store import SavedModel, load_model
 from topicflow.io.models.versions import commit_version, model_lock, prune_versions
 from topicflow.pipeline.continuation import CONTINUERS, Continuer, continuation_key
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
-from topicflow.pipeline.vb import (
-    OnlineConfig,  # (importing pipeline.vb registers "vb_lda" continuations)
+from topicflow.pipeline.vb import (  # (importing pipeline.vb registers "vb_lda" continuations)
+    OnlineConfig,
+    SVBConfig,
 )
 
 log = logging.getLogger(__name__)
@@ -85,7 +86,7 @@ def continuer_for(model: SavedModel, model_path: Path) -> Continuer:
 
 
 def update_model(
-    model_path: Path, store: Path | Corpus, *, online: OnlineConfig | None = None, client: Any = None,
+    model_path: Path, store: Path | Corpus, *, online: OnlineConfig | SVBConfig | None = None, client: Any = None,
     keep: int | None = None, split_every: int | None = None, progress: ProgressReporter = NO_PROGRESS,
 ) -> UpdateResult:
     """Process the shards of ``store`` that the model at ``model_path`` has not seen; commit a new version.
@@ -96,9 +97,10 @@ def update_model(
         A saved model (any method); it is locked for the whole update.
     store : Path or Corpus
         The store the model was fitted on, grown since by ``topicflow append``.
-    online : OnlineConfig, optional
+    online : OnlineConfig or SVBConfig, optional
         Minibatch size and step sizes; default: the model's own (or defaults for a batch model).
-        ``total_docs`` defaults to the store's current size.
+        ``total_docs`` defaults to the store's current size. A streaming-VB (svb) model continues by
+        streaming VB: only the minibatch settings apply (``passes`` must be 1, ``total_docs`` unset).
     keep : int, optional
         Afterwards, keep only the newest ``keep`` versions.
 

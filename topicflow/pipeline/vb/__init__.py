@@ -1,4 +1,4 @@
-"""Drivers of variational LDA: batch, online, nightly continuation, inference.
+"""Drivers of variational LDA: batch, online, streaming (svb), nightly continuation, inference.
 
 Importing this package registers the continuation of variational models with ``topicflow update``
 (:mod:`topicflow.pipeline.vb.nightly`); other pipeline packages use it through the names below.
@@ -15,5 +15,7 @@ from topicflow.pipeline.vb.infer import (
     term_maps,
 )
 from topicflow.pipeline.vb.online import OnlineConfig
+from topicflow.pipeline.vb.svb import SVBConfig
 
-__all__ = ["OnlineConfig", "fold_in_params", "model_blocks", "model_token", "oov_token_count", "share", "term_maps"]
+__all__ = ["OnlineConfig", "SVBConfig", "fold_in_params", "model_blocks", "model_token", "oov_token_count", "share",
+           "term_maps"]

@@ -37,7 +37,7 @@ from topicflow.models.lda.vb.layout import (
     terms_of_blocks,
     topic_word_var_source,
 )
-from topicflow.models.lda.vb.online import TopicWordReplica, TopicWordStep
+from topicflow.models.lda.vb.online import ReplicaStep, TopicWordReplica
 from topicflow.models.lda.vb.stats import EStepStats
 from topicflow.pipeline.shard_reader import ShardReader
 from topicflow.tasks.estep import EStepParams, merge_stats, run_estep
@@ -75,7 +75,7 @@ class ReplicaSteps:
     """Bring a server's replica from ``version`` forward by ``steps``, then use it."""
 
     version: int
-    steps: tuple[TopicWordStep, ...]
+    steps: tuple[ReplicaStep, ...]
 
 
 class EStepServer:
@@ -136,7 +136,7 @@ class LocalPool:
         runs = [self.pool.submit(run_estep, rows, topics, state.doc_topic_prior, params, epoch) for rows in blocks]
         return _merge([[(piece[0], run.result()) for piece, run in zip(pieces, runs)]], split_every)
 
-    def advance(self, before: LDAState, step: TopicWordStep, after: LDAState) -> None:
+    def advance(self, before: LDAState, step: ReplicaStep, after: LDAState) -> None:
         """Nothing to do: the threads read the driver's state."""
 
     def close(self) -> None:
@@ -153,7 +153,7 @@ class ActorPool:
         self.servers: list[Any] = []
         self._futures: list[Any] = []
         self._replica_of: LDAState | None = None  # the state the replicas hold once the pending steps apply
-        self._pending: list[TopicWordStep] = []
+        self._pending: list[ReplicaStep] = []
         self._version = 0
         #: Times lambda itself was shipped to the servers (once per fit, plus once per restart).
         self.full_syncs = 0
@@ -205,7 +205,7 @@ class ActorPool:
                 self._start()
         raise AssertionError("unreachable")
 
-    def advance(self, before: LDAState, step: TopicWordStep, after: LDAState) -> None:
+    def advance(self, before: LDAState, step: ReplicaStep, after: LDAState) -> None:
         """The driver moved from ``before`` to ``after`` by ``step``: the next call sends the step, not lambda."""
         if self._replica_of is before:
             self._pending.append(step)

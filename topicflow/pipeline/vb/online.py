@@ -269,7 +269,7 @@ class MinibatchRunner:
         following = [] if upcoming is None else [(i, *piece) for i, piece in enumerate(upcoming.pieces)]
         return self.pool.estep(pieces, state, params, t, split_every=split_every, upcoming=following)
 
-    def advance(self, before: LDAState, step: online_vb.TopicWordStep, after: LDAState) -> None:
+    def advance(self, before: LDAState, step: online_vb.ReplicaStep, after: LDAState) -> None:
         """Tell the executor the driver moved from ``before`` to ``after`` (servers then get ``step``, not lambda)."""
         if self.kind != "tasks":
             self.pool.advance(before, step, after)
@@ -279,8 +279,19 @@ class MinibatchRunner:
             self.pool.close()
 
 
-def _with_next(items: Iterator[Minibatch]) -> Iterator[tuple[Minibatch, Minibatch | None]]:
-    """Each minibatch with the one after it (None for the last), so its shards can be read ahead."""
+def with_next(items: Iterator[Minibatch]) -> Iterator[tuple[Minibatch, Minibatch | None]]:
+    """Pair each minibatch with the one after it, so that its shards can be read ahead.
+
+    Parameters
+    ----------
+    items : iterator of Minibatch
+        The plan.
+
+    Yields
+    ------
+    tuple of (Minibatch, Minibatch or None)
+        A minibatch and the next one (None for the last).
+    """
     current = next(items, None)
     while current is not None:
         following = next(items, None)
@@ -364,7 +375,7 @@ def fit_online(
     )
     remaining = online.passes * per_pass - (done[0] * per_pass + done[1] + 1)
     try:
-        for minibatch, upcoming in progress.track(_with_next(plan), total=remaining, desc="online", unit="batch"):
+        for minibatch, upcoming in progress.track(with_next(plan), total=remaining, desc="online", unit="batch"):
             epoch = minibatch.epoch
             started = time.perf_counter()
             rho = schedule.rho(t)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Protocol
 
 import numba
 import numpy as np
@@ -141,6 +141,42 @@ class TopicWordStep:
     scale: float
     new_eta: dict[str, float]
 
+    def apply_to(
+        self, topic_word_var: Mapping[str, FloatArray], topic_word_prior: Mapping[str, FloatArray | float],
+        *, in_place: bool = False,
+    ) -> tuple[dict[str, FloatArray], dict[str, FloatArray | float]]:
+        """Return lambda and eta moved by this step (:func:`apply_topic_word_step`).
+
+        Parameters
+        ----------
+        topic_word_var : mapping of str to ndarray of shape (n_topics, n_terms)
+            lambda before the step.
+        topic_word_prior : mapping of str to float or ndarray
+            eta before the step.
+        in_place : bool, default False
+            Write into ``topic_word_var``'s arrays instead of new ones.
+
+        Returns
+        -------
+        topic_word_var : dict of str to ndarray of shape (n_topics, n_terms)
+        topic_word_prior : dict of str to float or ndarray
+        """
+        return apply_topic_word_step(topic_word_var, topic_word_prior, self, in_place=in_place)
+
+
+class ReplicaStep(Protocol):
+    """A move of lambda (and eta) that a replica applies with the driver's own formula.
+
+    :class:`TopicWordStep` (online VB) and :class:`topicflow.models.lda.vb.streaming.ColumnStep`
+    (streaming VB) implement it.
+    """
+
+    def apply_to(
+        self, topic_word_var: Mapping[str, FloatArray], topic_word_prior: Mapping[str, FloatArray | float],
+        *, in_place: bool = False,
+    ) -> tuple[dict[str, FloatArray], dict[str, FloatArray | float]]:
+        """Return lambda and eta after the step (in ``topic_word_var``'s arrays when ``in_place``)."""
+
 
 def topic_word_step(
     state: LDAState, stats: EStepStats, *, rho: float, total_docs: int, optimize_topic_word_prior: bool
@@ -232,7 +268,7 @@ def online_update(
 
 
 class TopicWordReplica:
-    """A copy of lambda and eta kept where E-steps run, moved by :class:`TopicWordStep` values.
+    """A copy of lambda and eta kept where E-steps run, moved by :class:`ReplicaStep` values.
 
     Applying the driver's steps in order reproduces the driver's lambda bit for bit
     (:func:`apply_topic_word_step` is the one formula both use), so only the first call ships lambda.
@@ -249,9 +285,9 @@ class TopicWordReplica:
         self.topic_word_var = {lang: np.array(lam, dtype=np.float64, order="C") for lang, lam in topic_word_var.items()}
         self.topic_word_prior = dict(topic_word_prior)
 
-    def apply(self, step: TopicWordStep) -> None:
-        self.topic_word_var, self.topic_word_prior = apply_topic_word_step(
-            self.topic_word_var, self.topic_word_prior, step, in_place=True)
+    def apply(self, step: ReplicaStep) -> None:
+        self.topic_word_var, self.topic_word_prior = step.apply_to(
+            self.topic_word_var, self.topic_word_prior, in_place=True)
         self.version += 1
 
 
