@@ -27,13 +27,15 @@ posterior mean, :func:`topicflow.metrics.heldout.completion_log_likelihood`).
 """
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -271,7 +273,7 @@ def _split(request: ReproduceRequest, settings: GaoSettings) -> tuple[Corpus, in
                                     f"{', '.join(corpus.languages)}")
     n_docs = len(corpus)
     if request.test is None:
-        n_train = int(round(0.8 * n_docs))
+        n_train = round(0.8 * n_docs)
         test, start, term_map = corpus, n_train, None
         how = f"the store's last {n_docs - n_train} of {n_docs} documents (20%)"
     else:
@@ -338,7 +340,7 @@ def run_gao2016(request: ReproduceRequest, settings: GaoSettings | None = None) 
         kinds.append("1-2" if (size, decay) in grid else "2c")
         jobs.append(_submit(client, sgs_arm, path, held, _sgs_params(settings, seed, decay=decay), size, n_train,
                             (size, decay) in curves))
-    readings = [dict(init=init, decay_beta=decay_beta, decay=decay)
+    readings = [{"init": init, "decay_beta": decay_beta, "decay": decay}
                 for decay in sorted({1.0, settings.curve_decay})
                 for init in ("posterior-token", "posterior-document") for decay_beta in (False, True)
                 if not (decay == 1.0 and decay_beta) and not (init == "posterior-token" and not decay_beta)]
@@ -356,8 +358,7 @@ def run_gao2016(request: ReproduceRequest, settings: GaoSettings | None = None) 
     dsgs_rows = _run_dsgs(corpus, held, settings, seed, client, curve_batch, n_train)
     trace = [{"figure": kind, **row} for kind, row in zip(kinds, results, strict=True)] + svb_rows + dsgs_rows
     with open(request.out / "trace.jsonl", "w", encoding="utf-8") as handle:
-        for row in trace:
-            handle.write(json.dumps(row, sort_keys=True, default=float) + "\n")
+        handle.writelines(json.dumps(row, sort_keys=True, default=float) + "\n" for row in trace)
     figures = _plot(request.out, trace, settings, sizes, curve_batch)
     claims = _claims(trace, settings, sizes, curve_batch, reading_batch, how)
     return Reproduction(paper="gao2016", citation=CITATION, corpora=[path], scale=request.scale, claims=claims,
@@ -508,6 +509,10 @@ def _svb(trace: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     return {r["batch_size"]: r for r in trace if r.get("system") == "svb"}
 
 
+def _best_decay(table: dict[tuple[int, float], float], decays: Sequence[float], size: int) -> float:
+    return min(decays, key=lambda decay: table[(size, decay)])
+
+
 def _fmt(value: float) -> str:
     return f"{value:,.0f}"
 
@@ -556,13 +561,13 @@ def _claims(trace: list[dict[str, Any]], settings: GaoSettings, sizes: list[int]
         "Fig. 2a/b: at S=50 (NIPS) and S=100 (NYT) perplexity rises as lambda falls below 1",
         f"S={smallest}: " + ", ".join(f"lambda {d:g}: {_fmt(table[(smallest, d)])}" for d in decays),
         best_small == 1.0, f"best lambda at S={smallest} is {best_small:g}"))
-    best_by_size = [min(decays, key=lambda d, s=s: table[(s, d)]) for s in sizes]
+    best_by_size = [_best_decay(table, decays, size) for size in sizes]
     helps = table[(largest, best_decay)] < table[(largest, 1.0)]
     claims.append(Claim(
         "Decay helps at larger minibatches, and the best lambda gets smaller as S grows",
         "Fig. 2a/b: at large S the curves fall below lambda=1; NYT S=3200 best near 0.7",
         "best lambda by S: " + ", ".join(f"S={s}: {d:g}" for s, d in zip(sizes, best_by_size)),
-        helps and all(a >= b for a, b in zip(best_by_size, best_by_size[1:])),
+        helps and all(a >= b for a, b in itertools.pairwise(best_by_size)),
         "held needs a lambda < 1 to win at the largest S and the best lambda never to grow with S"))
     curves = {r["decay"]: [p["perplexity"] for p in r["curve"]] for r in trace
               if r.get("curve") and r["system"] == "sgs" and r.get("figure") in ("1-2", "2c")
@@ -570,7 +575,7 @@ def _claims(trace: list[dict[str, Any]], settings: GaoSettings, sizes: list[int]
     if settings.curve_decay in curves and 1.0 in curves and settings.curve_decay != 1.0:
         decayed, plain = np.array(curves[settings.curve_decay]), np.array(curves[1.0])
         skip = max(1, len(plain) // 10)
-        wins = float(np.mean(decayed[skip:] < plain[skip:])) if len(plain) > skip else float("nan")
+        share = float(np.mean(decayed[skip:] < plain[skip:])) if len(plain) > skip else float("nan")
         svb_curve = svb.get(curve_batch, {}).get("curve", [])
         versus_svb = ""
         if len(svb_curve) == len(plain) and len(plain) > skip:
@@ -579,9 +584,9 @@ def _claims(trace: list[dict[str, Any]], settings: GaoSettings, sizes: list[int]
         claims.append(Claim(
             "Along the stream the decayed SGS is better than SGS without decay after every minibatch",
             "Fig. 2c (NYT, S=3200): decay 0.7 strictly below decay 1, both below SVB, after the first few",
-            f"S={curve_batch}: decay {settings.curve_decay:g} below decay 1 after {wins:.0%} of the minibatches "
+            f"S={curve_batch}: decay {settings.curve_decay:g} below decay 1 after {share:.0%} of the minibatches "
             f"past the first {skip}; final {_fmt(decayed[-1])} vs {_fmt(plain[-1])}{versus_svb}",
-            None if math.isnan(wins) else wins == 1.0,
+            None if math.isnan(share) else share == 1.0,
             "scored on the common held-out set after every minibatch (the paper holds out part of each minibatch)"))
     if svb:
         ratios = [svb[s]["seconds"] / max(table_time, 1e-9) for s in sizes
