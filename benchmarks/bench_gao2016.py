@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import time
 from pathlib import Path
 
 from topicflow.io.corpus.reader import Corpus
@@ -42,7 +43,9 @@ def main() -> None:
     with connect(ClusterConfig(workers=args.workers)) as client:
         request = ReproduceRequest(corpora=[Corpus.open(args.store)], out=args.out, scale="paper", seed=args.seed,
                                    client=client)
+        started = time.perf_counter()
         result = run_gao2016(request, settings)
+        result.seconds = time.perf_counter() - started
     result.settings["grid"] = "bench_gao2016.py: " + " ".join(f"{k}={v}" for k, v in vars(args).items())
     write_reproduction(result, args.out)
     print((args.out / "claims.md").read_text())
