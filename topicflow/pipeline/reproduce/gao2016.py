@@ -3,14 +3,15 @@
 What runs (each arm a task on the cluster, DSGS a parameter server with its sampler loops):
 
 * **Fig. 1**, held-out perplexity against minibatch size S: SGS (decay 1), streaming variational
-  Bayes (SVB, Broderick et al. 2013; when this topicflow has it) and batch collapsed Gibbs (CGS,
-  a horizontal line), each trained once over the training documents in store order;
+  Bayes (SVB, Broderick et al. 2013, :func:`topicflow.pipeline.vb.fit_svb`, run from the driver with
+  its E-steps on threads) and batch collapsed Gibbs (CGS, a horizontal line), each trained once over
+  the same training documents in store order;
 * **Fig. 2a/b**, SGS's perplexity against the decay factor for each S;
 * **Fig. 2c**, the test perplexity after every minibatch along one stream (S = ``curve_batch``) for
   SGS without decay, SGS with decay ``curve_decay`` and SVB;
 * **Fig. 3a**, the held-out perplexity against wall time while SGS samples one intermediate
-  minibatch (the chain run to 1, 2, 3, 5, ... sweeps); **Fig. 3b**, the wall time of a whole stream
-  against S for SGS and SVB, with CGS's;
+  minibatch (the chain run to 1, 2, 3, 5, ... sweeps; SVB's side is not drawn); **Fig. 3b**, the
+  wall time of a whole stream against S for SGS and SVB, with CGS's;
 * **Fig. 4 (DSGS)**, throughput and perplexity of DSGS with 1 and 2 sampler loops;
 * the readings the paper leaves open (``--sgs-init posterior-token`` / ``posterior-document`` and
   ``--decay-beta``), each at one S, against the default.
@@ -22,7 +23,9 @@ train and 20% test, and a held-out document's theta is folded in on its first ha
 documents (shuffle the input before ingesting it; the bible-verses builder in
 ``benchmarks/make_gao2016_corpus.py`` does) unless ``--test`` gives a test store. A store ingested
 without ``--keep-order`` is scored with a random half observed instead, and the claims say so.
-Every model is scored by the same evaluator (variational fold-in with the topics fixed at their
+Training stops at the last shard boundary at or below 80% of the store (SVB streams whole shards),
+so every arm sees the same documents. Fig. 2c scores the common held-out set after every minibatch
+(the paper holds out part of each minibatch). Every model is scored by the same evaluator (variational fold-in with the topics fixed at their
 posterior mean, :func:`topicflow.metrics.heldout.completion_log_likelihood`).
 """
 from __future__ import annotations
