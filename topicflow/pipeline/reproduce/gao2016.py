@@ -98,7 +98,7 @@ class GaoSettings:
         S at which the readings are compared.
     svb_max_iter, svb_tol, svb_doc_tol : int, float, float
         SVB's local iterations per minibatch (at most, and the relative ELBO change that stops them)
-        and its per-document tolerance (the paper: 100 iterations, mean |d theta| < 1e-5).
+        and its per-document tolerance (the paper: 100 iterations, mean absolute change of theta below 1e-5).
     """
 
     n_topics: int = 50

@@ -30,7 +30,9 @@ RUNNERS: dict[str, Callable[..., StreamResult]] = {
     "dsgs": run_sgs_stream,
 }
 
-__all__ = ["RUNNERS", "run_dsgs", "run_sgs", "run_stream"]
+# run_sgs and run_dsgs are imported for the other pipeline packages (they may use this package only
+# through its __init__); they are documented where they are defined.
+__all__ = ["RUNNERS", "run_stream"]
 
 
 def run_stream(
