@@ -1,9 +1,10 @@
 """Streaming Gibbs sampling (SGS) and its distributed form (DSGS) against online VB and batch CGS.
 
 Gao, Chen and Zhu (2016) report that SGS reaches a held-out perplexity close to batch collapsed
-Gibbs, better than streaming/online variational Bayes at small minibatches, that decay helps at
-larger minibatches, and that DSGS scales because its updates are small. Three experiments test that
-here; every model is scored by one evaluator, the document-completion perplexity of
+Gibbs, better than streaming variational Bayes (SVB, Broderick et al. 2013) at small minibatches,
+that decay helps at larger minibatches, and that DSGS scales because its updates are small. This
+benchmark compares SGS with Hoffman et al.'s *online* VB instead, which is not the paper's baseline
+(``topicflow reproduce gao2016`` runs the paper's comparison with SVB). Three experiments; every model is scored by one evaluator, the document-completion perplexity of
 ``bench_vb_lda.py`` (:func:`topicflow.metrics.heldout.completion_log_likelihood`) on the same
 held-out documents, from its topic-word matrix and alpha alone. All systems share K, alpha (fixed,
 symmetric) and the topic-word prior (beta = eta), and see the training documents once, in store

@@ -33,7 +33,7 @@ Executor = Literal["auto", "servers", "threads", "tasks"]
 #: Streaming algorithms that run minibatches (Gao et al. 2016) rather than token by token.
 MinibatchAlgorithm = Literal["sgs", "dsgs"]
 #: Start of each minibatch's assignments in streaming Gibbs with decay.
-SGSInit = Literal["posterior", "random"]
+SGSInit = Literal["posterior-token", "posterior-document", "random"]
 #: Why a streaming-Gibbs minibatch stopped sweeping.
 SGSStopReason = Literal["no_improvement", "max_iter", "empty"]
 #: When a particle filter rejuvenates: after a resampling, or after every token (incremental Gibbs).

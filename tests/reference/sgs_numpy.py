@@ -130,5 +130,42 @@ def decayed_update(counts, totals, rows, values, decay):
     return counts, totals
 
 
-__all__ = ["conditional", "decayed_update", "exact_posterior", "gibbs_sweeps", "joint_log_likelihood",
+def document_posterior_law(token_indptr, token_terms, prior, prior_totals, alpha, beta, vocab_size):
+    """Exact law of the "posterior-document" start (in the limit of many sweeps per document).
+
+    Document d's assignments are drawn from p(z_d | w_d, prior + counts of documents 0..d-1), by
+    enumeration (:func:`exact_posterior` on d alone), then d's counts join the prior of the next one.
+    """
+    n_topics = len(alpha)
+    prior = np.array(prior, dtype=np.float64)
+    law = {(): 1.0}
+    for d in range(len(token_indptr) - 1):
+        terms = np.asarray(token_terms[token_indptr[d]:token_indptr[d + 1]])
+        new_law = {}
+        for z_before, p_before in law.items():
+            rows, totals = prior.copy(), np.array(prior_totals, dtype=np.float64)
+            for t, k in enumerate(z_before):
+                rows[token_terms[t], k] += 1
+                totals[k] += 1
+            doc_law = exact_posterior(np.array([0, len(terms)]), terms, rows, totals, alpha, beta, vocab_size)
+            for z_doc, p_doc in doc_law.items():
+                new_law[z_before + z_doc] = p_before * p_doc
+        law = new_law
+    assert all(len(z) == len(token_terms) for z in law) and n_topics >= 1
+    return law
+
+
+def decayed_prior_stream(deltas, n_terms, n_topics, beta, decay):
+    """The recurrence of Gao et al.'s section 2.2 taken literally: B_0 = beta, B_t = decay (B_{t-1} + n_t).
+
+    ``deltas`` is a list of dense (n_terms, n_topics) count matrices n_1, n_2, ...; returns every B_t
+    (B_0 first), each (n_terms, n_topics): the prior of minibatch t + 1, beta included.
+    """
+    out = [np.full((n_terms, n_topics), float(beta))]
+    for delta in deltas:
+        out.append(decay * (out[-1] + np.asarray(delta, dtype=np.float64)))
+    return out
+
+
+__all__ = ["conditional", "decayed_prior_stream", "decayed_update", "document_posterior_law", "exact_posterior", "gibbs_sweeps", "joint_log_likelihood",
            "progressive_law", "random_topics", "sweep_transition", "training_perplexity"]

@@ -83,8 +83,15 @@ from topicflow.pipeline.streaming.config import (
               help="sgs/dsgs: sweeps of a minibatch at most.")
 @click.option("--patience", default=10, show_default=True, type=click.IntRange(min=1),
               help="sgs/dsgs: stop a minibatch after this many sweeps without a better training perplexity.")
-@click.option("--sgs-init", type=click.Choice(choices(SGSInit)), default="posterior", show_default=True,
-              help="sgs/dsgs: start of each minibatch's assignments.")
+@click.option("--sgs-init", type=click.Choice(choices(SGSInit)), default="posterior-token", show_default=True,
+              help="sgs/dsgs: start of each minibatch's assignments: posterior-token (each token drawn given the "
+                   "tokens before it), posterior-document (each document drawn given the documents before it: a "
+                   "sequential pass and --sgs-init-sweeps sweeps over it), random.")
+@click.option("--sgs-init-sweeps", default=5, show_default=True, type=click.IntRange(min=0),
+              help="sgs/dsgs with --sgs-init posterior-document: sweeps over each document alone.")
+@click.option("--decay-beta/--no-decay-beta", default=False, show_default=True,
+              help="sgs/dsgs: decay the prior beta with the counts (beta * decay**t + N, Gao et al.'s recurrence) "
+                   "instead of the counts only (beta + N, their Algorithm 4).")
 @click.option("--staleness", default=None, type=click.IntRange(min=0),
               help="dsgs: a minibatch may miss at most this many earlier ones (default: fully asynchronous).")
 @click.option("--sync-first", default=0, show_default=True, type=click.IntRange(min=0),
@@ -106,6 +113,7 @@ def stream(store: str, out: Path, algorithm: str, n_topics: int | None, doc_topi
            ess: float, resampling: str, rejuv: int, rejuv_source: str, reservoir_size: int, init_docs: int,
            init_sweeps: int, init_trials: int, init_select: str | None, runs: int, eval_every: int, sweeps: int,
            optimize_every: int, batch_size: int, decay: float, max_iter: int, patience: int, sgs_init: str,
+           sgs_init_sweeps: int, decay_beta: bool,
            staleness: int | None, sync_first: int, max_docs: int | None, test_store: str | None, seed: int, resume: bool, checkpoint_every: int,
            overwrite: bool, output_format: str, preset: str | None, cluster: ClusterConfig) -> None:
     """Run a streaming sampler over STORE in store order; write OUT/trace.jsonl, summary.json and model.
@@ -123,7 +131,8 @@ def stream(store: str, out: Path, algorithm: str, n_topics: int | None, doc_topi
         init_sweeps=init_sweeps, init_trials=init_trials,
         init_select=init_select or ("nmi" if corpus.has_labels else "perplexity"),
         runs=runs, eval_every=eval_every, sweeps=sweeps, optimize_every=optimize_every, batch_size=batch_size,
-        decay=decay, max_iter=max_iter, patience=patience, sgs_init=sgs_init, staleness=staleness,
+        decay=decay, max_iter=max_iter, patience=patience, sgs_init=sgs_init, sgs_init_sweeps=sgs_init_sweeps,
+        decay_beta=decay_beta, staleness=staleness,
         sync_first=sync_first, n_workers=None, max_docs=max_docs, seed=seed,
     )
     values, chosen = apply_preset(preset, "stream", dict(

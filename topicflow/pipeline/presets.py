@@ -58,10 +58,12 @@ PRESETS: dict[tuple[str, str], Preset] = _entries(
     Preset(
         name="gao2016", command="stream",
         settings=dict(algorithm="sgs", n_topics=50, doc_topic_prior=0.1, topic_word_prior=0.03, max_iter=400,
-                      patience=10, decay=1.0),
-        source="Gao, Chen & Zhu 2016, section 5 (experimental settings)",
+                      patience=10, decay=1.0, sgs_init="posterior-token", decay_beta=False),
+        source="Gao, Chen & Zhu 2016, section 3.2 (setups) and 3.1 (progressive initialization)",
         description="Streaming Gibbs sampling as in Gao et al.'s experiments: K=50, alpha 0.1, beta 0.03, "
-                    "at most 400 sweeps per minibatch, stop after 10 sweeps without improvement.",
+                    "at most 400 sweeps per minibatch, stop after 10 sweeps without a better training perplexity, "
+                    "each minibatch started by sampling from the posterior token by token, decay 1 (Fig. 1; "
+                    "their Fig. 2 varies it); the minibatch size is yours (--batch-size: they vary it from 50 up).",
     ),
     Preset(
         name="zhai2014-mrlda", command="fit",

@@ -123,3 +123,33 @@ def test_update_continues_an_sgs_stream_as_if_it_had_never_stopped(tmp_path: Pat
     np.testing.assert_array_equal(updated.sampler_state["term_topic_counts"], uninterrupted.state.term_topic_counts)
     assert update_model(model_path, store).version is None  # nothing new
     assert sgs.from_arrays(updated.sampler_state, updated.info.sgs_state).minibatches_done == 5
+
+
+def test_dsgs_with_staleness_zero_is_sgs_under_the_other_readings(stores: tuple[Path, Path], client: object) -> None:
+    """The per-document start and the decayed beta travel through DSGS's fetch and push unchanged."""
+    train, _ = stores
+    readings: dict[str, Any] = {"sgs_init": "posterior-document", "sgs_init_sweeps": 2, "decay": 0.7, "decay_beta": True,
+                                "max_iter": 8}
+    serial = run_stream(Corpus.open(train), config(runs=1, **readings), client=None)
+    distributed = run_stream(Corpus.open(train), config("dsgs", runs=1, staleness=0, n_workers=2, **readings),
+                             client=client)
+    np.testing.assert_array_equal(counts_of(distributed), counts_of(serial))
+    params = sgs_params(config(runs=1, **readings), 4)
+    assert params.init == "posterior-document" and params.decay_beta
+    beta = sgs.prior_beta(params, 6)  # 240 documents in minibatches of 40
+    np.testing.assert_allclose(serial.model.state.topic_word_var["default"], counts_of(serial).T + beta)
+    default = run_stream(Corpus.open(train), config(runs=1, max_iter=8, decay=0.7), client=None)
+    assert not np.array_equal(counts_of(default), counts_of(serial))
+
+
+def test_stream_cli_takes_the_reading_options(stores: tuple[Path, Path], tmp_path: Path) -> None:
+    train, _ = stores
+    result = CliRunner().invoke(main, ["stream", str(train), "--out", str(tmp_path / "out"), "--algo", "sgs", "--topics", "3",
+                                       "--batch-size", "60", "--max-iter", "5", "--sgs-init", "posterior-document",
+                                       "--sgs-init-sweeps", "1", "--decay", "0.8", "--decay-beta", "--workers", "1",
+                                       "--format", "json"])
+    assert result.exit_code == 0, result.output
+    settings = load_model(tmp_path / "out" / "model").info.settings
+    assert settings["sgs_init"] == "posterior-document" and settings["decay_beta"] is True
+    assert settings["sgs_init_sweeps"] == 1
+    assert StreamConfig.from_dict({**settings, "sgs_init": "posterior"}).minibatch.sgs_init == "posterior-token"

@@ -11,6 +11,10 @@ from pathlib import Path
 
 from topicflow.io.corpus.reader import Corpus
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
+
+# One import per paper (each registers itself).
+from topicflow.pipeline.reproduce import gao2016 as _gao2016  # noqa: F401,E402
+from topicflow.pipeline.reproduce import mrlda as _mrlda  # noqa: F401,E402  (zhai2014-mrlda)
 from topicflow.pipeline.reproduce.claims import Claim, Reproduction, write_reproduction
 from topicflow.pipeline.reproduce.registry import (
     PAPERS,
@@ -20,9 +24,6 @@ from topicflow.pipeline.reproduce.registry import (
     get_paper,
     register,
 )
-
-# One import per paper (each registers itself).
-from topicflow.pipeline.reproduce import mrlda as _mrlda  # noqa: F401,E402  (zhai2014-mrlda)
 
 __all__ = ["PAPERS", "Claim", "Paper", "ReproduceRequest", "Reproduction", "Scale", "get_paper", "register",
            "reproduce"]

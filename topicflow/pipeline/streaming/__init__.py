@@ -16,6 +16,8 @@ from topicflow.pipeline.cluster import current_client
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 from topicflow.pipeline.streaming.config import StreamConfig, StreamResult
 from topicflow.pipeline.streaming.particles import run_particle_streams
+from topicflow.pipeline.streaming.dsgs import run_dsgs
+from topicflow.pipeline.streaming.sgs import run_sgs
 from topicflow.pipeline.streaming.sgs_runs import run_sgs_stream
 
 #: The driver of each streaming algorithm.
@@ -28,6 +30,8 @@ RUNNERS: dict[str, Callable[..., StreamResult]] = {
     "dsgs": run_sgs_stream,
 }
 
+# run_sgs and run_dsgs are imported for the other pipeline packages (they may use this package only
+# through its __init__); they are documented where they are defined.
 __all__ = ["RUNNERS", "run_stream"]
 
 

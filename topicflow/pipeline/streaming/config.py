@@ -151,8 +151,14 @@ class MinibatchSettings:
         Sweeps of a minibatch at most.
     patience : int
         A minibatch stops after this many sweeps without a better training perplexity.
-    sgs_init : {"posterior", "random"}
-        Start of each minibatch's assignments.
+    sgs_init : {"posterior-token", "posterior-document", "random"}
+        Start of each minibatch's assignments (``"posterior"``, the older name, is read as
+        ``"posterior-token"``; see :data:`topicflow.models.lda.streaming.sgs.SGS_INITS`).
+    sgs_init_sweeps : int
+        ``"posterior-document"``: sweeps over each document alone after its sequential draw.
+    decay_beta : bool
+        Decay the prior beta with the counts (``beta decay^t + N``, Gao et al.'s section 2.2) instead
+        of the counts only (``beta + N``, their Algorithm 4; the default).
     staleness : int or None
         ``"dsgs"``: a minibatch may miss at most this many earlier ones (None: fully asynchronous).
     sync_first : int
@@ -165,12 +171,15 @@ class MinibatchSettings:
     decay: float = 1.0
     max_iter: int = 100
     patience: int = 10
-    sgs_init: SGSInit = "posterior"
+    sgs_init: SGSInit = "posterior-token"
     staleness: int | None = None
     sync_first: int = 0
     n_workers: int | None = None
+    sgs_init_sweeps: int = 5
+    decay_beta: bool = False
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "sgs_init", sgs.parse_sgs_init(self.sgs_init))
         _at_least("streaming Gibbs", "batch_size", self.batch_size, 1)
         _at_least("streaming Gibbs", "sync_first", self.sync_first, 0)
         if self.staleness is not None:
@@ -452,4 +461,5 @@ def sgs_params(config: StreamConfig, seed: int) -> sgs.SGSParams:
     settings = config.minibatch
     return sgs.SGSParams(n_topics=config.n_topics, doc_topic_prior=config.doc_topic_prior,
                          topic_word_prior=config.topic_word_prior, decay=settings.decay, max_iter=settings.max_iter,
-                         patience=settings.patience, init=settings.sgs_init, seed=seed)
+                         patience=settings.patience, init=settings.sgs_init, seed=seed,
+                         init_sweeps=settings.sgs_init_sweeps, decay_beta=settings.decay_beta)

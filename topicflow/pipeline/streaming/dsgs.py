@@ -427,7 +427,10 @@ def sample_one(server: ServerHandle, stream: DocumentStream, params: SGSParams, 
     hook("dsgs-fetched", loop=worker, minibatch=t)
     sampling = time.perf_counter()
     vocab_size = max(fetched.n_terms, block.n_terms)
-    rows, delta, diag = sgs.minibatch_delta(block, fetched.rows, fetched.topic_counts, params, vocab_size=vocab_size)
+    # The prior's beta part after the pushes the fetched counts hold (beta itself unless decay_beta).
+    beta = sgs.prior_beta(params, plan.minibatches_before + fetched.version)
+    rows, delta, diag = sgs.minibatch_delta(block, fetched.rows, fetched.topic_counts, params, vocab_size=vocab_size,
+                                            beta=beta)
     wire = WireDelta.from_dense(delta)
     sampled = time.perf_counter()
     hook("dsgs-push", loop=worker, minibatch=t)

@@ -40,11 +40,15 @@ class MinibatchPlan:
     start, stop : int
         Store positions of the first document and one past the last.
     batch_size : int
+    minibatches_before : int
+        Minibatches the stream had done before ``start`` (the t of the first one, for
+        :func:`~topicflow.models.lda.streaming.sgs.prior_beta`).
     """
 
     start: int
     stop: int
     batch_size: int
+    minibatches_before: int = 0
 
     def __post_init__(self) -> None:
         if self.batch_size < 1 or self.start < 0 or self.stop < self.start:
@@ -65,7 +69,7 @@ class MinibatchPlan:
 def stream_plan(corpus: Corpus, state: SGSState, batch_size: int, max_docs: int | None) -> MinibatchPlan:
     """From where the state stopped (``docs_seen``) to the end of the store, or to ``max_docs``."""
     stop = len(corpus) if max_docs is None else min(len(corpus), int(max_docs))
-    return MinibatchPlan(min(state.docs_seen, stop), stop, int(batch_size))
+    return MinibatchPlan(min(state.docs_seen, stop), stop, int(batch_size), state.minibatches_done)
 
 
 def starting_state(corpus: Corpus, params: SGSParams, state: SGSState | None) -> SGSState:
@@ -87,11 +91,12 @@ def starting_state(corpus: Corpus, params: SGSParams, state: SGSState | None) ->
 
 def sgs_model(corpus: Corpus, state: SGSState, params: SGSParams, *, algorithm: str,
               settings: dict[str, Any], summary: list[dict[str, Any]] | None = None) -> SavedModel:
-    """The stream's topics as an LDA model (lambda = N + beta), with its position in the stream."""
+    """The stream's topics as an LDA model (lambda = N + beta_t), with its position in the stream."""
     position = {"docs_seen": state.docs_seen, "minibatches_done": state.minibatches_done,
                 "tokens_seen": state.tokens_seen}
     return stream_model(corpus, algorithm=algorithm, topic_word_counts=state.term_topic_counts.T,
-                        doc_topic_prior=params.alpha, topic_word_prior=float(params.topic_word_prior),
+                        doc_topic_prior=params.alpha,
+                        topic_word_prior=sgs.prior_beta(params, state.minibatches_done),
                         info={"settings": {**params.to_dict(), **settings}, "summary": summary or [],
                               "position": position})
 

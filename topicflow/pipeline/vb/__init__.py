@@ -6,7 +6,13 @@ Importing this package registers the continuation of variational models with ``t
 from __future__ import annotations
 
 from topicflow.pipeline.vb import nightly as _nightly  # noqa: F401  (registers "vb_lda" continuations)
-from topicflow.pipeline.vb.batch import FitResult, IterationRecord, VBConfig, fit_batch_vb, share
+from topicflow.pipeline.vb.batch import (
+    FitResult,
+    IterationRecord,
+    VBConfig,
+    fit_batch_vb,
+    share,
+)
 from topicflow.pipeline.vb.infer import (
     fold_in_params,
     model_blocks,
@@ -15,7 +21,7 @@ from topicflow.pipeline.vb.infer import (
     term_maps,
 )
 from topicflow.pipeline.vb.online import OnlineConfig
-from topicflow.pipeline.vb.svb import SVBConfig
+from topicflow.pipeline.vb.svb import SVBConfig, fit_svb
 
-__all__ = ["FitResult", "IterationRecord", "OnlineConfig", "SVBConfig", "VBConfig", "fit_batch_vb", "fold_in_params",
-           "model_blocks", "model_token", "oov_token_count", "share", "term_maps"]
+__all__ = ["FitResult", "IterationRecord", "OnlineConfig", "SVBConfig", "VBConfig", "fit_batch_vb", "fit_svb",
+           "fold_in_params", "model_blocks", "model_token", "oov_token_count", "share", "term_maps"]

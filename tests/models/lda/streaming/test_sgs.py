@@ -459,3 +459,88 @@ def test_call_validation() -> None:
         TopicWordPrior(np.full((2, 2), np.nan), np.zeros(2), 2)
     with pytest.raises(InvalidParameterError, match="vocab_size"):
         TopicWordPrior(np.zeros((3, 2)), np.zeros(2), 2)
+
+
+# ----------------------------------------------------------------------------- the two readings (issue 18)
+
+
+def test_posterior_document_start_follows_the_document_law() -> None:
+    """'posterior-document': each document drawn from p(z_d | w_d, prior and the documents before it)."""
+    block, prior = _tiny()
+    token_indptr, token_terms = expand_tokens(block)
+    alpha = np.array([0.3, 0.8])
+    law = ref.document_posterior_law(token_indptr, token_terms, prior.term_topic, prior.topic_counts, alpha, 0.25, 6)
+    token_law = ref.progressive_law(token_indptr, token_terms, prior.term_topic, prior.topic_counts, alpha, 0.25, 6)
+    assert abs(sum(law.values()) - 1) < 1e-12
+    # The two readings differ on this minibatch, so the check below tells them apart.
+    assert 0.5 * sum(abs(law[z] - token_law[z]) for z in law) > 0.03
+    draws = [tuple(int(k) for k in sgs._document_posterior_start(block, GibbsParams(2, alpha, 0.25, seed=s), prior, 10)
+                   .topics) for s in range(2000)]
+    assert _law_p(draws, law) > MIN_P_VALUE
+    assert _law_p(draws, token_law) < MIN_P_VALUE
+
+
+def test_posterior_document_start_without_sweeps_has_the_token_law() -> None:
+    block, prior = _tiny()
+    token_indptr, token_terms = expand_tokens(block)
+    alpha = np.array([0.3, 0.8])
+    law = ref.progressive_law(token_indptr, token_terms, prior.term_topic, prior.topic_counts, alpha, 0.25, 6)
+    draws = [tuple(int(k) for k in sgs._document_posterior_start(block, GibbsParams(2, alpha, 0.25, seed=s), prior, 0)
+                   .topics) for s in range(2000)]
+    assert _law_p(draws, law) > MIN_P_VALUE
+
+
+def test_init_names_and_settings() -> None:
+    assert SGSParams(n_topics=2, init="posterior").init == "posterior-token"  # type: ignore[arg-type]
+    params = SGSParams(n_topics=2, init="posterior-document", init_sweeps=3, decay=0.8, decay_beta=True)
+    assert SGSParams.from_dict(params.to_dict()) == params
+    old = {k: v for k, v in params.to_dict().items() if k not in ("init_sweeps", "decay_beta")}
+    assert SGSParams.from_dict(old).decay_beta is False and SGSParams.from_dict(old).init_sweeps == 5
+    with pytest.raises(InvalidParameterError, match="posterior-document"):
+        SGSParams(n_topics=2, init="prior")  # type: ignore[arg-type]
+    with pytest.raises(InvalidParameterError, match="decay_beta"):
+        SGSParams(n_topics=2, decay_beta="yes")  # type: ignore[arg-type]
+    with pytest.raises(InvalidParameterError, match="init_sweeps"):
+        SGSParams(n_topics=2, init_sweeps=-1)
+
+
+def test_posterior_document_minibatch_is_a_valid_sample() -> None:
+    block = random_block(30, 40, seed=5, mean_len=9, first_doc=3)
+    params = SGSParams(n_topics=4, init="posterior-document", init_sweeps=2, max_iter=3, patience=3, seed=2)
+    terms = sgs.minibatch_terms(block)
+    state, diag = sgs.sample_minibatch(block, np.zeros((terms.shape[0], 4)), np.zeros(4), params,
+                                       vocab_size=block.n_terms)
+    assert int(state.term_topic_counts.sum()) == block.n_tokens and diag.iterations == 3
+    assert_array_equal(state.doc_topic_counts.sum(axis=1), block.doc_lengths())
+    again, _ = sgs.sample_minibatch(block, np.zeros((terms.shape[0], 4)), np.zeros(4), params, vocab_size=block.n_terms)
+    assert_array_equal(again.topics, state.topics)
+
+
+def test_decaying_beta_is_the_papers_recurrence() -> None:
+    """decay_beta: the prior of minibatch t is B_{t-1} = decay (B_{t-2} + n_{t-1}), beta included (section 2.2)."""
+    corpus = draw_planted_corpus(n_docs=60, n_topics=3, n_terms=25, doc_length=12, alpha=0.3, seed=2)
+    block = block_from_csr(corpus.counts["default"])
+    params = SGSParams(n_topics=3, doc_topic_prior=0.2, topic_word_prior=0.05, decay=0.6, max_iter=4, patience=4,
+                       decay_beta=True, seed=1)
+    state = sgs.empty_state(block.n_terms, params)
+    deltas = []
+    for t in range(4):
+        mini = block.slice(15 * t, 15 * (t + 1))
+        terms = sgs.minibatch_terms(mini)
+        beta_t = sgs.prior_beta(params, t)
+        assert beta_t == pytest.approx(0.05 * 0.6 ** t, rel=1e-15)
+        sampled, diag = sgs.sample_minibatch(mini, state.term_topic_counts[terms], state.topic_counts, params,
+                                             vocab_size=block.n_terms, beta=beta_t)
+        token_indptr, token_terms = expand_tokens(sgs._local_block(mini, terms))
+        expected = ref.training_perplexity(token_indptr, token_terms, sampled.topics, state.term_topic_counts[terms],
+                                           state.topic_counts, params.alpha, beta_t, block.n_terms)
+        assert diag.perplexity == pytest.approx(expected, rel=1e-10)
+        state, observed = sgs.observe_minibatch(state, mini, params)
+        assert_array_equal(observed.doc_topics, diag.doc_topics)
+        delta = np.zeros((block.n_terms, 3))
+        delta[terms] = sampled.term_topic_counts[: terms.shape[0]]
+        deltas.append(delta)
+    literal = ref.decayed_prior_stream(deltas, block.n_terms, 3, 0.05, 0.6)
+    assert_allclose(sgs.topic_word_var(state, params), literal[-1].T, rtol=1e-12)
+    counts_only = SGSParams.from_dict({**params.to_dict(), "decay_beta": False})
+    assert_allclose(sgs.topic_word_var(state, counts_only), literal[-1].T - 0.05 * 0.6 ** 4 + 0.05, rtol=1e-12)

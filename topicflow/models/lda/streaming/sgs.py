@@ -8,9 +8,15 @@ minibatch is done, its counts n_wk (of the final sample) are folded in and every
     N <- decay * (N + n(minibatch t))
 
 Assignments of earlier minibatches are not kept. Each minibatch starts from "sampling from the
-posterior" (every token drawn in order given the prior and the minibatch's tokens before it) or
-from a uniform start, then sweeps until its training perplexity has not improved for ``patience``
-sweeps, or ``max_iter`` sweeps. The sampler is the SparseLDA kernel of
+posterior", in one of two readings of Gao et al.'s section 3.1 (:data:`SGS_INITS`), or from a uniform
+start, then sweeps until its training perplexity has not improved for ``patience`` sweeps, or
+``max_iter`` sweeps.
+
+The paper writes the decay two ways: its recurrence ``beta_t = lambda (beta_{t-1} + n_t)`` (section
+2.2) decays the prior beta with the counts, its Algorithm 4 (``N <- lambda (N + Delta N)``, prior
+``beta + N``) decays the counts only. ``decay_beta=False`` (the default) is Algorithm 4; with
+``decay_beta=True`` the prior of minibatch t (t minibatches done before it) is
+``beta lambda^t + N``, which is the recurrence exactly (:func:`prior_beta`). The sampler is the SparseLDA kernel of
 :mod:`topicflow.models.lda.gibbs.sparse` with a :class:`~topicflow.models.lda.gibbs.state.TopicWordPrior`, and the
 counter-based random numbers are those of batch Gibbs (``STREAM_GIBBS``, keyed by sweep and global
 document), so one minibatch holding the whole corpus with ``decay = 1`` and a uniform start is batch
@@ -43,24 +49,46 @@ collections. KDD.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from topicflow._typing import FloatArray, Int32Array, IntArray, SGSInit, SGSStopReason
 from topicflow.errors import InvalidParameterError
 from topicflow.models.common.assignments import most_frequent_topics
-from topicflow.models.common.blocks import DocBlock
+from topicflow.models.common.blocks import DocBlock, expand_tokens
 from topicflow.models.common.dirichlet import posterior_mean
 from topicflow.models.common.validation import parse_int
-from topicflow.models.lda.gibbs.chain import initial_state, run_sweeps_until
-from topicflow.models.lda.gibbs.state import GibbsParams, GibbsState, TopicWordPrior
+from topicflow.models.lda.gibbs.chain import initial_state, run_sweeps, run_sweeps_until
+from topicflow.models.lda.gibbs.state import (
+    GibbsParams,
+    GibbsState,
+    TopicWordPrior,
+    state_from_topics,
+)
 
-#: How each minibatch's assignments start: drawn in order from the conditional given the prior and
-#: the tokens before them ("posterior", Gao et al. 2016), or uniform on the topics ("random").
+#: How each minibatch's assignments start (Gao et al. 2016, section 3.1, "sampling from posterior"):
+#:
+#: * ``"posterior-token"``: every token drawn in order from its conditional given the prior, the
+#:   documents of the minibatch before it and the earlier tokens of its own document (one sequential
+#:   pass: the default, and what ``"posterior"`` meant before both readings existed);
+#: * ``"posterior-document"``: document by document, z_d drawn from p(z_d | w_d, prior and the
+#:   documents before it), approximated by that sequential pass over d followed by ``init_sweeps``
+#:   Gibbs sweeps over d alone, before d's counts join the posterior of the next document;
+#: * ``"random"``: uniform on the topics.
+SGS_INITS: tuple[str, ...] = ("posterior-token", "posterior-document", "random")
+#: Older names of the starts, read from saved settings.
+SGS_INIT_ALIASES = {"posterior": "posterior-token"}
 #: Why a minibatch's sweeps ended.
 StopReason = SGSStopReason
+#: Smallest topic-word prior :func:`prior_beta` returns (``beta lambda^t`` would underflow to 0 on
+#: long streams with ``decay_beta``, and the sampler needs beta > 0).
+BETA_FLOOR = 1e-300
+#: Added to the seed for the random numbers of the ``"posterior-document"`` start, so its sweeps
+#: over one document never reuse the uniforms of the minibatch's own sweeps.
+_DOC_INIT_SEED_OFFSET = 0x5D0C_1A1F_0B5E_ED01
 
 #: Version of the layout written by :func:`to_arrays`.
 STATE_FORMAT_VERSION = 1
@@ -86,10 +114,17 @@ class SGSParams:
     patience : int, default 10
         Stop a minibatch once its training perplexity has not improved on its best value for this
         many sweeps (Gao et al. use 10).
-    init : {"posterior", "random"}, default "posterior"
-        Start of each minibatch's assignments (see :data:`SGSInit`).
+    init : {"posterior-token", "posterior-document", "random"}, default "posterior-token"
+        Start of each minibatch's assignments (see :data:`SGS_INITS`; ``"posterior"`` is read as
+        ``"posterior-token"``).
     seed : int, default 0
         Seed of the counter-based random numbers, in [0, 2**63).
+    init_sweeps : int, default 5
+        ``init="posterior-document"``: Gibbs sweeps over each document alone after its sequential
+        draw, at least 0 (0 has the law of ``"posterior-token"``).
+    decay_beta : bool, default False
+        Decay the prior beta with the counts: the prior after t minibatches is ``beta decay^t + N``
+        (section 2.2's recurrence) instead of ``beta + N`` (Algorithm 4).
 
     Raises
     ------
@@ -108,15 +143,20 @@ class SGSParams:
     decay: float = 1.0
     max_iter: int = 100
     patience: int = 10
-    init: SGSInit = "posterior"
+    init: SGSInit = "posterior-token"
     seed: int = 0
+    init_sweeps: int = 5
+    decay_beta: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "max_iter", parse_int("SGSParams.max_iter", self.max_iter, 1))
         object.__setattr__(self, "patience", parse_int("SGSParams.patience", self.patience, 1))
         object.__setattr__(self, "seed", parse_int("SGSParams.seed", self.seed, 0, _MAX_SEED))
-        if self.init not in ("posterior", "random"):
-            raise InvalidParameterError(f"SGSParams.init must be 'posterior' or 'random', got {self.init!r}")
+        object.__setattr__(self, "init_sweeps", parse_int("SGSParams.init_sweeps", self.init_sweeps, 0))
+        object.__setattr__(self, "init", parse_sgs_init(self.init))
+        if not isinstance(self.decay_beta, (bool, np.bool_)):
+            raise InvalidParameterError(f"SGSParams.decay_beta must be True or False, got {self.decay_beta!r}")
+        object.__setattr__(self, "decay_beta", bool(self.decay_beta))
         decay = self.decay
         if isinstance(decay, bool) or not isinstance(decay, (int, float, np.floating, np.integer)) \
                 or not 0.0 < float(decay) <= 1.0:
@@ -143,6 +183,7 @@ class SGSParams:
         prior = self.doc_topic_prior
         return {"n_topics": self.n_topics, "topic_word_prior": self.topic_word_prior, "decay": self.decay,
                 "max_iter": self.max_iter, "patience": self.patience, "init": self.init, "seed": self.seed,
+                "init_sweeps": self.init_sweeps, "decay_beta": self.decay_beta,
                 "doc_topic_prior": prior if isinstance(prior, float) else [float(a) for a in prior]}
 
     @classmethod
@@ -151,7 +192,66 @@ class SGSParams:
         prior = data["doc_topic_prior"]
         return cls(n_topics=data["n_topics"], doc_topic_prior=prior if np.ndim(prior) == 0 else np.asarray(prior),
                    topic_word_prior=data["topic_word_prior"], decay=data["decay"], max_iter=data.get("max_iter", data.get("max_iters")),
-                   patience=data["patience"], init=data["init"], seed=data["seed"])
+                   patience=data["patience"], init=data["init"], seed=data["seed"],
+                   init_sweeps=data.get("init_sweeps", 5), decay_beta=data.get("decay_beta", False))
+
+
+def parse_sgs_init(init: object) -> SGSInit:
+    """The start named ``init``, with older names read as their new ones.
+
+    Parameters
+    ----------
+    init : str
+        One of :data:`SGS_INITS` or :data:`SGS_INIT_ALIASES`.
+
+    Returns
+    -------
+    str
+        One of :data:`SGS_INITS`.
+
+    Raises
+    ------
+    InvalidParameterError
+        Any other value.
+
+    Examples
+    --------
+    >>> parse_sgs_init("posterior")
+    'posterior-token'
+    """
+    name = SGS_INIT_ALIASES.get(init, init) if isinstance(init, str) else init
+    if name not in SGS_INITS:
+        raise InvalidParameterError(f"the SGS start must be one of {', '.join(SGS_INITS)}, got {init!r}")
+    return name  # type: ignore[return-value]
+
+
+def prior_beta(params: SGSParams, minibatches_done: int) -> float:
+    """The symmetric part of the topic-word prior after ``minibatches_done`` minibatches.
+
+    Parameters
+    ----------
+    params : SGSParams
+    minibatches_done : int
+        Minibatches folded into N so far (t).
+
+    Returns
+    -------
+    float
+        ``beta`` (counts-only decay, Algorithm 4), or ``max(beta * decay ** t, BETA_FLOOR)`` with
+        ``params.decay_beta`` (the recurrence ``beta_t = decay (beta_{t-1} + n_t)`` of section 2.2,
+        whose symmetric part after t steps is ``beta decay^t``).
+
+    Examples
+    --------
+    >>> prior_beta(SGSParams(n_topics=2, topic_word_prior=0.1, decay=0.5, decay_beta=True), 2)
+    0.025
+    >>> prior_beta(SGSParams(n_topics=2, topic_word_prior=0.1, decay=0.5), 2)
+    0.1
+    """
+    beta = float(params.topic_word_prior)
+    if not params.decay_beta or params.decay == 1.0:
+        return beta
+    return max(beta * params.decay ** int(minibatches_done), BETA_FLOOR)
 
 
 @dataclass(frozen=True, slots=True)
@@ -375,7 +475,10 @@ def from_arrays(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> SG
 
 
 def topic_word_var(state: SGSState, params: SGSParams) -> FloatArray:
-    """The model's Dirichlet parameters of the topics, lambda = N + beta (the next minibatch's prior).
+    """The model's Dirichlet parameters of the topics, lambda = N + beta_t (the next minibatch's prior).
+
+    ``beta_t`` is :func:`prior_beta` after ``state.minibatches_done`` minibatches (beta itself unless
+    ``params.decay_beta``).
 
     Parameters
     ----------
@@ -391,7 +494,7 @@ def topic_word_var(state: SGSState, params: SGSParams) -> FloatArray:
     >>> topic_word_var(empty_state(2, SGSParams(n_topics=1, topic_word_prior=0.5)), SGSParams(1, 0.1, 0.5)).tolist()
     [[0.5, 0.5]]
     """
-    out: FloatArray = state.term_topic_counts.T + params.topic_word_prior
+    out: FloatArray = state.term_topic_counts.T + prior_beta(params, state.minibatches_done)
     return out
 
 
@@ -467,8 +570,49 @@ def _check_inputs(block: DocBlock, prior_rows: FloatArray, topic_counts: FloatAr
     return rows, totals, terms
 
 
+def _document_posterior_start(local: DocBlock, gibbs: GibbsParams, prior: TopicWordPrior,
+                              init_sweeps: int) -> GibbsState:
+    """The ``"posterior-document"`` start: each document drawn given the prior and the documents before it.
+
+    Document d (in block order) gets the sequential draw of :func:`initial_state` against the prior
+    plus the counts of documents 0..d-1, then ``init_sweeps`` sweeps over d alone against the same
+    counts (a Gibbs chain whose target is p(z_d | w_d, prior, z_0..z_{d-1})); its counts are then added.
+    Its random numbers are keyed by a seed offset from the minibatch's, per global document.
+    """
+    token_indptr, token_terms = expand_tokens(local)
+    topics = np.empty(token_terms.shape[0], dtype=np.int32)
+    running = np.zeros((max(1, local.n_terms), gibbs.n_topics))
+    running_totals = prior.topic_counts.copy()
+    doc_gibbs = GibbsParams(n_topics=gibbs.n_topics, doc_topic_prior=gibbs.doc_topic_prior,
+                            topic_word_prior=gibbs.topic_word_prior,
+                            seed=(gibbs.seed + _DOC_INIT_SEED_OFFSET) % _MAX_SEED)
+    for d in range(local.n_docs):
+        doc = local.slice(d, d + 1)
+        if doc.n_tokens == 0:
+            continue
+        terms = np.unique(doc.term_ids)
+        doc_local = _local_block(doc, terms.astype(np.int64))
+        doc_prior = TopicWordPrior(prior.term_topic[terms] + running[terms], running_totals, prior.vocab_size)
+        state = initial_state(doc_local, doc_gibbs, init="sequential", prior=doc_prior)
+        if init_sweeps:
+            state = run_sweeps(state, doc_gibbs, init_sweeps, prior=doc_prior)
+        topics[token_indptr[d]:token_indptr[d + 1]] = state.topics
+        running[terms] += state.term_topic_counts[: terms.shape[0]]
+        running_totals = running_totals + state.topic_counts
+    return state_from_topics(token_indptr, token_terms, topics, local.n_terms, gibbs, first_doc=int(local.first_doc))
+
+
+def _initial_minibatch_state(local: DocBlock, gibbs: GibbsParams, params: SGSParams,
+                             prior: TopicWordPrior) -> GibbsState:
+    if params.init == "posterior-document":
+        return _document_posterior_start(local, gibbs, prior, params.init_sweeps)
+    return initial_state(local, gibbs, init="sequential" if params.init == "posterior-token" else "random",
+                         prior=prior)
+
+
 def sample_minibatch(
     block: DocBlock, prior_rows: FloatArray, topic_counts: FloatArray, params: SGSParams, *, vocab_size: int,
+    beta: float | None = None,
 ) -> tuple[GibbsState, SGSDiagnostics]:
     """Collapsed Gibbs on one minibatch with the prior ``beta + N`` (Gao et al. 2016, Algorithm 2, steps 3-8).
 
@@ -483,6 +627,9 @@ def sample_minibatch(
     params : SGSParams
     vocab_size : int
         V (for ``V beta``), at least ``block.n_terms``.
+    beta : float, optional
+        The symmetric part of the prior (default ``params.topic_word_prior``; :func:`prior_beta`
+        gives it for a stream with ``decay_beta``).
 
     Returns
     -------
@@ -498,7 +645,9 @@ def sample_minibatch(
     Notes
     -----
     The start is :func:`~topicflow.models.lda.gibbs.chain.initial_state` (``"sequential"`` with the prior
-    for ``init="posterior"``, else ``"random"``); the sweeps are
+    for ``init="posterior-token"``, ``"random"`` for ``"random"``) or, for ``"posterior-document"``,
+    that sequential draw one document at a time followed by ``init_sweeps`` sweeps over the document
+    alone (see :data:`SGS_INITS`); the sweeps are
     :func:`~topicflow.models.lda.gibbs.chain.run_sweeps_until` with the policy :func:`has_stalled`, at most
     ``max_iter`` of them. Renumbering the terms changes no draw: the sampler's order depends on
     counts and topics, never on term ids. NumPy equivalent of one draw::
@@ -516,9 +665,12 @@ def sample_minibatch(
     """
     rows, totals, terms = _check_inputs(block, prior_rows, topic_counts, params, vocab_size)
     gibbs = params.gibbs_params()
+    if beta is not None and beta != gibbs.topic_word_prior:
+        gibbs = GibbsParams(n_topics=gibbs.n_topics, doc_topic_prior=gibbs.doc_topic_prior, topic_word_prior=beta,
+                            seed=gibbs.seed)
     local = _local_block(block, terms)
     prior = TopicWordPrior(rows if terms.shape[0] else np.zeros((1, params.n_topics)), totals, vocab_size)
-    state = initial_state(local, gibbs, init="sequential" if params.init == "posterior" else "random", prior=prior)
+    state = _initial_minibatch_state(local, gibbs, params, prior)
     if state.n_tokens == 0:
         diagnostics = SGSDiagnostics(int(block.first_doc), block.n_docs, 0, 0, 0, math.nan, (), "empty",
                                      most_frequent_topics(state.doc_topic_counts))
@@ -534,6 +686,7 @@ def sample_minibatch(
 
 def minibatch_delta(
     block: DocBlock, prior_rows: FloatArray, topic_counts: FloatArray, params: SGSParams, *, vocab_size: int,
+    beta: float | None = None,
 ) -> tuple[IntArray, Int32Array, SGSDiagnostics]:
     """The counts one minibatch adds to N: what a DSGS worker pushes to the server.
 
@@ -549,6 +702,8 @@ def minibatch_delta(
         Sampler settings.
     vocab_size : int
         V (for ``V beta``), at least ``block.n_terms``.
+    beta : float, optional
+        The symmetric part of the prior, as in :func:`sample_minibatch`.
 
     Returns
     -------
@@ -579,7 +734,7 @@ def minibatch_delta(
     >>> rows.tolist(), delta.sum(axis=1).tolist()
     ([1, 2], [3, 2])
     """
-    state, diagnostics = sample_minibatch(block, prior_rows, topic_counts, params, vocab_size=vocab_size)
+    state, diagnostics = sample_minibatch(block, prior_rows, topic_counts, params, vocab_size=vocab_size, beta=beta)
     terms = minibatch_terms(block)
     return terms, state.term_topic_counts[: terms.shape[0]], diagnostics
 
@@ -708,8 +863,9 @@ def observe_minibatch(
     Notes
     -----
     Gao et al. (2016), Algorithm 2: :func:`minibatch_delta` against the rows
-    ``state.term_topic_counts[minibatch_terms(block)]``, then :func:`apply_delta` with ``decay``. A
-    minibatch without tokens still decays N once.
+    ``state.term_topic_counts[minibatch_terms(block)]`` (with ``beta = prior_beta(params,
+    state.minibatches_done)``), then :func:`apply_delta` with ``decay``. A minibatch without tokens
+    still decays N once.
 
     Examples
     --------
@@ -726,7 +882,8 @@ def observe_minibatch(
         copy = False  # the grown arrays are new already
     terms = minibatch_terms(block)
     rows, delta, diagnostics = minibatch_delta(block, state.term_topic_counts[terms], state.topic_counts, params,
-                                               vocab_size=state.n_terms)
+                                               vocab_size=state.n_terms,
+                                               beta=prior_beta(params, state.minibatches_done))
     out = None if copy else (state.term_topic_counts, state.topic_counts)
     counts, totals = apply_delta(state.term_topic_counts, rows, delta, params.decay, topic_counts=state.topic_counts,
                                  out=out)
