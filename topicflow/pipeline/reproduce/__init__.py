@@ -22,6 +22,7 @@ from topicflow.pipeline.reproduce.registry import (
 )
 
 # One import per paper (each registers itself).
+from topicflow.pipeline.reproduce import may2014  # noqa: E402,F401  (May, Clemmer & Van Durme 2014)
 
 __all__ = ["PAPERS", "Claim", "Paper", "ReproduceRequest", "Reproduction", "Scale", "get_paper", "register",
            "reproduce"]
