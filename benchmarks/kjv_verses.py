@@ -51,7 +51,9 @@ def split(records: list[dict[str, str]], seed: int, train_share: float) -> tuple
         cut = round(len(ordered) * train_share)
         train += ordered[:cut]
         test += ordered[cut:]
-    key = lambda r: hash_order(r["id"], seed + 1)  # noqa: E731
+    def key(record: dict[str, str]) -> str:
+        return hash_order(record["id"], seed + 1)
+
     return sorted(train, key=key), sorted(test, key=key)
 
 

@@ -25,9 +25,10 @@ from __future__ import annotations
 import json
 import logging
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -132,13 +133,13 @@ def arms(scale: ScaleSettings) -> list[Arm]:
     >>> [arm.name for arm in arms(SCALES["quick"])][:3]
     ['fixed/none', 'fixed/reservoir', 'fixed/history']
     """
-    rejuvenation = {"none": {"rejuvenation_steps": 0}, "reservoir": {"rejuvenation_source": "reservoir"},
+    rejuvenation: dict[str, dict[str, Any]] = {"none": {"rejuvenation_steps": 0}, "reservoir": {"rejuvenation_source": "reservoir"},
                     "history": {"rejuvenation_source": "history"}}
     out = [Arm(f"fixed/{kind}", ("fig1", "grid") if kind != "history" else ("fig1",),
                f"fixed 10% init, {'no rejuvenation' if kind == 'none' else kind + ' rejuvenation'}",
                dict(rejuvenation[kind]), fixed_init=True) for kind in ("none", "reservoir", "history")]
     for size in scale.init_sizes:
-        sized = {"init_docs": size, "init_sweeps": scale.size_sweeps}
+        sized: dict[str, Any] = {"init_docs": size, "init_sweeps": scale.size_sweeps}
         out.append(Arm(f"init-{size}/reservoir", ("fig2", "grid"), f"init {size} docs, reservoir rejuvenation",
                        {**sized, **rejuvenation["reservoir"]}))
     for size in scale.init_sizes[:2]:

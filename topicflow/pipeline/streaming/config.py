@@ -118,7 +118,8 @@ class ParticleSettings:
         trials seeded from ``seed``, instead of one initialization per run.
     init_model : str or None
         Directory of a saved initial model (``OUT/init`` of a stream run with ``init_shared``, or
-        :func:`~topicflow.pipeline.streaming.particles.save_initial_model`); every run starts there.
+        :func:`~topicflow.pipeline.streaming.particles.save_initial_model`); every run starts there,
+        and ``init_docs``, ``init_trials`` and ``init_shared`` are not used.
     init_trials : int
         Independent initializations per run; the best by ``init_select`` is kept (May et al. 2014).
     init_select : {"nmi", "perplexity"}
@@ -162,9 +163,6 @@ class ParticleSettings:
                 f"got {docs!r}")
         if self.init_start not in ("random", "sequential"):
             raise InvalidParameterError(f"init_start must be 'random' or 'sequential'; got {self.init_start!r}")
-        if self.init_model is not None and (self.init_shared or self.init_trials > 1):
-            raise InvalidParameterError("init_model gives the initial model itself; it does not combine with "
-                                        "init_shared or init_trials > 1, which choose one")
         if docs == 0 and self.init_trials > 1:
             raise InvalidParameterError("init_trials > 1 compares initializations, but init_docs = 0 has none; "
                                         "give init_docs > 0 or init_trials = 1")
