@@ -71,7 +71,7 @@ PRESETS: dict[tuple[str, str], Preset] = _entries(
                       init_start="random", init_shared=True, init_trials=100, runs=30),
         source="May, Clemmer & Van Durme 2014, section 5 and footnote 3 (the Fig. 1 experiments)",
         description="The particle filter as May et al. ran it: T=3, alpha=beta=0.1, P=100, resample when "
-                    "ESS < 20 of 100 (multinomial), |R|=30 from a 1000-token reservoir, one initial model "
+                    "ESS < 20 of 100 (multinomial), 30 tokens rejuvenated from a 1000-token reservoir, one initial model "
                     "for all 30 runs (best of 100 Gibbs initializations, 200 sweeps from a random start "
                     "on the first 10% of the stream).",
     ),

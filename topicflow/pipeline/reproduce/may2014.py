@@ -17,7 +17,7 @@ It writes ``trace.jsonl`` (every run's records, with the arm), ``may2014-fig1.pn
 ``may2014-fig2.png`` and ``may2014-grid.png`` (out-of-sample NMI against documents seen, mean and one
 sample standard deviation over the runs), and the claims table. The scale ``paper`` is the paper's
 configuration (T = number of labels, alpha = beta = 0.1, P = 100, ESS 20 of 100, multinomial
-resampling, |R| = 30, 30 runs, 100 candidate initializations, 2000 sweeps for the Fig. 2 chains);
+resampling, ``|R| = 30``, 30 runs, 100 candidate initializations, 2000 sweeps for the Fig. 2 chains);
 ``quick`` keeps every arm but uses fewer particles, runs and candidates.
 """
 from __future__ import annotations
@@ -37,7 +37,7 @@ from topicflow.io._atomic import atomic_write_bytes
 from topicflow.io.corpus.reader import Corpus
 from topicflow.pipeline.reproduce.claims import Claim, Reproduction
 from topicflow.pipeline.reproduce.registry import Paper, ReproduceRequest, register
-from topicflow.pipeline.streaming import StreamConfig, run_stream
+from topicflow.pipeline.streaming import run_stream, stream_config
 
 log = logging.getLogger(__name__)
 
@@ -200,9 +200,7 @@ def label_count(corpus: Corpus, n_docs: int) -> int:
 def run_arm(arm: Arm, base: dict[str, Any], train: Corpus, test: Corpus, out: Path,
             request: ReproduceRequest) -> list[dict[str, Any]]:
     """Run one arm's seeds side by side; its records, each tagged with the arm's name."""
-    settings = {**base, **arm.settings}
-    names = StreamConfig.setting_names(settings.get("algorithm", "pf"))
-    config = StreamConfig.create(**{k: v for k, v in settings.items() if k in names})
+    config = stream_config(**{**base, **arm.settings})
     log.info("may2014: arm %s (%d runs)", arm.name, config.run.runs)
     result = run_stream(train, config, client=request.client, test_corpus=test,
                         out=out / "arms" / arm.name.replace("/", "-"), progress=request.progress)

@@ -28,7 +28,7 @@ RUNNERS: dict[str, Callable[..., StreamResult]] = {
     "dsgs": run_sgs_stream,
 }
 
-__all__ = ["RUNNERS", "StreamConfig", "run_stream"]
+__all__ = ["RUNNERS", "run_stream", "stream_config"]
 
 
 def run_stream(
@@ -83,3 +83,23 @@ def run_stream(
     return RUNNERS[config.algorithm](corpus, config, client=current_client(client), test_corpus=test_corpus,
                                      out=out, resume=resume, checkpoint_every=checkpoint_every,
                                      recovery_every=recovery_every, progress=progress)
+
+
+def stream_config(**settings: Any) -> StreamConfig:
+    """The config of ``settings["algorithm"]`` from flat settings, dropping those it does not take.
+
+    For the other pipeline packages, which use this one only through this module (a reproduction
+    runs several algorithms from one table of settings).
+
+    Parameters
+    ----------
+    **settings
+        Flat settings as :meth:`StreamConfig.create` takes them (``algorithm`` defaults to ``"pf"``);
+        settings of other algorithms' samplers are ignored.
+
+    Returns
+    -------
+    StreamConfig
+    """
+    names = StreamConfig.setting_names(settings.get("algorithm", "pf"))
+    return StreamConfig.create(**{name: value for name, value in settings.items() if name in names})
