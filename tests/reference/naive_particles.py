@@ -170,7 +170,7 @@ def rejuvenate(cloud, params, p, t):
 def naive_observe(cloud: NaiveCloud, block, params: PFParams):
     """Algorithm 4 of Canini et al. (2009), one token at a time; returns a dict of diagnostics."""
     P = params.n_particles
-    log_evidence, ess_min, resampled, doc_topics = 0.0, math.inf, [], []
+    log_evidence, ess_min, resampled, doc_topics, rejuvenated = 0.0, math.inf, [], [], 0
     for d in range(block.n_docs):
         g = block.first_doc + d
         terms = doc_tokens(block, d, params.seed)
@@ -193,6 +193,7 @@ def naive_observe(cloud: NaiveCloud, block, params: PFParams):
             if params.rejuvenation_steps > 0 and (params.rejuvenate_after == "token" or did_resample):
                 for p in range(P):
                     rejuvenate(cloud, params, p, t)
+                    rejuvenated += params.rejuvenation_steps
             cloud.n_tokens += 1
         if len(terms) == 0:
             doc_topics.append(-1)
@@ -200,7 +201,7 @@ def naive_observe(cloud: NaiveCloud, block, params: PFParams):
             best = int(np.argmax(cloud.weights))
             doc_topics.append(int(np.argmax(cloud.store.row(best, params.n_terms + 1 + g))))
     return {"log_evidence": log_evidence, "ess_min": ess_min, "resample_positions": resampled,
-            "doc_topics": doc_topics}
+            "doc_topics": doc_topics, "rejuvenation_steps_done": rejuvenated}
 
 
 def naive_topic_word(cloud: NaiveCloud, params: PFParams, p):

@@ -60,8 +60,15 @@ from topicflow.pipeline.streaming.config import (
               show_default=True, help="Where rejuvenation tokens are drawn from.")
 @click.option("--reservoir", "reservoir_size", default=1000, show_default=True, type=click.IntRange(min=1),
               help="Tokens in the reservoir (or the window).")
-@click.option("--init-docs", default=100, show_default=True, type=click.IntRange(min=1),
-              help="Documents of the stream's prefix fitted by batch Gibbs to initialize.")
+@click.option("--init-docs", default="100", show_default=True, callback=lambda _c, _p, v: parse_init_docs(v),
+              help="Prefix fitted by batch Gibbs to initialize: documents (0: none, the particles start empty), "
+              "or a share of the stream such as 10% or 0.1 (May et al. 2014).")
+@click.option("--init-start", type=click.Choice(["sequential", "random"]), default="sequential", show_default=True,
+              help="Start of each initialization's Gibbs chain: sequential draws, or uniform topics (May et al.).")
+@click.option("--init-shared", is_flag=True,
+              help="One initialization for every run, the best of --init-trials; saved as OUT/init (May et al.).")
+@click.option("--init-model", default=None, type=click.Path(exists=True, file_okay=False),
+              help="Start every run from a saved initial model (the OUT/init of an --init-shared stream).")
 @click.option("--init-sweeps", default=100, show_default=True, type=click.IntRange(min=1),
               help="Gibbs sweeps of each initialization.")
 @click.option("--init-trials", default=1, show_default=True, type=click.IntRange(min=1),
@@ -115,7 +122,8 @@ def stream(store: str, out: Path, algorithm: str, n_topics: int | None, doc_topi
            optimize_every: int, batch_size: int, decay: float, max_iter: int, patience: int, sgs_init: str,
            sgs_init_sweeps: int, decay_beta: bool,
            staleness: int | None, sync_first: int, max_docs: int | None, test_store: str | None, seed: int, resume: bool, checkpoint_every: int,
-           overwrite: bool, output_format: str, preset: str | None, cluster: ClusterConfig) -> None:
+           overwrite: bool, output_format: str, preset: str | None, cluster: ClusterConfig,
+           init_start: str = "sequential", init_shared: bool = False, init_model: str | None = None) -> None:
     """Run a streaming sampler over STORE in store order; write OUT/trace.jsonl, summary.json and model.
 
     With --algo dsgs, --workers is the number of sampler loops (one per local worker process).
@@ -134,6 +142,7 @@ def stream(store: str, out: Path, algorithm: str, n_topics: int | None, doc_topi
         decay=decay, max_iter=max_iter, patience=patience, sgs_init=sgs_init, sgs_init_sweeps=sgs_init_sweeps,
         decay_beta=decay_beta, staleness=staleness,
         sync_first=sync_first, n_workers=None, max_docs=max_docs, seed=seed,
+        init_start=init_start, init_shared=init_shared, init_model=init_model,
     )
     values, chosen = apply_preset(preset, "stream", dict(
         algorithm=algorithm, n_topics=n_topics, doc_topic_prior=doc_topic_prior, topic_word_prior=topic_word_prior,
@@ -210,6 +219,45 @@ def _traces(records: list[dict[str, Any]]) -> dict[str, list[list[tuple[int, flo
 
 
 COMMANDS = [stream]
+
+
+def parse_init_docs(value: str | float) -> int | float:
+    """``--init-docs``: a number of documents (``100``, ``0``) or a share of the stream (``10%``, ``0.1``).
+
+    Parameters
+    ----------
+    value : str, int or float
+        What was typed.
+
+    Returns
+    -------
+    int or float
+        Documents as an int, a share in (0, 1) as a float.
+
+    Raises
+    ------
+    click.BadParameter
+        Neither.
+
+    Examples
+    --------
+    >>> parse_init_docs("10%"), parse_init_docs("0.1"), parse_init_docs("300")
+    (0.1, 0.1, 300)
+    """
+    text = str(value).strip()
+    try:
+        if text.endswith("%"):
+            share = float(text[:-1]) / 100.0
+        elif text.isdigit():
+            return int(text)
+        else:
+            share = float(text)
+    except ValueError:
+        share = -1.0
+    if not 0.0 < share < 1.0:
+        raise click.BadParameter(f"{value!r} is neither a number of documents (0, 100, ...) nor a share of the "
+                                 "stream in (0, 1) such as 10% or 0.1")
+    return share
 
 
 #: Command-line option of each setting, where the names differ.

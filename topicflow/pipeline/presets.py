@@ -86,6 +86,18 @@ PRESETS: dict[tuple[str, str], Preset] = _entries(
                     "start of z, 5 burn-in and 10 kept sweeps, K=50, fixed alpha 1/K=0.02, S=155, tau0 64, "
                     "kappa 0.6.",
     ),
+    Preset(
+        name="may2014", command="stream",
+        settings=dict(algorithm="pf", n_topics=3, doc_topic_prior=0.1, topic_word_prior=0.1, n_particles=100,
+                      ess_threshold=0.2, resampling="multinomial", rejuvenation_steps=30,
+                      rejuvenation_source="reservoir", reservoir_size=1000, init_docs=0.1, init_sweeps=200,
+                      init_start="random", init_shared=True, init_trials=100, runs=30),
+        source="May, Clemmer & Van Durme 2014, section 5 and footnote 3 (the Fig. 1 experiments)",
+        description="The particle filter as May et al. ran it: T=3, alpha=beta=0.1, P=100, resample when "
+                    "ESS < 20 of 100 (multinomial), 30 tokens rejuvenated from a 1000-token reservoir, one initial model "
+                    "for all 30 runs (best of 100 Gibbs initializations, 200 sweeps from a random start "
+                    "on the first 10% of the stream).",
+    ),
 )
 
 

@@ -175,7 +175,8 @@ def test_evaluation_points_and_summary() -> None:
     assert evaluation_points(240, 240, 50) == []
     records = [{"point": 5, "docs_seen": 5, "run": r, "nmi_in": v, "seconds": 1.0} for r, v in enumerate([0.2, 0.4])]
     (row,) = summarize(records)
-    assert row["nmi_in_mean"] == pytest.approx(0.3) and row["nmi_in_std"] == pytest.approx(0.1)
+    # Sample standard deviation (ddof=1): sqrt(((0.2-0.3)^2 + (0.4-0.3)^2) / 1).
+    assert row["nmi_in_mean"] == pytest.approx(0.3) and row["nmi_in_std"] == pytest.approx(0.1 * np.sqrt(2))
 
 
 def test_gibbs_can_learn_its_priors(stores: tuple[Path, Path]) -> None:

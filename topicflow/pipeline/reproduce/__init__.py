@@ -14,6 +14,7 @@ from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 
 # One import per paper (each registers itself).
 from topicflow.pipeline.reproduce import gao2016 as _gao2016  # noqa: F401,E402
+from topicflow.pipeline.reproduce import may2014 as _may2014  # noqa: F401,E402  (May, Clemmer & Van Durme 2014)
 from topicflow.pipeline.reproduce import mrlda as _mrlda  # noqa: F401,E402  (zhai2014-mrlda)
 from topicflow.pipeline.reproduce.claims import Claim, Reproduction, write_reproduction
 from topicflow.pipeline.reproduce.registry import (

@@ -15,8 +15,8 @@ from topicflow.io.corpus.reader import Corpus
 from topicflow.pipeline.cluster import current_client
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 from topicflow.pipeline.streaming.config import StreamConfig, StreamResult
-from topicflow.pipeline.streaming.particles import run_particle_streams
 from topicflow.pipeline.streaming.dsgs import run_dsgs
+from topicflow.pipeline.streaming.particles import run_particle_streams
 from topicflow.pipeline.streaming.sgs import run_sgs
 from topicflow.pipeline.streaming.sgs_runs import run_sgs_stream
 
@@ -32,7 +32,7 @@ RUNNERS: dict[str, Callable[..., StreamResult]] = {
 
 # run_sgs and run_dsgs are imported for the other pipeline packages (they may use this package only
 # through its __init__); they are documented where they are defined.
-__all__ = ["RUNNERS", "run_stream"]
+__all__ = ["RUNNERS", "run_stream", "stream_config"]
 
 
 def run_stream(
@@ -87,3 +87,23 @@ def run_stream(
     return RUNNERS[config.algorithm](corpus, config, client=current_client(client), test_corpus=test_corpus,
                                      out=out, resume=resume, checkpoint_every=checkpoint_every,
                                      recovery_every=recovery_every, progress=progress)
+
+
+def stream_config(**settings: Any) -> StreamConfig:
+    """The config of ``settings["algorithm"]`` from flat settings, dropping those it does not take.
+
+    For the other pipeline packages, which use this one only through this module (a reproduction
+    runs several algorithms from one table of settings).
+
+    Parameters
+    ----------
+    **settings
+        Flat settings as :meth:`StreamConfig.create` takes them (``algorithm`` defaults to ``"pf"``);
+        settings of other algorithms' samplers are ignored.
+
+    Returns
+    -------
+    StreamConfig
+    """
+    names = StreamConfig.setting_names(settings.get("algorithm", "pf"))
+    return StreamConfig.create(**{name: value for name, value in settings.items() if name in names})

@@ -229,6 +229,7 @@ class ParticleFilterActor(SamplerActor):
         self.log_evidence = float(meta.get("log_evidence", 0.0))
         self.evidence_tokens = int(meta.get("evidence_tokens", 0))
         self.resamples = int(meta.get("resamples", 0))
+        self.rejuvenation_steps = int(meta.get("rejuvenation_steps", 0))
         self.book = LabelBook.from_state(arrays, meta)
         self.initialization: dict[str, Any] = {k: meta[k] for k in ("init_seed", "init_score") if k in meta}
 
@@ -246,10 +247,12 @@ class ParticleFilterActor(SamplerActor):
             self.log_evidence += diagnostics.log_evidence
             self.evidence_tokens += diagnostics.n_tokens
             self.resamples += len(diagnostics.resample_positions)
+            self.rejuvenation_steps += diagnostics.rejuvenation_steps_done
             ess_min = float(diagnostics.ess_min)
             self.book.add(block.labels, diagnostics.doc_topics)
         record: dict[str, Any] = {
             "docs_seen": self.position, "tokens_seen": self.tokens_seen, "seconds": self.seconds,
+            "rejuvenation_steps": self.rejuvenation_steps,
             "nmi_in": self.book.nmi(), "resamples": self.resamples, "ess_min": ess_min,
             "log_evidence_per_token": self.log_evidence / max(self.evidence_tokens, 1),
             **{k: v for k, v in particle_filter.memory_stats(self.cloud).items()},
@@ -276,6 +279,7 @@ class ParticleFilterActor(SamplerActor):
         meta = {"kind": "particle_filter", "position": self.position, "tokens_seen": self.tokens_seen,
                 "seconds": self.seconds, "log_evidence": self.log_evidence,
                 "evidence_tokens": self.evidence_tokens, "resamples": self.resamples,
+                "rejuvenation_steps": self.rejuvenation_steps,
                 "label_codes": self.book.codes, "cloud": cloud_meta, **self.initialization}
         return out, meta
 

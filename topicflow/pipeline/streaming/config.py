@@ -5,6 +5,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Mapping
 
 from topicflow._typing import (
+    GibbsInit,
     InitSelection,
     MinibatchAlgorithm,
     RejuvenationSource,
@@ -104,8 +105,21 @@ class ParticleSettings:
         Where rejuvenated tokens are drawn from.
     reservoir_size : int
         Capacity of the reservoir, or length of the window, in tokens.
-    init_docs, init_sweeps : int
-        Size of the initialization prefix, and Gibbs sweeps on it.
+    init_docs : int or float
+        Size of the initialization prefix: a number of documents (0: no batch Gibbs, the particles
+        start empty), or a share of the stream in (0, 1) (May et al. 2014: 0.1, the first 10%).
+    init_sweeps : int
+        Gibbs sweeps of each initialization.
+    init_start : {"sequential", "random"}
+        Start of each initialization's Gibbs chain: tokens drawn in order from their conditional, or
+        uniform topics (May et al. 2014 and standard collapsed Gibbs).
+    init_shared : bool
+        One initial model for every run (May et al. 2014, Fig. 1): the best of ``init_trials``
+        trials seeded from ``seed``, instead of one initialization per run.
+    init_model : str or None
+        Directory of a saved initial model (``OUT/init`` of a stream run with ``init_shared``, or
+        :func:`~topicflow.pipeline.streaming.particles.save_initial_model`); every run starts there,
+        and ``init_docs``, ``init_trials`` and ``init_shared`` are not used.
     init_trials : int
         Independent initializations per run; the best by ``init_select`` is kept (May et al. 2014).
     init_select : {"nmi", "perplexity"}
@@ -118,7 +132,10 @@ class ParticleSettings:
     rejuvenation_steps: int = 30
     rejuvenation_source: RejuvenationSource = "reservoir"
     reservoir_size: int = 1000
-    init_docs: int = 100
+    init_start: GibbsInit = "sequential"
+    init_shared: bool = False
+    init_model: str | None = None
+    init_docs: int | float = 100
     init_sweeps: int = 100
     init_trials: int = 1
     init_select: InitSelection = "perplexity"
@@ -129,12 +146,50 @@ class ParticleSettings:
             if getattr(self, name) not in choices(literal):
                 raise InvalidParameterError(
                     f"{name} must be one of {', '.join(choices(literal))}; got {getattr(self, name)!r}")
-        for name in ("n_particles", "reservoir_size", "init_trials", "init_sweeps", "init_docs"):
+        for name in ("n_particles", "reservoir_size", "init_trials", "init_sweeps"):
             _at_least("particle filter", name, getattr(self, name), 1)
         _at_least("particle filter", "rejuvenation_steps", self.rejuvenation_steps, 0)
         if not 0.0 < self.ess_threshold <= 1.0:
             raise InvalidParameterError(
                 f"ess_threshold is a share of the particles, in (0, 1]; got {self.ess_threshold!r}")
+        self._check_initialization()
+
+    def _check_initialization(self) -> None:
+        docs = self.init_docs
+        if isinstance(docs, bool) or not isinstance(docs, (int, float)) or docs < 0 \
+                or (isinstance(docs, float) and not docs < 1.0):
+            raise InvalidParameterError(
+                f"init_docs is a number of documents (an integer >= 0) or a share of the stream in (0, 1); "
+                f"got {docs!r}")
+        if self.init_start not in ("random", "sequential"):
+            raise InvalidParameterError(f"init_start must be 'random' or 'sequential'; got {self.init_start!r}")
+        if docs == 0 and self.init_trials > 1:
+            raise InvalidParameterError("init_trials > 1 compares initializations, but init_docs = 0 has none; "
+                                        "give init_docs > 0 or init_trials = 1")
+
+    def prefix_docs(self, n_stream_docs: int) -> int:
+        """Documents of the initialization prefix of a stream of ``n_stream_docs`` documents.
+
+        Parameters
+        ----------
+        n_stream_docs : int
+            Documents the stream will read (the store, or ``max_docs``).
+
+        Returns
+        -------
+        int
+            ``init_docs``, or ``round(init_docs * n_stream_docs)`` for a share; at most the stream.
+
+        Examples
+        --------
+        >>> ParticleSettings(init_docs=0.1).prefix_docs(31102)
+        3110
+        >>> ParticleSettings(init_docs=0).prefix_docs(500)
+        0
+        """
+        if isinstance(self.init_docs, float):
+            return min(round(self.init_docs * n_stream_docs), n_stream_docs)
+        return min(int(self.init_docs), n_stream_docs)
 
 
 @dataclass(frozen=True, slots=True)

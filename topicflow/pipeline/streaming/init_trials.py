@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from topicflow._typing import InitSelection
+from topicflow._typing import GibbsInit, InitSelection
 from topicflow.errors import InvalidParameterError
 from topicflow.metrics.clustering import nmi
 from topicflow.metrics.heldout import particle_learning_log_likelihood
@@ -82,12 +82,14 @@ def fitted_prefix_size(n_prefix_docs: int, select: InitSelection, n_trials: int)
 
 
 def run_initialization_trial(
-    prefix: DocBlock, params: GibbsParams, *, sweeps: int, select: InitSelection, n_trials: int
+    prefix: DocBlock, params: GibbsParams, *, sweeps: int, select: InitSelection, n_trials: int,
+    start: GibbsInit = "sequential",
 ) -> InitTrial:
     """Fit batch Gibbs on the prefix with ``params.seed`` and score it.
 
-    The chain starts from sequential draws (each token from its conditional given the tokens
-    before it), which reaches a good likelihood in fewer sweeps than a uniform start.
+    By default the chain starts from sequential draws (each token from its conditional given the
+    tokens before it), which reaches a good likelihood in fewer sweeps than a uniform start;
+    ``start="random"`` is the uniform start of standard collapsed Gibbs, as May et al. (2014) ran it.
 
     Parameters
     ----------
@@ -100,6 +102,8 @@ def run_initialization_trial(
     select : {"nmi", "perplexity"}
     n_trials : int
         Trials of the run; a single trial is not scored by held-out data and fits the whole prefix.
+    start : {"sequential", "random"}, default "sequential"
+        Initial assignments of the chain (:func:`topicflow.models.lda.gibbs.chain.initial_state`).
 
     Returns
     -------
@@ -112,7 +116,7 @@ def run_initialization_trial(
     """
     n_fit = fitted_prefix_size(prefix.n_docs, select, n_trials)
     fitted_docs = prefix.slice(0, n_fit)
-    state = run_sweeps(initial_state(fitted_docs, params, init="sequential"), params, sweeps)
+    state = run_sweeps(initial_state(fitted_docs, params, init=start), params, sweeps)
     if n_trials == 1:
         score = float("nan")
     elif select == "nmi":

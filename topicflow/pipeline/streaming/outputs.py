@@ -28,7 +28,7 @@ SUMMARY_FIELDS = ("nmi_in", "nmi_out", "perplexity_out", "log_evidence_per_token
 
 
 def summarize(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Mean and standard deviation over runs of every metric, per evaluation point."""
+    """Mean and sample standard deviation (ddof=1) over runs of every metric, per evaluation point."""
     by_point: dict[int, list[Mapping[str, Any]]] = {}
     for record in records:
         by_point.setdefault(int(record["point"]), []).append(record)
@@ -40,7 +40,8 @@ def summarize(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             values = [float(r[name]) for r in group if r.get(name) is not None]
             if values:
                 row[f"{name}_mean"] = float(np.mean(values))
-                row[f"{name}_std"] = float(np.std(values))
+                # Sample standard deviation over the runs (ddof=1, as May et al. 2014 plot); 0 for one run.
+                row[f"{name}_std"] = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
         summary.append(row)
     return summary
 

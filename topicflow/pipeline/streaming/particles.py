@@ -3,7 +3,9 @@
 For each run (seed ``seed + r``) the driver
 
 1. fits the initialization: batch collapsed Gibbs on the first ``init_docs`` documents, the best of
-   ``init_trials`` independent trials (May et al. 2014), run as parallel tasks;
+   ``init_trials`` independent trials (May et al. 2014), run as parallel tasks; or one
+   initialization shared by every run (``init_shared``, saved as ``OUT/init``), a saved one
+   (``init_model``), or none (``init_docs=0``: the particles start empty);
 2. starts an actor holding the run's sampler (:mod:`topicflow.pipeline.streaming.actors`), which reads the rest
    of the stream from the store itself;
 3. advances every actor to the next evaluation point together, collects one trace record per run
@@ -28,8 +30,13 @@ import numpy as np
 
 from topicflow.errors import InvalidParameterError, TopicflowError
 from topicflow.io.corpus.reader import Corpus
-from topicflow.io.models.stream_state import RunState, read_stream_state
-from topicflow.models.common.blocks import token_docs
+from topicflow.io.models.stream_state import (
+    RunState,
+    read_stream_state,
+    write_stream_state,
+)
+from topicflow.models.common.blocks import expand_tokens, token_docs
+from topicflow.models.lda.gibbs import state as gibbs_state
 from topicflow.models.lda.streaming import particle_filter
 from topicflow.pipeline.cluster import current_client
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
@@ -65,34 +72,147 @@ MAX_ATTEMPTS = 3
 # ----------------------------------------------------------------------------- initialization
 
 
-def initialize_runs(corpus: Corpus, source: StreamSource, config: StreamConfig, client: Any) -> list[RunState]:
-    """Initial snapshot of every run: the best of ``init_trials`` Gibbs trials on the prefix, as a cloud."""
+def initialize_runs(corpus: Corpus, source: StreamSource, config: StreamConfig, client: Any,
+                    out: Path | None = None) -> list[RunState]:
+    """Initial snapshot of every run.
+
+    As ``config.particles`` says: the particles start empty (``init_docs=0``), from a saved initial
+    model (``init_model``), from one initialization shared by every run (``init_shared``, the best
+    of ``init_trials``; saved to ``OUT/init`` when ``out`` is given), or each run from the best of its
+    own ``init_trials`` Gibbs trials on the prefix.
+    """
     from topicflow.pipeline.streaming.actors import DocumentStream
 
-    prefix = DocumentStream(source).read(0, min(config.particles.init_docs, source.n_docs))
-    jobs = [(run, trial) for run in range(config.run.runs) for trial in range(config.particles.init_trials)]
-
-    def trial_args(run: int, trial: int) -> tuple[Any, ...]:
-        return (prefix, config.gibbs_params(trial_seed(config.run_seed(run), trial)))
-
-    kwargs: dict[str, Any] = {"sweeps": config.particles.init_sweeps, "select": config.particles.init_select,
-                              "n_trials": config.particles.init_trials}
-    if client is not None:
-        shared = client.scatter(prefix, broadcast=False)
-        futures = [client.submit(run_initialization_trial, shared, trial_args(r, t)[1], **kwargs, pure=False)
-                   for r, t in jobs]
-        trials: list[InitTrial] = client.gather(futures)
-    else:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-            trials = list(pool.map(lambda job: run_initialization_trial(*trial_args(*job), **kwargs), jobs))
+    settings = config.particles
+    n_stream = source.n_docs if config.run.max_docs is None else min(source.n_docs, config.run.max_docs)
+    seeds = [config.run_seed(run) for run in range(config.run.runs)]
+    if settings.init_model is not None:
+        trial = load_initial_model(settings.init_model, source, config)
+        prefix = DocumentStream(source).read(0, trial.n_fitted_docs)
+        return [initial_run_state(config, source, prefix, trial, seed) for seed in seeds]
+    n_prefix = settings.prefix_docs(n_stream)
+    if n_prefix == 0:
+        return [empty_run_state(config, source, seed) for seed in seeds]
+    prefix = DocumentStream(source).read(0, n_prefix)
+    if settings.init_shared:
+        trials = _run_trials(prefix, config, [trial_seed(config.run.seed, t) for t in range(settings.init_trials)],
+                             client)
+        chosen = trials[best_trial([t.score for t in trials])]
+        log.info("shared initialization: trial seed %d chosen (scores %s)", chosen.seed,
+                 ", ".join(f"{t.score:.4f}" for t in trials))
+        if out is not None:
+            save_initial_model(out / "init", chosen, config)
+        return [initial_run_state(config, source, prefix, chosen, seed) for seed in seeds]
+    n_trials = settings.init_trials
+    trials = _run_trials(prefix, config, [trial_seed(seed, t) for seed in seeds for t in range(n_trials)], client)
     states = []
-    for run in range(config.run.runs):
-        run_trials = trials[run * config.particles.init_trials:(run + 1) * config.particles.init_trials]
+    for run, seed in enumerate(seeds):
+        run_trials = trials[run * n_trials:(run + 1) * n_trials]
         chosen = run_trials[best_trial([t.score for t in run_trials])]
         log.info("run %d: initialization trial seed %d chosen (scores %s)", run, chosen.seed,
                  ", ".join(f"{t.score:.4f}" for t in run_trials))
-        states.append(initial_run_state(config, source, prefix, chosen, config.run_seed(run)))
+        states.append(initial_run_state(config, source, prefix, chosen, seed))
     return states
+
+
+def _run_trials(prefix: Any, config: StreamConfig, seeds: Sequence[int], client: Any) -> list[InitTrial]:
+    """One batch Gibbs trial on the prefix per seed, as tasks on the cluster (threads without one)."""
+    settings = config.particles
+    kwargs: dict[str, Any] = {"sweeps": settings.init_sweeps, "select": settings.init_select,
+                              "n_trials": settings.init_trials, "start": settings.init_start}
+    if client is not None:
+        shared = client.scatter(prefix, broadcast=False)
+        futures = [client.submit(run_initialization_trial, shared, config.gibbs_params(seed), **kwargs, pure=False)
+                   for seed in seeds]
+        trials: list[InitTrial] = client.gather(futures)
+        return trials
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        return list(pool.map(lambda seed: run_initialization_trial(prefix, config.gibbs_params(seed), **kwargs),
+                             seeds))
+
+
+#: ``kind`` of a saved initial model (the ``stream.json`` of its directory).
+INITIAL_MODEL_KIND = "topicflow-initial-model"
+
+
+def save_initial_model(path: Path, trial: InitTrial, config: StreamConfig) -> None:
+    """Write an initialization (the Gibbs state of the prefix) as a directory, for ``init_model``.
+
+    Parameters
+    ----------
+    path : Path
+        Directory to write (replaced atomically).
+    trial : InitTrial
+        The chosen initialization.
+    config : StreamConfig
+        The stream's settings (the model's K, alpha and beta are recorded).
+    """
+    arrays, meta = gibbs_state.to_arrays(trial.state)
+    info = {"kind": INITIAL_MODEL_KIND, "seed": trial.seed, "n_fitted_docs": trial.n_fitted_docs,
+            "score": None if math.isnan(trial.score) else trial.score, "n_topics": config.n_topics,
+            "doc_topic_prior": config.doc_topic_prior, "topic_word_prior": config.topic_word_prior,
+            "n_terms": int(trial.state.term_topic_counts.shape[0]), "init_sweeps": config.particles.init_sweeps,
+            "init_start": config.particles.init_start, "init_select": config.particles.init_select}
+    write_stream_state(Path(path), info, [(arrays, meta)])
+
+
+def load_initial_model(path: str | Path, source: StreamSource, config: StreamConfig) -> InitTrial:
+    """Read an initialization saved by :func:`save_initial_model` and check it fits the stream.
+
+    Parameters
+    ----------
+    path : str or Path
+        The saved directory.
+    source : StreamSource
+        The stream it must be the prefix of.
+    config : StreamConfig
+        The stream's settings; K must match.
+
+    Returns
+    -------
+    InitTrial
+
+    Raises
+    ------
+    InvalidParameterError
+        Not an initial model, another K or vocabulary size, or the stream's first documents are not
+        the ones it was fitted on.
+    """
+    from topicflow.pipeline.streaming.actors import DocumentStream
+
+    info, runs = read_stream_state(Path(path))
+    if info.get("kind") != INITIAL_MODEL_KIND or len(runs) != 1:
+        raise InvalidParameterError(f"{str(path)!r} is not a saved initial model (OUT/init of a stream run with "
+                                    "init_shared); pass the directory written there", path=str(path))
+    state = gibbs_state.from_arrays(*runs[0])
+    n_docs, n_terms = int(info["n_fitted_docs"]), int(info["n_terms"])
+    if int(info["n_topics"]) != config.n_topics or n_terms != source.n_terms:
+        raise InvalidParameterError(
+            f"the initial model {str(path)!r} has K={info['n_topics']} and {n_terms} terms but the stream has "
+            f"K={config.n_topics} and {source.n_terms} terms; save an initial model from this store", path=str(path))
+    prefix = DocumentStream(source).read(0, n_docs)
+    ours = expand_tokens(prefix)
+    if prefix.n_docs != n_docs or not (np.array_equal(ours[0], state.token_indptr)
+                                       and np.array_equal(ours[1], state.token_terms)):
+        raise InvalidParameterError(
+            f"the initial model {str(path)!r} was fitted on other documents than the first {n_docs} of "
+            f"{source.store!r}; start from the store it was saved with", path=str(path))
+    score = info.get("score")
+    return InitTrial(seed=int(info["seed"]), score=math.nan if score is None else float(score), state=state,
+                     n_fitted_docs=n_docs)
+
+
+def empty_run_state(config: StreamConfig, source: StreamSource, seed: int) -> RunState:
+    """Snapshot of a run without initialization (``init_docs=0``): the particles start with no counts."""
+    params = config.pf_params(source.n_terms, seed)
+    cloud = particle_filter.initial_cloud(params, np.zeros(0, np.int32), np.zeros(0, np.int64),
+                                          np.zeros(0, np.int32), next_doc=0)
+    arrays, cloud_meta = particle_filter.cloud_to_arrays(cloud)
+    out: dict[str, Any] = {f"cloud/{k}": v for k, v in arrays.items()}
+    out.update(LabelBook().arrays())
+    meta = {"kind": "particle_filter", "position": 0, "tokens_seen": 0, "seconds": 0.0, "label_codes": {},
+            "cloud": cloud_meta}
+    return out, meta
 
 
 def initial_run_state(config: StreamConfig, source: StreamSource, prefix: Any, trial: InitTrial, seed: int) -> RunState:
@@ -233,7 +353,7 @@ def run_particle_streams(
     elif config.algorithm == "gibbs":
         states = [({}, {"kind": "gibbs"}) for _ in range(config.run.runs)]
     else:
-        states = initialize_runs(corpus, source, config, client)
+        states = initialize_runs(corpus, source, config, client, out)
     args: list[tuple[Any, ...]]
     if config.algorithm == "gibbs":
         args = [(source, config.gibbs_params(config.run_seed(r)), states[r], held_out, config.gibbs.optimize_every)

@@ -91,8 +91,9 @@ CLOUD_FORMAT_VERSION = 1
 # Kernel parameter vectors.
 I_TOPICS, I_TERMS, I_SEED, I_SOURCE, I_SOURCE_SIZE, I_STEPS, I_EVERY_TOKEN, I_SCHEME, I_FIRST_POS = range(9)
 F_ALPHA, F_BETA, F_ESS = range(3)
-# Cursor of the resumable kernel: token in block, phase, rejuvenation particle and step, flag, resamplings.
-C_TOKEN, C_PHASE, C_PARTICLE, C_STEP, C_REJUVENATE, C_RESAMPLED = range(6)
+# Cursor of the resumable kernel: token in block, phase, rejuvenation particle and step, flag, resamplings,
+# and the rejuvenation draws done (one per particle and token of R(i), May et al. 2014's MCMC steps).
+C_TOKEN, C_PHASE, C_PARTICLE, C_STEP, C_REJUVENATE, C_RESAMPLED, C_REJUVENATED = range(7)
 PROPOSE, WEIGH, MERGE, REJUVENATE = 0, 1, 2, 3
 
 
@@ -282,6 +283,9 @@ class PFDiagnostics:
         Smallest ESS after a token's reweighting (nan without tokens).
     resample_positions : ndarray of shape (n_resamplings,), int64
         Stream positions of the tokens after which the cloud was resampled.
+    rejuvenation_steps_done : int
+        Rejuvenation draws made by the call, summed over particles (one per particle and token of
+        each rejuvenation sequence R(i)); 0 whenever ``rejuvenation_steps`` is 0.
     depth_max, depth_mean, n_nodes, n_entries, nbytes :
         Lineage store size at the end of the call (see :func:`memory_stats`).
     """
@@ -293,6 +297,7 @@ class PFDiagnostics:
     log_evidence: float
     ess_min: float
     resample_positions: IntArray
+    rejuvenation_steps_done: int
     depth_max: int
     depth_mean: float
     n_nodes: int
@@ -434,6 +439,7 @@ def _rejuvenation_phase(st, t, ip, fp, cursor, source_positions, source_terms, s
                                    source_positions, source_terms, source_docs, q):
                 return False
             cursor[C_STEP] += 1
+            cursor[C_REJUVENATED] += 1
         cursor[C_STEP] = 0
         cursor[C_PARTICLE] += 1
     return True
@@ -769,7 +775,7 @@ def observe(cloud: ParticleCloud, block: DocBlock, params: PFParams) -> tuple[Pa
     _expand_block(block.indptr.astype(np.int64), block.term_ids.astype(np.int32), block.counts.astype(np.int32),
                   block.first_doc, params.seed, tok_term, tok_doc, tok_end)
     ip, fp = _kernel_params(params, cloud.n_tokens)
-    cursor = np.zeros(6, dtype=np.int64)
+    cursor = np.zeros(7, dtype=np.int64)
     acc = np.array([0.0, math.inf])
     resampled_at = np.empty(n_new, dtype=np.int64)
     doc_topics = np.full(block.n_docs, -1, dtype=np.int64)
@@ -790,6 +796,7 @@ def observe(cloud: ParticleCloud, block: DocBlock, params: PFParams) -> tuple[Pa
         doc_positions=block.first_doc + np.arange(block.n_docs, dtype=np.int64), doc_topics=doc_topics,
         log_evidence=float(acc[0]), ess_min=float(acc[1]) if n_new else math.nan,
         resample_positions=resampled_at[: cursor[C_RESAMPLED]].copy(),
+        rejuvenation_steps_done=int(cursor[C_REJUVENATED]),
         depth_max=int(stats["depth_max"]), depth_mean=stats["depth_mean"], n_nodes=int(stats["n_nodes"]),
         n_entries=int(stats["n_entries"]), nbytes=int(memory_stats(cloud)["nbytes"]),
     )
