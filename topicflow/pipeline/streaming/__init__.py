@@ -15,9 +15,9 @@ from topicflow.io.corpus.reader import Corpus
 from topicflow.pipeline.cluster import current_client
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 from topicflow.pipeline.streaming.config import StreamConfig, StreamResult
-from topicflow.pipeline.streaming.dsgs import run_dsgs
+from topicflow.pipeline.streaming.dsgs import run_dsgs as run_dsgs
 from topicflow.pipeline.streaming.particles import run_particle_streams
-from topicflow.pipeline.streaming.sgs import run_sgs
+from topicflow.pipeline.streaming.sgs import run_sgs as run_sgs
 from topicflow.pipeline.streaming.sgs_runs import run_sgs_stream
 
 #: The driver of each streaming algorithm.
