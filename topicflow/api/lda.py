@@ -33,6 +33,7 @@ from topicflow.io.sources.base import FieldSpec
 from topicflow.models.lda.priors import SeedTopic
 from topicflow.pipeline.cluster import compute
 from topicflow.pipeline.policies import CheckpointPolicy
+from topicflow.pipeline.presets import with_preset
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 from topicflow.pipeline.vb.batch import (
     FitResult,
@@ -208,6 +209,28 @@ class LDA(EvaluationMixin, TopicModelEstimator):
         "init_shape": [_POSITIVE],
     }
     _fit_hint: ClassVar[str] = "call fit(X) or LDA.load(path) first"
+
+    @classmethod
+    def from_preset(cls, name: str, **overrides: Any) -> LDA:
+        """The estimator with a paper's published settings (see docs/reproductions.md).
+
+        Parameters
+        ----------
+        name : str
+            A preset of command ``fit`` (:data:`topicflow.pipeline.presets.PRESETS`).
+        **overrides
+            Settings that replace the preset's.
+
+        Returns
+        -------
+        LDA
+
+        Raises
+        ------
+        InvalidParameterError
+            No such preset.
+        """
+        return cls(**with_preset(name, "fit", overrides))
 
     def __init__(
         self, n_topics: int = 10, *, doc_topic_prior: str | float = "auto", topic_word_prior: float = 0.01,

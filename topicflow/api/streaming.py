@@ -26,6 +26,7 @@ from topicflow.api._inputs import store_for
 from topicflow.errors import InvalidParameterError, NotFittedError
 from topicflow.io.models.store import SavedModel, save_model
 from topicflow.io.sources.base import FieldSpec
+from topicflow.pipeline.presets import with_preset
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 from topicflow.pipeline.streaming import run_stream
 from topicflow.pipeline.streaming.config import (
@@ -79,6 +80,29 @@ class StreamingLDA(EvaluationMixin, TopicModelEstimator):
         self.algorithm = algorithm
         self.n_topics = n_topics
         self.settings = dict(settings)
+
+    @classmethod
+    def from_preset(cls, name: str, **overrides: Any) -> StreamingLDA:
+        """The estimator with a paper's published settings (see docs/reproductions.md).
+
+        Parameters
+        ----------
+        name : str
+            A preset of command ``stream`` (:data:`topicflow.pipeline.presets.PRESETS`).
+        **overrides
+            Settings that replace the preset's.
+
+        Returns
+        -------
+        StreamingLDA
+
+        Raises
+        ------
+        InvalidParameterError
+            No such preset.
+        """
+        settings = with_preset(name, "stream", overrides)
+        return cls(settings.pop("algorithm", "pf"), settings.pop("n_topics", 10), **settings)
 
     def _extra_param_names(self) -> frozenset[str]:
         return SETTING_NAMES - {"algorithm", "n_topics"}

@@ -5,13 +5,14 @@ import functools
 import logging
 import os
 import sys
-from typing import Any, Callable, TypeVar, cast
+from typing import Any, Callable, Mapping, TypeVar, cast
 
 import click
 import dask.config
 
 from topicflow.errors import TopicflowError
 from topicflow.pipeline.cluster import DEFAULT_DASHBOARD_ADDRESS, ClusterConfig
+from topicflow.pipeline.presets import PresetCommand, get_preset, preset_names
 from topicflow.pipeline.progress import ProgressReporter, TqdmProgress
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -99,3 +100,62 @@ def setup_logging(verbose: int) -> None:
     for name in list(logging.root.manager.loggerDict):
         if name.split(".")[0] in ("distributed", "bokeh", "tornado"):
             logging.getLogger(name).setLevel(dask_level.upper())
+
+
+def preset_option(command: PresetCommand) -> Callable[[F], F]:
+    """Add ``--preset NAME`` (the presets of ``command``) to a command; it passes ``preset=``.
+
+    Parameters
+    ----------
+    command : {"fit", "stream"}
+        Whose presets are offered.
+
+    Returns
+    -------
+    callable
+        The decorator.
+    """
+    return click.option(
+        "--preset", default=None, type=click.Choice(preset_names(command)),
+        help="A paper's published settings (see docs/reproductions.md); options you type win over the preset's.")
+
+
+def apply_preset(name: str | None, command: PresetCommand, values: Mapping[str, Any],
+                 option_of: Mapping[str, str] | None = None) -> tuple[dict[str, Any], set[str]]:
+    """Merge a preset into a command's settings: typed options win, the preset fills the rest.
+
+    Parameters
+    ----------
+    name : str or None
+        The ``--preset`` value.
+    command : {"fit", "stream"}
+        The running command.
+    values : mapping
+        Every setting under its API name, with the value click parsed (a default when not typed).
+    option_of : mapping, optional
+        The click parameter name of a setting whose API name differs.
+
+    Returns
+    -------
+    settings : dict
+        The merged settings.
+    chosen : set of str
+        The settings the user typed or the preset set.
+
+    Raises
+    ------
+    click.UsageError
+        A preset names a setting this command does not take (a defect of the preset table).
+    """
+    option_of = option_of or {}
+    context = click.get_current_context()
+    defaults = (click.core.ParameterSource.DEFAULT, click.core.ParameterSource.DEFAULT_MAP, None)
+    typed = {key for key in values if context.get_parameter_source(option_of.get(key, key)) not in defaults}
+    if name is None:
+        return dict(values), typed
+    preset = get_preset(name, command)
+    unknown = sorted(set(preset.settings) - set(values))
+    if unknown:
+        raise click.UsageError(f"preset {name!r} sets {', '.join(unknown)}, which {command} does not take")
+    merged = {**values, **{key: value for key, value in preset.settings.items() if key not in typed}}
+    return merged, typed | set(preset.settings)

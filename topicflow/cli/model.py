@@ -20,7 +20,13 @@ from topicflow._typing import (
 )
 from topicflow.api.lda import LDA
 from topicflow.cli._aliases import renamed_options
-from topicflow.cli._common import cluster_options, progress_reporter, reports_errors
+from topicflow.cli._common import (
+    apply_preset,
+    cluster_options,
+    preset_option,
+    progress_reporter,
+    reports_errors,
+)
 from topicflow.errors import InvalidParameterError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.store import export_npz, load_model
@@ -79,7 +85,8 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
                                    "--doc-iterations": "--max-doc-iter"}))
 @click.argument("store", type=click.Path(file_okay=False))
 @click.option("--model", "model_path", required=True, type=click.Path(), help="Directory to save the model to.")
-@click.option("--topics", "n_topics", required=True, type=click.IntRange(min=1), help="Number of topics K.")
+@click.option("--topics", "n_topics", default=None, type=click.IntRange(min=1),
+              help="Number of topics K (required unless --preset sets it).")
 @click.option("--method", type=click.Choice(choices(LearningMethod)), default="batch", show_default=True,
               help="Batch VB (Mr. LDA) or online VB over minibatches (Hoffman et al. 2010).")
 @click.option("--max-iter", default=50, show_default=True, type=click.IntRange(min=1), help="Maximum batch VB iterations.")
@@ -119,16 +126,20 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @click.option("--doc-topics", type=click.Path(), default=None, help="Also write normalized document topics to this zarr path.")
 @click.option("--split-every", default=None, type=click.IntRange(min=2), help="Fan-in of the statistics tree reduction.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing model / doc-topics output.")
+@preset_option("fit")
 @cluster_options
 @reports_errors
-def fit(store: str, model_path: str, n_topics: int, method: str, max_iter: int, tol: float, batch_size: int,
+def fit(store: str, model_path: str, n_topics: int | None, method: str, max_iter: int, tol: float, batch_size: int,
         tau0: float, kappa: float, passes: int, shuffle_window: int, executor: str, estep: str, burn_in: int, samples: int,
         doc_topic_prior: str, topic_word_prior: float, optimize_topic_word_prior: bool, seed_words: str | None,
         seed_strength: float, max_doc_iter: int, doc_tol: float, warm_start: bool, seed: int, init_shape: float,
         checkpoint_every: int | None,
         checkpoint_path: str | None, resume: bool, doc_topics: str | None, split_every: int | None,
-        overwrite: bool, cluster: ClusterConfig) -> None:
-    """Fit LDA (polylingual LDA for a multilingual STORE) by batch or online variational Bayes."""
+        overwrite: bool, preset: str | None, cluster: ClusterConfig) -> None:
+    """Fit LDA (polylingual LDA for a multilingual STORE) by batch or online variational Bayes.
+
+    With --preset, a paper's settings fill every option you do not type.
+    """
     from topicflow.io._atomic import check_output_path
     from topicflow.io.models.checkpoint import (
         default_checkpoint_path,
@@ -138,13 +149,17 @@ def fit(store: str, model_path: str, n_topics: int, method: str, max_iter: int, 
 
     corpus = Corpus.open(store)
     check_output_path(Path(model_path), overwrite=overwrite, what="model")
-    estimator = LDA(
-        n_topics, doc_topic_prior=doc_topic_prior, topic_word_prior=topic_word_prior, max_iter=max_iter, tol=tol, max_doc_iter=max_doc_iter,
-        doc_tol=doc_tol, seed=seed, seed_topics=read_seed_words(seed_words), seed_strength=seed_strength,
+    values, _ = apply_preset(preset, "fit", dict(
+        n_topics=n_topics, doc_topic_prior=doc_topic_prior, topic_word_prior=topic_word_prior, max_iter=max_iter, tol=tol, max_doc_iter=max_doc_iter,
+        doc_tol=doc_tol, seed=seed, seed_strength=seed_strength,
         optimize_topic_word_prior=optimize_topic_word_prior, split_every=split_every, warm_start=warm_start, method=method,
         batch_size=batch_size, tau0=tau0, kappa=kappa, passes=passes, shuffle_window=shuffle_window,
         estep=estep, burn_in=burn_in, samples=samples, executor=executor, init_shape=init_shape,
-    )
+    ))
+    if values["n_topics"] is None:
+        raise click.UsageError("Missing option '--topics' (or a --preset that sets it).")
+    n_topics, method = values["n_topics"], values["method"]
+    estimator = LDA(seed_topics=read_seed_words(seed_words), **values)
     estimator._config()  # validate before starting a cluster
     estimator._online_config()
     checkpoint = None

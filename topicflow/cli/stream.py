@@ -17,7 +17,12 @@ from topicflow._typing import (
     choices,
 )
 from topicflow.cli._aliases import renamed_options
-from topicflow.cli._common import cluster_options, reports_errors
+from topicflow.cli._common import (
+    apply_preset,
+    cluster_options,
+    preset_option,
+    reports_errors,
+)
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.store import save_model
 from topicflow.pipeline.cluster import ClusterConfig, connect
@@ -38,7 +43,8 @@ from topicflow.pipeline.streaming.config import (
 @click.option("--algo", "algorithm", type=click.Choice(list(STREAM_ALGORITHMS)), default="pf", show_default=True,
               help="Batch collapsed Gibbs, o-LDA, incremental Gibbs, the particle filter (Canini et al. 2009), "
               "streaming Gibbs with decay or its parameter-server form (Gao et al. 2016).")
-@click.option("--topics", "n_topics", required=True, type=click.IntRange(min=1), help="Number of topics K.")
+@click.option("--topics", "n_topics", default=None, type=click.IntRange(min=1),
+              help="Number of topics K (required unless --preset sets it).")
 @click.option("--doc-topic-prior", default=0.1, show_default=True, type=float,
               help="Document-topic prior alpha (symmetric).")
 @click.option("--topic-word-prior", default=0.01, show_default=True, type=float,
@@ -92,18 +98,20 @@ from topicflow.pipeline.streaming.config import (
               help="Save the runs' state every N records (0: at the end only).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing OUT.")
 @click.option("--format", "output_format", type=click.Choice(choices(OutputFormat)), default="text", show_default=True)
+@preset_option("stream")
 @cluster_options
 @reports_errors
-def stream(store: str, out: Path, algorithm: str, n_topics: int, doc_topic_prior: float, topic_word_prior: float,
+def stream(store: str, out: Path, algorithm: str, n_topics: int | None, doc_topic_prior: float, topic_word_prior: float,
            particles: int,
            ess: float, resampling: str, rejuv: int, rejuv_source: str, reservoir_size: int, init_docs: int,
            init_sweeps: int, init_trials: int, init_select: str | None, runs: int, eval_every: int, sweeps: int,
            optimize_every: int, batch_size: int, decay: float, max_iter: int, patience: int, sgs_init: str,
            staleness: int | None, sync_first: int, max_docs: int | None, test_store: str | None, seed: int, resume: bool, checkpoint_every: int,
-           overwrite: bool, output_format: str, cluster: ClusterConfig) -> None:
+           overwrite: bool, output_format: str, preset: str | None, cluster: ClusterConfig) -> None:
     """Run a streaming sampler over STORE in store order; write OUT/trace.jsonl, summary.json and model.
 
     With --algo dsgs, --workers is the number of sampler loops (one per local worker process).
+    With --preset, a paper's settings fill every option you do not type.
     """
     from topicflow.io._atomic import check_output_path
 
@@ -116,11 +124,21 @@ def stream(store: str, out: Path, algorithm: str, n_topics: int, doc_topic_prior
         init_select=init_select or ("nmi" if corpus.has_labels else "perplexity"),
         runs=runs, eval_every=eval_every, sweeps=sweeps, optimize_every=optimize_every, batch_size=batch_size,
         decay=decay, max_iter=max_iter, patience=patience, sgs_init=sgs_init, staleness=staleness,
-        sync_first=sync_first, n_workers=cluster.workers if algorithm == "dsgs" else None, max_docs=max_docs, seed=seed,
+        sync_first=sync_first, n_workers=None, max_docs=max_docs, seed=seed,
     )
+    values, chosen = apply_preset(preset, "stream", dict(
+        algorithm=algorithm, n_topics=n_topics, doc_topic_prior=doc_topic_prior, topic_word_prior=topic_word_prior,
+        **settings), OPTION_OF)
+    algorithm, n_topics = values.pop("algorithm"), values.pop("n_topics")
+    if n_topics is None:
+        raise click.UsageError("Missing option '--topics' (or a --preset that sets it).")
+    if algorithm == "dsgs" and "n_workers" not in chosen:
+        values["n_workers"] = cluster.workers
+    runs = values["runs"]
     config = StreamConfig.create(algorithm=algorithm, n_topics=n_topics,  # type: ignore[arg-type]
-                                 doc_topic_prior=doc_topic_prior, topic_word_prior=topic_word_prior,
-                                 **applicable_settings(algorithm, settings, click.get_current_context()))
+                                 doc_topic_prior=values.pop("doc_topic_prior"),
+                                 topic_word_prior=values.pop("topic_word_prior"),
+                                 **applicable_settings(algorithm, values, chosen))
     if not resume:
         check_output_path(out, overwrite=overwrite, what="stream output")
     click.echo(f"{'resuming' if resume else 'running'} {runs} run(s) of {algorithm} with K={n_topics} on {corpus!r}",
@@ -190,13 +208,11 @@ OPTION_OF = {"n_particles": "particles", "ess_threshold": "ess", "rejuvenation_s
              "rejuvenation_source": "rejuv_source"}
 
 
-def applicable_settings(algorithm: str, settings: dict[str, Any], ctx: click.Context) -> dict[str, Any]:
-    """The settings of ``algorithm`` and of every run, plus any option of another algorithm the user gave.
+def applicable_settings(algorithm: str, settings: dict[str, Any], chosen: set[str]) -> dict[str, Any]:
+    """The settings of ``algorithm`` and of every run, plus any option of another algorithm the user chose.
 
-    An option the user typed that ``algorithm`` does not take is passed on, so that
+    An option the user typed (or a preset set) that ``algorithm`` does not take is passed on, so that
     :meth:`StreamConfig.create` refuses it by name; the defaults of other algorithms' options are not.
     """
     own = StreamConfig.setting_names(algorithm)
-    typed = {name for name in settings
-             if ctx.get_parameter_source(OPTION_OF.get(name, name)) == click.core.ParameterSource.COMMANDLINE}
-    return {name: value for name, value in settings.items() if name in own or name in typed}
+    return {name: value for name, value in settings.items() if name in own or name in chosen}

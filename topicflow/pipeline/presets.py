@@ -1,0 +1,137 @@
+"""Named presets: the published settings of a seed paper, for ``fit`` or ``stream``.
+
+A preset is a set of keyword settings under the Python API's names (the keywords of
+:class:`topicflow.api.lda.LDA` for command ``"fit"``, of
+:meth:`topicflow.pipeline.streaming.config.StreamConfig.create` for ``"stream"``). It fills the
+settings the caller did not give: ``topicflow stream --preset may2014 --rejuv 0`` is the paper's
+configuration with rejuvenation switched off, and ``StreamingLDA.from_preset("may2014",
+rejuvenation_steps=0)`` the same in Python. Each entry says where its numbers come from; every place
+where a preset departs from the printed paper is listed in the algorithm's docs page.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping
+
+from topicflow.errors import InvalidParameterError
+
+PresetCommand = Literal["fit", "stream"]
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One paper's settings for one command.
+
+    Parameters
+    ----------
+    name : str
+        The name given to ``--preset`` and ``from_preset``.
+    command : {"fit", "stream"}
+        The command (and estimator) the settings are for.
+    settings : mapping
+        Keyword settings under the Python API's names.
+    source : str
+        Where the numbers come from: the paper and its section or table.
+    description : str
+        One line for ``--help`` and the docs.
+    """
+
+    name: str
+    command: PresetCommand
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    source: str = ""
+    description: str = ""
+
+
+def _entries(*presets: Preset) -> dict[tuple[str, str], Preset]:
+    table: dict[tuple[str, str], Preset] = {}
+    for preset in presets:
+        key = (preset.name, preset.command)
+        if key in table:
+            raise ValueError(f"preset {preset.name!r} for {preset.command!r} is defined twice")
+        table[key] = preset
+    return table
+
+
+#: Every preset, keyed by (name, command). Each paper adds its entries here.
+PRESETS: dict[tuple[str, str], Preset] = _entries(
+    Preset(
+        name="gao2016", command="stream",
+        settings=dict(algorithm="sgs", n_topics=50, doc_topic_prior=0.1, topic_word_prior=0.03, max_iter=400,
+                      patience=10, decay=1.0),
+        source="Gao, Chen & Zhu 2016, section 5 (experimental settings)",
+        description="Streaming Gibbs sampling as in Gao et al.'s experiments: K=50, alpha 0.1, beta 0.03, "
+                    "at most 400 sweeps per minibatch, stop after 10 sweeps without improvement.",
+    ),
+)
+
+
+def preset_names(command: PresetCommand) -> tuple[str, ...]:
+    """The names of the presets of one command, sorted.
+
+    Parameters
+    ----------
+    command : {"fit", "stream"}
+        The command.
+
+    Returns
+    -------
+    tuple of str
+    """
+    return tuple(sorted(name for name, kind in PRESETS if kind == command))
+
+
+def get_preset(name: str, command: PresetCommand) -> Preset:
+    """The preset ``name`` of ``command``.
+
+    Parameters
+    ----------
+    name : str
+        A preset name.
+    command : {"fit", "stream"}
+        The command it is used with.
+
+    Returns
+    -------
+    Preset
+
+    Raises
+    ------
+    InvalidParameterError
+        No such preset for this command (the message lists the ones there are).
+    """
+    try:
+        return PRESETS[(name, command)]
+    except KeyError:
+        others = sorted(kind for preset_name, kind in PRESETS if preset_name == name)
+        where = f" (it is a preset of {', '.join(others)})" if others else ""
+        raise InvalidParameterError(
+            f"no preset {name!r} for {command}{where}; the presets of {command} are: "
+            f"{', '.join(preset_names(command)) or 'none'}") from None
+
+
+def with_preset(name: str | None, command: PresetCommand, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The preset's settings overridden by the ones the caller gave.
+
+    Parameters
+    ----------
+    name : str or None
+        A preset name; None returns ``given`` unchanged.
+    command : {"fit", "stream"}
+        The command.
+    given : mapping
+        Settings the caller chose explicitly (they win over the preset's).
+
+    Returns
+    -------
+    dict
+        The merged settings.
+
+    Examples
+    --------
+    >>> with_preset("gao2016", "stream", {"decay": 0.5})["decay"]
+    0.5
+    """
+    if name is None:
+        return dict(given)
+    return {**get_preset(name, command).settings, **given}

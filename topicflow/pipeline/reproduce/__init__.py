@@ -1,0 +1,67 @@
+"""``topicflow reproduce PAPER``: run a seed paper's configuration and set its claims beside ours.
+
+Each paper lives in one module of this package and registers itself in
+:data:`~topicflow.pipeline.reproduce.registry.PAPERS` when imported; this ``__init__`` imports them all
+(one line per paper) and offers :func:`reproduce`, which runs one and writes its claims table.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from topicflow.io.corpus.reader import Corpus
+from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
+from topicflow.pipeline.reproduce.claims import Claim, Reproduction, write_reproduction
+from topicflow.pipeline.reproduce.registry import (
+    PAPERS,
+    Paper,
+    ReproduceRequest,
+    Scale,
+    get_paper,
+    register,
+)
+
+# One import per paper (each registers itself).
+
+__all__ = ["PAPERS", "Claim", "Paper", "ReproduceRequest", "Reproduction", "Scale", "get_paper", "register",
+           "reproduce"]
+
+
+def reproduce(name: str, corpora: list[Corpus], out: Path, *, scale: Scale = "quick", seed: int = 0,
+              client: object = None, test: Corpus | None = None,
+              progress: ProgressReporter = NO_PROGRESS) -> Reproduction:
+    """Run the reproduction of paper ``name`` and write ``OUT/claims.json`` and ``OUT/claims.md``.
+
+    Parameters
+    ----------
+    name : str
+        A registered paper (``topicflow reproduce --help`` lists them).
+    corpora : list of Corpus
+        The stores to run on (what each paper needs is in its ``corpora`` description).
+    out : Path
+        Output directory; created if missing.
+    scale : {"quick", "paper"}
+        A small run that shows the claim, or the paper's settings.
+    seed : int
+        Base seed.
+    client : distributed.Client, optional
+        Where the work runs.
+    test : Corpus, optional
+        A held-out store; by default the paper module holds out its own documents.
+    progress : ProgressReporter
+        Progress of long loops.
+
+    Returns
+    -------
+    Reproduction
+        The claims beside ours, the figures and the trace written.
+    """
+    paper = get_paper(name)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    result = paper.run(ReproduceRequest(corpora=list(corpora), out=out, scale=scale, seed=seed, client=client,
+                                        test=test, progress=progress))
+    result.seconds = time.perf_counter() - started
+    write_reproduction(result, out)
+    return result
