@@ -28,7 +28,7 @@ RUNNERS: dict[str, Callable[..., StreamResult]] = {
     "dsgs": run_sgs_stream,
 }
 
-__all__ = ["RUNNERS", "run_stream"]
+__all__ = ["RUNNERS", "StreamConfig", "StreamResult", "run_stream"]
 
 
 def run_stream(

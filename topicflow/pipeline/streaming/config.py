@@ -87,8 +87,9 @@ class GibbsSettings:
 class ParticleSettings:
     """``"pf"``, ``"olda"``, ``"incgibbs"``: Rao-Blackwellized particle filters (Canini et al. 2009).
 
-    o-LDA and incremental Gibbs are one-particle filters: they ignore ``n_particles``,
-    ``ess_threshold`` and ``resampling``, and o-LDA does not rejuvenate.
+    o-LDA and incremental Gibbs are one-particle filters (or ``independent_samples`` of them, never
+    resampled): they ignore ``n_particles``, ``ess_threshold`` and ``resampling``, and o-LDA does not
+    rejuvenate.
 
     Attributes
     ----------
@@ -114,7 +115,7 @@ class ParticleSettings:
     independent_samples : int
         ``"olda"`` and ``"incgibbs"``: independent samples per run, all from the run's initialization
         and never resampled; each evaluation reads the one of highest posterior probability
-        (Canini et al. 2009 ran 100). ``"pf"`` takes only 1.
+        (Canini et al. 2009 ran 100). ``"pf"`` ignores it: its samples are its particles.
     heldout_mode : {"fold_in", "next_docs"}
         How test documents are clustered: topics fixed, 5 Gibbs sweeps each (``"fold_in"``), or
         observed as the next documents of the stream by the sampler itself on a copy of its state
@@ -256,9 +257,6 @@ class StreamConfig:
         if not isinstance(self.sampler, expected):
             raise InvalidParameterError(
                 f"algorithm {self.algorithm!r} takes {expected.__name__}, got {type(self.sampler).__name__}")
-        if self.algorithm == "pf" and self.particles.independent_samples != 1:
-            raise InvalidParameterError("independent_samples applies to olda and incgibbs; the particle filter's "
-                                        "samples are its particles (n_particles)")
         if self.algorithm in MINIBATCH_ALGORITHMS:
             sgs_params(self, self.run.seed)  # validates the minibatch settings with the model's own checks
 
