@@ -235,9 +235,9 @@ def runtime_claims(results: Mapping[str, Sequence[Mapping[str, Any]]]) -> tuple[
 # ------------------------------------------------------------------------------------ figures
 
 
-def band_png(series: Sequence[tuple[str, dict[int, list[tuple[int, float]]]]], *, ylabel: str, title: str,
+def band_png(series: Sequence[tuple[str, dict[int, list[tuple[int, float]]], str]], *, ylabel: str, title: str,
              reference: tuple[str, float] | None = None) -> bytes:
-    """NMI against documents seen: one line per algorithm (mean over runs) with a band of one sd.
+    """NMI against documents seen: one line per series (mean over runs, in its style), solid ones with a band of one sd.
 
     matplotlib's object API on the Agg canvas (no pyplot), imported on first use.
     """
@@ -247,15 +247,16 @@ def band_png(series: Sequence[tuple[str, dict[int, list[tuple[int, float]]]]], *
     figure = Figure(figsize=(6.0, 3.8))
     FigureCanvasAgg(figure)
     axes = figure.add_subplot(1, 1, 1)
-    for label, runs in series:
+    for label, runs, style in series:
         if not runs:
             continue
         length = min(len(values) for values in runs.values())
         x = np.array([v[0] for v in next(iter(runs.values()))[:length]])
         y = np.array([[v[1] for v in values[:length]] for values in runs.values()])
         mean, sd = y.mean(axis=0), y.std(axis=0, ddof=1) if y.shape[0] > 1 else np.zeros(length)
-        line, = axes.plot(x, mean, label=label)
-        axes.fill_between(x, mean - sd, mean + sd, alpha=0.2, color=line.get_color())
+        line, = axes.plot(x, mean, style, label=label)
+        if style == "-":
+            axes.fill_between(x, mean - sd, mean + sd, alpha=0.2, color=line.get_color())
     if reference is not None:
         axes.axhline(reference[1], linestyle="--", color="#333333", label=reference[0])
     axes.set_xlabel("documents seen")
@@ -274,15 +275,15 @@ def write_figures(out: Path, results: Mapping[str, Sequence[Mapping[str, Any]]],
     """Fig. 2 (training set) and Fig. 3 (held-out set) in the paper's style; return the file names."""
     names = {a: n for a, _, n in ALGORITHMS}
     gibbs_in = float(np.mean(final_values(results["gibbs"], "nmi_in")))
-    series = [(names[a], per_run(results[a], "nmi_train_best")) for a in names]
-    series += [(f"{names[a]}, read-time NMI", per_run(results[a], "nmi_in")) for a in ("incgibbs", "pf")]
+    series = [(names[a], per_run(results[a], "nmi_train_best"), "-") for a in names]
+    series += [(f"{names[a]}, read-time NMI", per_run(results[a], "nmi_in"), ":") for a in names]
     files = {"fig2-training.png": band_png(series, ylabel="NMI (training set)", title=f"{corpus_name}: training "
                                            "set, best sample now (solid) and read-time NMI",
                                            reference=("batch Gibbs", gibbs_in))}
     if has_test:
         gibbs_out = final_values(results["gibbs"], "nmi_out")
         files["fig3-heldout.png"] = band_png(
-            [(names[a], per_run(results[a], "nmi_out_next")) for a in names], ylabel="NMI (held-out set)",
+            [(names[a], per_run(results[a], "nmi_out_next"), "-") for a in names], ylabel="NMI (held-out set)",
             title=f"{corpus_name}: test documents observed as the next ones, then restored",
             reference=("batch Gibbs (fold-in)", float(np.mean(gibbs_out))) if gibbs_out.size else None)
     for name, png in files.items():
@@ -331,7 +332,7 @@ def run_canini2009(request: ReproduceRequest) -> Reproduction:
     has_test = request.test is not None
     claims = ordering_claims(results, has_test)
     timing, multiples = runtime_claims(results)
-    figures = write_figures(request.out, results, Path(str(corpus.path)).name, has_test)
+    figures = write_figures(request.out, results, "/".join(Path(str(corpus.path)).parts[-2:]), has_test)
     settings = {name: config.to_dict() for name, config in configs.items()}
     settings["runtime_multiples"] = multiples
     return Reproduction(paper="canini2009", citation=CITATION, corpora=[str(corpus.path)], scale=request.scale,
