@@ -22,7 +22,7 @@ from topicflow.pipeline.reproduce.registry import (
 )
 
 # One import per paper (each registers itself).
-from topicflow.pipeline.reproduce import canini2009  # noqa: F401,E402
+from topicflow.pipeline.reproduce import canini2009  # noqa: F401
 
 __all__ = ["PAPERS", "Claim", "Paper", "ReproduceRequest", "Reproduction", "Scale", "get_paper", "register",
            "reproduce"]

@@ -26,8 +26,9 @@ from __future__ import annotations
 import io
 import json
 import logging
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -104,7 +105,7 @@ def stream_configs(n_docs: int, n_topics: int, scale: str, seed: int) -> dict[st
         ``{"olda": ..., "incgibbs": ..., "pf": ..., "gibbs": ...}``.
     """
     sizes = SCALES[scale]
-    init_docs = max(1, int(round(INIT_FRACTION * n_docs)))
+    init_docs = max(1, round(INIT_FRACTION * n_docs))
     every = max(1, (n_docs - init_docs) // sizes["points"])
     configs = {}
     for algorithm, preset, _ in ALGORITHMS:
@@ -255,7 +256,7 @@ def band_png(series: Sequence[tuple[str, dict[int, list[tuple[int, float]]], str
         y = np.array([[v[1] for v in values[:length]] for values in runs.values()])
         mean, sd = y.mean(axis=0), y.std(axis=0, ddof=1) if y.shape[0] > 1 else np.zeros(length)
         line, = axes.plot(x, mean, style, label=label)
-        if style == "-":
+        if style.endswith("-"):
             axes.fill_between(x, mean - sd, mean + sd, alpha=0.2, color=line.get_color())
     if reference is not None:
         axes.axhline(reference[1], linestyle="--", color="#333333", label=reference[0])
@@ -275,15 +276,16 @@ def write_figures(out: Path, results: Mapping[str, Sequence[Mapping[str, Any]]],
     """Fig. 2 (training set) and Fig. 3 (held-out set) in the paper's style; return the file names."""
     names = {a: n for a, _, n in ALGORITHMS}
     gibbs_in = float(np.mean(final_values(results["gibbs"], "nmi_in")))
-    series = [(names[a], per_run(results[a], "nmi_train_best"), "-") for a in names]
-    series += [(f"{names[a]}, read-time NMI", per_run(results[a], "nmi_in"), ":") for a in names]
+    series = [(names[a], per_run(results[a], "nmi_train_best"), f"C{i}-") for i, a in enumerate(names)]
+    series += [(f"{names[a]}, read-time NMI", per_run(results[a], "nmi_in"), f"C{i}:") for i, a in enumerate(names)]
     files = {"fig2-training.png": band_png(series, ylabel="NMI (training set)", title=f"{corpus_name}: training "
                                            "set, best sample now (solid) and read-time NMI",
                                            reference=("batch Gibbs", gibbs_in))}
     if has_test:
         gibbs_out = final_values(results["gibbs"], "nmi_out")
         files["fig3-heldout.png"] = band_png(
-            [(names[a], per_run(results[a], "nmi_out_next"), "-") for a in names], ylabel="NMI (held-out set)",
+            [(names[a], per_run(results[a], "nmi_out_next"), f"C{i}-") for i, a in enumerate(names)],
+            ylabel="NMI (held-out set)",
             title=f"{corpus_name}: test documents observed as the next ones, then restored",
             reference=("batch Gibbs (fold-in)", float(np.mean(gibbs_out))) if gibbs_out.size else None)
     for name, png in files.items():

@@ -184,16 +184,16 @@ def joint_log_likelihood(state: GibbsState) -> float:
                                 np.asarray(state.doc_topic_prior, dtype=np.float64), float(state.topic_word_prior)))
 
 
-def log_joint_of_counts(doc_topic_counts: IntArray, term_topic_counts: IntArray, doc_topic_prior: float,
-                        topic_word_prior: float) -> float:
+def log_joint_of_counts(doc_topic_counts: IntArray | Int32Array, term_topic_counts: IntArray | Int32Array,
+                        doc_topic_prior: float, topic_word_prior: float) -> float:
     """Compute log p(w, z | alpha, beta) from the count tables of one sample (symmetric priors).
 
     Parameters
     ----------
     doc_topic_counts : ndarray of shape (n_docs, n_topics), int
-        n_dk of every document the sample has assigned.
+        The counts n_dk of every document the sample has assigned.
     term_topic_counts : ndarray of shape (n_terms, n_topics), int
-        n_wk; its column sums are n_k.
+        The counts n_wk; its column sums are n_k.
     doc_topic_prior, topic_word_prior : float
         Symmetric alpha and beta.
 

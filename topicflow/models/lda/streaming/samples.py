@@ -74,7 +74,7 @@ def seen_positions(cloud: ParticleCloud) -> IntArray:
 
 def particle_doc_topic_counts(cloud: ParticleCloud, particle: int,
                               doc_positions: IntArray) -> tuple[Int32Array, np.ndarray]:
-    """n_dk of the given documents in one particle.
+    """Return the counts n_dk of the given documents in one particle.
 
     Parameters
     ----------
@@ -105,7 +105,7 @@ def particle_doc_topic_counts(cloud: ParticleCloud, particle: int,
 
 
 def sample_log_joints(cloud: ParticleCloud) -> FloatArray:
-    """log p(w, z) of every particle over everything it has observed.
+    """Compute log p(w, z) of every particle over everything it has observed.
 
     Parameters
     ----------
