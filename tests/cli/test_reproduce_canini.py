@@ -51,3 +51,20 @@ def test_reproduction_settings_are_the_presets() -> None:
     assert configs["pf"].doc_topic_prior == configs["pf"].topic_word_prior == 0.1
     model = StreamingLDA.from_preset("canini2009-incgibbs", independent_samples=7)
     assert model.get_params()["independent_samples"] == 7 and model.get_params()["rejuvenation_steps"] == 4
+
+
+def test_stream_command_takes_the_preset_and_the_new_options(tmp_path: Path, local_cluster: object) -> None:
+    planted = draw_planted_corpus(n_docs=70, n_topics=3, n_terms=20, doc_length=12, alpha=0.1, seed=4)
+    labels = [f"l{k}" for k in np.argmax(planted.doc_topic, axis=1)]
+    counts = planted.counts["default"]
+    train = write_test_store(tmp_path / "train.zarr", {"default": counts[:50]}, shard_size=25, labels=labels[:50])
+    test = write_test_store(tmp_path / "test.zarr", {"default": counts[50:]}, shard_size=25, labels=labels[50:])
+    args = ["stream", train, "--out", tmp_path / "run", "--preset", "canini2009-incgibbs", "--samples", 3,
+            "--init-docs", 10, "--init-sweeps", 10, "--eval-every", 20, "--test", test, "--format", "json",
+            "--scheduler", local_cluster.scheduler_address]  # type: ignore[attr-defined]
+    result = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    settings = json.loads((tmp_path / "run" / "summary.json").read_text())["config"]
+    assert (settings["independent_samples"], settings["rejuvenation_steps"], settings["heldout_mode"]) == (3, 4, "next_docs")
+    records = [json.loads(line) for line in (tmp_path / "run" / "trace.jsonl").read_text().splitlines()]
+    assert all(0.0 <= r["nmi_out_next"] <= 1.0 and 0 <= r["best_sample"] < 3 for r in records)

@@ -214,7 +214,7 @@ COMMANDS = [stream]
 
 #: Command-line option of each setting, where the names differ.
 OPTION_OF = {"n_particles": "particles", "ess_threshold": "ess", "rejuvenation_steps": "rejuv",
-             "rejuvenation_source": "rejuv_source", "independent_samples": "samples", "heldout_mode": "heldout"}
+             "rejuvenation_source": "rejuv_source"}
 
 
 def applicable_settings(algorithm: str, settings: dict[str, Any], chosen: set[str]) -> dict[str, Any]:
