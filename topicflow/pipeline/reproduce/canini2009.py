@@ -5,7 +5,7 @@ store (``--test``):
 
 - K = the number of labels; alpha = beta = 0.1; the first 10% of the stream initializes every
   algorithm from the same batch Gibbs sample (one per run, shared by the three algorithms of the run);
-- o-LDA and incremental Gibbs (|R(i)| = 4 tokens uniform over the history after every token) are the
+- o-LDA and incremental Gibbs (R(i): 4 tokens uniform over the history after every token) are the
   best of ``samples`` independent samples (100 in the paper), the particle filter has ``samples``
   particles, resamples (residual) when the ESS falls below 20 and then rejuvenates 30 history tokens
   per particle: the presets ``canini2009-olda``, ``canini2009-incgibbs`` and ``canini2009``;

@@ -14,7 +14,9 @@ from typing import Any, Callable
 from topicflow.io.corpus.reader import Corpus
 from topicflow.pipeline.cluster import current_client
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
-from topicflow.pipeline.streaming.config import StreamConfig, StreamResult
+# Re-exported (``as``) for the other pipeline packages, which import this package only through here.
+from topicflow.pipeline.streaming.config import StreamConfig as StreamConfig
+from topicflow.pipeline.streaming.config import StreamResult as StreamResult
 from topicflow.pipeline.streaming.particles import run_particle_streams
 from topicflow.pipeline.streaming.sgs_runs import run_sgs_stream
 
@@ -28,7 +30,7 @@ RUNNERS: dict[str, Callable[..., StreamResult]] = {
     "dsgs": run_sgs_stream,
 }
 
-__all__ = ["RUNNERS", "StreamConfig", "StreamResult", "run_stream"]
+__all__ = ["RUNNERS", "run_stream"]
 
 
 def run_stream(
