@@ -28,6 +28,9 @@ StreamAlgorithm = Literal["gibbs", "olda", "incgibbs", "pf", "sgs", "dsgs"]
 ResamplingScheme = Literal["multinomial", "residual", "stratified", "systematic"]
 RejuvenationSource = Literal["history", "window", "reservoir"]
 InitSelection = Literal["nmi", "perplexity"]
+#: How a stream scores its test documents: topics fixed and folded in, or observed as the next documents
+#: of the stream and then forgotten (Canini et al. 2009, sec. 5.2).
+HeldOutMode = Literal["fold_in", "next_docs"]
 #: Where the E-steps of online VB run (see :class:`topicflow.pipeline.vb.online.OnlineConfig`).
 Executor = Literal["auto", "servers", "threads", "tasks"]
 #: Streaming algorithms that run minibatches (Gao et al. 2016) rather than token by token.

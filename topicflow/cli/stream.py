@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from topicflow._typing import (
+    HeldOutMode,
     InitSelection,
     OutputFormat,
     RejuvenationSource,
@@ -75,6 +76,12 @@ from topicflow.pipeline.streaming.config import (
               help="Independent initializations per run; the best is kept (May et al. 2014).")
 @click.option("--init-select", type=click.Choice(choices(InitSelection)), default=None,
               help="How to pick the best initialization [default: nmi if the store has labels, else perplexity].")
+@click.option("--samples", "independent_samples", default=1, show_default=True, type=click.IntRange(min=1),
+              help="olda/incgibbs: independent samples per run; evaluations read the one of highest posterior "
+              "probability (Canini et al. 2009: 100).")
+@click.option("--heldout", "heldout_mode", type=click.Choice(choices(HeldOutMode)), default="fold_in",
+              show_default=True, help="olda/incgibbs/pf with --test: also score test documents observed as the next "
+              "documents, then restore the sampler (next_docs; needs --rejuv-source history).")
 @click.option("--runs", default=1, show_default=True, type=click.IntRange(min=1),
               help="Independent runs (seeds SEED, SEED+1, ...), side by side on the cluster.")
 @click.option("--eval-every", default=100, show_default=True, type=click.IntRange(min=1),
@@ -121,7 +128,8 @@ def stream(store: str, out: Path, algorithm: str, n_topics: int | None, doc_topi
            init_sweeps: int, init_trials: int, init_select: str | None, runs: int, eval_every: int, sweeps: int,
            optimize_every: int, batch_size: int, decay: float, max_iter: int, patience: int, sgs_init: str,
            sgs_init_sweeps: int, decay_beta: bool,
-           staleness: int | None, sync_first: int, max_docs: int | None, test_store: str | None, seed: int, resume: bool, checkpoint_every: int,
+           staleness: int | None, sync_first: int, independent_samples: int, heldout_mode: str,
+           max_docs: int | None, test_store: str | None, seed: int, resume: bool, checkpoint_every: int,
            overwrite: bool, output_format: str, preset: str | None, cluster: ClusterConfig,
            init_start: str = "sequential", init_shared: bool = False, init_model: str | None = None) -> None:
     """Run a streaming sampler over STORE in store order; write OUT/trace.jsonl, summary.json and model.
@@ -143,6 +151,7 @@ def stream(store: str, out: Path, algorithm: str, n_topics: int | None, doc_topi
         decay_beta=decay_beta, staleness=staleness,
         sync_first=sync_first, n_workers=None, max_docs=max_docs, seed=seed,
         init_start=init_start, init_shared=init_shared, init_model=init_model,
+        independent_samples=independent_samples, heldout_mode=heldout_mode,
     )
     values, chosen = apply_preset(preset, "stream", dict(
         algorithm=algorithm, n_topics=n_topics, doc_topic_prior=doc_topic_prior, topic_word_prior=topic_word_prior,
@@ -180,7 +189,7 @@ def stream(store: str, out: Path, algorithm: str, n_topics: int | None, doc_topi
 
 def summary_lines(result: StreamResult) -> list[str]:
     """A table of the evaluation points: documents seen and the mean (std) of the main metrics."""
-    names = [n for n in ("nmi_in", "nmi_out", "perplexity_out", "log_evidence_per_token", "log_likelihood_per_token",
+    names = [n for n in ("nmi_in", "nmi_train_best", "nmi_out", "nmi_out_next", "perplexity_out", "log_evidence_per_token", "log_likelihood_per_token",
                          "perplexity_train")
              if any(f"{n}_mean" in row for row in result.summary)]
     header = "point      docs  " + "  ".join(f"{n:>22s}" for n in names)
@@ -208,7 +217,7 @@ def write_plots(result: StreamResult, out: Path) -> str | None:
 
 def _traces(records: list[dict[str, Any]]) -> dict[str, list[list[tuple[int, float]]]]:
     traces: dict[str, list[list[tuple[int, float]]]] = {}
-    for name in ("nmi_in", "nmi_out"):
+    for name in ("nmi_in", "nmi_train_best", "nmi_out", "nmi_out_next"):
         runs: dict[int, list[tuple[int, float]]] = {}
         for record in records:
             if record.get(name) is not None:

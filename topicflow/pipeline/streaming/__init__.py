@@ -14,7 +14,10 @@ from typing import Any, Callable
 from topicflow.io.corpus.reader import Corpus
 from topicflow.pipeline.cluster import current_client
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
-from topicflow.pipeline.streaming.config import StreamConfig, StreamResult
+
+# Re-exported (``as``) for the other pipeline packages, which import this package only through here.
+from topicflow.pipeline.streaming.config import StreamConfig as StreamConfig
+from topicflow.pipeline.streaming.config import StreamResult as StreamResult
 from topicflow.pipeline.streaming.dsgs import run_dsgs as run_dsgs
 from topicflow.pipeline.streaming.particles import run_particle_streams
 from topicflow.pipeline.streaming.sgs import run_sgs as run_sgs

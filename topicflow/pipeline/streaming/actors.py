@@ -22,11 +22,13 @@ from topicflow.io.models.stream_state import RunState
 from topicflow.metrics.clustering import nmi
 from topicflow.metrics.heldout import completion_log_likelihood, split_doc_tokens
 from topicflow.models.common.blocks import DocBlock, concat_blocks, remap_terms
+from topicflow.models.common.dirichlet import posterior_mean
 from topicflow.models.lda.gibbs import chain as gibbs_lda
 from topicflow.models.lda.gibbs import fold_in as gibbs_lda_fold_in
 from topicflow.models.lda.gibbs import scores as gibbs_lda_scores
 from topicflow.models.lda.gibbs import state as gibbs_lda_state
 from topicflow.models.lda.streaming import particle_filter
+from topicflow.models.lda.streaming import samples as stream_samples
 from topicflow.models.lda.vb.layout import prepare_topics
 from topicflow.models.lda.vb.params import VBParams
 from topicflow.pipeline.shard_reader import ShardReader
@@ -127,12 +129,16 @@ class HeldOutSet:
         vocabularies are the same.
     seed : int
         Seed of the fold-in sweeps and of the observed/held-out token split.
+    as_next_documents : bool
+        Also cluster the test documents by observing them as the next documents of the stream, then
+        restoring the sampler (``nmi_out_next``, Canini et al. 2009; particle-filter family only).
     """
 
     source: StreamSource
     n_terms: int
     term_map: np.ndarray | None = None
     seed: int = 0
+    as_next_documents: bool = False
 
 
 class LabelBook:
@@ -256,21 +262,55 @@ class ParticleFilterActor(SamplerActor):
             "nmi_in": self.book.nmi(), "resamples": self.resamples, "ess_min": ess_min,
             "log_evidence_per_token": self.log_evidence / max(self.evidence_tokens, 1),
             **{k: v for k, v in particle_filter.memory_stats(self.cloud).items()},
-            "top_terms": top_term_ids(particle_filter.topic_word_counts(self.cloud)),
+            "top_terms": top_term_ids(self._counts()),
         }
+        record.update(self._best_sample_scores(evaluate))
         if evaluate:
             record.update(self._evaluate(self.topic_word(), self._alpha()))
         return record
+
+    def _independent(self) -> bool:
+        """Independent samples (o-LDA or incremental Gibbs, best of P): a cloud that never resamples."""
+        return self.params.n_particles > 1 and self.params.ess_threshold == 0.0
+
+    def _best_sample_scores(self, evaluate: bool) -> dict[str, Any]:
+        """Canini et al.'s scores (sec. 5.2): ``nmi_train_best`` (every document seen, clustered by the
+        sample of highest posterior probability now) and, at evaluation points, ``nmi_out_next`` (the
+        test documents observed as the next ones, then the sampler restored). Needs the history source."""
+        if self.params.rejuvenation_source != "history":
+            return {}
+        clusters, best = stream_samples.training_clusters(self.cloud, np.arange(self.position))
+        record: dict[str, Any] = {"best_sample": best,
+                                  "nmi_train_best": nmi(np.asarray(self.book.labels), clusters)
+                                  if self.book.labels else None}
+        block = self._held_out_docs() if evaluate else None
+        if block is not None and block.labels is not None and self._held_out is not None \
+                and self._held_out.as_next_documents:
+            test_clusters, _ = stream_samples.observe_as_next(self.cloud, block, self.params)
+            record["nmi_out_next"] = nmi(block.labels, test_clusters)
+        return record
+
+    def _counts(self) -> np.ndarray:
+        """n_kw of the model: the weight average of the particles, or the best of independent samples."""
+        if not self._independent():
+            return particle_filter.topic_word_counts(self.cloud)
+        if self.params.rejuvenation_source == "history":
+            best = stream_samples.best_sample(stream_samples.sample_log_joints(self.cloud))
+        else:
+            best = int(np.argmax(self.cloud.weights))
+        return particle_filter.particle_topic_word_counts(self.cloud, best).astype(np.float64)
 
     def _alpha(self) -> np.ndarray:
         return np.full(self.params.n_topics, self.params.doc_topic_prior)
 
     def topic_word(self) -> np.ndarray:
-        return particle_filter.topic_word_distribution(self.cloud)
+        if not self._independent():
+            return particle_filter.topic_word_distribution(self.cloud)
+        return posterior_mean(self._counts(), self.params.topic_word_prior)
 
     def model_parameters(self) -> tuple[np.ndarray, np.ndarray, float]:
-        """(topic-word counts averaged over particles by weight, alpha, beta) of the saved model."""
-        return particle_filter.topic_word_counts(self.cloud), self._alpha(), self.params.topic_word_prior
+        """(topic-word counts averaged over particles by weight, or of the best independent sample, alpha, beta)."""
+        return self._counts(), self._alpha(), self.params.topic_word_prior
 
     def snapshot(self) -> RunState:
         arrays, cloud_meta = particle_filter.cloud_to_arrays(self.cloud)

@@ -6,6 +6,7 @@ from typing import Any, Mapping
 
 from topicflow._typing import (
     GibbsInit,
+    HeldOutMode,
     InitSelection,
     MinibatchAlgorithm,
     RejuvenationSource,
@@ -87,8 +88,9 @@ class GibbsSettings:
 class ParticleSettings:
     """``"pf"``, ``"olda"``, ``"incgibbs"``: Rao-Blackwellized particle filters (Canini et al. 2009).
 
-    o-LDA and incremental Gibbs are one-particle filters: they ignore ``n_particles``,
-    ``ess_threshold`` and ``resampling``, and o-LDA does not rejuvenate.
+    o-LDA and incremental Gibbs are one-particle filters (or ``independent_samples`` of them, never
+    resampled): they ignore ``n_particles``, ``ess_threshold`` and ``resampling``, and o-LDA does not
+    rejuvenate.
 
     Attributes
     ----------
@@ -124,6 +126,14 @@ class ParticleSettings:
         Independent initializations per run; the best by ``init_select`` is kept (May et al. 2014).
     init_select : {"nmi", "perplexity"}
         How the best initialization is chosen.
+    independent_samples : int
+        ``"olda"`` and ``"incgibbs"``: independent samples per run, all from the run's initialization
+        and never resampled; each evaluation reads the one of highest posterior probability
+        (Canini et al. 2009 ran 100). ``"pf"`` ignores it: its samples are its particles.
+    heldout_mode : {"fold_in", "next_docs"}
+        How test documents are clustered: topics fixed, 5 Gibbs sweeps each (``"fold_in"``), or
+        observed as the next documents of the stream by the sampler itself on a copy of its state
+        that is then dropped (``"next_docs"``, Canini et al. 2009; needs the ``"history"`` source).
     """
 
     n_particles: int = 100
@@ -139,8 +149,18 @@ class ParticleSettings:
     init_sweeps: int = 100
     init_trials: int = 1
     init_select: InitSelection = "perplexity"
+    independent_samples: int = 1
+    heldout_mode: HeldOutMode = "fold_in"
 
     def __post_init__(self) -> None:
+        _at_least("particle filter", "independent_samples", self.independent_samples, 1)
+        if self.heldout_mode not in choices(HeldOutMode):
+            raise InvalidParameterError(
+                f"heldout_mode must be one of {', '.join(choices(HeldOutMode))}; got {self.heldout_mode!r}")
+        if self.heldout_mode == "next_docs" and self.rejuvenation_source != "history":
+            raise InvalidParameterError(
+                "heldout_mode 'next_docs' reads every document's topic counts, which only the 'history' "
+                f"rejuvenation source keeps; got rejuvenation_source {self.rejuvenation_source!r}")
         for name, literal in (("resampling", ResamplingScheme), ("rejuvenation_source", RejuvenationSource),
                               ("init_select", InitSelection)):
             if getattr(self, name) not in choices(literal):
@@ -464,10 +484,12 @@ class StreamConfig:
         """
         settings = self.particles
         single = self.algorithm in ("olda", "incgibbs")
+        independent = single and settings.independent_samples > 1  # a cloud that is never resampled
         return particle_filter.PFParams(
             n_topics=self.n_topics, n_terms=n_terms, doc_topic_prior=self.doc_topic_prior,
-            topic_word_prior=self.topic_word_prior, n_particles=1 if single else settings.n_particles,
-            ess_threshold=settings.ess_threshold, resampling=settings.resampling,
+            topic_word_prior=self.topic_word_prior,
+            n_particles=settings.independent_samples if single else settings.n_particles,
+            ess_threshold=0.0 if independent else settings.ess_threshold, resampling=settings.resampling,
             rejuvenation_steps=0 if self.algorithm == "olda" else settings.rejuvenation_steps,
             rejuvenation_source=settings.rejuvenation_source, source_size=settings.reservoir_size,
             rejuvenate_after="token" if self.algorithm == "incgibbs" else "resample", seed=seed,

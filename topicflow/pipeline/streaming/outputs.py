@@ -22,7 +22,7 @@ from topicflow.pipeline.streaming.actors import (
 from topicflow.pipeline.streaming.config import StreamConfig
 
 #: Trace fields averaged over runs in the summary.
-SUMMARY_FIELDS = ("nmi_in", "nmi_out", "perplexity_out", "log_evidence_per_token", "log_likelihood_per_token",
+SUMMARY_FIELDS = ("nmi_in", "nmi_train_best", "nmi_out", "nmi_out_next", "perplexity_out", "log_evidence_per_token", "log_likelihood_per_token",
                   "perplexity_train",
                   "seconds", "ess_min", "resamples", "depth_max", "n_nodes", "nbytes")
 
@@ -57,7 +57,8 @@ def held_out_set(test_corpus: Corpus | None, source: StreamSource, config: Strea
     if len(test_vocab) != len(train_vocab) or not np.array_equal(test_vocab.terms, train_vocab.terms):
         ids = train_vocab.ids_of(str(t) for t in test_vocab.terms)
         term_map = np.array([-1 if i is None else i for i in ids], dtype=np.int64)
-    return HeldOutSet(test, source.n_terms, term_map, seed=config.run.seed)
+    as_next = config.algorithm in ("olda", "incgibbs", "pf") and config.particles.heldout_mode == "next_docs"
+    return HeldOutSet(test, source.n_terms, term_map, seed=config.run.seed, as_next_documents=as_next)
 
 
 def check_resumable(info: Mapping[str, Any], config: StreamConfig, out: Path) -> None:

@@ -184,6 +184,39 @@ def joint_log_likelihood(state: GibbsState) -> float:
                                 np.asarray(state.doc_topic_prior, dtype=np.float64), float(state.topic_word_prior)))
 
 
+def log_joint_of_counts(doc_topic_counts: IntArray | Int32Array, term_topic_counts: IntArray | Int32Array,
+                        doc_topic_prior: float, topic_word_prior: float) -> float:
+    """Compute log p(w, z | alpha, beta) from the count tables of one sample (symmetric priors).
+
+    Parameters
+    ----------
+    doc_topic_counts : ndarray of shape (n_docs, n_topics), int
+        The counts n_dk of every document the sample has assigned.
+    term_topic_counts : ndarray of shape (n_terms, n_topics), int
+        The counts n_wk; its column sums are n_k.
+    doc_topic_prior, topic_word_prior : float
+        Symmetric alpha and beta.
+
+    Returns
+    -------
+    float
+        The formula of :func:`joint_log_likelihood`; the score by which Canini et al. (2009, sec. 5.2)
+        pick "the sample having highest posterior probability" among independent samples (p(z | w)
+        is p(w, z) over a constant).
+
+    Examples
+    --------
+    >>> round(log_joint_of_counts(np.array([[1]]), np.array([[1], [0]]), 1.0, 1.0), 12)
+    -0.69314718056
+    """
+    doc_topic = np.ascontiguousarray(doc_topic_counts, dtype=np.int64)
+    term_topic = np.ascontiguousarray(term_topic_counts, dtype=np.int64)
+    n_topics = term_topic.shape[1]
+    alpha = np.full(n_topics, float(doc_topic_prior))
+    return float(_log_lik_terms(doc_topic.reshape(-1, n_topics), term_topic, term_topic.sum(axis=0), alpha,
+                                float(topic_word_prior)))
+
+
 def topic_word_distribution(state: GibbsState) -> FloatArray:
     """The topics' word distributions phi implied by the counts.
 
