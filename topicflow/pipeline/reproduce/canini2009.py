@@ -175,7 +175,7 @@ def ordering_claims(results: Mapping[str, Sequence[Mapping[str, Any]]], has_test
         "In sample, the particle filter and incremental Gibbs perform about equally well (PF better on some sets)",
         "Fig. 2: PF ≈ incremental Gibbs", f"PF - incremental Gibbs = {np.mean(train['pf']) - np.mean(train['incgibbs']):+.3f}"
         f" (largest sd {spread:.3f})", bool(gap <= spread or np.mean(train["pf"]) > np.mean(train["incgibbs"])),
-        note="held: the gap is within one standard deviation, or the PF is ahead"))
+        note="criterion: the gap is within one standard deviation, or the PF is ahead"))
     gibbs = final_values(results["gibbs"], "nmi_in")
     best_online = max(float(np.mean(final_values(results[a], "nmi_train_best"))) for a, _, _ in ALGORITHMS)
     claims.append(Claim(
@@ -213,7 +213,7 @@ def ordering_claims(results: Mapping[str, Sequence[Mapping[str, Any]]], has_test
         "Held-out NMI does not change significantly as more of the training set is observed",
         "Fig. 3: flat curves (rel-3 slowly decreasing)",
         "; ".join(f"{name} {change:+.3f} (sd {sd:.3f})" for name, change, sd in drift) + ", last minus first point",
-        bool(all(abs(change) <= 2 * sd for _, change, sd in drift)), note="held: every change within 2 sd"))
+        bool(all(abs(change) <= 2 * sd for _, change, sd in drift)), note="criterion: every change within 2 sd"))
     return claims
 
 
@@ -228,7 +228,7 @@ def runtime_claims(results: Mapping[str, Sequence[Mapping[str, Any]]]) -> tuple[
             f"Table 1: {PAPER_MULTIPLES[algorithm]}",
             f"{multiples[algorithm]:.1f} ({seconds[algorithm]:.2f} s vs {seconds['olda']:.2f} s per run)",
             bool(ABOUT_SIX[0] <= multiples[algorithm] <= ABOUT_SIX[1]),
-            note=f"held: a multiple in [{ABOUT_SIX[0]:g}, {ABOUT_SIX[1]:g}]; sampling time only, evaluation "
+            note=f"criterion: a multiple in [{ABOUT_SIX[0]:g}, {ABOUT_SIX[1]:g}]; sampling time only, evaluation "
                  "excluded, runs side by side on a shared machine"))
     return claims, multiples
 
