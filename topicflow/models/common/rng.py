@@ -28,6 +28,7 @@ STREAM_INIT_TRIAL = 11  # independent initializations of a streaming sampler
 STREAM_FOLD_IN = 12  # Gibbs sweeps on held-out documents with topics fixed
 STREAM_LEFT_TO_RIGHT = 13  # left-to-right held-out estimator (particle, document)
 STREAM_EVAL_SAMPLE = 14  # documents sampled for an evaluation (topics as features)
+STREAM_CVB0_DOC_START = 15  # random start of a document's n_dk in the collapsed VB methods
 
 
 @numba.njit(nogil=True, cache=True)
