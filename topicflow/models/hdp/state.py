@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from topicflow._typing import FloatArray, IntArray
-from topicflow.models.common.rng import doc_generator, STREAM_TOPIC_INIT
+from topicflow.models.common.rng import STREAM_TOPIC_INIT, doc_generator
 from topicflow.models.hdp.params import HDPParams
 from topicflow.models.hdp.sticks import stick_order, stick_params, stick_weights
 from topicflow.models.lda.state import LDAState
