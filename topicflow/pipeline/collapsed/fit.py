@@ -99,6 +99,10 @@ def stream_run(run: StreamRun, state: HDPState) -> HDPState:
         raise InvalidParameterError(f"method {run.config.method!r} is not a stochastic method (pcsvb0, scvb0)")
     if run.config.batch_size is None:
         return run_word_by_word(run, state)
+    if run.config.params.keep_doc_state:
+        raise InvalidParameterError(
+            "keep_doc_state (each document's n_dk kept between passes) runs word by word only: drop batch_size, "
+            "or drop keep_doc_state (the minibatch form starts every document afresh, as Foulds et al.)")
     return run_minibatches(run, state)
 
 
