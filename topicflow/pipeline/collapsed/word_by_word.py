@@ -151,7 +151,7 @@ def run_word_by_word(run: StreamRun, state: HDPState) -> HDPState:
 
 def _viewer(actor: ActorHandle) -> Any:
     def view() -> LDAState:
-        return actor.call("lda_view")  # type: ignore[no-any-return]
+        return actor.call("lda_view")
 
     return view
 
@@ -197,7 +197,7 @@ class WordStream:
         dict
             ``docs_seen``, ``tokens_seen``, ``alpha``, ``gamma``, ``topics_in_use``.
         """
-        return self.actor.call("feed_block", block)  # type: ignore[no-any-return]
+        return self.actor.call("feed_block", block)
 
     def snapshot(self) -> HDPState:
         """A copy of the current state (the stream goes on unchanged)."""
