@@ -36,8 +36,12 @@ split into partitions:
   next iteration is eq. 3 with the new tables and gamma.
 
 Initialization: q of unit j of the document at global position g is a flat-Dirichlet draw,
-``-log(1 - U_jk)`` normalized over k, with ``U_jk`` the ``(j T + k)``-th uniform of
+``E_jk = -log(1 - U_jk)`` normalized over k, with ``U_jk`` the ``(j T + k)``-th uniform of
 ``counter_key(seed, STREAM_CVB0_DOC_START, 0, g)``; so it depends on the seed and the document only.
+The driver's default start ("prior") multiplies the draw by the prior mean of pi before normalizing
+(:func:`prior_start_weights`: eq. 3 with no tables and ``gamma_init``), ``q_dik ∝ E_dik pi0_k``; the
+"flat" start uses the draw as it is. The paper gives no start (spec P7); see :func:`prior_start_weights`
+for why "prior" is the default.
 The statistics of this random q set n_kw, n_k. and a_k before the first iteration; alpha and gamma keep
 their starting values until the first iteration's step (eq. 5 on random q, which spreads every token
 over all T topics, would start alpha far too high).
@@ -65,7 +69,7 @@ from topicflow.models.common.rng import (
 )
 from topicflow.models.hdp.params import HDPParams
 from topicflow.models.hdp.state import HDPState
-from topicflow.models.hdp.sticks import gamma_update, stick_params
+from topicflow.models.hdp.sticks import gamma_update, stick_params, stick_weights
 from topicflow.models.lda.vb.stats import TopicTermStats
 
 #: q is clipped to at most this before ``log1p(-q)`` (spec P9).
@@ -102,7 +106,7 @@ def unit_layout(block: DocBlock, clumping: bool) -> tuple[IntArray, IntArray, In
 
 
 def n_units(block: DocBlock, clumping: bool) -> int:
-    """Rows of q a block needs: its tokens, or its CSR entries with clumping.
+    """Count the rows of q a block needs: its tokens, or its CSR entries with clumping.
 
     Parameters
     ----------
@@ -290,7 +294,7 @@ def _check_q(q: np.ndarray, rows: int, truncation: int) -> None:
 
 
 @numba.njit(nogil=True, cache=True)
-def _random_q(unit_indptr, first_doc, seed, stream, out):  # type: ignore[no-untyped-def]
+def _random_q(unit_indptr, first_doc, seed, stream, out):
     T = out.shape[1]
     for d in range(unit_indptr.shape[0] - 1):
         key = counter_key(seed, stream, 0, first_doc + d)
@@ -305,7 +309,8 @@ def _random_q(unit_indptr, first_doc, seed, stream, out):  # type: ignore[no-unt
                 out[j, k] = out[j, k] / total
 
 
-def initial_q(block: DocBlock, truncation: int, *, seed: int, clumping: bool, dtype: str = "float64") -> np.ndarray:
+def initial_q(block: DocBlock, truncation: int, *, seed: int, clumping: bool, dtype: str = "float64",
+              weights: FloatArray | None = None) -> np.ndarray:
     """The random start of q (module docstring): flat-Dirichlet rows keyed by (seed, global document).
 
     Parameters
@@ -317,6 +322,9 @@ def initial_q(block: DocBlock, truncation: int, *, seed: int, clumping: bool, dt
     clumping : bool
     dtype : {"float64", "float32"}
         Storage dtype; rows are drawn in float64 then rounded.
+    weights : ndarray of shape (T,), optional
+        Multiply each draw by these positive weights before normalizing (the driver's default start
+        passes the prior mean of pi, :func:`prior_start_weights`).
 
     Returns
     -------
@@ -325,11 +333,38 @@ def initial_q(block: DocBlock, truncation: int, *, seed: int, clumping: bool, dt
     unit_indptr, _, _ = unit_layout(block, clumping)
     out = np.empty((int(unit_indptr[-1]), truncation), dtype=np.float64)
     _random_q(unit_indptr, int(block.first_doc), int(seed), STREAM_CVB0_DOC_START, out)
+    if weights is not None:
+        w = np.asarray(weights, dtype=np.float64)
+        if w.shape != (truncation,) or not np.all(w > 0):
+            raise InvalidParameterError(f"start weights must be {truncation} positive numbers")
+        out *= w
+        out /= out.sum(axis=1, keepdims=True)
     return out.astype(check_dtype(dtype), copy=False)
 
 
+def prior_start_weights(params: HDPParams) -> FloatArray:
+    """The prior mean of pi before any table is counted: eq. 3 with ``a = 0`` and ``gamma = gamma_init``.
+
+    With no tables every stick has ``u = 1, v = gamma_init``, so ``pi_bar = 1 / (1 + gamma_init)`` for every
+    stick but the last (``pi_bar_T = 1``) and the weights decay geometrically. The driver's default start ("prior") draws
+    q around them, so that a fit starts with a few topics and adds more as the data asks, instead of
+    spreading every token evenly over all T topics ("flat"), which the table statistics then keep alive
+    (docs/hdp.md: measured on planted data).
+
+    Parameters
+    ----------
+    params : HDPParams
+
+    Returns
+    -------
+    ndarray of shape (T,)
+        Positive (floored at 1e-300, so that a long geometric tail never underflows to 0).
+    """
+    return np.maximum(stick_weights(np.zeros(params.truncation), float(params.gamma_init)), 1e-300)
+
+
 @numba.njit(nogil=True, cache=True)
-def _accumulate(unit_indptr, cols, counts, q, out_cols, tables):  # type: ignore[no-untyped-def]
+def _accumulate(unit_indptr, cols, counts, q, out_cols, tables):
     T = q.shape[1]
     log_miss = np.zeros(T)
     for d in range(unit_indptr.shape[0] - 1):
@@ -346,7 +381,7 @@ def _accumulate(unit_indptr, cols, counts, q, out_cols, tables):  # type: ignore
 
 
 def block_statistics(block: DocBlock, q: np.ndarray, *, alpha: float, clumping: bool) -> PCVB0Stats:
-    """Statistics of a block's q as it stands (the start, before the first iteration).
+    """Compute the statistics of a block's q as it stands (the start, before the first iteration).
 
     Parameters
     ----------
@@ -376,7 +411,7 @@ def block_statistics(block: DocBlock, q: np.ndarray, *, alpha: float, clumping: 
 
 
 @numba.njit(nogil=True, cache=True)
-def _sweep(unit_indptr, terms, cols, counts, q, term_topic, totals, prior, alpha, beta,  # type: ignore[no-untyped-def]
+def _sweep(unit_indptr, terms, cols, counts, q, term_topic, totals, prior, alpha, beta,
            out_cols, tables, scalars):
     T = q.shape[1]
     v_beta = term_topic.shape[0] * beta
