@@ -157,7 +157,10 @@ def _viewer(actor: ActorHandle) -> Any:
 
 
 class WordStream:
-    """An unbounded word-by-word stream: one actor fed a block at a time, snapshotted on demand.
+    """An unbounded stream: one actor fed a block at a time, snapshotted on demand.
+
+    Word by word (``config.batch_size`` None) by default; with a ``batch_size`` each block fed is one
+    minibatch (local step over the block, then the global step), in the actor.
 
     Parameters
     ----------
