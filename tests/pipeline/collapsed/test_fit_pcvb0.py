@@ -1,6 +1,7 @@
 """fit_collapsed dispatches pcvb0 to the batch driver and wraps its state into a model of the HDP family."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,8 +18,11 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_pcvb0_through_fit_collapsed_is_the_batch_driver_plus_the_common_trace(store: Path, tmp_path: Path) -> None:
-    cfg = config("pcvb0", passes=3, extra={"q_dtype": "float64"})
+    cfg = config("pcvb0", passes=3, eval_every=96, extra={"q_dtype": "float64"})
     result = fit_collapsed(store, cfg, test=store, checkpoint=tmp_path / "ckpt")
+    sparse = fit_collapsed(store, replace(cfg, eval_every=150), test=store)
+    # 96 documents per iteration: the point 150 falls in the second iteration; the end is scored too.
+    assert [r["heldout_perplexity"] is not None for r in sparse.trace] == [False, True, True]
     direct = run_pcvb0(store, cfg)
     assert_same_state(result.state, direct.state)
     assert [r["iteration"] for r in result.trace] == [0, 1, 2]
