@@ -144,7 +144,7 @@ def pcsvb0_pass(g, block, params, *, starts, prior_fixed=None, learn_tables=True
         old_alpha = g.alpha
         if params.learn_gamma:
             g.gamma = gamma_eq6(g.tables, g.gamma)                  # eq. 6
-        if params.learn_alpha:
+        if params.learn_alpha and n_d > 0:                        # eq. 12 is 0/0 for an empty document
             target = e.sum() / (digamma(n_d + old_alpha) - digamma(old_alpha))
             g.alpha = max(params.alpha_floor, (1.0 - r) * old_alpha + r * target)   # eq. 12
         g.t_h += 1

@@ -69,6 +69,23 @@ def test_word_by_word_matches_numpy_transcription_over_three_passes(block, chang
     assert result.table_sum == pytest.approx(float(np.sum(dense.doc_tables[-block.n_docs:])), rel=RTOL)
 
 
+def test_empty_documents_use_no_tables_and_leave_alpha_alone():
+    """An empty document: E[1(n_dk >= 1)] = 0 (tables decay toward 0 for it, as eq. 10 says), and eq. 12,
+    0/0 there, is skipped. Kernel and transcription agree on a block with two empty documents."""
+    holes = random_block(12, V, seed=4, mean_len=6, empty_rows=(2, 7))
+    params = HDPParams(truncation=T, seed=3)
+    state = fresh(holes, params)
+    dense = ref.DenseCollapsed.from_state(state)
+    starts = start_doc_topic(holes, T, doc_start="random", seed=3)
+    for _ in range(2):
+        pcsvb0.run_word_by_word(state, holes, params)
+        ref.pcsvb0_pass(dense, holes, params, starts=starts)
+        assert_state_matches(state, dense)
+    assert np.all(dense.doc_tables[2] == 0) and np.isfinite(state.alpha)
+    stats = pcsvb0.local_minibatch(pcsvb0.global_view(state), holes.slice(2, 3), params)
+    assert stats.n_tokens == 0 and np.all(stats.table_sums == 0) and stats.digamma_sum == 0
+
+
 def test_keep_doc_state_carries_each_documents_counts_between_passes(block):
     params = HDPParams(truncation=T, seed=2, keep_doc_state=True)
     state = fresh(block, params)
