@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 from tests.reference.pcvb0 import ReferencePCVB0
-from topicflow.errors import InvalidParameterError
+from topicflow.errors import InvalidParameterError, ModelFormatError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.metrics.recovery import match_topics
 from topicflow.models.common.blocks import block_from_csr
@@ -172,6 +172,14 @@ def test_bad_input_is_refused(stores: dict[int, Path], tmp_path: Path) -> None:
         run_pcvb0(corpus, config(1), q_dtype="float16")
     with pytest.raises(InvalidParameterError, match="q_start"):
         run_pcvb0(corpus, config(1), q_start="uniform")
+    other = tmp_path / "other-checkpoint"
+    other.mkdir()
+    (other / "latest.json").write_text('{"slot": "a"}')
+    with pytest.raises(InvalidParameterError, match="not a PCVB0 checkpoint"):
+        run_pcvb0(corpus, config(1), checkpoint=CheckpointPolicy(other, resume=True))
+    (other / "latest.json").write_text('{"iteration": 3}')
+    with pytest.raises(ModelFormatError, match="damaged"):
+        run_pcvb0(corpus, config(1), checkpoint=CheckpointPolicy(other, resume=True))
     counts = small_counts()
     two = write_test_store(tmp_path / "two.zarr", {"en": counts, "de": counts}, shard_size=20)
     with pytest.raises(InvalidParameterError, match="one language"):

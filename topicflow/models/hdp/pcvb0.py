@@ -420,6 +420,7 @@ def _sweep(unit_indptr, terms, cols, counts, q, term_topic, totals, prior, alpha
     dw = np.zeros(T)  # changes of n_kw by the document's earlier copies of the current term
     p = np.zeros(T)
     log_miss = np.zeros(T)
+    inv_totals = 1.0 / (totals + v_beta)
     loglik = 0.0
     change = 0.0
     for d in range(unit_indptr.shape[0] - 1):
@@ -469,7 +470,7 @@ def _sweep(unit_indptr, terms, cols, counts, q, term_topic, totals, prior, alpha
             w = terms[j]
             s = 0.0
             for k in range(T):
-                s += (ndk[k] + prior[k]) * (term_topic[w, k] + beta) / (totals[k] + v_beta)
+                s += (ndk[k] + prior[k]) * (term_topic[w, k] + beta) * inv_totals[k]
             loglik += counts[j] * np.log(s / norm)
     scalars[0] += loglik
     scalars[1] += change
