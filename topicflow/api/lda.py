@@ -418,7 +418,7 @@ class LDA(EvaluationMixin, TopicModelEstimator):
 
     def fit(self, corpus: Any, y: Any = None, *, client: Any = None, progress: ProgressReporter = NO_PROGRESS,
             checkpoint: CheckpointPolicy | None = None, vocabulary: Sequence[str] | None = None,
-            fields: FieldSpec | None = None, store_path: str | os.PathLike[str] | None = None) -> LDA:
+            fields: FieldSpec | None = None, store_path: str | os.PathLike[str] | None = None, test: Any = None) -> LDA:
         """Fit from scratch on a corpus store, a document-term matrix, a Dask array or Dask texts.
 
         Parameters
@@ -445,6 +445,9 @@ class LDA(EvaluationMixin, TopicModelEstimator):
         store_path : str or os.PathLike, optional
             Where to write (and keep) the store of a non-store input; by default a temporary
             directory under ``topicflow.scratch-dir``, removed when ``fit`` returns.
+        test : same kinds as ``corpus``, optional
+            ``method="scvb0"`` only: held-out documents scored along the fit (Bleier's protocol: 70% of
+            each document's tokens fold in, 30% are scored), for the trace.
 
         Returns
         -------
@@ -462,7 +465,10 @@ class LDA(EvaluationMixin, TopicModelEstimator):
         client = split_client(y, client)
         if self.method == "scvb0":
             return self._fit_scvb0(corpus, client=client, progress=progress, checkpoint=checkpoint,
-                                   vocabulary=vocabulary, fields=fields, store_path=store_path)
+                                   vocabulary=vocabulary, fields=fields, store_path=store_path, test=test)
+        if test is not None:
+            raise InvalidParameterError(f"test= is scored along a method='scvb0' fit; method={self.method!r} does not "
+                                        "take it (score the fitted model with heldout_likelihood)")
         config = self._config()
         with store_for(corpus, vocabulary=vocabulary, fields=fields, store_path=store_path, client=client) as corpus:
             if self.method == "svb":
@@ -484,14 +490,19 @@ class LDA(EvaluationMixin, TopicModelEstimator):
 
     def _fit_scvb0(self, corpus: Any, *, client: Any, progress: ProgressReporter, checkpoint: CheckpointPolicy | None,
                    vocabulary: Sequence[str] | None, fields: FieldSpec | None,
-                   store_path: str | os.PathLike[str] | None) -> LDA:
+                   store_path: str | os.PathLike[str] | None, test: Any) -> LDA:
         """fit with ``method="scvb0"``: :func:`~topicflow.pipeline.collapsed.fit_collapsed` on the store."""
+        import contextlib
+
         from topicflow.pipeline.collapsed import fit_collapsed
 
         config = self._scvb0_config()
-        with store_for(corpus, vocabulary=vocabulary, fields=fields, store_path=store_path, client=client) as store:
+        options = {"vocabulary": vocabulary, "fields": fields}
+        with contextlib.ExitStack() as stack:
+            store = stack.enter_context(store_for(corpus, store_path=store_path, client=client, **options))
+            held_out = None if test is None else stack.enter_context(store_for(test, client=client, **options))
             result = fit_collapsed(store, config, client=client, progress=progress, checkpoint=checkpoint,
-                                   resume=bool(checkpoint is not None and checkpoint.resume))
+                                   resume=bool(checkpoint is not None and checkpoint.resume), test=held_out)
         self.model_ = result.model
         self._set_attributes_from_model()
         self.trace_ = list(result.trace)

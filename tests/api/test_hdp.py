@@ -1,0 +1,139 @@
+"""topicflow.HDP and LDA(method="scvb0"): parameters, their translation to the driver's settings, refusals."""
+from __future__ import annotations
+
+import pytest
+from sklearn.base import clone
+
+import topicflow
+from topicflow import HDP, LDA
+from topicflow.api._collapsed import parse_step, step_tuple
+from topicflow.errors import InvalidParameterError
+from topicflow.models.common.step_sizes import PowerStep
+from topicflow.models.hdp.params import PAPER_DOC_STEP, PAPER_HYPER_STEP, PAPER_TOPIC_WORD_STEP, HDPParams
+
+
+def test_hdp_is_exported_and_defaults_are_the_papers() -> None:
+    assert "HDP" in topicflow.__all__ and topicflow.HDP is HDP
+    config = HDP().config()
+    # Bleier sec. 4: T = 200, beta = 0.01, rho^c (10, 1000), rho^d (1, 10), rho^h (5, 100), kappa 0.9; 30 iterations.
+    assert config.method == "pcsvb0" and config.passes == 30 and config.batch_size is None
+    assert config.params == HDPParams()
+    assert config.params.topic_word_step == PAPER_TOPIC_WORD_STEP == PowerStep(10.0, 1000.0, 0.9)
+    assert config.params.doc_step == PAPER_DOC_STEP and config.params.hyper_step == PAPER_HYPER_STEP
+    assert config.params.truncation == 200 and config.params.topic_word_prior == 0.01
+    assert config.topics_in_use_share == 1e-3
+
+
+def test_params_round_trip_clone_and_repr() -> None:
+    model = HDP(truncation=40, method="pcsvb0", batch_size=16, clumping=True, passes=3, alpha=0.5, gamma=2.0,
+                learn_gamma=False, topic_word_step=(5.0, 500.0), doc_step=(1.0, 20.0, 0.8), burn_in=1,
+                doc_start="zero", keep_doc_state=True, seed=7, split_every=4)
+    params = model.get_params()
+    assert len(params) == 24 and set(params) == set(HDP._get_param_names())
+    assert params["truncation"] == 40 and params["topic_word_step"] == (5.0, 500.0)
+    other = HDP().set_params(**params)
+    assert other.get_params() == params
+    assert clone(model).get_params() == params
+    assert repr(HDP(truncation=40)) == "HDP(truncation=40)"
+
+
+def test_settings_reach_the_driver_config() -> None:
+    config = HDP(truncation=40, batch_size=16, clumping=True, passes=3, alpha=0.5, gamma=2.0, learn_alpha=False,
+                 alpha_floor=1e-2, topic_word_step=(5, 500), doc_step=(1.0, 20.0, 0.8), hyper_step="4,80",
+                 step_power=0.7, burn_in=1, doc_start="zero", keep_doc_state=True, shuffle_window=10, eval_every=50,
+                 topics_in_use_share=0.01, init_shape=50.0, seed=7, split_every=4).config()
+    p = config.params
+    assert (config.method, config.batch_size, config.passes, config.shuffle_window, config.eval_every) == (
+        "pcsvb0", 16, 3, 10, 50)
+    assert config.topics_in_use_share == 0.01 and config.extra == {"split_every": 4}
+    assert (p.truncation, p.alpha_init, p.gamma_init, p.learn_alpha, p.learn_gamma, p.alpha_floor) == (
+        40, 0.5, 2.0, False, True, 1e-2)
+    # (s, tau) takes step_power as kappa; (s, tau, kappa) keeps its own.
+    assert p.topic_word_step == PowerStep(5.0, 500.0, 0.7) and p.doc_step == PowerStep(1.0, 20.0, 0.8)
+    assert p.hyper_step == PowerStep(4.0, 80.0, 0.7)
+    assert (p.burn_in, p.doc_start, p.keep_doc_state, p.clumping, p.seed, p.init_shape) == (1, "zero", True, True, 7, 50.0)
+    assert config.family == "hdp"
+
+
+@pytest.mark.parametrize(("params", "fragment"), [
+    ({"truncation": 1}, "'truncation' parameter of HDP"),
+    ({"method": "scvb0"}, "'method' parameter of HDP must be one of 'pcsvb0', 'pcvb0'"),
+    ({"batch_size": 0}, "'batch_size'"),
+    ({"alpha": 0.0}, "'alpha'"),
+    ({"topic_word_step": (10, 1)}, "'topic_word_step'"),   # first step 10 / 1^0.9 > 1
+    ({"doc_step": (1, 2, 3, 4)}, "'doc_step'"),
+    ({"topics_in_use_share": 1.0}, "'topics_in_use_share'"),
+    ({"doc_start": "uniform"}, "'doc_start'"),
+])
+def test_bad_values_are_refused_naming_the_parameter(params: dict[str, object], fragment: str) -> None:
+    with pytest.raises(InvalidParameterError, match=fragment.replace("(", r"\(")):
+        HDP(**params).config()  # type: ignore[arg-type]
+
+
+def test_pcvb0_refuses_the_stochastic_settings() -> None:
+    assert HDP(method="pcvb0").config().method == "pcvb0"
+    with pytest.raises(InvalidParameterError, match=r"batch_size=8, clumping=True given with method='pcvb0'"):
+        HDP(method="pcvb0", batch_size=8, clumping=True).config()
+
+
+def test_unfitted_hdp_says_what_to_call() -> None:
+    from topicflow.errors import NotFittedError
+
+    with pytest.raises(NotFittedError, match=r"fit\(X\) or HDP.load"):
+        HDP().transform("corpus.zarr")
+
+
+def test_step_parsing_round_trips() -> None:
+    assert parse_step((10, 1000)) == PowerStep(10.0, 1000.0, 0.9)
+    assert parse_step("1, 10, 0.8") == PowerStep(1.0, 10.0, 0.8)
+    assert step_tuple(PowerStep(10.0, 1000.0, 0.9)) == (10.0, 1000.0)
+    assert step_tuple(PowerStep(1.0, 10.0, 0.8)) == (1.0, 10.0, 0.8)
+    with pytest.raises(InvalidParameterError, match="exceeds 1"):
+        parse_step((5, 1))
+    with pytest.raises(InvalidParameterError, match=r"\(s, tau\)"):
+        parse_step("fast")
+
+
+# ----------------------------------------------------------------------------- LDA(method="scvb0")
+
+
+def test_scvb0_defaults_are_bleiers_comparison() -> None:
+    config = LDA(20, method="scvb0", batch_size=None, passes=30)._scvb0_config()
+    assert config.method == "scvb0" and config.family == "lda" and config.batch_size is None and config.passes == 30
+    p = config.params
+    # Bleier sec. 4: SCVB0 with alpha = 0.1 fixed, beta = 0.01, the same schedules as rho^c and rho^d.
+    assert (p.truncation, p.alpha_init, p.learn_alpha, p.learn_gamma, p.topic_word_prior) == (20, 0.1, False, False, 0.01)
+    assert p.topic_word_step == PAPER_TOPIC_WORD_STEP and p.doc_step == PAPER_DOC_STEP and p.burn_in == 0
+
+
+def test_scvb0_settings_reach_the_config() -> None:
+    config = LDA(5, method="scvb0", doc_topic_prior=0.5, topic_word_prior=0.1, batch_size=32, passes=2,
+                 shuffle_window=8, seed=3, init_shape=10.0, topic_word_step=(5, 500), doc_step=(1, 20),
+                 doc_burn_in=1, split_every=3)._scvb0_config()
+    p = config.params
+    assert (config.batch_size, config.passes, config.shuffle_window, config.extra) == (32, 2, 8, {"split_every": 3})
+    assert (p.alpha_init, p.topic_word_prior, p.seed, p.init_shape, p.burn_in) == (0.5, 0.1, 3, 10.0, 1)
+    assert p.topic_word_step == PowerStep(5.0, 500.0, 0.9) and p.doc_step == PowerStep(1.0, 20.0, 0.9)
+
+
+@pytest.mark.parametrize(("params", "fragment"), [
+    ({"doc_topic_prior": "symmetric"}, "SCVB0 keeps a fixed symmetric alpha"),
+    ({"tau0": 5.0}, "tau0=5.0 given with method='scvb0'"),
+    ({"optimize_topic_word_prior": True}, "optimize_topic_word_prior=True given with method='scvb0'"),
+    ({"n_topics": 1}, "n_topics >= 2"),
+])
+def test_scvb0_refuses_settings_it_does_not_use(params: dict[str, object], fragment: str) -> None:
+    with pytest.raises(InvalidParameterError, match=fragment):
+        LDA(**{"method": "scvb0", **params})._scvb0_config()  # type: ignore[arg-type]
+
+
+def test_word_by_word_is_only_for_scvb0() -> None:
+    with pytest.raises(InvalidParameterError, match="batch_size=None .* is a setting of method='scvb0'"):
+        LDA(3, method="online", batch_size=None)._online_config()
+    with pytest.raises(InvalidParameterError, match="'method' parameter of LDA"):
+        LDA(3, method="pcsvb0")._validate_params()
+
+
+def test_scvb0_model_is_not_continued_by_partial_fit() -> None:
+    with pytest.raises(InvalidParameterError, match="SCVB0 model"):
+        LDA(3, method="scvb0").partial_fit("corpus.zarr")
