@@ -72,8 +72,9 @@ def test_bad_values_are_refused_naming_the_parameter(params: dict[str, object], 
 
 def test_pcvb0_refuses_the_stochastic_settings() -> None:
     assert HDP(method="pcvb0").config().method == "pcvb0"
-    with pytest.raises(InvalidParameterError, match=r"batch_size=8, clumping=True given with method='pcvb0'"):
-        HDP(method="pcvb0", batch_size=8, clumping=True).config()
+    assert HDP(method="pcvb0", clumping=True).config().params.clumping
+    with pytest.raises(InvalidParameterError, match=r"batch_size=8, burn_in=1 given with method='pcvb0'"):
+        HDP(method="pcvb0", batch_size=8, burn_in=1).config()
 
 
 def test_unfitted_hdp_says_what_to_call() -> None:

@@ -178,7 +178,9 @@ class HDP(EvaluationMixin, TopicModelEstimator):
         PCSVB0: documents per minibatch, computed in parallel with one global update per minibatch.
         Default None: Algorithm 1 word by word, run serially (the reference). Not for pcvb0.
     clumping : bool, default False
-        PCSVB0: one update per distinct term of a document, scaled by its count (Bleier sec. 5).
+        One update per distinct term of a document, scaled by its count (Bleier sec. 5): PCSVB0
+        applies it as ``count`` word-by-word updates with q held fixed; PCVB0 keeps one q per
+        distinct term of a document instead of one per token.
     passes : int, default 30
         Passes over the corpus (Bleier's Fig. 1: 30 iterations).
     topic_word_prior : float, default 0.01
@@ -354,7 +356,7 @@ class HDP(EvaluationMixin, TopicModelEstimator):
         ------
         InvalidParameterError
             A parameter outside its allowed values, or one that does not apply to the method
-            (``batch_size``, ``clumping``, ``burn_in``, ``keep_doc_state`` with ``method="pcvb0"``).
+            (``batch_size``, ``burn_in``, ``keep_doc_state`` with ``method="pcvb0"``).
         """
         self._validate_params()
         if self.method == "pcvb0":
@@ -363,7 +365,7 @@ class HDP(EvaluationMixin, TopicModelEstimator):
             if given:
                 raise InvalidParameterError(
                     f"{', '.join(given)} given with method='pcvb0': batch PCVB0 updates every token against the "
-                    "whole corpus each pass (no minibatches, no clumping, no per-document burn-in or kept n_dk); "
+                    "whole corpus each pass (no minibatches, no per-document burn-in or kept n_dk); "
                     "leave them at their defaults, or use method='pcsvb0'")
         extra: dict[str, Any] = {}
         if self.split_every is not None:
@@ -774,4 +776,4 @@ class HDP(EvaluationMixin, TopicModelEstimator):
 
 
 #: Settings only the stochastic method has, and their defaults (pcvb0 refuses other values).
-_STOCHASTIC_ONLY: dict[str, Any] = {"batch_size": None, "clumping": False, "burn_in": 0, "keep_doc_state": False}
+_STOCHASTIC_ONLY: dict[str, Any] = {"batch_size": None, "burn_in": 0, "keep_doc_state": False}

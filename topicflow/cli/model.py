@@ -83,7 +83,7 @@ OPTION_METHODS: dict[str, tuple[str, ...]] = {
     "truncation": HDP_METHODS, "alpha_init": HDP_METHODS, "gamma_init": HDP_METHODS, "fixed_alpha": HDP_METHODS,
     "fixed_gamma": HDP_METHODS, "alpha_floor": HDP_METHODS, "topics_in_use_share": HDP_METHODS,
     "hyper_step": ("pcsvb0",), "topic_word_step": ("scvb0", "pcsvb0"), "doc_step": ("scvb0", "pcsvb0"),
-    "step_power": ("scvb0", "pcsvb0"), "doc_start": ("scvb0", "pcsvb0"), "clumping": ("pcsvb0",),
+    "step_power": ("scvb0", "pcsvb0"), "doc_start": ("scvb0", "pcsvb0"), "clumping": HDP_METHODS,
     "keep_doc_state": ("pcsvb0",), "test_store": COLLAPSED_METHODS, "eval_every": COLLAPSED_METHODS,
 }
 
@@ -136,7 +136,8 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @click.option("--truncation", default=None, type=click.IntRange(min=2),
               help="HDP: truncation T, the number of sticks (not of topics; Bleier: 200)  [default: 200]")
 @click.option("--clumping", is_flag=True,
-              help="pcsvb0: one update per distinct term of a document, scaled by its count (Bleier sec. 5).")
+              help="HDP: one update per distinct term of a document, scaled by its count (Bleier sec. 5); pcvb0 keeps "
+                   "one q per distinct term instead of one per token.")
 @click.option("--alpha-init", default=None, type=click.FloatRange(min=0, min_open=True),
               help="HDP: starting document concentration alpha  [default: 1]")
 @click.option("--gamma-init", default=None, type=click.FloatRange(min=0, min_open=True),
