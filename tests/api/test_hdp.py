@@ -9,7 +9,12 @@ from topicflow import HDP, LDA
 from topicflow.api._collapsed import parse_step, step_tuple
 from topicflow.errors import InvalidParameterError
 from topicflow.models.common.step_sizes import PowerStep
-from topicflow.models.hdp.params import PAPER_DOC_STEP, PAPER_HYPER_STEP, PAPER_TOPIC_WORD_STEP, HDPParams
+from topicflow.models.hdp.params import (
+    PAPER_DOC_STEP,
+    PAPER_HYPER_STEP,
+    PAPER_TOPIC_WORD_STEP,
+    HDPParams,
+)
 
 
 def test_hdp_is_exported_and_defaults_are_the_papers() -> None:

@@ -42,7 +42,12 @@ from topicflow.io.models.store import SavedModel, load_model, save_model
 from topicflow.io.sources.base import FieldSpec
 from topicflow.models.hdp.params import HDPParams
 from topicflow.models.hdp.state import TOPIC_IN_USE_SHARE
-from topicflow.pipeline.collapsed import CollapsedConfig
+from topicflow.pipeline.collapsed import (
+    CollapsedConfig,
+    is_collapsed_model,
+    saved_config,
+    saved_state,
+)
 from topicflow.pipeline.policies import CheckpointPolicy
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 from topicflow.pipeline.vb.infer import (
@@ -113,10 +118,12 @@ def is_hdp(model: SavedModel) -> bool:
 
 
 def hdp_topics(model: SavedModel, min_share: float | None = None) -> HDPTopics:
-    """Read the stick weights, token shares and topics in use of a saved HDP model from its LDA view.
+    """Read the stick weights, token shares and topics in use of a saved HDP model.
 
-    The LDA view holds everything needed: the prior ``alpha * pi`` (so alpha is its sum, since pi sums
-    to 1) and ``lambda = n_kw + beta`` (so n_k. is a row sum of lambda minus beta).
+    A model saved by the collapsed drivers is read from its exact state
+    (:func:`~topicflow.pipeline.collapsed.saved_state`); any other model from its LDA view: the prior
+    ``alpha * pi`` (alpha is its sum, since pi sums to 1) and ``lambda = n_kw + beta`` (n_k. is a row
+    sum of lambda minus beta).
 
     Parameters
     ----------
@@ -130,6 +137,17 @@ def hdp_topics(model: SavedModel, min_share: float | None = None) -> HDPTopics:
     -------
     HDPTopics
     """
+    if is_collapsed_model(model):
+        hdp_state = saved_state(model)
+        if min_share is None:
+            min_share = float(saved_config(model).topics_in_use_share)
+        weights = hdp_state.stick_weights() if is_hdp(model) else np.full(hdp_state.truncation, 1.0 / hdp_state.truncation)
+        shares = hdp_state.topic_shares()
+        used = np.flatnonzero(shares >= min_share)
+        used = used[np.argsort(-weights[used], kind="stable")]
+        return HDPTopics(truncation=hdp_state.truncation, alpha=float(hdp_state.alpha),
+                         gamma=float(hdp_state.gamma) if is_hdp(model) else None, stick_weights=weights,
+                         shares=shares, in_use=used.astype(np.int64), min_share=float(min_share))
     state = model.state
     if min_share is None:
         min_share = float(model.info.settings.get("topics_in_use_share", TOPIC_IN_USE_SHARE))
@@ -149,11 +167,9 @@ def hdp_topics(model: SavedModel, min_share: float | None = None) -> HDPTopics:
 
 
 def _recorded_gamma(model: SavedModel) -> float | None:
-    """gamma as the model file records it (the HDP scalars), or None."""
-    for source in (model.info.extra.get("hdp_state"), model.info.extra.get("hdp"), model.info.settings):
-        if isinstance(source, dict) and "gamma" in source:
-            return float(source["gamma"])
-    return None
+    """gamma as the model file records it, or None."""
+    scalars = getattr(model.info, "collapsed_state", None) or {}
+    return float(scalars["gamma"]) if "gamma" in scalars else None
 
 
 # ----------------------------------------------------------------------------- the estimator
@@ -284,6 +300,33 @@ class HDP(EvaluationMixin, TopicModelEstimator):
     }
     _fit_hint: ClassVar[str] = "call fit(X) or HDP.load(path) first"
 
+    @classmethod
+    def from_preset(cls, name: str, **overrides: Any) -> HDP:
+        """The estimator with a paper's published settings (see docs/reproductions.md).
+
+        Parameters
+        ----------
+        name : str
+            An HDP preset of command ``fit`` (:data:`topicflow.pipeline.presets.PRESETS`), e.g. ``bleier2016``.
+        **overrides
+            Settings that replace the preset's.
+
+        Returns
+        -------
+        HDP
+
+        Raises
+        ------
+        InvalidParameterError
+            No such preset, or a preset of another family.
+        """
+        from topicflow.pipeline.presets import with_preset
+
+        settings = with_preset(name, "fit", overrides)
+        if settings.pop("family", None) != "hdp":
+            raise InvalidParameterError(f"preset {name!r} is not an HDP preset; use topicflow.LDA.from_preset")
+        return cls(**settings)
+
     def __init__(
         self, truncation: int = 200, *, method: str = "pcsvb0", batch_size: int | None = None, clumping: bool = False,
         passes: int = 30, topic_word_prior: float = 0.01, alpha: float = 1.0, gamma: float = 1.0,
@@ -367,13 +410,10 @@ class HDP(EvaluationMixin, TopicModelEstimator):
                     f"{', '.join(given)} given with method='pcvb0': batch PCVB0 updates every token against the "
                     "whole corpus each pass (no minibatches, no per-document burn-in or kept n_dk); "
                     "leave them at their defaults, or use method='pcsvb0'")
-        extra: dict[str, Any] = {}
-        if self.split_every is not None:
-            extra["split_every"] = int(self.split_every)
         return CollapsedConfig(method=self.method, params=self.hdp_params(), passes=int(self.passes),  # type: ignore[arg-type]
                                batch_size=None if self.batch_size is None else int(self.batch_size),
                                shuffle_window=int(self.shuffle_window), eval_every=int(self.eval_every),
-                               topics_in_use_share=float(self.topics_in_use_share), extra=extra)
+                               topics_in_use_share=float(self.topics_in_use_share))
 
     # ------------------------------------------------------------------ fitting
 
@@ -427,8 +467,9 @@ class HDP(EvaluationMixin, TopicModelEstimator):
             train = stack.enter_context(store_for(corpus, store_path=store_path, client=client, **options))
             held_out = None if test is None else stack.enter_context(store_for(test, client=client, **options))
             result = fit_collapsed(train, config, client=client, progress=progress, checkpoint=checkpoint,
-                                   resume=bool(checkpoint is not None and checkpoint.resume), test=held_out)
-        self.model_: SavedModel = result.model
+                                   resume=bool(checkpoint is not None and checkpoint.resume), test=held_out,
+                                   split_every=self.split_every)
+        self.model_: SavedModel = result.saved_model
         self._set_attributes_from_model()
         self.trace_ = list(result.trace)
         return self
@@ -473,6 +514,7 @@ class HDP(EvaluationMixin, TopicModelEstimator):
         """
         from topicflow.api._inputs import column_terms, input_kind
         from topicflow.pipeline.collapsed import continue_collapsed, fit_collapsed
+        from topicflow.pipeline.update import unseen_shards
 
         config = self.config()
         model = getattr(self, "model_", None)
@@ -489,13 +531,15 @@ class HDP(EvaluationMixin, TopicModelEstimator):
             if model is None:
                 from dataclasses import replace
 
-                result = fit_collapsed(store, replace(config, passes=1), client=client, progress=progress)
-                self.model_ = result.model
-                self.trace_ = list(result.trace)
+                result = fit_collapsed(store, replace(config, passes=1), client=client, progress=progress,
+                                       split_every=self.split_every)
+                self.model_ = result.saved_model
             else:
-                continued = continue_collapsed(model, store, shards=shards, client=client, progress=progress)
-                self.model_ = continued.model
-                self.trace_ = list(getattr(continued, "trace", self.model_.info.trace))
+                if shards is None:
+                    shards = unseen_shards(model, store)
+                self.model_, _ = continue_collapsed(model, store, list(shards), client=client,
+                                                    split_every=self.split_every, progress=progress)
+            self.trace_ = list(self.model_.info.trace)
         self._set_attributes_from_model()
         return self
 
@@ -516,8 +560,8 @@ class HDP(EvaluationMixin, TopicModelEstimator):
         self.truncation_ = topics.truncation
         self.vocabularies_ = dict(model.vocabularies)
         self.n_features_in_ = len(self.vocabularies_[lang])
-        position = model.info.position or {}
-        self.n_docs_seen_ = int(position.get("docs_seen", model.info.corpus.get("n_docs", 0)))
+        scalars = getattr(model.info, "collapsed_state", None) or {}
+        self.n_docs_seen_ = int(scalars.get("docs_seen", model.info.corpus.get("n_docs", 0)))
 
     # ------------------------------------------------------------------ using the model
 
@@ -755,18 +799,17 @@ class HDP(EvaluationMixin, TopicModelEstimator):
         if not is_hdp(model):
             raise InvalidParameterError(f"{source} is a model of the {model.info.family!r} family, not an HDP; "
                                         "load it with topicflow.LDA.load")
-        settings = model.info.settings
-        params = HDPParams.from_dict(settings.get("params", settings))
+        config = saved_config(model)
+        params = config.params
         estimator = cls(
-            truncation=params.truncation, method=model.info.method or str(settings.get("method", "pcsvb0")),
-            batch_size=settings.get("batch_size"), clumping=params.clumping, passes=int(settings.get("passes", 30)),
+            truncation=params.truncation, method=config.method, batch_size=config.batch_size,
+            clumping=params.clumping, passes=config.passes,
             topic_word_prior=params.topic_word_prior, alpha=params.alpha_init, gamma=params.gamma_init,
             learn_alpha=params.learn_alpha, learn_gamma=params.learn_gamma, alpha_floor=params.alpha_floor,
             topic_word_step=step_tuple(params.topic_word_step), doc_step=step_tuple(params.doc_step),
             hyper_step=step_tuple(params.hyper_step), burn_in=params.burn_in, doc_start=params.doc_start,
-            keep_doc_state=params.keep_doc_state, shuffle_window=int(settings.get("shuffle_window", 0)),
-            eval_every=int(settings.get("eval_every", 0)),
-            topics_in_use_share=float(settings.get("topics_in_use_share", TOPIC_IN_USE_SHARE)),
+            keep_doc_state=params.keep_doc_state, shuffle_window=config.shuffle_window,
+            eval_every=config.eval_every, topics_in_use_share=config.topics_in_use_share,
             init_shape=params.init_shape, seed=params.seed,
         )
         estimator.model_ = model

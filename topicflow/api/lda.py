@@ -170,13 +170,14 @@ class LDA(EvaluationMixin, TopicModelEstimator):
     kappa : float, default 0.7
         Online: see ``tau0``.
     passes : int, default 1
-        Online: passes over the documents.
+        Online and scvb0: passes over the documents (Bleier's Fig. 1 runs SCVB0 for 30).
     shuffle_window : int, default 0
-        Online: visit documents in a random order within windows of this many (0: store order).
+        Online and scvb0: visit documents in a random order within windows of this many (0: store order).
     total_docs : int, optional
         Online: D in the D/S scaling; default the number of documents in the store.
     eval_every : int, default 10
-        Online: estimate the per-word bound every this many minibatches (0: never).
+        Online: estimate the per-word bound every this many minibatches (0: never). scvb0 with
+        ``fit(..., test=...)``: score the held-out documents every this many documents seen (0: at the end).
     estep : {"vb", "hybrid"}, default "vb"
         Dense coordinate ascent, or Gibbs sampling within VB (Mimno et al. 2012) with ``burn_in``
         discarded and ``samples`` kept sweeps per document (faster for many topics).
@@ -391,10 +392,9 @@ class LDA(EvaluationMixin, TopicModelEstimator):
             seed=int(self.seed), init_shape=float(self.init_shape))
         if int(self.n_topics) < 2:
             raise InvalidParameterError(f"method='scvb0' needs n_topics >= 2, got {self.n_topics!r}")
-        extra: dict[str, Any] = {} if self.split_every is None else {"split_every": int(self.split_every)}
         return replace(CollapsedConfig(method="scvb0", params=params), passes=int(self.passes),
                        batch_size=None if self.batch_size is None else int(self.batch_size),
-                       shuffle_window=int(self.shuffle_window), eval_every=0, extra=extra)
+                       shuffle_window=int(self.shuffle_window), eval_every=int(self.eval_every))
 
     def _svb_config(self) -> SVBConfig:
         changed = [name for name, default in self._ONLINE_ONLY.items() if getattr(self, name) != default]
@@ -502,8 +502,9 @@ class LDA(EvaluationMixin, TopicModelEstimator):
             store = stack.enter_context(store_for(corpus, store_path=store_path, client=client, **options))
             held_out = None if test is None else stack.enter_context(store_for(test, client=client, **options))
             result = fit_collapsed(store, config, client=client, progress=progress, checkpoint=checkpoint,
-                                   resume=bool(checkpoint is not None and checkpoint.resume), test=held_out)
-        self.model_ = result.model
+                                   resume=bool(checkpoint is not None and checkpoint.resume), test=held_out,
+                                   split_every=self.split_every)
+        self.model_ = result.saved_model
         self._set_attributes_from_model()
         self.trace_ = list(result.trace)
         return self
@@ -908,12 +909,14 @@ class LDA(EvaluationMixin, TopicModelEstimator):
     @classmethod
     def _load_scvb0(cls, model: SavedModel) -> LDA:
         """An estimator holding a saved SCVB0 model, its settings (a ``CollapsedConfig``'s) as parameters."""
-        settings = model.info.settings
-        params = HDPParams.from_dict(settings.get("params", {}))
+        from topicflow.pipeline.collapsed import saved_config
+
+        config = saved_config(model)
+        params = config.params
         estimator = cls(
             n_topics=model.state.n_topics, doc_topic_prior=params.alpha_init, topic_word_prior=params.topic_word_prior,
-            seed=params.seed, method="scvb0", batch_size=settings.get("batch_size"),
-            passes=int(settings.get("passes", 1)), shuffle_window=int(settings.get("shuffle_window", 0)),
+            seed=params.seed, method="scvb0", batch_size=config.batch_size, passes=config.passes,
+            shuffle_window=config.shuffle_window, eval_every=config.eval_every,
             init_shape=params.init_shape, topic_word_step=step_tuple(params.topic_word_step),
             doc_step=step_tuple(params.doc_step), doc_burn_in=params.burn_in,
         )

@@ -288,6 +288,7 @@ def fit(store: str, model_path: str, n_topics: int | None, family: str | None, m
         lda["passes"] = lda["passes"] or (COLLAPSED_PASSES if collapsed else 1)
         if collapsed:
             lda["burn_in"] = 5
+            lda["eval_every"] = values["eval_every"] or 0
             lda["doc_burn_in"] = values["burn_in"] or 0
             for name in ("topic_word_step", "doc_step"):
                 if values[name] is not None:
