@@ -23,11 +23,7 @@ from topicflow.io.corpus.writer import (
 )
 from topicflow.models.common.validation import parse_dirichlet_prior
 from topicflow.models.common.vocabulary import Vocabulary
-from topicflow.models.lda.synth import (
-    block_topic_word,
-    draw_doc_lengths,
-    draw_mixture_counts,
-)
+from topicflow.models.lda.synth import block_topic_word, draw_doc_lengths, draw_mixture_counts
 
 
 @dataclass(frozen=True)

@@ -34,10 +34,7 @@ import numpy as np
 from topicflow._typing import FloatArray, IntArray
 from topicflow.errors import InvalidParameterError
 from topicflow.models.common.rng import STREAM_SYNTH, STREAM_TOPIC_INIT, doc_generator
-from topicflow.models.common.validation import (
-    parse_dirichlet_prior,
-    parse_positive_float,
-)
+from topicflow.models.common.validation import parse_dirichlet_prior, parse_positive_float
 
 #: Name of the only language of a monolingual synthetic corpus (the store's default language).
 MONOLINGUAL = "default"

@@ -15,15 +15,12 @@ from topicflow.pipeline.evaluation.features import (
     collect_topic_features,
     topic_features_scores,
 )
+from topicflow.pipeline.evaluation.matching import document_matching, language_doc_topics
 from topicflow.pipeline.evaluation.heldout import (
     PROTOCOLS,
     HeldoutOptions,
     HeldoutResult,
     heldout_likelihood,
-)
-from topicflow.pipeline.evaluation.matching import (
-    document_matching,
-    language_doc_topics,
 )
 from topicflow.pipeline.evaluation.pyldavis import export_pyldavis, pyldavis_data
 from topicflow.pipeline.evaluation.report import (

@@ -23,11 +23,7 @@ from numba.extending import overload
 
 from topicflow._typing import FloatArray
 from topicflow.errors import InvalidParameterError
-from topicflow.models.common.validation import (
-    parse_dirichlet_prior,
-    parse_int,
-    parse_positive_float,
-)
+from topicflow.models.common.validation import parse_dirichlet_prior, parse_int, parse_positive_float
 
 
 def _component(prior: float | FloatArray, k: int) -> float:

@@ -10,11 +10,7 @@ import numpy as np
 from topicflow._typing import FloatArray, Int32Array, IntArray
 from topicflow.errors import InvalidParameterError
 from topicflow.models.common.blocks import expand_tokens
-from topicflow.models.common.validation import (
-    parse_dirichlet_prior,
-    parse_int,
-    parse_positive_float,
-)
+from topicflow.models.common.validation import parse_dirichlet_prior, parse_int, parse_positive_float
 
 _MAX_SEED = 2**63
 

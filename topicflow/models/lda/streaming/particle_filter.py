@@ -73,16 +73,9 @@ from topicflow.models.common.rng import (
     counter_key,
     uniform_from_key,
 )
-from topicflow.models.common.validation import (
-    parse_choice,
-    parse_float,
-    parse_int,
-    parse_positive_float,
-)
+from topicflow.models.common.validation import parse_choice, parse_float, parse_int, parse_positive_float
 from topicflow.models.lda.gibbs.conditional import collapsed_conditional
-from topicflow.models.lda.gibbs.conditional import (
-    token_conditional as gibbs_token_conditional,
-)
+from topicflow.models.lda.gibbs.conditional import token_conditional as gibbs_token_conditional
 
 _MAX_SEED = 2**63
 #: ``epoch`` of the token-order shuffle in the STREAM_PARTICLE stream (particles use epochs 0..P-1).

@@ -38,11 +38,7 @@ import numpy as np
 from topicflow._typing import FloatArray, IntArray
 from topicflow.errors import InvalidParameterError, NumericalError
 from topicflow.models.common.blocks import DocBlock
-from topicflow.models.common.dirichlet import (
-    add_dirichlet_entropy,
-    exp_dirichlet_expectation_into,
-    posterior_mean,
-)
+from topicflow.models.common.dirichlet import add_dirichlet_entropy, exp_dirichlet_expectation_into, posterior_mean
 from topicflow.models.common.rng import STREAM_GAMMA_INIT, gamma_rows_from_keys
 from topicflow.models.common.validation import parse_dirichlet_prior
 from topicflow.models.lda.vb.layout import (
