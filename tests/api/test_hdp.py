@@ -1,7 +1,11 @@
 """topicflow.HDP and LDA(method="scvb0"): parameters, their translation to the driver's settings, refusals."""
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
 import pytest
+import scipy.sparse as sp
 from sklearn.base import clone
 
 import topicflow
@@ -143,3 +147,87 @@ def test_word_by_word_is_only_for_scvb0() -> None:
 def test_scvb0_model_is_not_continued_by_partial_fit() -> None:
     with pytest.raises(InvalidParameterError, match="SCVB0 model"):
         LDA(3, method="scvb0").partial_fit("corpus.zarr")
+
+
+# ----------------------------------------------------------------------------- fitting
+
+
+def in_use_by_numpy(components: np.ndarray, beta: float, min_share: float) -> list[int]:
+    """Topics in use recomputed from lambda alone: n_k. = row sums of lambda - beta, share >= min_share."""
+    counts = (components - beta).sum(axis=1)
+    return sorted(np.flatnonzero(counts / counts.sum() >= min_share).tolist())
+
+
+def test_fit_save_load_transform_on_the_scheduler(stores: tuple[Path, Path], tmp_path: Path, client: object) -> None:
+    train, test = stores
+    model = HDP(truncation=T, batch_size=20, passes=2, seed=3).fit(train, client=client, test=test)
+    # Topics in use: never the truncation's count by fiat, the model file's number, and lambda's by NumPy.
+    assert 1 <= model.n_topics_in_use_ <= T and model.truncation_ == T
+    assert model.n_topics_in_use_ == model.model_.info.topics_in_use == len(model.topics_in_use_)
+    assert sorted(model.topics_in_use_.tolist()) == in_use_by_numpy(model.components_, 0.01, 1e-3)
+    weights = model.stick_weights_[model.topics_in_use_]
+    assert np.all(np.diff(weights) <= 0) and model.stick_weights_.sum() == pytest.approx(1.0)
+    np.testing.assert_allclose(model.doc_topic_prior_, model.alpha_ * model.stick_weights_)
+    assert model.alpha_ > 0 and model.gamma_ > 0 and model.n_docs_seen_ == 120
+    assert model.components_.shape == (T, 30) and np.allclose(model.topic_word_.sum(axis=1), 1.0)
+    assert any(r["heldout_perplexity"] is not None for r in model.trace_)
+    summary = model.topic_summary(5)
+    assert [e["topic"] for e in summary] == model.topics_in_use_.tolist() and len(summary[0]["terms"]) == 5
+    assert len(model.topic_summary(3, all_topics=True)) == T
+
+    model.save(tmp_path / "model")
+    loaded = HDP.load(tmp_path / "model")
+    assert loaded.get_params() == model.get_params()
+    np.testing.assert_array_equal(loaded.components_, model.components_)
+    assert (loaded.alpha_, loaded.gamma_, loaded.n_topics_in_use_) == (model.alpha_, model.gamma_, model.n_topics_in_use_)
+
+    theta = loaded.transform(test).compute()
+    assert theta.shape == (20, T) and np.allclose(theta.sum(axis=1), 1.0)
+    assert np.isfinite(loaded.perplexity(test, client)) and np.isfinite(loaded.score(test, client=client))
+    held = loaded.heldout_likelihood(test, "completion-random", client)
+    assert held.perplexity == pytest.approx(loaded.perplexity(test, client))
+
+
+def test_same_model_on_threads_and_on_the_cluster(stores: tuple[Path, Path], local_cluster: object) -> None:
+    from distributed import Client
+
+    train, _ = stores
+    threads = HDP(truncation=T, batch_size=20, passes=1, seed=2).fit(train)
+    with Client(local_cluster) as connected:  # type: ignore[arg-type]
+        cluster = HDP(truncation=T, batch_size=20, passes=1, seed=2).fit(train, client=connected)
+    np.testing.assert_array_equal(threads.components_, cluster.components_)
+    assert (threads.alpha_, threads.gamma_) == (cluster.alpha_, cluster.gamma_)
+
+
+def test_word_by_word_and_pcvb0_fit(stores: tuple[Path, Path]) -> None:
+    train, _ = stores
+    word = HDP(truncation=T, passes=1, seed=1).fit(train)
+    assert word.model_.info.method == "pcsvb0" and 1 <= word.n_topics_in_use_ <= T
+    batch = HDP(truncation=T, method="pcvb0", passes=3, seed=1).fit(train)
+    assert batch.model_.info.method == "pcvb0" and 1 <= batch.n_topics_in_use_ <= T
+    assert batch.model_.info.family == "hdp"
+
+
+def test_partial_fit_continues_with_new_documents(planted: object) -> None:
+    counts = sp.csr_matrix(planted.counts["default"])  # type: ignore[attr-defined]
+    model = HDP(truncation=T, batch_size=20, seed=4).partial_fit(counts[:40])
+    assert model.n_docs_seen_ == 40
+    first = model.components_.copy()
+    model.partial_fit(counts[40:80])
+    assert model.n_docs_seen_ == 80 and not np.array_equal(first, model.components_)
+    with pytest.raises(InvalidParameterError, match="pcvb0 model is a batch fit"):
+        HDP(method="pcvb0").partial_fit(counts[:10])
+
+
+def test_scvb0_fit_and_load(stores: tuple[Path, Path], tmp_path: Path) -> None:
+    train, test = stores
+    model = LDA(3, method="scvb0", batch_size=20, passes=2, seed=1).fit(train, test=test, )
+    assert model.model_.info.method == "scvb0" and model.components_.shape == (3, 30)
+    np.testing.assert_allclose(model.doc_topic_prior_, 0.1)
+    model.save(tmp_path / "scvb0")
+    loaded = LDA.load(tmp_path / "scvb0")
+    assert loaded.method == "scvb0" and loaded.get_params() == model.get_params()
+    np.testing.assert_array_equal(loaded.components_, model.components_)
+    assert loaded.transform(test).compute().shape == (20, 3)
+    with pytest.raises(InvalidParameterError, match="load it with topicflow.LDA.load"):
+        HDP.load(tmp_path / "scvb0")
