@@ -202,3 +202,22 @@ def test_update_continues_an_hdp_model(truth: object, tmp_path: Path, local_clus
     assert json.loads(result.output)["new_docs"] == 40
     after = load_model(model)
     assert after.version == 2 and after.info.collapsed_state["docs_seen"] == before.info.collapsed_state["docs_seen"] + 40
+
+
+def test_presets_of_bleier_fill_the_options_not_typed(stores: tuple[Path, Path], tmp_path: Path,
+                                                      local_cluster: object) -> None:
+    train, _ = stores
+    address = local_cluster.scheduler_address  # type: ignore[attr-defined]
+    result = run(["fit", str(train), "--model", str(tmp_path / "hdp"), "--preset", "bleier2016", "--truncation",
+                  str(T), "--passes", "1", "--scheduler", address])
+    assert result.exit_code == 0, result.output
+    settings = load_model(tmp_path / "hdp").info.settings
+    # The paper's step sizes and word-by-word schedule from the preset; T and the passes as typed.
+    assert settings["method"] == "pcsvb0" and settings["batch_size"] is None and settings["passes"] == 1
+    assert settings["params"]["truncation"] == T and settings["params"]["hyper_step"]["scale"] == 5.0
+    result = run(["fit", str(train), "--model", str(tmp_path / "scvb0"), "--preset", "bleier2016-scvb0", "--topics",
+                  "3", "--passes", "1", "--batch-size", "20", "--scheduler", address])
+    assert result.exit_code == 0, result.output
+    model = load_model(tmp_path / "scvb0")
+    assert model.info.method == "scvb0" and model.state.n_topics == 3
+    np.testing.assert_allclose(model.state.doc_topic_prior, 0.1)
