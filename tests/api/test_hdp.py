@@ -249,3 +249,29 @@ def test_scvb0_fit_and_load(stores: tuple[Path, Path], tmp_path: Path) -> None:
     assert loaded.transform(test).compute().shape == (20, 3)
     with pytest.raises(InvalidParameterError, match="load it with topicflow.LDA.load"):
         HDP.load(tmp_path / "scvb0")
+
+
+# ----------------------------------------------------------------------------- scikit-learn's checks
+
+#: Small settings: the checks fit dozens of times on tiny matrices of counts.
+CHECKED = HDP(truncation=3, passes=2, batch_size=5)
+
+
+def _sklearn_checks() -> list[object]:
+    from functools import partial
+
+    from sklearn.utils.estimator_checks import estimator_checks_generator
+
+    out = []
+    for estimator, check in estimator_checks_generator(CHECKED, legacy=True, mark="skip"):
+        name = check.func.__name__ if isinstance(check, partial) else check.__name__  # type: ignore[union-attr]
+        if name != "check_array_api_input":  # needs SCIPY_ARRAY_API=1 at import (see test_sklearn_checks.py)
+            out.append(pytest.param(estimator, check, id=name))
+    return out
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize(("estimator", "check"), _sklearn_checks())
+def test_scikit_learn_estimator_checks_pass(estimator: object, check: object) -> None:
+    check(estimator)  # type: ignore[operator]  # each check asserts (raises) on a failure
+    assert estimator.get_params() == CHECKED.get_params()  # type: ignore[attr-defined]
