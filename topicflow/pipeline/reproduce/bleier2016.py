@@ -98,11 +98,11 @@ class BleierSettings:
     pcvb0: bool = True
 
 
-#: ``paper``: sec. 4's settings; ``quick``: a couple of minutes (5 passes, T = 50, SCVB0 at K = 20 and 50,
+#: ``paper``: sec. 4's settings; ``quick``: a couple of minutes (5 passes, T = 100, SCVB0 at K = 20 and 50,
 #: at most 300 scored documents).
 SCALES: dict[str, BleierSettings] = {
     "paper": BleierSettings(),
-    "quick": BleierSettings(passes=5, truncation=50, scvb0_topics=(20, 50), first_pass_points=2,
+    "quick": BleierSettings(passes=5, truncation=100, scvb0_topics=(20, 50), first_pass_points=2,
                             max_test_docs=300),
 }
 
@@ -351,8 +351,8 @@ def fig1_claims(records: Sequence[Mapping[str, Any]], n_train: int, passes: int)
     for name in others:
         claims.append(Claim(
             f"PCSVB0 ends below {name}", "Fig. 1 (the curves' order)",
-            f"{final['PCSVB0']:,.1f} vs {final[name]:,.1f} "
-            f"({100 * (final[name] - final['PCSVB0']) / final[name]:+.1f}% for PCSVB0)",
+            f"PCSVB0 {final['PCSVB0']:,.1f} vs {final[name]:,.1f} "
+            f"(PCSVB0 {100 * (final['PCSVB0'] - final[name]) / final[name]:+.1f}%)",
             bool(final["PCSVB0"] < final[name])))
     in_use = {str(r["algorithm"]): int(r["topics_in_use"]) for r in records if r.get("topics_in_use") is not None}
     claims.append(Claim(
@@ -374,8 +374,9 @@ def fig1_png(records: Sequence[Mapping[str, Any]], *, title: str) -> bytes:
     FigureCanvasAgg(figure)
     axes = figure.add_subplot(1, 1, 1)
     styles = {"PCSVB0": ("C3", "-", "o"), "PCVB0": ("C0", "-", "s")}
-    for i, (name, points) in enumerate(curves(records).items()):
-        color, line, marker = styles.get(name, (f"C{(i % 7) + 1}" if i % 7 + 1 != 3 else "C8", "--", "^"))
+    others = iter(["C2", "C1", "C4", "C5", "C6", "C8", "C9", "C7"] * 4)
+    for name, points in curves(records).items():
+        color, line, marker = styles.get(name) or (next(others), "--", "^")
         x = [p[0] for p in points]
         y = [p[1] for p in points]
         axes.plot(x, y, color=color, linestyle=line, marker=marker, markersize=3, label=name)
@@ -633,8 +634,8 @@ def run_bleier2016(request: ReproduceRequest) -> Reproduction:
     trace = request.out / "trace.jsonl"
     atomic_write_bytes(trace, "".join(json.dumps(r, sort_keys=True) + "\n" for r in records).encode("utf-8"))
     corpus_name = "/".join(str(request.corpora[0].path).rstrip("/").split("/")[-2:])
-    title = (f"{corpus_name}: held-out perplexity (70/30 completion), D = {n_train:,}, n = {n_tokens:,}, "
-             f"{settings.passes} passes, T = {settings.truncation}")
+    title = (f"{corpus_name}: held-out perplexity (70/30 completion)\nD = {n_train:,} documents, n = {n_tokens:,} "
+             f"tokens, {settings.passes} passes, T = {settings.truncation}")
     atomic_write_bytes(request.out / "fig1-perplexity.png", fig1_png(records, title=title))
     claims = fig1_claims(records, n_train, settings.passes)
     used = {"scale": request.scale, **asdict(settings), "split": how, "train_docs": n_train,
