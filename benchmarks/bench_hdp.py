@@ -63,7 +63,7 @@ def load_csr(corpus: Corpus) -> sp.csr_matrix:
 
 
 def held(args: argparse.Namespace, train: Corpus) -> HeldOut:
-    return heldout_set(train, Corpus.open(args.test), max_docs=args.max_test_docs)
+    return heldout_set(train, Corpus.open(args.test))
 
 
 def run_gensim(args: argparse.Namespace, passes: int | None) -> dict[str, Any]:
@@ -164,7 +164,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--tomotopy-iter", type=int, default=1000)
-    parser.add_argument("--max-test-docs", type=int, default=None)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--one", default=None, help="Run one system in this process and print its JSON line.")
     parser.add_argument("--out", type=Path, default=None, help="Append the JSON lines here too.")
@@ -182,8 +181,6 @@ def main(argv: list[str] | None = None) -> int:
                    "--passes", str(args.passes), "--truncation", str(args.truncation), "--batch-size",
                    str(args.batch_size), "--workers", str(args.workers), "--tomotopy-iter", str(args.tomotopy_iter),
                    "--seed", str(args.seed)]
-        if args.max_test_docs is not None:
-            command += ["--max-test-docs", str(args.max_test_docs)]
         try:
             out, wall, peak = measure_process_tree(command, what=system)
             row = {"system": system, **out, "wall_seconds": wall, "peak_mb": peak, **info}

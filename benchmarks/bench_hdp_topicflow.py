@@ -47,7 +47,7 @@ def fit_system(args: argparse.Namespace, system: str) -> dict[str, Any]:
     fit_seconds = time.perf_counter() - started
     state = result.state
     prior = params.alpha_init if method == "scvb0" else state.doc_topic_prior()
-    held = heldout_set(train, Corpus.open(args.test), max_docs=args.max_test_docs)
+    held = heldout_set(train, Corpus.open(args.test))
     perplexity = held.perplexity(state.topic_word_counts() + state.beta, prior)
     return {"topics_in_use": int(state.topics_in_use()), "truncation": int(state.truncation),
             "topics_note": "topics with >= 0.1% of the expected tokens (SCVB0: of its K)",

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
+from topicflow.cli import main
 from topicflow.errors import InvalidParameterError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.tokenizer import TokenizerConfig
@@ -32,7 +34,7 @@ def _jsonl_store(root: Path, name: str, docs: list[list[str]]) -> Corpus:
 
 def test_heldout_split_is_70_30_per_document_and_a_uniform_model_scores_v(store: Path) -> None:
     corpus = Corpus.open(store)
-    train, held, how = bleier2016.split_train_test(corpus, None, None)
+    train, held, how = bleier2016.split_train_test(corpus, None)
     # 80% of 60 documents in shards of 12: the first 4 shards (48 documents) train, the last 12 are held out.
     assert (len(train), held.n_docs) == (48, 12) and "first 48 of 60" in how
     full = np.vstack([corpus.read_block(i).to_csr().toarray() for i in range(corpus.n_shards)])[48:]
@@ -50,14 +52,14 @@ def test_heldout_split_is_70_30_per_document_and_a_uniform_model_scores_v(store:
 def test_a_test_store_is_mapped_onto_the_training_vocabulary(tmp_path: Path) -> None:
     train = _jsonl_store(tmp_path, "train", [["apple", "pear", "fig"] * 4, ["fig", "plum"] * 5])
     test = _jsonl_store(tmp_path, "test", [["plum", "kiwi", "apple", "apple"] * 5])
-    _, held, how = bleier2016.split_train_test(train, test, None)
+    _, held, how = bleier2016.split_train_test(train, test)
     assert held.n_dropped == 5 and held.n_scored + sum(o.n_tokens for o, _ in held.pairs) == 15
     vocab = train.vocabulary()
     both = sum(o.to_csr() + s.to_csr() for o, s in held.pairs).toarray().ravel()
     assert both[vocab.ids_of(["apple"])[0]] == 10 and both[vocab.ids_of(["plum"])[0]] == 5
     assert "test" in how
     with pytest.raises(InvalidParameterError, match="too few to hold out"):
-        bleier2016.split_train_test(test, None, None)
+        bleier2016.split_train_test(test, None)
 
 
 def test_evaluation_points_halve_inside_the_first_pass() -> None:

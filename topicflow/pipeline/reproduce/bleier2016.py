@@ -49,8 +49,8 @@ from topicflow.pipeline.reproduce.registry import Paper, ReproduceRequest, regis
 
 log = logging.getLogger(__name__)
 
-CITATION = ("Bleier (2013/2016). Practical collapsed stochastic variational inference for the HDP "
-            "(PCSVB0; compared with SCVB0 and PCVB0 in Fig. 1). arXiv:1312.0412")
+CITATION = ("Bleier. Practical collapsed stochastic variational inference for the HDP "
+            "(PCSVB0, Algorithm 1; compared with SCVB0 and PCVB0 in Fig. 1)")
 
 #: Seed of the 70/30 split of every held-out document's tokens.
 EVAL_SEED = 0
@@ -58,8 +58,10 @@ EVAL_SEED = 0
 OBSERVED_FRACTION = 0.7
 #: Share of the store that trains when no --test store is given (sec. 4).
 TRAIN_SHARE = 0.8
-#: Per-document fold-in limits of the evaluator (the same for every model and library).
-EVAL_MAX_DOC_ITER, EVAL_DOC_TOL = 200, 1e-4
+#: Per-document fold-in limits of the evaluator, for every model and library: ``topicflow evaluate``'s
+#: defaults, so a point of the trace equals ``heldout_likelihood(model, test, "completion-random",
+#: fraction=0.7, seed=0)`` of that model (and fit_collapsed's held-out scorer).
+EVAL_MAX_DOC_ITER, EVAL_DOC_TOL = 100, 1e-3
 
 
 @dataclass(frozen=True)
@@ -81,8 +83,6 @@ class BleierSettings:
         (Foulds et al. used 1; PCSVB0's Algorithm 1 has none).
     first_pass_points : int
         Extra evaluation points inside the first pass (the rate of convergence is read there).
-    max_test_docs : int or None
-        Cap on the held-out documents scored (None: all).
     pcvb0 : bool
         Run the batch PCVB0 arm.
     """
@@ -94,16 +94,13 @@ class BleierSettings:
     beta: float = 0.01
     scvb0_burn_in: int = 1
     first_pass_points: int = 4
-    max_test_docs: int | None = None
     pcvb0: bool = True
 
 
-#: ``paper``: sec. 4's settings; ``quick``: a couple of minutes (5 passes, T = 100, SCVB0 at K = 20 and 50,
-#: at most 300 scored documents).
+#: ``paper``: sec. 4's settings; ``quick``: a couple of minutes (5 passes, T = 100, SCVB0 at K = 20 and 50).
 SCALES: dict[str, BleierSettings] = {
     "paper": BleierSettings(),
-    "quick": BleierSettings(passes=5, truncation=100, scvb0_topics=(20, 50), first_pass_points=2,
-                            max_test_docs=300),
+    "quick": BleierSettings(passes=5, truncation=100, scvb0_topics=(20, 50), first_pass_points=2),
 }
 
 
@@ -124,15 +121,15 @@ class HeldOut:
         Scored tokens (in the training vocabulary).
     n_dropped : int
         Test tokens whose term the training set never saw (dropped before the split).
-    source : str
-        Where the documents come from, in words.
+    store : Corpus
+        The held-out documents (a store, or a view of some of a store's shards).
     """
 
     pairs: list[tuple[DocBlock, DocBlock]]
     n_docs: int
     n_scored: int
     n_dropped: int
-    source: str
+    store: Corpus
 
     def perplexity(self, topic_word: np.ndarray, doc_topic_prior: np.ndarray | float) -> float:
         """Held-out perplexity of a model given as its topics and its document prior.
@@ -161,20 +158,16 @@ def term_map(train: Corpus, test: Corpus) -> np.ndarray | None:
     return np.array([-1 if i is None else i for i in ids], dtype=np.int64)
 
 
-def heldout_set(train: Corpus, test: Corpus, *, start: int = 0, max_docs: int | None = None,
-                seed: int = EVAL_SEED, fraction: float = OBSERVED_FRACTION) -> HeldOut:
-    """The held-out documents ``test[start:]`` (at most ``max_docs``), mapped and split 70/30.
+def heldout_set(train: Corpus, test: Corpus, *, seed: int = EVAL_SEED,
+                fraction: float = OBSERVED_FRACTION) -> HeldOut:
+    """Every document of ``test``, in the training vocabulary, split 70/30.
 
     Parameters
     ----------
     train : Corpus
         The training store (its vocabulary is the models').
     test : Corpus
-        Where the held-out documents are (may be ``train`` itself with ``start`` > 0).
-    start : int, default 0
-        First held-out document.
-    max_docs : int or None
-        Cap on the documents (None: all).
+        The held-out documents.
     seed : int
         Seed of the token split.
     fraction : float
@@ -186,23 +179,16 @@ def heldout_set(train: Corpus, test: Corpus, *, start: int = 0, max_docs: int | 
     """
     mapping = term_map(train, test)
     n_terms = len(train.vocabulary())
-    stop = len(test) if max_docs is None else min(len(test), start + max_docs)
-    pairs, dropped, n_docs, lo = [], 0, 0, 0
-    for index, shard in enumerate(test.shards):
-        hi = lo + shard.n_docs
-        if hi > start and lo < stop:
-            block = test.read_block(index).slice(max(start, lo) - lo, min(stop, hi) - lo)
-            mapped = block if mapping is None else remap_terms(block, mapping, n_terms)
-            dropped += block.n_tokens - mapped.n_tokens
-            n_docs += mapped.n_docs
-            pairs.append(split_doc_tokens(mapped, seed=seed, fraction=fraction))
-        lo = hi
+    pairs, dropped, n_docs = [], 0, 0
+    for block in test.iter_blocks():
+        mapped = block if mapping is None else remap_terms(block, mapping, n_terms)
+        dropped += block.n_tokens - mapped.n_tokens
+        n_docs += mapped.n_docs
+        pairs.append(split_doc_tokens(mapped, seed=seed, fraction=fraction))
     n_scored = sum(scored.n_tokens for _, scored in pairs)
     if n_docs == 0 or n_scored == 0:
-        raise InvalidParameterError(f"no held-out token to score in {str(test.path)!r} (documents {start}..{stop})",
-                                    path=str(test.path))
-    where = "" if start == 0 else f" (its documents {start}..{stop - 1})"
-    return HeldOut(pairs, n_docs, n_scored, dropped, f"{str(test.path)!r}{where}")
+        raise InvalidParameterError(f"no held-out token to score in {str(test.path)!r}", path=str(test.path))
+    return HeldOut(pairs, n_docs, n_scored, dropped, test)
 
 
 def heldout_perplexity(pairs: Sequence[tuple[DocBlock, DocBlock]], topic_word: np.ndarray,
@@ -443,13 +429,13 @@ def _word_by_word_model(arm: Arm, corpus: Corpus, n_train: int,
         from topicflow.models.lda import scvb0
 
         scvb0_params = scvb0.as_scvb0_params(arm.params)
-        state = scvb0.SCVB0State.initial(scvb0_params, n_terms=n_terms, n_tokens=n_tokens, n_docs=n_train)
-        return state, lambda s, block: scvb0.run_word_by_word(s, block, scvb0_params)
+        lda_state = scvb0.SCVB0State.initial(scvb0_params, n_terms=n_terms, n_tokens=n_tokens, n_docs=n_train)
+        return lda_state, lambda s, block: scvb0.run_word_by_word(s, block, scvb0_params)
     from topicflow.models.hdp import pcsvb0
     from topicflow.models.hdp.state import HDPState
 
-    state = HDPState.initial(arm.params, n_terms=n_terms, n_tokens=n_tokens, n_docs=n_train)
-    return state, lambda s, block: pcsvb0.run_word_by_word(s, block, arm.params)
+    hdp_state = HDPState.initial(arm.params, n_terms=n_terms, n_tokens=n_tokens, n_docs=n_train)
+    return hdp_state, lambda s, block: pcsvb0.run_word_by_word(s, block, arm.params)
 
 
 def word_by_word_arm(train: Corpus, arm: Arm, held: HeldOut, points: Sequence[int], n_train: int,
@@ -504,9 +490,8 @@ def word_by_word_arm(train: Corpus, arm: Arm, held: HeldOut, points: Sequence[in
     return records
 
 
-def pcvb0_arm(train: Corpus, arm: Arm, held: HeldOut, passes: int, client: Any,
-              progress: Any = None) -> list[dict[str, Any]]:
-    """The batch PCVB0 arm (on the cluster, one iteration = one pass), scored after every iteration.
+def pcvb0_arm(train: Corpus, arm: Arm, held: HeldOut, passes: int, client: Any) -> list[dict[str, Any]]:
+    """The batch PCVB0 arm (``fit_collapsed`` on the cluster, one iteration = one pass), scored after each.
 
     Parameters
     ----------
@@ -515,37 +500,38 @@ def pcvb0_arm(train: Corpus, arm: Arm, held: HeldOut, passes: int, client: Any,
     arm : Arm
         Its settings.
     held : HeldOut
-        The held-out documents.
+        The held-out documents (scored by ``fit_collapsed``'s held-out scorer, the same evaluator).
     passes : int
         Iterations.
     client : distributed.Client or None
         Where the partition graph runs.
-    progress : ProgressReporter, optional
 
     Returns
     -------
     list of dict
     """
-    from topicflow.pipeline.collapsed import CollapsedConfig, run_pcvb0
+    from topicflow.pipeline.collapsed import CollapsedConfig, fit_collapsed
 
     records: list[dict[str, Any]] = []
-    clock = {"fit": 0.0, "mark": time.perf_counter()}
 
-    def on_iteration(record: Any, state: Any) -> None:
-        clock["fit"] += time.perf_counter() - clock["mark"]
-        records.append(_record(arm, held, state, int(record.iteration) * len(train), len(train), clock["fit"]))
-        log.info("bleier2016 PCVB0: iteration %d, perplexity %.1f", record.iteration, records[-1]["perplexity"])
-        clock["mark"] = time.perf_counter()
+    def on_record(record: dict[str, Any]) -> None:
+        if record.get("heldout_perplexity") is None:
+            return
+        docs = int(record.get("iteration", record.get("pass", len(records) + 1))) * len(train)
+        records.append({"algorithm": arm.name, "method": arm.method, "docs_seen": docs, "passes": docs / len(train),
+                        "perplexity": float(record["heldout_perplexity"]),
+                        "topics_in_use": int(record["topics_in_use"]), "alpha": float(record["alpha"]),
+                        "gamma": float(record["gamma"]), "fit_seconds": float(record.get("seconds", 0.0)),
+                        "eval_seconds": None})
+        log.info("bleier2016 PCVB0: %d documents seen, perplexity %.1f", docs, records[-1]["perplexity"])
 
-    config = CollapsedConfig(method="pcvb0", params=arm.params, passes=passes)
-    kwargs: dict[str, Any] = {"client": client, "on_iteration": on_iteration}
-    if progress is not None:
-        kwargs["progress"] = progress
-    run_pcvb0(train, config, **kwargs)
+    config = CollapsedConfig(method="pcvb0", params=arm.params, passes=passes,
+                             extra={"heldout_seed": EVAL_SEED})
+    fit_collapsed(train, config, client=client, test=held.store, on_record=on_record)
     return records
 
 
-def split_train_test(corpus: Corpus, test: Corpus | None, max_test_docs: int | None) -> tuple[Corpus, HeldOut, str]:
+def split_train_test(corpus: Corpus, test: Corpus | None) -> tuple[Corpus, HeldOut, str]:
     """The training documents and the held-out set (sec. 4: 80% of the documents train).
 
     Without a test store, the store's last shards holding about 20% of its documents are held out
@@ -557,8 +543,6 @@ def split_train_test(corpus: Corpus, test: Corpus | None, max_test_docs: int | N
         ``--corpus``.
     test : Corpus or None
         ``--test``.
-    max_test_docs : int or None
-        Cap on the scored documents.
 
     Returns
     -------
@@ -576,7 +560,7 @@ def split_train_test(corpus: Corpus, test: Corpus | None, max_test_docs: int | N
         raise InvalidParameterError(f"bleier2016 needs a monolingual store; {str(corpus.path)!r} has "
                                     f"{', '.join(corpus.languages)}", path=str(corpus.path))
     if test is not None:
-        held = heldout_set(corpus, test, max_docs=max_test_docs)
+        held = heldout_set(corpus, test)
         return corpus, held, f"every document of {str(corpus.path)!r} trains; {held.n_docs} of {str(test.path)!r} test"
     sizes = np.cumsum([shard.n_docs for shard in corpus.shards])
     n_shards = int(np.searchsorted(sizes, TRAIN_SHARE * sizes[-1])) + 1 if len(sizes) else 0
@@ -585,7 +569,7 @@ def split_train_test(corpus: Corpus, test: Corpus | None, max_test_docs: int | N
             f"store {str(corpus.path)!r} has {len(sizes)} shard(s), too few to hold out 20% of its documents; give "
             "--test STORE, or ingest with a smaller --shard-size", path=str(corpus.path))
     train = Corpus(corpus.path, replace(corpus.manifest, shards=corpus.shards[:n_shards]))
-    held = heldout_set(train, corpus, start=len(train), max_docs=max_test_docs)
+    held = heldout_set(train, Corpus(corpus.path, replace(corpus.manifest, shards=corpus.shards[n_shards:])))
     return train, held, (f"the first {len(train)} of {len(corpus)} documents of {str(corpus.path)!r} train; "
                          f"{held.n_docs} of the rest test")
 
@@ -611,7 +595,7 @@ def run_bleier2016(request: ReproduceRequest) -> Reproduction:
         raise InvalidParameterError(f"bleier2016 takes one --corpus store (and optionally --test); got "
                                     f"{len(request.corpora)}")
     settings = SCALES[request.scale]
-    train, held, how = split_train_test(request.corpora[0], request.test, settings.max_test_docs)
+    train, held, how = split_train_test(request.corpora[0], request.test)
     n_train, n_tokens = len(train), train.n_tokens
     arms = paper_arms(settings, request.seed)
     points = evaluation_points(n_train, settings.passes, settings.first_pass_points)
