@@ -62,6 +62,27 @@ def test_a_test_store_is_mapped_onto_the_training_vocabulary(tmp_path: Path) -> 
         bleier2016.split_train_test(test, None)
 
 
+def test_the_evaluator_is_topicflow_evaluates_completion_random_at_70_percent(tmp_path: Path) -> None:
+    from topicflow.io.models.info import ModelInfo
+    from topicflow.io.models.store import SavedModel
+    from topicflow.models.lda.state import LDAState
+    from topicflow.pipeline.evaluation import heldout_likelihood
+
+    train = _jsonl_store(tmp_path, "train", [["apple", "pear", "fig", "plum"][i % 3:] * 5 for i in range(12)])
+    test = _jsonl_store(tmp_path, "test", [["plum", "kiwi", "apple", "fig", "fig"][i % 2:] * 4 for i in range(15)])
+    _, held, _ = bleier2016.split_train_test(train, test)
+    rng = np.random.default_rng(1)
+    topic_word = rng.gamma(1.0, 1.0, size=(3, len(train.vocabulary())))
+    prior = np.array([0.5, 0.2, 0.05])
+    model = SavedModel(LDAState(topic_word_var={"default": topic_word}, doc_topic_prior=prior,
+                                topic_word_prior={"default": 0.01}),
+                       {"default": train.vocabulary()}, ModelInfo(kind="test"))
+    theirs = heldout_likelihood(model, test, "completion-random", fraction=0.7, seed=0)
+    # heldout_likelihood scores the posterior mean of lambda: the same rows normalized.
+    assert held.perplexity(topic_word, prior) == pytest.approx(float(theirs.perplexity), rel=1e-12)
+    assert held.n_scored == int(theirs.n_tokens)
+
+
 def test_evaluation_points_halve_inside_the_first_pass() -> None:
     assert bleier2016.evaluation_points(1800, 3, 4) == [112, 225, 450, 900, 1800, 3600, 5400]
     assert bleier2016.evaluation_points(10, 2, 0) == [10, 20]

@@ -517,7 +517,7 @@ def pcvb0_arm(train: Corpus, arm: Arm, held: HeldOut, passes: int, client: Any) 
     def on_record(record: dict[str, Any]) -> None:
         if record.get("heldout_perplexity") is None:
             return
-        docs = int(record.get("iteration", record.get("pass", len(records) + 1))) * len(train)
+        docs = int(record["docs_seen"])
         records.append({"algorithm": arm.name, "method": arm.method, "docs_seen": docs, "passes": docs / len(train),
                         "perplexity": float(record["heldout_perplexity"]),
                         "topics_in_use": int(record["topics_in_use"]), "alpha": float(record["alpha"]),
