@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import topicflow.pipeline.collapsed  # (registers the "hdp" and "scvb0" continuations)
 import topicflow.pipeline.streaming  # noqa: F401  (registers the "sgs" and "dsgs" continuations)
 from topicflow.errors import InvalidParameterError
 from topicflow.io.corpus.reader import Corpus

@@ -13,9 +13,11 @@ driver killed at any moment leaves a complete checkpoint behind.
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
+
+import numpy as np
 
 from topicflow.errors import InvalidParameterError, ModelFormatError, ModelNotFoundError
 from topicflow.io._atomic import atomic_write_json, read_json
@@ -44,12 +46,16 @@ class Checkpoint:
         Records of the iterations or minibatches done so far.
     fingerprint : dict
         Settings and corpus identity the checkpoint was written for.
+    sampler_state : dict of str to ndarray
+        The exact state of a method whose model is more than ``state`` (the collapsed variational
+        methods keep their expected counts here, as a saved model does); empty for the others.
     """
 
     state: LDAState
     position: dict[str, Any]
     trace: list[dict[str, Any]]
     fingerprint: dict[str, Any]
+    sampler_state: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def write_checkpoint(
@@ -63,7 +69,8 @@ def write_checkpoint(
     info = ModelInfo(kind="checkpoint", extra={"checkpoint": {
         "position": checkpoint.position, "trace": checkpoint.trace, "fingerprint": checkpoint.fingerprint,
     }})
-    save_model(path / slot, SavedModel(checkpoint.state, dict(vocabularies), info))
+    save_model(path / slot, SavedModel(checkpoint.state, dict(vocabularies), info,
+                                       sampler_state=dict(checkpoint.sampler_state)))
     atomic_write_json(path / "latest.json", {"slot": slot, "position": checkpoint.position})
 
 
@@ -124,7 +131,8 @@ def read_checkpoint(path: Path, fingerprint: Mapping[str, Any]) -> Checkpoint | 
             "same store and settings to resume, or drop --resume (the checkpoint is then overwritten).",
             path=str(path),
         )
-    return Checkpoint(saved.state, dict(payload["position"]), list(payload["trace"]), dict(payload["fingerprint"]))
+    return Checkpoint(saved.state, dict(payload["position"]), list(payload["trace"]), dict(payload["fingerprint"]),
+                      dict(saved.sampler_state))
 
 
 def damaged_checkpoint(path: Path, field: str, problem: str) -> ModelFormatError:

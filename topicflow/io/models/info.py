@@ -27,6 +27,8 @@ _FIELD_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "online": ((dict, type(None)), "an object or null"), "summary": ((list,), "a list"),
     "unknown_seed_words": ((dict,), "an object"), "sgs_state": ((dict, type(None)), "an object or null"),
     "position": ((dict, type(None)), "an object or null"),
+    "collapsed_state": ((dict, type(None)), "an object or null"),
+    "topics_in_use": ((int, type(None)), "an integer or null"),
 }
 
 
@@ -36,12 +38,14 @@ class ModelInfo:
 
     Attributes
     ----------
-    family : {"lda"}
+    family : {"lda", "hdp"}
         The model family (docs/architecture.md); selects how the model is continued and read.
     kind : str
-        ``"vb_lda"`` for variational models, ``"stream"`` for a streaming sampler's model.
+        ``"vb_lda"`` for variational models, ``"stream"`` for a streaming sampler's model, ``"hdp"``
+        for the collapsed HDP methods, ``"scvb0"`` for SCVB0's LDA models.
     method : str or None
-        ``"batch"`` or ``"online"`` for variational models.
+        ``"batch"`` or ``"online"`` for variational models; ``"pcsvb0"`` or ``"pcvb0"`` (hdp),
+        ``"scvb0"``.
     algorithm : str or None
         The streaming algorithm (``topicflow stream --algo``) of a streamed model.
     settings : dict
@@ -62,6 +66,12 @@ class ModelInfo:
         SGS and DSGS models: the sampler state's scalars (its arrays are the model's sampler state).
     position : dict or None
         SGS and DSGS models: documents, minibatches and tokens seen.
+    collapsed_state : dict or None
+        Collapsed variational models (hdp, scvb0): the scalars of their state (alpha, gamma, beta, the
+        training totals n and D, the step-size counters, documents and tokens seen); the arrays are
+        the model's sampler state.
+    topics_in_use : int or None
+        HDP models: topics holding at least the recorded share of the expected tokens (never T).
     extra : dict
         Every other key of ``model.json``, kept as read and written back unchanged.
     """
@@ -79,6 +89,8 @@ class ModelInfo:
     unknown_seed_words: dict[str, Any] = field(default_factory=dict)
     sgs_state: dict[str, Any] | None = None
     position: dict[str, Any] | None = None
+    collapsed_state: dict[str, Any] | None = None
+    topics_in_use: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

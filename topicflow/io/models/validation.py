@@ -11,7 +11,8 @@ Glossary (see :mod:`topicflow.models.lda.state`):
     doc_topic_prior (alpha, (n_topics,)): must be finite and > 0
     topic_word_prior (eta, per language: a number or (n_topics, n_terms)): must be finite and > 0
     sampler_state: a streaming sampler's exact state (SGS: term_topic_counts (n_terms, n_topics) and
-        topic_counts (n_topics,), finite and >= 0)
+        topic_counts (n_topics,); the collapsed variational methods: topic_word (n_topics, n_terms),
+        topic_totals (n_topics,) and tables (n_topics,); all finite and >= 0)
 """
 from __future__ import annotations
 
@@ -28,6 +29,9 @@ Problem = tuple[str, str]
 _SAMPLER_SHAPES = {
     "term_topic_counts": lambda n_terms, n_topics: (n_terms, n_topics),
     "topic_counts": lambda n_terms, n_topics: (n_topics,),
+    "topic_word": lambda n_terms, n_topics: (n_topics, n_terms),
+    "topic_totals": lambda n_terms, n_topics: (n_topics,),
+    "tables": lambda n_terms, n_topics: (n_topics,),
 }
 
 
