@@ -222,13 +222,17 @@ def test_same_model_on_threads_and_on_the_cluster(stores: tuple[Path, Path], loc
     assert (threads.alpha_, threads.gamma_) == (cluster.alpha_, cluster.gamma_)
 
 
-def test_word_by_word_and_pcvb0_fit(stores: tuple[Path, Path]) -> None:
+def test_word_by_word_and_pcvb0_fit(stores: tuple[Path, Path], tmp_path: Path) -> None:
     train, _ = stores
     word = HDP(truncation=T, passes=1, seed=1).fit(train)
     assert word.model_.info.method == "pcsvb0" and 1 <= word.n_topics_in_use_ <= T
     batch = HDP(truncation=T, method="pcvb0", passes=3, seed=1).fit(train)
     assert batch.model_.info.method == "pcvb0" and 1 <= batch.n_topics_in_use_ <= T
     assert batch.model_.info.family == "hdp"
+    batch.save(tmp_path / "pcvb0")
+    with pytest.raises(InvalidParameterError, match="'hdp' family; load it with topicflow.HDP.load"):
+        LDA.load(tmp_path / "pcvb0")
+    assert HDP.load(tmp_path / "pcvb0").get_params() == batch.get_params()
 
 
 def test_partial_fit_continues_with_new_documents(planted: object) -> None:
