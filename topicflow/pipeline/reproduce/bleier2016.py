@@ -193,7 +193,7 @@ def heldout_set(train: Corpus, test: Corpus, *, seed: int = EVAL_SEED,
 
 def heldout_perplexity(pairs: Sequence[tuple[DocBlock, DocBlock]], topic_word: np.ndarray,
                        doc_topic_prior: np.ndarray | float) -> float:
-    """exp(-log likelihood per scored token) of the common document-completion evaluator.
+    """Return exp(-log likelihood per scored token) of the common document-completion evaluator.
 
     Parameters
     ----------
@@ -386,7 +386,7 @@ def fig1_png(records: Sequence[Mapping[str, Any]], *, title: str) -> bytes:
 
 
 def evaluation_points(n_train: int, passes: int, first_pass_points: int) -> list[int]:
-    """Documents seen at which the held-out set is scored: inside the first pass, then after every pass.
+    """List the documents seen at which the held-out set is scored: inside the first pass, then after each.
 
     Parameters
     ----------
