@@ -2,7 +2,9 @@
 
 A saved model is continued night after night by the driver of the method that made it: online VB
 for variational models (:mod:`topicflow.pipeline.vb.nightly`), the streaming-Gibbs runs for SGS and
-DSGS models (:mod:`topicflow.pipeline.streaming.sgs_runs`). Each of those modules registers a
+DSGS models (:mod:`topicflow.pipeline.streaming.sgs_runs`), the collapsed stochastic methods for the
+HDP family's pcsvb0 models and SCVB0's LDA models (kinds ``hdp`` and ``scvb0``,
+:mod:`topicflow.pipeline.collapsed.nightly`). Each of those modules registers a
 :class:`Continuer` here under the key :func:`continuation_key` gives its models, as xarray's backends
 register themselves; :mod:`topicflow.pipeline.update` imports them and looks the key up, so a new
 model family adds one module and one import line, never a branch.
@@ -85,6 +87,6 @@ def continuation_key(info: ModelInfo) -> str:
     Returns
     -------
     str
-        ``"vb_lda"``, or ``info["algorithm"]`` for ``kind == "stream"``.
+        ``"vb_lda"``, ``"hdp"``, ``"scvb0"``, or ``info["algorithm"]`` for ``kind == "stream"``.
     """
     return str(info.algorithm) if info.kind == "stream" and info.algorithm else info.kind

@@ -27,7 +27,7 @@ from topicflow.models.hdp.pcvb0 import (
 from topicflow.tasks.reduce import tree_reduce
 
 #: Bytes of q a task holds at a time (one slice of documents).
-SLICE_BYTES = 32 * 2**20
+SLICE_BYTES = 8 * 2**20
 
 
 def slice_rows_for(truncation: int, dtype: str, slice_bytes: int = SLICE_BYTES) -> int:
@@ -69,8 +69,10 @@ def doc_slices(block: DocBlock, clumping: bool, max_rows: int) -> Iterator[tuple
         d = stop
 
 
-def _merged(parts: list[PCVB0Stats], truncation: int) -> PCVB0Stats:
-    return PCVB0Stats.merge_all(parts) if parts else PCVB0Stats.zeros(truncation)
+def _add(total: PCVB0Stats | None, part: PCVB0Stats) -> PCVB0Stats:
+    # A running left fold (the bits of merge_all over the slices), so that a task holds one slice's
+    # statistics at a time rather than a list of them.
+    return part if total is None else total.merge(part)
 
 
 def start_task(block: DocBlock, truncation: int, seed: int, clumping: bool, dtype: str, alpha: float,
@@ -95,18 +97,19 @@ def start_task(block: DocBlock, truncation: int, seed: int, clumping: bool, dtyp
     """
     rows = int(unit_layout(block, clumping)[0][-1])
     writer = create_q(scratch, -1, shard_id, rows, truncation, dtype)
-    parts = []
+    total = None
     try:
         for d0, d1, r0, _ in doc_slices(block, clumping, slice_rows):
             sub = block.slice(d0, d1)
             q = initial_q(sub, truncation, seed=seed, clumping=clumping, dtype=dtype, weights=weights)
             writer.write(r0, q)
-            parts.append(block_statistics(sub, q, alpha=alpha, clumping=clumping))
+            total = _add(total, block_statistics(sub, q, alpha=alpha, clumping=clumping))
+            del q
         writer.commit()
     except BaseException:
         writer.abort()
         raise
-    return _merged(parts, truncation)
+    return total if total is not None else PCVB0Stats.zeros(truncation)
 
 
 def sweep_task(block: DocBlock, view: PCVB0View, clumping: bool, dtype: str, scratch: str, shard_id: str,
@@ -130,17 +133,18 @@ def sweep_task(block: DocBlock, view: PCVB0View, clumping: bool, dtype: str, scr
     rows = int(unit_layout(block, clumping)[0][-1])
     old = open_q(scratch, iteration - 1, shard_id, n_rows=rows, truncation=T)
     writer = create_q(scratch, iteration, shard_id, rows, T, dtype)
-    parts = []
+    total = None
     try:
         for d0, d1, r0, r1 in doc_slices(block, clumping, slice_rows):
             q = np.ascontiguousarray(old[r0:r1], dtype=dtype)
-            parts.append(sweep_block(view, block.slice(d0, d1), q, clumping=clumping))
+            total = _add(total, sweep_block(view, block.slice(d0, d1), q, clumping=clumping))
             writer.write(r0, q)
+            del q
         writer.commit()
     except BaseException:
         writer.abort()
         raise
-    return _merged(parts, T)
+    return total if total is not None else PCVB0Stats.zeros(T)
 
 
 def merge_stats(*parts: PCVB0Stats) -> PCVB0Stats:

@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 from tests.reference.pcvb0 import ReferencePCVB0
-from topicflow.errors import InvalidParameterError
+from topicflow.errors import InvalidParameterError, ModelFormatError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.metrics.recovery import match_topics
 from topicflow.models.common.blocks import block_from_csr
@@ -94,6 +94,16 @@ def test_same_model_for_one_two_four_shards(stores: dict[int, Path], client: obj
         assert state.gamma == pytest.approx(states[0].gamma, rel=1e-9)
 
 
+def test_bit_identical_on_any_scheduler(stores: dict[int, Path], client: object, tmp_path: Path) -> None:
+    """The reduction tree and each shard's work depend only on the data: threads and a cluster agree bit for bit."""
+    threaded = run_pcvb0(Corpus.open(stores[10]), config(3, clumping=True), scratch_dir=str(tmp_path)).state
+    state = run_pcvb0(Corpus.open(stores[10]), config(3, clumping=True), client=client,
+                      scratch_dir=str(tmp_path)).state
+    np.testing.assert_array_equal(state.topic_word_counts(), threaded.topic_word_counts())
+    np.testing.assert_array_equal(state.tables, threaded.tables)
+    assert (state.alpha, state.gamma) == (threaded.alpha, threaded.gamma)
+
+
 def test_slices_of_a_shard_do_not_change_the_result(tmp_path: Path) -> None:
     block = block_from_csr(small_counts())
     assert [s[:2] for s in doc_slices(block, False, 1)][:3] == [(0, 1), (1, 2), (2, 3)]
@@ -162,6 +172,14 @@ def test_bad_input_is_refused(stores: dict[int, Path], tmp_path: Path) -> None:
         run_pcvb0(corpus, config(1), q_dtype="float16")
     with pytest.raises(InvalidParameterError, match="q_start"):
         run_pcvb0(corpus, config(1), q_start="uniform")
+    other = tmp_path / "other-checkpoint"
+    other.mkdir()
+    (other / "latest.json").write_text('{"slot": "a"}')
+    with pytest.raises(InvalidParameterError, match="not a PCVB0 checkpoint"):
+        run_pcvb0(corpus, config(1), checkpoint=CheckpointPolicy(other, resume=True))
+    (other / "latest.json").write_text('{"iteration": 3}')
+    with pytest.raises(ModelFormatError, match="damaged"):
+        run_pcvb0(corpus, config(1), checkpoint=CheckpointPolicy(other, resume=True))
     counts = small_counts()
     two = write_test_store(tmp_path / "two.zarr", {"en": counts, "de": counts}, shard_size=20)
     with pytest.raises(InvalidParameterError, match="one language"):

@@ -10,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.pipeline.collapsed.helpers import PARAMS, assert_same_state, config, planted_store
+from tests.pipeline.collapsed.helpers import (
+    PARAMS,
+    assert_same_state,
+    config,
+    planted_store,
+)
 from topicflow.errors import InvalidParameterError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.pipeline.collapsed import CollapsedConfig, fit_collapsed

@@ -8,12 +8,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.pipeline.collapsed.helpers import PARAMS, assert_same_state, config, planted_store
+from tests.pipeline.collapsed.helpers import (
+    PARAMS,
+    assert_same_state,
+    config,
+    planted_store,
+)
 from topicflow.cli.model import format_topics
 from topicflow.errors import ModelFormatError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.store import load_model, save_model, version_path
-from topicflow.metrics.heldout import HeldoutStats, completion_doc_log_likelihood, split_doc_tokens
+from topicflow.metrics.heldout import (
+    HeldoutStats,
+    completion_doc_log_likelihood,
+    split_doc_tokens,
+)
 from topicflow.models.lda.scvb0 import SCVB0State
 from topicflow.models.lda.vb.params import VBParams
 from topicflow.pipeline.collapsed import (

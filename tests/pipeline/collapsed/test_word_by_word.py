@@ -86,3 +86,17 @@ def test_feeds_are_cut_at_evaluation_points() -> None:
     assert list(split_at_points(pieces, 0, 0)) == [pieces]
     assert list(split_at_points(pieces, 10, 25)) == [[(0, 0, 15)], [(0, 15, 30), (1, 0, 10)], [(1, 10, 34)]]
     assert list(split_at_points([(2, 0, 10)], 5, 5)) == [[(2, 0, 5)], [(2, 5, 10)]]
+
+
+def test_a_stream_in_the_minibatch_form_takes_each_block_as_one_minibatch(store: Path) -> None:
+    corpus = Corpus.open(store)
+    cfg = config(batch_size=32, passes=1)
+    stream = WordStream(cfg, initial(corpus, cfg))
+    reference = initial(corpus, cfg)
+    for shard in range(corpus.n_shards):
+        block = corpus.read_block(shard)
+        stream.feed(block)
+        pcsvb0.apply_minibatch(reference, pcsvb0.local_minibatch(pcsvb0.global_view(reference), block, cfg.params),
+                               cfg.params)
+    assert_same_state(stream.snapshot(), reference)
+    stream.close()

@@ -284,7 +284,8 @@ def summary_of(info: ModelInfo) -> dict[str, Any]:
     summary: dict[str, Any] = {}
     for key, value in (("method", info.method), ("store", corpus.get("path")),
                        ("n_docs", corpus.get("n_docs")), ("n_tokens", corpus.get("n_tokens")),
-                       ("converged", info.converged if info.kind == "vb_lda" else None)):
+                       ("converged", info.converged if info.kind == "vb_lda" else None),
+                       ("topics_in_use", info.topics_in_use)):
         if value is not None:
             summary[key] = value
     if info.trace:

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import zarr
 
-from topicflow.errors import ModelFormatError
+from topicflow.errors import InvalidParameterError, ModelFormatError
 from topicflow.io._atomic import atomic_write_bytes, atomic_write_json, read_json
 from topicflow.io.outputs.gamma_scratch import scratch_directory
 
@@ -229,13 +229,23 @@ def read_checkpoint_state(directory: str | Path) -> tuple[int, dict[str, np.ndar
     ModelFormatError
         ``latest.json`` names files that are missing or unreadable; the message says to delete the
         checkpoint.
+    InvalidParameterError
+        The directory holds another kind of checkpoint.
     """
     directory = Path(directory)
     latest = directory / "latest.json"
     if not latest.exists():
         return None
     try:
-        iteration = int(read_json(latest)["iteration"])
+        payload = read_json(latest)
+    except (OSError, ValueError) as exc:
+        raise ModelFormatError(f"the PCVB0 checkpoint {str(directory)!r} is damaged ({exc}); delete it and fit "
+                               "again.", path=str(directory)) from exc
+    if not isinstance(payload, dict) or "iteration" not in payload:
+        raise InvalidParameterError(f"{str(directory)!r} is not a PCVB0 checkpoint; pass another checkpoint path "
+                                    "or delete it.", path=str(directory))
+    try:
+        iteration = int(payload["iteration"])
         with np.load(directory / f"state-{iteration}.npz", allow_pickle=False) as data:
             arrays = {name: np.array(data[name]) for name in data.files}
         record = read_json(directory / f"state-{iteration}.json")

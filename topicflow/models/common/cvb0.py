@@ -133,7 +133,7 @@ def random_doc_start_rows(seed: int, first_doc: int, lengths: IntArray, out: Flo
     first_doc : int
         Global index of the first row's document.
     lengths : ndarray of shape (n_docs,), int64
-        n_d.
+        The documents' lengths n_d.
     out : ndarray of shape (n_docs, T), float64
         Written.
     """
@@ -274,24 +274,24 @@ def word_by_word_doc(cols: IntArray, counts: np.ndarray, length: float, doc_topi
     counts : ndarray of shape (n_entries,)
         The terms' counts.
     length : float
-        n_d.
+        The document's length n_d.
     doc_topic : ndarray of shape (T,)
-        n_dk at the start; updated in place (eq. 8).
+        The document's n_dk at the start; updated in place (eq. 8).
     prior : ndarray of shape (T,)
-        alpha * pi (HDP) or alpha (SCVB0).
+        The document prior: alpha * pi (HDP) or alpha (SCVB0).
     work : ndarray of shape (n_cols, T)
         The lazy-scaled n_kw / scale of the block's terms, one contiguous row per term (the working copy
         :class:`WordByWordBlock` gathers from and scatters back to ``topic_word``); updated (eq. 9).
     topic_totals : ndarray of shape (T,)
-        n_k. / scale, updated.
+        The lazy-scaled n_k. / scale, updated.
     topic_word : ndarray of shape (T, V)
         The full lazy-scaled n_kw; only touched when the scale is folded.
     scale : float
     beta : float
     n_total : float
-        n, the training tokens.
+        The training tokens n.
     t_global : int
-        rho^c's counter at the document's first final-pass token.
+        The counter of rho^c at the document's first final-pass token.
     global_step, doc_step : ndarray of shape (3,)
         (s, tau, kappa) of rho^c and rho^d.
     burn_in : int
@@ -492,7 +492,7 @@ def run_block_word_by_word(state: LazyTopicWord, block: DocBlock, *, topic_word_
         ``tokens_seen`` are updated.
     block : DocBlock
     topic_word_step, doc_step : PowerStep
-        rho^c (global token counter) and rho^d (token within the document).
+        The steps rho^c (global token counter) and rho^d (token within the document).
     burn_in : int
     doc_start : {"random", "zero"}
         The start of n_dk when ``doc_topic`` is None.
@@ -712,10 +712,9 @@ def make_global_view(topic_word_counts: FloatArray, topic_sums: FloatArray, beta
     Parameters
     ----------
     topic_word_counts : ndarray of shape (T, V)
-        n_kw (or n_kw / scale, with ``topic_sums`` on the same scale: only the ratio matters once
-        ``beta`` is scaled too, so callers pass the true counts).
+        The expected counts n_kw (true counts, scale folded in).
     topic_sums : ndarray of shape (T,)
-        n_k.
+        Their row sums n_k..
     beta : float
     doc_prior : ndarray of shape (T,)
     alpha : float
@@ -754,7 +753,7 @@ def local_minibatch(view: GlobalView, block: DocBlock, *, doc_step: PowerStep, b
     view : GlobalView
     block : DocBlock
     doc_step : PowerStep
-        rho^d, indexed per token within each document.
+        The step rho^d, indexed per token within each document.
     burn_in : int
         Passes over each document that update only n_dk before the accumulating pass.
     doc_start : {"random", "zero"}
@@ -797,21 +796,21 @@ def local_minibatch(view: GlobalView, block: DocBlock, *, doc_step: PowerStep, b
 
 def blend_topic_word(topic_word: FloatArray, topic_totals: FloatArray, scale: float, stats: CVB0Stats,
                      n_total: float, rho: float) -> float:
-    """n_kw <- (1 - rho) n_kw + rho (n / |M|) sum q on the lazy scale, in place; returns the new scale.
+    """Blend n_kw <- (1 - rho) n_kw + rho (n / |M|) sum q on the lazy scale, in place; return the new scale.
 
     Parameters
     ----------
     topic_word : ndarray of shape (T, V)
-        n_kw / scale (updated in place).
+        The lazy-scaled n_kw / scale (updated in place).
     topic_totals : ndarray of shape (T,)
-        n_k. / scale (updated in place).
+        The lazy-scaled n_k. / scale (updated in place).
     scale : float
     stats : CVB0Stats
         The merged minibatch statistics (|M| = ``stats.n_tokens`` > 0).
     n_total : float
-        n.
+        The training tokens n.
     rho : float
-        rho^c of this minibatch.
+        The step rho^c of this minibatch.
 
     Returns
     -------

@@ -26,9 +26,16 @@ Decisions (the paper leaves them open; docs/hdp.md lists them):
   as spec P4); sticks re-sorted by a (implicitly: :func:`~topicflow.models.hdp.sticks.stick_order`);
   gamma by eq. 6 from (u, v) of the new tables with the old gamma in v; alpha by eq. 12 at the old alpha,
   floored at ``alpha_floor`` (spec P11). E[1(n_dk >= 1)] is from the document's final pass (spec P8, P9).
+- An empty document has E[1(n_dk >= 1)] = 0 (its tables step decays a toward 0, as eq. 10 says) and
+  eq. 12, 0/0 there, is skipped; counters still advance.
 - ``learn_tables=False`` (keyword of the run functions) freezes the tables: with ``learn_alpha`` and
   ``learn_gamma`` off too, the prior alpha * pi never changes, which is rho^h = 0 (spec 1.9) and makes
   PCSVB0 exactly SCVB0 with the prior alpha * pi.
+- Findings on generated data (tests/models/hdp/test_pcsvb0_recovery.py): with Algorithm 1's literal
+  settings (burn_in = 0 and a random n_dk start) small corpora end with many duplicated topics and
+  inflated table counts; ``burn_in = 1`` and ``doc_start = "zero"`` recover planted topics with about
+  the planted number in use. alpha and gamma then still come out high (E[1(n_dk >= 1)] counts the
+  duplicates), while fed with exact table statistics the same updates recover them.
 - Minibatch form: n_kw <- (1 - rho^c) n_kw + rho^c (n / |M|) sum_{tokens of M} q (Foulds eqs. 9-10);
   tables blended with ``batch_docs`` = the minibatch's documents; alpha <- (1 - rho^h) alpha + rho^h *
   (sum of the minibatch's tables) / (sum of its psi(n_d + alpha) - psi(alpha)) (eq. 12 over the

@@ -348,8 +348,12 @@ def prior_start_weights(params: HDPParams) -> FloatArray:
     With no tables every stick has ``u = 1, v = gamma_init``, so ``pi_bar = 1 / (1 + gamma_init)`` for every
     stick but the last (``pi_bar_T = 1``) and the weights decay geometrically. The driver's default start ("prior") draws
     q around them, so that a fit starts with a few topics and adds more as the data asks, instead of
-    spreading every token evenly over all T topics ("flat"), which the table statistics then keep alive
-    (docs/hdp.md: measured on planted data).
+    spreading every token evenly over all T topics ("flat"), which the table statistics then keep alive.
+    Measured on 400 planted documents with K = 10 topics, 40 iterations, three seeds: with T = 100 the
+    "prior" start leaves 16-17 topics above 1% of the tokens (the ten largest hold 0.81-0.85) and
+    matches the planted topics at mean Hellinger distance 0.10-0.11; the "flat" start leaves 42-46
+    (0.28-0.30) at 0.26-0.27, with alpha and gamma driven up to about 7.5 and 17. With T = 30 both
+    starts recover the topics but "flat" keeps 26-28 topics above 1%.
 
     Parameters
     ----------
@@ -420,6 +424,7 @@ def _sweep(unit_indptr, terms, cols, counts, q, term_topic, totals, prior, alpha
     dw = np.zeros(T)  # changes of n_kw by the document's earlier copies of the current term
     p = np.zeros(T)
     log_miss = np.zeros(T)
+    inv_totals = 1.0 / (totals + v_beta)
     loglik = 0.0
     change = 0.0
     for d in range(unit_indptr.shape[0] - 1):
@@ -469,7 +474,7 @@ def _sweep(unit_indptr, terms, cols, counts, q, term_topic, totals, prior, alpha
             w = terms[j]
             s = 0.0
             for k in range(T):
-                s += (ndk[k] + prior[k]) * (term_topic[w, k] + beta) / (totals[k] + v_beta)
+                s += (ndk[k] + prior[k]) * (term_topic[w, k] + beta) * inv_totals[k]
             loglik += counts[j] * np.log(s / norm)
     scalars[0] += loglik
     scalars[1] += change

@@ -266,7 +266,7 @@ def global_view(state: HDPState, terms: np.ndarray | None = None) -> GlobalView:
 
 def local_minibatch(view: GlobalView, block: DocBlock, params: SCVB0Params | HDPParams, *,
                     doc_topic: FloatArray | None = None) -> CVB0Stats:
-    """Foulds et al.'s local step on one partition of a minibatch (N^phi, N^Z fixed).
+    """Run Foulds et al.'s local step on one partition of a minibatch (N^phi, N^Z fixed).
 
     Parameters
     ----------

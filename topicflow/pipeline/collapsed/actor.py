@@ -120,7 +120,10 @@ class CollapsedActor:
         return self.summary()
 
     def feed_block(self, block: DocBlock) -> dict[str, Any]:
-        """Run the algorithm over the documents of ``block`` (an unbounded stream's next minibatch).
+        """Run the method over the documents of ``block`` (an unbounded stream's next minibatch).
+
+        Word by word (``config.batch_size`` None) every token updates the state; in the minibatch form
+        the block is one minibatch: the local step over all of it, then the global step.
 
         Parameters
         ----------
@@ -132,7 +135,11 @@ class CollapsedActor:
         dict
             :meth:`summary` afterwards.
         """
-        self._run(block)
+        if self.config.batch_size is None:
+            self._run(block)
+        else:
+            stats = self.ops.local(self.ops.view(self.state), block, self.config.params)
+            self.ops.apply(self.state, stats, self.config.params)
         return self.summary()
 
     def _run(self, block: DocBlock) -> None:

@@ -31,6 +31,7 @@ from topicflow.io.corpus.reader import Corpus, as_corpus
 from topicflow.io.models.store import SavedModel
 from topicflow.models.hdp.state import HDPState
 from topicflow.pipeline.cluster import current_client
+from topicflow.pipeline.collapsed.batch import run_pcvb0
 from topicflow.pipeline.collapsed.config import CollapsedConfig
 from topicflow.pipeline.collapsed.model import (
     OPS,
@@ -40,6 +41,7 @@ from topicflow.pipeline.collapsed.model import (
     training_language,
 )
 from topicflow.pipeline.collapsed.stochastic import (
+    PASS_ENDS,
     Checkpointer,
     HeldoutScorer,
     Recorder,
@@ -205,24 +207,34 @@ def _fit_pcvb0(corpus: Corpus, config: CollapsedConfig, *, client: Any, progress
                policy: CheckpointPolicy | None, scorer: HeldoutScorer | None,
                on_record: Callable[[dict[str, Any]], None] | None, split_every: int,
                facts: dict[str, Any]) -> CollapsedResult:
-    """Batch PCVB0 by hdp-batch's driver; its records joined with the common trace fields."""
-    from topicflow.pipeline.collapsed.batch import run_pcvb0
+    """Batch PCVB0 by hdp-batch's driver; its records joined with the common trace fields.
 
+    An iteration is a pass over the D documents: the held-out set is scored after the iterations that
+    reach an evaluation point (every ``eval_every`` documents) and after the last one (added to its
+    record after ``on_record`` saw it). A resumed fit's trace starts at the checkpoint.
+    """
     language = training_language(corpus)
     recorder = Recorder(config, scorer, [], None)
     joined: list[dict[str, Any]] = []
 
     def on_iteration(record: Any, state: HDPState) -> None:
         own = record.to_dict()
-        recorder.seconds = float(own.get("seconds", recorder.seconds))
-        common = recorder.add(state_summary(state, config), lambda: lda_view(state, config, language),
-                              pass_index=int(own.get("iteration", len(joined))), evaluate=scorer is not None)
+        own["iteration_seconds"] = own.pop("seconds", 0.0)
+        recorder.tick(float(own["iteration_seconds"]))
+        summary = state_summary(state, config)
+        due = recorder.due(summary["docs_seen"] - state.n_docs, summary["docs_seen"])
+        common = recorder.add(summary, lambda: lda_view(state, config, language),
+                              pass_index=int(own.get("iteration", len(joined))), evaluate=due)
         joined.append({**own, **common})
         if on_record is not None:
             on_record(dict(joined[-1]))
 
+    if policy is not None and policy.every == PASS_ENDS:  # a path: every pcvb0 iteration is a pass
+        policy = CheckpointPolicy(policy.path, every=1, resume=policy.resume)
     result = run_pcvb0(corpus, config, client=client, progress=progress, on_iteration=on_iteration,
                        checkpoint=policy, resume=bool(policy is not None and policy.resume), split_every=split_every)
+    if scorer is not None and joined and joined[-1]["heldout_perplexity"] is None:  # scored at the end too
+        joined[-1]["heldout_perplexity"] = scorer.perplexity(lda_view(result.state, config, language))
     model = collapsed_model(corpus, result.state, config, trace=joined or [r.to_dict() for r in result.trace],
                             shards=list(range(corpus.n_shards)), run={**facts, **dict(result.settings)},
                             converged=bool(result.converged))

@@ -125,7 +125,7 @@ def lda_view(state: HDPState, config: CollapsedConfig, language: str) -> LDAStat
 
 
 def topics_in_use(state: HDPState, config: CollapsedConfig) -> int:
-    """Topics holding at least ``config.topics_in_use_share`` of the expected tokens (never T).
+    """Count the topics holding at least ``config.topics_in_use_share`` of the expected tokens (never T).
 
     Parameters
     ----------
@@ -177,7 +177,7 @@ def collapsed_model(
         settings=config_to_dict(config),
         trace=[dict(record) for record in trace],
         converged=converged,
-        corpus=corpus_provenance(corpus, shards, list(seen)),
+        corpus=corpus_provenance(corpus, shards, [dict(entry) for entry in seen]),
         collapsed_state=_jsonable_scalars(scalars),
         topics_in_use=topics_in_use(state, config),
         extra={"run": dict(run or {})},
@@ -296,7 +296,7 @@ def state_from_raw(arrays: Mapping[str, np.ndarray], scalars: Mapping[str, Any],
     HDPState
     """
     known = {item.name for item in fields(HDPState)}
-    values = {name: np.array(arrays[name], dtype=np.float64) for name in STATE_ARRAYS}
+    values: dict[str, Any] = {name: np.array(arrays[name], dtype=np.float64) for name in STATE_ARRAYS}
     values.update({name: value for name, value in scalars.items() if name in known and name not in STATE_ARRAYS})
     return OPS[method].state_class(**values)
 

@@ -174,7 +174,7 @@ def _continue(model: SavedModel, corpus: Corpus, shards: Sequence[int], *, optio
     updated, units = continue_collapsed(model, corpus, shards, passes=passes, client=client,
                                         split_every=split_every, progress=progress)
     scalars = updated.info.collapsed_state or {}
-    summary = {key: scalars[key] for key in ("docs_seen", "tokens_seen", "t_topic_word", "t_hyper", "n_docs",
+    summary: dict[str, Any] = {key: scalars[key] for key in ("docs_seen", "tokens_seen", "t_topic_word", "t_hyper", "n_docs",
                                              "n_tokens") if key in scalars}
     summary["topics_in_use"] = updated.info.topics_in_use
     return Continuation(updated, sum(corpus.shards[i].n_docs for i in shards), grown, units, summary)

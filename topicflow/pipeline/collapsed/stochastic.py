@@ -61,6 +61,8 @@ log = logging.getLogger(__name__)
 HELDOUT_FRACTION = 0.7
 #: Most pieces per minibatch (``config.extra["pieces"]`` overrides); a setting, never the cluster size.
 DEFAULT_PIECES = 4
+#: The checkpoint interval of a policy made from a bare path: checkpoints at pass ends only.
+PASS_ENDS = 1_000_000_000
 #: No piece smaller than this many documents (``config.extra["min_piece_docs"]`` overrides).
 DEFAULT_MIN_PIECE_DOCS = 16
 
@@ -403,7 +405,7 @@ def as_policy(checkpoint: CheckpointPolicy | str | Path | None, resume: bool) ->
     if isinstance(checkpoint, CheckpointPolicy):
         return checkpoint if not resume or checkpoint.resume else CheckpointPolicy(checkpoint.path, checkpoint.every,
                                                                                    True)
-    return CheckpointPolicy(Path(checkpoint), every=1_000_000_000, resume=resume)
+    return CheckpointPolicy(Path(checkpoint), every=PASS_ENDS, resume=resume)
 
 
 @dataclass

@@ -151,13 +151,16 @@ def run_word_by_word(run: StreamRun, state: HDPState) -> HDPState:
 
 def _viewer(actor: ActorHandle) -> Any:
     def view() -> LDAState:
-        return actor.call("lda_view")  # type: ignore[no-any-return]
+        return actor.call("lda_view")
 
     return view
 
 
 class WordStream:
-    """An unbounded word-by-word stream: one actor fed a block at a time, snapshotted on demand.
+    """An unbounded stream: one actor fed a block at a time, snapshotted on demand.
+
+    Word by word (``config.batch_size`` None) by default; with a ``batch_size`` each block fed is one
+    minibatch (local step over the block, then the global step), in the actor.
 
     Parameters
     ----------
@@ -197,7 +200,7 @@ class WordStream:
         dict
             ``docs_seen``, ``tokens_seen``, ``alpha``, ``gamma``, ``topics_in_use``.
         """
-        return self.actor.call("feed_block", block)  # type: ignore[no-any-return]
+        return self.actor.call("feed_block", block)
 
     def snapshot(self) -> HDPState:
         """A copy of the current state (the stream goes on unchanged)."""
