@@ -66,7 +66,7 @@ def test_params_round_trip_clone_and_repr() -> None:
 def test_settings_reach_the_driver_config() -> None:
     config = HDP(truncation=40, batch_size=16, clumping=True, passes=3, alpha=0.5, gamma=2.0, learn_alpha=False,
                  alpha_floor=1e-2, topic_word_step=(5, 500), doc_step=(1.0, 20.0, 0.8), hyper_step="4,80",
-                 step_power=0.7, burn_in=1, doc_start="zero", keep_doc_state=True, shuffle_window=10, eval_every=50,
+                 step_power=0.7, burn_in=1, doc_start="zero", shuffle_window=10, eval_every=50,
                  topics_in_use_share=0.01, init_shape=50.0, seed=7, split_every=4).config()
     p = config.params
     assert (config.method, config.batch_size, config.passes, config.shuffle_window, config.eval_every) == (
@@ -77,7 +77,7 @@ def test_settings_reach_the_driver_config() -> None:
     # (s, tau) takes step_power as kappa; (s, tau, kappa) keeps its own.
     assert p.topic_word_step == PowerStep(5.0, 500.0, 0.7) and p.doc_step == PowerStep(1.0, 20.0, 0.8)
     assert p.hyper_step == PowerStep(4.0, 80.0, 0.7)
-    assert (p.burn_in, p.doc_start, p.keep_doc_state, p.clumping, p.seed, p.init_shape) == (1, "zero", True, True, 7, 50.0)
+    assert (p.burn_in, p.doc_start, p.keep_doc_state, p.clumping, p.seed, p.init_shape) == (1, "zero", False, True, 7, 50.0)
     assert config.family == "hdp"
 
 
@@ -94,6 +94,12 @@ def test_settings_reach_the_driver_config() -> None:
 def test_bad_values_are_refused_naming_the_parameter(params: dict[str, object], fragment: str) -> None:
     with pytest.raises(InvalidParameterError, match=fragment.replace("(", r"\(")):
         HDP(**params).config()  # type: ignore[arg-type]
+
+
+def test_kept_document_state_is_word_by_word_only() -> None:
+    assert HDP(keep_doc_state=True).config().params.keep_doc_state
+    with pytest.raises(InvalidParameterError, match="kept by the word-by-word run"):
+        HDP(keep_doc_state=True, batch_size=10).config()
 
 
 def test_pcvb0_refuses_the_stochastic_settings() -> None:

@@ -224,8 +224,8 @@ class HDP(EvaluationMixin, TopicModelEstimator):
     doc_start : {"random", "zero"}, default "random"
         n_dk of a document when it is first seen.
     keep_doc_state : bool, default False
-        PCSVB0: keep each document's n_dk between passes (Algorithm 1 initializes it once); False
-        starts it afresh each visit, as a stream must.
+        PCSVB0 word by word: keep each document's n_dk between passes (Algorithm 1 initializes it
+        once; in the actor's memory); False starts it afresh each visit, as a stream must.
     shuffle_window : int, default 0
         Visit documents in a random order within windows of this many (0: store order).
     eval_every : int, default 0
@@ -410,6 +410,10 @@ class HDP(EvaluationMixin, TopicModelEstimator):
                     f"{', '.join(given)} given with method='pcvb0': batch PCVB0 updates every token against the "
                     "whole corpus each pass (no minibatches, no per-document burn-in or kept n_dk); "
                     "leave them at their defaults, or use method='pcsvb0'")
+        if self.keep_doc_state and self.batch_size is not None:
+            raise InvalidParameterError(
+                f"keep_doc_state=True with batch_size={self.batch_size!r}: the documents' n_dk are kept by the "
+                "word-by-word run (batch_size=None) only; drop one of them")
         return CollapsedConfig(method=self.method, params=self.hdp_params(), passes=int(self.passes),  # type: ignore[arg-type]
                                batch_size=None if self.batch_size is None else int(self.batch_size),
                                shuffle_window=int(self.shuffle_window), eval_every=int(self.eval_every),
