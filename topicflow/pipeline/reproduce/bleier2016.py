@@ -13,10 +13,18 @@ The protocol of the paper's section 4, on one training store (``--corpus``) and 
 - PCSVB0 word by word (Algorithm 1) with the paper's constants: rho^c = 10/(1000+t)^0.9,
   rho^d = 1/(10+t)^0.9, rho^h = 5/(100+t)^0.9, beta = 0.01, T = 200;
 - SCVB0 (Foulds et al. 2013) with alpha = 0.1, beta = 0.01 and the same schedules at K in
-  {50, 100, 200} (the paper does not say which K), one token per global update as PCSVB0;
+  {50, 100, 200} (the paper does not say which K), one token per global update as PCSVB0, with
+  Foulds' one burn-in pass per document;
 - PCVB0 (Sato et al. 2012), batch, T = 200: one iteration is one pass;
+- at ``paper`` scale, readings of what the paper leaves open (dotted, outside the orderings):
+  PCSVB0 with one burn-in pass, PCSVB0 keeping each n_dk between passes (Algorithm 1 initializes n_dk
+  once, at line 1), SCVB0 K=100 without burn-in;
 - the held-out perplexity after every pass (and at a few points inside the first pass) against the
   number of documents seen, over 30 passes (Fig. 1: "30 iterations").
+
+The word-by-word arms are cluster tasks (in parallel) calling the models' own functions, the ones
+``fit_collapsed``'s word-by-word actor calls (same seed, same state: ``benchmarks/bench_hdp.py``
+through ``fit_collapsed`` gives the same final perplexities); PCVB0 runs through ``fit_collapsed``.
 
 Writes ``trace.jsonl`` (one record per evaluation point with an ``algorithm`` field),
 ``fig1-perplexity.png`` and the claims table (through :func:`topicflow.pipeline.reproduce.reproduce`).
