@@ -110,13 +110,21 @@ def test_claims_read_the_orderings_off_the_trace() -> None:
     assert verdicts["PCSVB0 converges to a better optimum than SCVB0 and PCVB0"] is False
     assert verdicts["PCSVB0 ends below SCVB0 K=50"] is True and verdicts["PCSVB0 ends below PCVB0"] is False
     assert bleier2016.fig1_claims(_trace({"PCVB0": (1, 1)}), 100, 3)[0].held is None
+    with_reading = bleier2016.fig1_claims(_trace({"PCSVB0": (900, 800), "PCVB0": (950, 820),
+                                                  "reading: PCSVB0, burn-in 1": (700, 600)}), 100, 3)
+    assert with_reading[1].held is True  # a reading is not a competitor
+    reading = next(c for c in with_reading if c.claim.startswith("Readings"))
+    assert reading.held is None and "PCSVB0, burn-in 1: after one pass 700.0, at the end 600.0" in reading.ours
     png = bleier2016.fig1_png(_trace({"PCSVB0": (900, 800), "PCVB0": (950, 820)}), title="t")
     assert png[:4] == b"\x89PNG"
 
 
 def test_the_paper_arms_carry_section_4s_constants() -> None:
     arms = bleier2016.paper_arms(bleier2016.SCALES["paper"], seed=3)
-    assert [a.name for a in arms] == ["PCSVB0", "SCVB0 K=50", "SCVB0 K=100", "SCVB0 K=200", "PCVB0"]
+    assert [a.name for a in arms] == ["PCSVB0", "SCVB0 K=50", "SCVB0 K=100", "SCVB0 K=200", "PCVB0",
+                                      "reading: PCSVB0, burn-in 1", "reading: PCSVB0, n_dk kept",
+                                      "reading: SCVB0 K=100, no burn-in"]
+    assert (arms[5].params.burn_in, arms[6].params.keep_doc_state, arms[7].params.burn_in) == (1, True, 0)
     pcsvb0 = arms[0].params
     assert (pcsvb0.truncation, pcsvb0.topic_word_prior, pcsvb0.seed) == (200, 0.01, 3)
     assert (pcsvb0.topic_word_step.scale, pcsvb0.topic_word_step.delay, pcsvb0.topic_word_step.power) == (10, 1000, 0.9)
@@ -170,3 +178,18 @@ def test_reproduce_bleier2016_quick_from_the_cli(store: Path, tmp_path: Path, lo
     assert all(1 < r["perplexity"] < n_terms for r in rows)  # better than the uniform model
     assert (out / "fig1-perplexity.png").read_bytes()[:4] == b"\x89PNG"
     assert (out / "claims.md").read_text().startswith("# Reproduction: bleier2016")
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_cutting_a_pass_at_evaluation_points_does_not_change_the_run(store: Path, keep: bool) -> None:
+    from dataclasses import replace
+
+    train, held, _ = bleier2016.split_train_test(Corpus.open(store), None)
+    arm = bleier2016.paper_arms(replace(bleier2016.SCALES["quick"], truncation=6), seed=1)[0]
+    arm = replace(arm, params=replace(arm.params, keep_doc_state=keep))
+    n_tokens = train.n_tokens
+    cut = bleier2016.word_by_word_arm(train, arm, held, [5, 17, 48, 60, 96], 48, n_tokens)
+    whole = bleier2016.word_by_word_arm(train, arm, held, [48, 96], 48, n_tokens)
+    assert [r["docs_seen"] for r in cut] == [5, 17, 48, 60, 96]
+    for a, b in ((cut[2], whole[0]), (cut[4], whole[1])):
+        assert (a["perplexity"], a["alpha"], a["gamma"]) == (b["perplexity"], b["alpha"], b["gamma"])
