@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from topicflow import config as _config  # noqa: F401  (registers dask.config defaults)
 from topicflow._version import __version__
+from topicflow.api.hdp import HDP
 from topicflow.api.lda import LDA
 from topicflow.api.streaming import StreamingLDA
 from topicflow.io.corpus.reader import Corpus
 from topicflow.pipeline import evaluation as _evaluation  # noqa: F401  (fills the registries of topicflow.metrics.coherence)
 
-__all__ = ["Corpus", "LDA", "StreamingLDA", "__version__"]
+__all__ = ["Corpus", "HDP", "LDA", "StreamingLDA", "__version__"]

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from topicflow.api.hdp import HDP
 from topicflow.api.lda import LDA
 from topicflow.api.streaming import StreamingLDA
 from topicflow.cli import main
@@ -30,8 +31,15 @@ def test_every_preset_is_valid_for_its_api_and_cli() -> None:
             StreamConfig.create(**settings)
             assert StreamingLDA.from_preset(name).config() == StreamConfig.create(**settings)
             missing = {key for key in settings if OPTION_OF.get(key, key) not in stream_options}
+        elif settings.get("family") == "hdp":
+            hdp = {key: value for key, value in settings.items() if key != "family"}
+            HDP(**hdp).config()
+            assert HDP.from_preset(name).get_params() == HDP(**hdp).get_params()
+            missing = {key for key in settings if key not in fit_options}
         else:
             LDA(**settings)._config()
+            if settings.get("method") == "scvb0":
+                LDA(**settings)._scvb0_config()
             assert LDA.from_preset(name).get_params() == LDA(**settings).get_params()
             missing = {key for key in settings if key not in fit_options}
         assert not missing, f"preset {name} sets {missing}, which `topicflow {command}` cannot take"

@@ -24,6 +24,13 @@ from topicflow.api._base import (
     TopicModelEstimator,
     split_client,
 )
+from topicflow.api._collapsed import (
+    PAPER_STEPS,
+    SCVB0_ALPHA,
+    STEP_CONSTRAINT,
+    parse_step,
+    step_tuple,
+)
 from topicflow.api._evaluation import EvaluationMixin
 from topicflow.api._inputs import column_terms, input_kind, store_for, transform_blocks
 from topicflow.errors import InvalidParameterError
@@ -32,9 +39,11 @@ from topicflow.io.models.info import ModelInfo, corpus_provenance
 from topicflow.io.models.store import SavedModel, load_model, save_model
 from topicflow.io.sources.base import FieldSpec
 from topicflow.metrics.matching import MatchingScores
+from topicflow.models.hdp.params import HDPParams
 from topicflow.models.lda.priors import SeedTopic
 from topicflow.models.lda.vb.hybrid import HYBRID_ALPHA_STATS, HYBRID_INITS
 from topicflow.pipeline.cluster import compute
+from topicflow.pipeline.collapsed import CollapsedConfig
 from topicflow.pipeline.evaluation.matching import document_matching
 from topicflow.pipeline.policies import CheckpointPolicy
 from topicflow.pipeline.presets import with_preset
@@ -142,27 +151,33 @@ class LDA(EvaluationMixin, TopicModelEstimator):
         the previous iteration (kept on disk beside the store, or in ``topicflow.scratch-dir``). Off by
         default: measured on planted corpora it saves little time, and started too early it locks
         documents into the first random topics (alpha collapses).
-    method : {"batch", "online", "svb"}, default "batch"
+    method : {"batch", "online", "svb", "scvb0"}, default "batch"
         ``online`` streams minibatches (Hoffman et al. 2010) with the settings below; ``max_iter``
-        and ``tol`` then do not apply. ``svb`` is streaming variational Bayes (Broderick et al. 2013):
+        and ``tol`` then do not apply. ``scvb0`` is stochastic collapsed variational Bayes (Foulds et
+        al. 2013; the baseline of Bleier's Fig. 1, docs/hdp.md): a fixed symmetric alpha (a number
+        for ``doc_topic_prior``; the default ``"auto"`` means Bleier's alpha = 0.1), ``passes``,
+        ``batch_size`` (None: word by word, every token updates the topics, as in Bleier's
+        comparison), ``shuffle_window``, ``topic_word_step``, ``doc_step``, ``doc_burn_in``,
+        ``seed`` and ``init_shape`` apply. ``svb`` is streaming variational Bayes (Broderick et al. 2013):
         each minibatch is fitted by batch VB (at most ``max_iter`` iterations, stopping at ``tol``)
         with the posterior so far as its prior, with no step sizes and no corpus size (``tau0``,
         ``kappa``, ``passes`` and ``total_docs`` must stay at their defaults; ``batch_size``,
         ``shuffle_window`` and ``executor`` apply).
-    batch_size : int, default 256
-        Online and svb: documents per minibatch, S.
+    batch_size : int or None, default 256
+        Online, svb and scvb0: documents per minibatch, S (None: word by word, scvb0 only).
     tau0 : float, default 10.0
         Online: step sizes rho_t = (tau0 + t) ** -kappa.
     kappa : float, default 0.7
         Online: see ``tau0``.
     passes : int, default 1
-        Online: passes over the documents.
+        Online and scvb0: passes over the documents (Bleier's Fig. 1 runs SCVB0 for 30).
     shuffle_window : int, default 0
-        Online: visit documents in a random order within windows of this many (0: store order).
+        Online and scvb0: visit documents in a random order within windows of this many (0: store order).
     total_docs : int, optional
         Online: D in the D/S scaling; default the number of documents in the store.
     eval_every : int, default 10
-        Online: estimate the per-word bound every this many minibatches (0: never).
+        Online: estimate the per-word bound every this many minibatches (0: never). scvb0 with
+        ``fit(..., test=...)``: score the held-out documents every this many documents seen (0: at the end).
     estep : {"vb", "hybrid"}, default "vb"
         Dense coordinate ascent, or Gibbs sampling within VB (Mimno et al. 2012) with ``burn_in``
         discarded and ``samples`` kept sweeps per document (faster for many topics).
@@ -182,6 +197,14 @@ class LDA(EvaluationMixin, TopicModelEstimator):
     init_shape : float, default 100
         Shape s of the Gamma(s, 1/s) entries of the random starting lambda (100: Hoffman et al.'s
         start). A smaller s starts the topics further apart (see ``VBConfig.init_shape``).
+    topic_word_step : (s, tau) or (s, tau, kappa), optional
+        SCVB0: step sizes rho_t = s / (tau + t) ** kappa of the topic-word statistics; default
+        Foulds et al.'s and Bleier's (10, 1000, 0.9).
+    doc_step : (s, tau) or (s, tau, kappa), optional
+        SCVB0: step sizes of a document's topic statistics; default (1, 10, 0.9).
+    doc_burn_in : int, default 0
+        SCVB0: passes over a document's words that update only its topic statistics before the pass
+        that updates the topics (Foulds et al. used 1).
 
     Attributes
     ----------
@@ -192,6 +215,7 @@ class LDA(EvaluationMixin, TopicModelEstimator):
     topic_names_ : list of str
     vocabularies_ : dict of str to Vocabulary
     trace_ : list of IterationRecord (batch), MinibatchRecord (online) or SVBRecord (svb; this run's minibatches)
+        scvb0: the driver's records, dicts (documents seen, held-out perplexity, ...).
     n_iter_ : int
         Batch iterations, or minibatches processed so far (online: the step-size schedule's t; svb).
     converged_ : bool
@@ -226,8 +250,8 @@ class LDA(EvaluationMixin, TopicModelEstimator):
         "optimize_topic_word_prior": [Boolean()],
         "split_every": [None, Interval(Integral, 2, None, closed="left")],
         "warm_start": [Boolean()],
-        "method": [Options(choices(LearningMethod))],
-        "batch_size": [_POSITIVE_INT],
+        "method": [Options((*choices(LearningMethod), "scvb0"))],
+        "batch_size": [None, _POSITIVE_INT],
         "tau0": [_NONNEGATIVE],
         "kappa": [Interval(Real, 0, 1, closed="both")],
         "passes": [_POSITIVE_INT],
@@ -241,6 +265,9 @@ class LDA(EvaluationMixin, TopicModelEstimator):
         "hybrid_alpha_stats": [Options(HYBRID_ALPHA_STATS)],
         "executor": [Options(EXECUTORS)],
         "init_shape": [_POSITIVE],
+        "topic_word_step": [None, STEP_CONSTRAINT],
+        "doc_step": [None, STEP_CONSTRAINT],
+        "doc_burn_in": [_NONNEGATIVE_INT],
     }
     _fit_hint: ClassVar[str] = "call fit(X) or LDA.load(path) first"
 
@@ -274,11 +301,11 @@ class LDA(EvaluationMixin, TopicModelEstimator):
         doc_topic_prior_init: float | None = None,
         optimize_topic_word_prior: bool = False,
         split_every: int | None = None, warm_start: bool = False, method: str = "batch",
-        batch_size: int = 256, tau0: float = 10.0, kappa: float = 0.7, passes: int = 1,
+        batch_size: int | None = 256, tau0: float = 10.0, kappa: float = 0.7, passes: int = 1,
         shuffle_window: int = 0, total_docs: int | None = None, eval_every: int = 10,
         estep: str = "vb", burn_in: int = 5, samples: int = 5, executor: str = "auto",
         hybrid_init: str = "progressive", hybrid_alpha_stats: str = "mean",
-        init_shape: float = 100.0,
+        init_shape: float = 100.0, topic_word_step: Any = None, doc_step: Any = None, doc_burn_in: int = 0,
     ) -> None:
         self.n_topics = n_topics
         self.doc_topic_prior = doc_topic_prior
@@ -310,6 +337,9 @@ class LDA(EvaluationMixin, TopicModelEstimator):
         self.hybrid_alpha_stats = hybrid_alpha_stats
         self.executor = executor
         self.init_shape = init_shape
+        self.topic_word_step = topic_word_step
+        self.doc_step = doc_step
+        self.doc_burn_in = doc_burn_in
 
     def _config(self) -> VBConfig:
         mode, value = parse_doc_topic_prior(self.doc_topic_prior)
@@ -329,6 +359,44 @@ class LDA(EvaluationMixin, TopicModelEstimator):
     #: Online-only settings and their defaults: with method "svb" they must keep these values.
     _ONLINE_ONLY: ClassVar[dict[str, Any]] = {"tau0": 10.0, "kappa": 0.7, "passes": 1, "total_docs": None}
 
+    def _require_batch_size(self) -> int:
+        if self.batch_size is None:
+            raise InvalidParameterError(
+                f"batch_size=None (word by word) is a setting of method='scvb0'; method={self.method!r} needs a "
+                "number of documents per minibatch")
+        return int(self.batch_size)
+
+    def _scvb0_config(self) -> CollapsedConfig:
+        """The settings of SCVB0 (``method="scvb0"``) for :func:`~topicflow.pipeline.collapsed.fit_collapsed`."""
+        from dataclasses import replace
+
+        mode, value = parse_doc_topic_prior(self.doc_topic_prior)
+        if mode == "symmetric" or (mode == "auto" and self.doc_topic_prior != "auto"):
+            raise InvalidParameterError(
+                f"doc_topic_prior={self.doc_topic_prior!r} with method='scvb0': SCVB0 keeps a fixed symmetric alpha; "
+                f"give a number (the default 'auto' means Bleier's alpha = {SCVB0_ALPHA})")
+        unused = {"optimize_topic_word_prior": False, "seed_topics": (), "warm_start": False, "estep": "vb",
+                  "tau0": 10.0, "kappa": 0.7, "total_docs": None}
+        given = [f"{name}={getattr(self, name)!r}" for name, default in unused.items()
+                 if getattr(self, name) not in (default, list(default) if isinstance(default, tuple) else default)]
+        if given:
+            raise InvalidParameterError(
+                f"{', '.join(given)} given with method='scvb0', which does not use them (SCVB0 has a fixed alpha, a "
+                "fixed beta, its own step sizes topic_word_step and doc_step, and no seed words); leave them at "
+                "their defaults")
+        alpha = SCVB0_ALPHA if value is None else float(value)
+        params = HDPParams(
+            truncation=max(int(self.n_topics), 2), topic_word_prior=float(self.topic_word_prior), alpha_init=alpha,
+            learn_alpha=False, learn_gamma=False,
+            topic_word_step=parse_step(self.topic_word_step or PAPER_STEPS["topic_word_step"]),
+            doc_step=parse_step(self.doc_step or PAPER_STEPS["doc_step"]), burn_in=int(self.doc_burn_in),
+            seed=int(self.seed), init_shape=float(self.init_shape))
+        if int(self.n_topics) < 2:
+            raise InvalidParameterError(f"method='scvb0' needs n_topics >= 2, got {self.n_topics!r}")
+        return replace(CollapsedConfig(method="scvb0", params=params), passes=int(self.passes),
+                       batch_size=None if self.batch_size is None else int(self.batch_size),
+                       shuffle_window=int(self.shuffle_window), eval_every=int(self.eval_every))
+
     def _svb_config(self) -> SVBConfig:
         changed = [name for name, default in self._ONLINE_ONLY.items() if getattr(self, name) != default]
         if changed:
@@ -337,12 +405,12 @@ class LDA(EvaluationMixin, TopicModelEstimator):
                 "streaming VB has no step sizes (tau0, kappa), sees each document once (passes) and needs no corpus "
                 "size (total_docs); leave them at their defaults, or use method='online'")
         check_svb_settings(self._config())
-        return SVBConfig(batch_size=int(self.batch_size), shuffle_window=int(self.shuffle_window),
+        return SVBConfig(batch_size=self._require_batch_size(), shuffle_window=int(self.shuffle_window),
                          executor=self.executor)
 
     def _online_config(self) -> OnlineConfig:
         return OnlineConfig(
-            batch_size=int(self.batch_size), tau0=float(self.tau0), kappa=float(self.kappa), passes=int(self.passes),
+            batch_size=self._require_batch_size(), tau0=float(self.tau0), kappa=float(self.kappa), passes=int(self.passes),
             shuffle_window=int(self.shuffle_window), total_docs=self.total_docs, eval_every=int(self.eval_every),
             executor=self.executor,
         )
@@ -351,7 +419,7 @@ class LDA(EvaluationMixin, TopicModelEstimator):
 
     def fit(self, corpus: Any, y: Any = None, *, client: Any = None, progress: ProgressReporter = NO_PROGRESS,
             checkpoint: CheckpointPolicy | None = None, vocabulary: Sequence[str] | None = None,
-            fields: FieldSpec | None = None, store_path: str | os.PathLike[str] | None = None) -> LDA:
+            fields: FieldSpec | None = None, store_path: str | os.PathLike[str] | None = None, test: Any = None) -> LDA:
         """Fit from scratch on a corpus store, a document-term matrix, a Dask array or Dask texts.
 
         Parameters
@@ -378,6 +446,9 @@ class LDA(EvaluationMixin, TopicModelEstimator):
         store_path : str or os.PathLike, optional
             Where to write (and keep) the store of a non-store input; by default a temporary
             directory under ``topicflow.scratch-dir``, removed when ``fit`` returns.
+        test : same kinds as ``corpus``, optional
+            ``method="scvb0"`` only: held-out documents scored along the fit (Bleier's protocol: 70% of
+            each document's tokens fold in, 30% are scored), for the trace.
 
         Returns
         -------
@@ -393,6 +464,12 @@ class LDA(EvaluationMixin, TopicModelEstimator):
         """
         self._validate_params()
         client = split_client(y, client)
+        if self.method == "scvb0":
+            return self._fit_scvb0(corpus, client=client, progress=progress, checkpoint=checkpoint,
+                                   vocabulary=vocabulary, fields=fields, store_path=store_path, test=test)
+        if test is not None:
+            raise InvalidParameterError(f"test= is scored along a method='scvb0' fit; method={self.method!r} does not "
+                                        "take it (score the fitted model with heldout_likelihood)")
         config = self._config()
         with store_for(corpus, vocabulary=vocabulary, fields=fields, store_path=store_path, client=client) as corpus:
             if self.method == "svb":
@@ -410,6 +487,27 @@ class LDA(EvaluationMixin, TopicModelEstimator):
             batch = fit_batch_vb(corpus, config, client=client, split_every=self.split_every, progress=progress,
                                  checkpoint=checkpoint)
             self._set_fitted(batch, corpus, config)
+        return self
+
+    def _fit_scvb0(self, corpus: Any, *, client: Any, progress: ProgressReporter, checkpoint: CheckpointPolicy | None,
+                   vocabulary: Sequence[str] | None, fields: FieldSpec | None,
+                   store_path: str | os.PathLike[str] | None, test: Any) -> LDA:
+        """fit with ``method="scvb0"``: :func:`~topicflow.pipeline.collapsed.fit_collapsed` on the store."""
+        import contextlib
+
+        from topicflow.pipeline.collapsed import fit_collapsed
+
+        config = self._scvb0_config()
+        options: dict[str, Any] = {"vocabulary": vocabulary, "fields": fields}
+        with contextlib.ExitStack() as stack:
+            store = stack.enter_context(store_for(corpus, store_path=store_path, client=client, **options))
+            held_out = None if test is None else stack.enter_context(store_for(test, client=client, **options))
+            result = fit_collapsed(store, config, client=client, progress=progress, checkpoint=checkpoint,
+                                   resume=bool(checkpoint is not None and checkpoint.resume), test=held_out,
+                                   split_every=self.split_every)
+        self.model_ = result.saved_model
+        self._set_attributes_from_model()
+        self.trace_ = list(result.trace)  # type: ignore[assignment]  # scvb0: the driver's dict records
         return self
 
     def partial_fit(self, corpus: Any, y: Any = None, *, client: Any = None, shards: Sequence[int] | None = None,
@@ -450,6 +548,9 @@ class LDA(EvaluationMixin, TopicModelEstimator):
             ``self``, updated.
         """
         self._validate_params()
+        if self.method == "scvb0" or (getattr(self, "model_", None) is not None and self.model_.info.method == "scvb0"):
+            raise InvalidParameterError("partial_fit continues an online or streaming VB model; an SCVB0 model "
+                                        "(method='scvb0') is not continued: call fit on the grown corpus")
         client = split_client(y, client)
         kind = input_kind(corpus)
         model = getattr(self, "model_", None)
@@ -583,44 +684,8 @@ class LDA(EvaluationMixin, TopicModelEstimator):
         InputError
             A matrix whose columns do not fit the model, or counts that are not non-negative integers.
         """
-        import dask
-        import dask.array as da
-
-        from topicflow.tasks.estep import graph_token
-        from topicflow.tasks.evaluate import map_fold_in
-
-        model = self._check_fitted()
-        kind = input_kind(corpus)
-        k = model.state.n_topics
-        if kind != "store":
-            lang = self._single_language(model)
-            blocks, n_rows = transform_blocks(corpus, kind, terms=self._model_terms() or [], language=lang,
-                                              owner="LDA", vocabulary=vocabulary, fields=fields)
-            token = graph_token(dask.base.tokenize(corpus, vocabulary, fields), model_token(model), "transform")
-            topics = dask.delayed(model.state.prepared_topics([lang]), traverse=False, name=f"topics-{token}")
-            thetas = map_fold_in(blocks, topics, model.state.doc_topic_prior, fold_in_params(model), token=token)
-            if kind == "matrix":
-                return np.concatenate(compute(*thetas)) if thetas else np.zeros((0, k))
-            parts = [da.from_delayed(t, shape=(n, k), dtype=np.float64) for t, n in zip(thetas, n_rows)]
-            return da.concatenate(parts, axis=0, allow_unknown_chunksizes=True)
-        corpus = as_corpus(corpus)
-        token = graph_token(corpus.token(), model_token(model), "transform")
-        blocks, maps = model_blocks(model, corpus, token=token)
-        topics = dask.delayed(model.state.prepared_topics(list(maps)), traverse=False, name=f"topics-{token}")
-        thetas = map_fold_in(blocks, topics, model.state.doc_topic_prior, fold_in_params(model), token=token)
-        return da.concatenate(
-            [da.from_delayed(t, shape=(s.n_docs, k), dtype=np.float64) for t, s in zip(thetas, corpus.shards)],
-            axis=0,
-        )
-
-    def _single_language(self, model: SavedModel) -> str:
-        languages = model.state.languages
-        if len(languages) != 1:
-            raise InvalidParameterError(
-                f"this LDA is polylingual (languages {list(languages)}); give it documents as a corpus store "
-                "with those languages, not as a matrix or texts."
-            )
-        return languages[0]
+        return fold_in_documents(self._check_fitted(), corpus, owner=type(self).__name__, terms=self._model_terms(),
+                                 vocabulary=vocabulary, fields=fields)
 
     def transform_to_zarr(self, corpus: Any, out: str | os.PathLike[str], client: Any = None, *,
                           overwrite: bool = False, vocabulary: Sequence[str] | None = None,
@@ -807,6 +872,11 @@ class LDA(EvaluationMixin, TopicModelEstimator):
             A fitted estimator; ``partial_fit`` continues an online model's schedule.
         """
         model = load_model(Path(path))
+        if model.info.family != "lda":
+            raise InvalidParameterError(f"{str(path)!r} is a model of the {model.info.family!r} family; load it with "
+                                        f"topicflow.{model.info.family.upper()}.load")
+        if model.info.method == "scvb0":
+            return cls._load_scvb0(model)
         config = VBConfig.from_dict(model.info.settings or {"n_topics": model.state.n_topics})
         online = OnlineConfig.from_dict(model.info.online["config"]) if model.info.online else OnlineConfig()
         estimator = cls(
@@ -835,3 +905,101 @@ class LDA(EvaluationMixin, TopicModelEstimator):
         else:
             estimator.trace_ = [IterationRecord(**r) for r in trace]
         return estimator
+
+
+    @classmethod
+    def _load_scvb0(cls, model: SavedModel) -> LDA:
+        """An estimator holding a saved SCVB0 model, its settings (a ``CollapsedConfig``'s) as parameters."""
+        from topicflow.pipeline.collapsed import saved_config
+
+        config = saved_config(model)
+        params = config.params
+        estimator = cls(
+            n_topics=model.state.n_topics, doc_topic_prior=params.alpha_init, topic_word_prior=params.topic_word_prior,
+            seed=params.seed, method="scvb0", batch_size=config.batch_size, passes=config.passes,
+            shuffle_window=config.shuffle_window, eval_every=config.eval_every,
+            init_shape=params.init_shape, topic_word_step=step_tuple(params.topic_word_step),
+            doc_step=step_tuple(params.doc_step), doc_burn_in=params.burn_in,
+        )
+        estimator.model_ = model
+        estimator._set_attributes_from_model()
+        estimator.trace_ = list(model.info.trace)  # type: ignore[assignment]  # scvb0: the driver's dict records
+        return estimator
+
+
+def fold_in_documents(model: SavedModel, corpus: Any, *, owner: str, terms: Sequence[str] | None,
+                      vocabulary: Sequence[str] | None = None, fields: FieldSpec | None = None) -> Any:
+    """Document-topic proportions of ``corpus`` folded into ``model`` (topics fixed): what ``transform`` returns.
+
+    Shared by every estimator whose model reads as LDA (the HDP's LDA view: lambda and the prior alpha * pi).
+
+    Parameters
+    ----------
+    model : SavedModel
+        The fitted model.
+    corpus : str, os.PathLike, Corpus, matrix, dask.array.Array, dask DataFrame or dask.bag.Bag
+        Documents, as for ``fit``; no store is written.
+    owner : str
+        The estimator's class name, for messages.
+    terms : sequence of str or None
+        The model's terms (a monolingual model), the default columns of a matrix.
+    vocabulary : sequence of str, optional
+        Matrix or Dask array: one term per column.
+    fields : FieldSpec, optional
+        Texts: where the text is.
+
+    Returns
+    -------
+    ndarray or dask.array.Array of shape (n_docs, n_topics)
+        Normalized gamma, one row per document (see :meth:`LDA.transform`).
+    """
+    import dask
+    import dask.array as da
+
+    from topicflow.tasks.estep import graph_token
+    from topicflow.tasks.evaluate import map_fold_in
+
+    kind = input_kind(corpus)
+    k = model.state.n_topics
+    if kind != "store":
+        lang = single_language(model, owner)
+        blocks, n_rows = transform_blocks(corpus, kind, terms=list(terms or []), language=lang,
+                                          owner=owner, vocabulary=vocabulary, fields=fields)
+        token = graph_token(dask.base.tokenize(corpus, vocabulary, fields), model_token(model), "transform")
+        topics = dask.delayed(model.state.prepared_topics([lang]), traverse=False, name=f"topics-{token}")
+        thetas = map_fold_in(blocks, topics, model.state.doc_topic_prior, fold_in_params(model), token=token)
+        if kind == "matrix":
+            return np.concatenate(compute(*thetas)) if thetas else np.zeros((0, k))
+        parts = [da.from_delayed(t, shape=(n, k), dtype=np.float64) for t, n in zip(thetas, n_rows)]
+        return da.concatenate(parts, axis=0, allow_unknown_chunksizes=True)
+    corpus = as_corpus(corpus)
+    token = graph_token(corpus.token(), model_token(model), "transform")
+    blocks, maps = model_blocks(model, corpus, token=token)
+    topics = dask.delayed(model.state.prepared_topics(list(maps)), traverse=False, name=f"topics-{token}")
+    thetas = map_fold_in(blocks, topics, model.state.doc_topic_prior, fold_in_params(model), token=token)
+    return da.concatenate(
+        [da.from_delayed(t, shape=(s.n_docs, k), dtype=np.float64) for t, s in zip(thetas, corpus.shards)],
+        axis=0,
+    )
+
+
+def single_language(model: SavedModel, owner: str) -> str:
+    """The one language of a monolingual model; a clear error for a polylingual one.
+
+    Parameters
+    ----------
+    model : SavedModel
+    owner : str
+        The estimator's class name, for the message.
+
+    Returns
+    -------
+    str
+    """
+    languages = model.state.languages
+    if len(languages) != 1:
+        raise InvalidParameterError(
+            f"this {owner} is polylingual (languages {list(languages)}); give it documents as a corpus store "
+            "with those languages, not as a matrix or texts."
+        )
+    return languages[0]

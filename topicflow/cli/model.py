@@ -11,8 +11,11 @@ import click
 import numpy as np
 
 from topicflow._typing import (
+    DocStart,
     EStepKind,
     ExportFormat,
+    Family,
+    HDPMethod,
     HeldoutProtocol,
     HybridAlphaStats,
     HybridInit,
@@ -20,6 +23,8 @@ from topicflow._typing import (
     OutputFormat,
     choices,
 )
+from topicflow.api._collapsed import PAPER_STEP_POWER, parse_step
+from topicflow.api.hdp import HDP, hdp_topics
 from topicflow.api.lda import LDA
 from topicflow.cli._aliases import renamed_options
 from topicflow.cli._common import (
@@ -51,6 +56,36 @@ from topicflow.pipeline.vb.infer import infer_doc_topics
 from topicflow.pipeline.vb.online import EXECUTORS, MinibatchRecord
 
 log = logging.getLogger(__name__)
+
+#: Methods of ``fit`` by family; the collapsed ones run :func:`topicflow.pipeline.collapsed.fit_collapsed`.
+LDA_METHODS: tuple[str, ...] = (*choices(LearningMethod), "scvb0")
+HDP_METHODS: tuple[str, ...] = choices(HDPMethod)
+FIT_METHODS: tuple[str, ...] = (*LDA_METHODS, *HDP_METHODS)
+COLLAPSED_METHODS = ("scvb0", *HDP_METHODS)
+#: Passes of the collapsed methods when --passes is not given (Bleier's Fig. 1: 30 iterations).
+COLLAPSED_PASSES = 30
+#: The click parameter of an HDP setting whose API name differs.
+HDP_OPTION_OF = {"alpha": "alpha_init", "gamma": "gamma_init", "learn_alpha": "fixed_alpha",
+                 "learn_gamma": "fixed_gamma"}
+
+_LDA_VB = ("batch", "online", "svb")
+#: The methods each option of ``fit`` applies to, where that is not every method. Typed with another
+#: collapsed method, or (an option of the collapsed methods only) with an LDA VB method, it is refused.
+OPTION_METHODS: dict[str, tuple[str, ...]] = {
+    "n_topics": LDA_METHODS, "doc_topic_prior": LDA_METHODS,
+    "max_iter": _LDA_VB, "tol": _LDA_VB, "max_doc_iter": _LDA_VB, "doc_tol": _LDA_VB, "tau0": ("online",),
+    "kappa": ("online",), "executor": ("online", "svb"), "estep": _LDA_VB, "samples": _LDA_VB,
+    "hybrid_init": _LDA_VB, "hybrid_alpha_stats": _LDA_VB, "optimize_topic_word_prior": _LDA_VB,
+    "seed_words": _LDA_VB, "seed_strength": _LDA_VB, "seed_off_topic": _LDA_VB, "doc_topic_prior_init": _LDA_VB,
+    "warm_start": _LDA_VB,
+    "passes": ("online", *COLLAPSED_METHODS), "batch_size": ("online", "svb", "scvb0", "pcsvb0"),
+    "shuffle_window": ("online", "svb", "scvb0", "pcsvb0"), "burn_in": (*_LDA_VB, "scvb0", "pcsvb0"),
+    "truncation": HDP_METHODS, "alpha_init": HDP_METHODS, "gamma_init": HDP_METHODS, "fixed_alpha": HDP_METHODS,
+    "fixed_gamma": HDP_METHODS, "alpha_floor": HDP_METHODS, "topics_in_use_share": HDP_METHODS,
+    "hyper_step": ("pcsvb0",), "topic_word_step": ("scvb0", "pcsvb0"), "doc_step": ("scvb0", "pcsvb0"),
+    "step_power": ("scvb0", "pcsvb0"), "doc_start": ("scvb0", "pcsvb0"), "clumping": HDP_METHODS,
+    "keep_doc_state": ("pcsvb0",), "test_store": COLLAPSED_METHODS, "eval_every": COLLAPSED_METHODS,
+}
 
 
 def read_seed_words(path: str | None) -> tuple[Any, ...]:
@@ -89,19 +124,59 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @click.option("--model", "model_path", required=True, type=click.Path(), help="Directory to save the model to.")
 @click.option("--topics", "n_topics", default=None, type=click.IntRange(min=1),
               help="Number of topics K (required unless --preset sets it).")
-@click.option("--method", type=click.Choice(choices(LearningMethod)), default="batch", show_default=True,
-              help="Batch VB (Mr. LDA), online VB over minibatches (Hoffman et al. 2010), or streaming VB "
+@click.option("--family", type=click.Choice(choices(Family)), default=None,
+              help="Model family: lda, or hdp (the hierarchical Dirichlet process, docs/hdp.md) [default: the "
+                   "method's; lda without --method]")
+@click.option("--method", type=click.Choice(FIT_METHODS), default=None,
+              help="LDA: batch VB (Mr. LDA), online VB over minibatches (Hoffman et al. 2010), streaming VB "
                    "(svb: each minibatch fitted by batch VB with the posterior so far as its prior; "
-                   "Broderick et al. 2013).")
+                   "Broderick et al. 2013), or scvb0 (stochastic collapsed VB, Foulds et al. 2013). HDP: pcsvb0 "
+                   "(Bleier's practical collapsed stochastic VB) or pcvb0 (Sato et al.'s batch collapsed VB). "
+                   "[default: batch for lda, pcsvb0 for hdp]")
+@click.option("--truncation", default=None, type=click.IntRange(min=2),
+              help="HDP: truncation T, the number of sticks (not of topics; Bleier: 200)  [default: 200]")
+@click.option("--clumping", is_flag=True,
+              help="HDP: one update per distinct term of a document, scaled by its count (Bleier sec. 5); pcvb0 keeps "
+                   "one q per distinct term instead of one per token.")
+@click.option("--alpha-init", default=None, type=click.FloatRange(min=0, min_open=True),
+              help="HDP: starting document concentration alpha  [default: 1]")
+@click.option("--gamma-init", default=None, type=click.FloatRange(min=0, min_open=True),
+              help="HDP: starting top-level concentration gamma  [default: 1]")
+@click.option("--fixed-alpha", is_flag=True, help="HDP: keep alpha at --alpha-init (no eq. 5/12 update).")
+@click.option("--fixed-gamma", is_flag=True, help="HDP: keep gamma at --gamma-init (no eq. 6 update).")
+@click.option("--alpha-floor", default=None, type=click.FloatRange(min=0, min_open=True),
+              help="HDP: lower bound of alpha after each update  [default: 0.001]")
+@click.option("--topic-word-step", default=None, metavar="S,TAU",
+              help="pcsvb0, scvb0: step sizes s/(tau+t)^kappa of the topic-word statistics  [default: 10,1000]")
+@click.option("--doc-step", default=None, metavar="S,TAU",
+              help="pcsvb0, scvb0: step sizes of a document's topic statistics  [default: 1,10]")
+@click.option("--hyper-step", default=None, metavar="S,TAU",
+              help="pcsvb0: step sizes of the sticks and hyperparameters  [default: 5,100]")
+@click.option("--step-power", default=None, type=click.FloatRange(0.5, 1.0, min_open=True),
+              help="pcsvb0, scvb0: kappa of the step sizes  [default: 0.9]")
+@click.option("--doc-start", type=click.Choice(choices(DocStart)), default=None,
+              help="pcsvb0, scvb0: a document's topic statistics at its first visit  [default: random]")
+@click.option("--keep-doc-state", is_flag=True,
+              help="pcsvb0: keep each document's topic statistics between passes (Algorithm 1) instead of "
+                   "starting them afresh at each visit.")
+@click.option("--topics-in-use-share", default=None, type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              help="HDP: a topic is in use when it holds at least this share of the tokens  [default: 0.001]")
+@click.option("--test", "test_store", default=None, type=click.Path(file_okay=False),
+              help="pcsvb0, pcvb0, scvb0: held-out store scored along the fit (70%% of each document's tokens "
+                   "fold in, 30%% are scored).")
+@click.option("--eval-every", default=None, type=click.IntRange(min=0),
+              help="pcsvb0, pcvb0, scvb0 with --test: score every N documents seen (0: at the end)  [default: 0]")
 @click.option("--max-iter", default=50, show_default=True, type=click.IntRange(min=1),
               help="Maximum batch VB iterations (svb: per minibatch).")
 @click.option("--tol", default=1e-4, show_default=True, type=float,
               help="Batch and svb: stop at this relative ELBO change (svb: of the minibatch).")
-@click.option("--batch-size", default=256, show_default=True, type=click.IntRange(min=1),
-              help="Online and svb: documents per minibatch S.")
+@click.option("--batch-size", default=None, type=click.IntRange(min=1),
+              help="Online and svb: documents per minibatch S [default: 256]. pcsvb0 and scvb0: documents per "
+                   "minibatch [default: none, word by word].")
 @click.option("--tau0", default=10.0, show_default=True, type=float, help="Online: delay of the step sizes (tau0 + t)^-kappa.")
 @click.option("--kappa", default=0.7, show_default=True, type=float, help="Online: forgetting rate, in [0, 1].")
-@click.option("--passes", default=1, show_default=True, type=click.IntRange(min=1), help="Online: passes over the corpus.")
+@click.option("--passes", default=None, type=click.IntRange(min=1),
+              help="Online, pcsvb0, pcvb0, scvb0: passes over the corpus  [default: 1 online, 30 otherwise]")
 @click.option("--shuffle-window", default=0, show_default=True, type=click.IntRange(min=0),
               help="Online: visit documents in random order within windows of this many documents (0: store order).")
 @click.option("--executor", type=click.Choice(list(EXECUTORS)), default="auto", show_default=True,
@@ -109,14 +184,17 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
                    "(fastest on one machine); servers: one actor per Dask worker.")
 @click.option("--estep", type=click.Choice(choices(EStepKind)), default="vb", show_default=True,
               help="Dense VB E-step, or Gibbs sampling within VB (sparse; faster at large K).")
-@click.option("--burn-in", default=5, show_default=True, type=click.IntRange(min=0), help="Hybrid: discarded sweeps per document.")
+@click.option("--burn-in", default=None, type=click.IntRange(min=0),
+              help="Hybrid: discarded sweeps per document [default: 5]. pcsvb0, scvb0: passes over a document's words "
+                   "that update only its statistics [default: 0].")
 @click.option("--samples", default=5, show_default=True, type=click.IntRange(min=1), help="Hybrid: kept sweeps per document.")
 @click.option("--hybrid-init", type=click.Choice(choices(HybridInit)), default="progressive", show_default=True,
               help="Hybrid: start each document's chain by drawing tokens in turn, or from random topics (Zhai 2014).")
 @click.option("--hybrid-alpha-stats", type=click.Choice(choices(HybridAlphaStats)), default="mean", show_default=True,
               help="Hybrid: alpha-update statistics from the mean kept counts, or averaged over the kept sweeps.")
 @click.option("--doc-topic-prior", default="auto", show_default=True,
-              help="Document-topic prior alpha: auto (asymmetric, Newton-Raphson), symmetric (learned), or a fixed value.")
+              help="Document-topic prior alpha: auto (asymmetric, Newton-Raphson), symmetric (learned), or a fixed value. "
+                   "scvb0: a fixed value (auto: Bleier's 0.1).")
 @click.option("--topic-word-prior", default=0.01, show_default=True, type=float, help="Topic-word prior eta.")
 @click.option("--optimize-topic-word-prior", is_flag=True, help="Learn a symmetric eta by Newton-Raphson.")
 @click.option("--seed-words", type=click.Path(dir_okay=False), default=None, help="Informed priors: seeded topics and their words.")
@@ -145,8 +223,13 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @preset_option("fit")
 @cluster_options
 @reports_errors
-def fit(store: str, model_path: str, n_topics: int | None, method: str, max_iter: int, tol: float, batch_size: int,
-        tau0: float, kappa: float, passes: int, shuffle_window: int, executor: str, estep: str, burn_in: int, samples: int,
+def fit(store: str, model_path: str, n_topics: int | None, family: str | None, method: str | None, truncation: int | None,
+        clumping: bool, alpha_init: float | None, gamma_init: float | None, fixed_alpha: bool, fixed_gamma: bool,
+        alpha_floor: float | None, topic_word_step: str | None, doc_step: str | None, hyper_step: str | None,
+        step_power: float | None, doc_start: str | None, keep_doc_state: bool, topics_in_use_share: float | None,
+        test_store: str | None, eval_every: int | None, max_iter: int, tol: float, batch_size: int | None,
+        tau0: float, kappa: float, passes: int | None, shuffle_window: int, executor: str, estep: str,
+        burn_in: int | None, samples: int,
         hybrid_init: str, hybrid_alpha_stats: str,
         doc_topic_prior: str, topic_word_prior: float, optimize_topic_word_prior: bool, seed_words: str | None,
         seed_strength: float, seed_off_topic: float | None, doc_topic_prior_init: float | None,
@@ -154,10 +237,34 @@ def fit(store: str, model_path: str, n_topics: int | None, method: str, max_iter
         checkpoint_every: int | None,
         checkpoint_path: str | None, resume: bool, doc_topics: str | None, split_every: int | None,
         overwrite: bool, preset: str | None, cluster: ClusterConfig) -> None:
-    """Fit LDA (polylingual LDA for a multilingual STORE) by batch, online or streaming variational Bayes.
+    """Fit LDA (polylingual LDA for a multilingual STORE) by batch, online or streaming variational Bayes or
+    SCVB0, or the HDP (--family hdp) by PCSVB0 or PCVB0.
 
     With --preset, a paper's settings fill every option you do not type.
     """
+    lda_values = dict(
+        n_topics=n_topics, doc_topic_prior=doc_topic_prior, topic_word_prior=topic_word_prior, max_iter=max_iter, tol=tol, max_doc_iter=max_doc_iter,
+        doc_tol=doc_tol, seed=seed, seed_strength=seed_strength, seed_off_topic=seed_off_topic,
+        doc_topic_prior_init=doc_topic_prior_init,
+        optimize_topic_word_prior=optimize_topic_word_prior, split_every=split_every, warm_start=warm_start, method=method,
+        batch_size=batch_size, tau0=tau0, kappa=kappa, passes=passes, shuffle_window=shuffle_window,
+        estep=estep, burn_in=burn_in, samples=samples, executor=executor, init_shape=init_shape,
+        hybrid_init=hybrid_init, hybrid_alpha_stats=hybrid_alpha_stats,
+    )
+    hdp_values = dict(
+        family=family, truncation=truncation, clumping=clumping, alpha=alpha_init, gamma=gamma_init,
+        learn_alpha=not fixed_alpha, learn_gamma=not fixed_gamma, alpha_floor=alpha_floor,
+        topic_word_step=topic_word_step, doc_step=doc_step, hyper_step=hyper_step, step_power=step_power,
+        doc_start=doc_start, keep_doc_state=keep_doc_state, topics_in_use_share=topics_in_use_share,
+        eval_every=eval_every,
+    )
+    values, _ = apply_preset(preset, "fit", {**lda_values, **hdp_values}, option_of=HDP_OPTION_OF)
+    family, method = resolve_family(values["family"], values["method"])
+    values["method"] = method
+    refuse_online_only_options(method)
+    refuse_options_of_other_methods(family, method)
+    if test_store is None and values["eval_every"]:
+        raise click.UsageError("--eval-every scores the --test store along the fit; give --test STORE")
     from topicflow.io._atomic import check_output_path
     from topicflow.io.models.checkpoint import (
         default_checkpoint_path,
@@ -166,52 +273,167 @@ def fit(store: str, model_path: str, n_topics: int | None, method: str, max_iter
     from topicflow.pipeline.policies import CheckpointPolicy
 
     corpus = Corpus.open(store)
+    test_corpus = None if test_store is None else Corpus.open(test_store)
     check_output_path(Path(model_path), overwrite=overwrite, what="model")
-    values, _ = apply_preset(preset, "fit", dict(
-        n_topics=n_topics, doc_topic_prior=doc_topic_prior, topic_word_prior=topic_word_prior, max_iter=max_iter, tol=tol, max_doc_iter=max_doc_iter,
-        doc_tol=doc_tol, seed=seed, seed_strength=seed_strength, seed_off_topic=seed_off_topic,
-        doc_topic_prior_init=doc_topic_prior_init,
-        optimize_topic_word_prior=optimize_topic_word_prior, split_every=split_every, warm_start=warm_start, method=method,
-        batch_size=batch_size, tau0=tau0, kappa=kappa, passes=passes, shuffle_window=shuffle_window,
-        estep=estep, burn_in=burn_in, samples=samples, executor=executor, init_shape=init_shape,
-        hybrid_init=hybrid_init, hybrid_alpha_stats=hybrid_alpha_stats,
-    ))
-    if values["n_topics"] is None:
-        raise click.UsageError("Missing option '--topics' (or a --preset that sets it).")
-    n_topics, method = values["n_topics"], values["method"]
-    refuse_online_only_options(method)
-    estimator = LDA(seed_topics=read_seed_words(seed_words), **values)
-    estimator._config()  # validate before starting a cluster
-    if method == "svb":
-        estimator._svb_config()
+    collapsed = method in COLLAPSED_METHODS
+    estimator: LDA | HDP
+    if family == "hdp":
+        estimator = HDP(**hdp_estimator_values(values))
+        estimator.config()  # validate before starting a cluster
+        what = f"the HDP (truncation T={estimator.truncation}) by {method}"
     else:
-        estimator._online_config()
+        if values["n_topics"] is None:
+            raise click.UsageError("Missing option '--topics' (or a --preset that sets it).")
+        lda = {key: values[key] for key in lda_values}
+        lda["passes"] = lda["passes"] or (COLLAPSED_PASSES if collapsed else 1)
+        if collapsed:
+            lda["burn_in"] = 5
+            lda["eval_every"] = values["eval_every"] or 0
+            lda["doc_burn_in"] = values["burn_in"] or 0
+            for name in ("topic_word_step", "doc_step"):
+                if values[name] is not None:
+                    lda[name] = parse_step(values[name], values["step_power"] or PAPER_STEP_POWER)
+        else:
+            lda["batch_size"] = lda["batch_size"] or 256
+            lda["burn_in"] = 5 if lda["burn_in"] is None else lda["burn_in"]
+        estimator = LDA(seed_topics=read_seed_words(seed_words), **lda)
+        if collapsed:
+            estimator._scvb0_config()
+        else:
+            estimator._config()  # validate before starting a cluster
+            if method == "svb":
+                estimator._svb_config()
+            else:
+                estimator._online_config()
+        what = f"K={values['n_topics']} by {'streaming (svb) VB' if method == 'svb' else method if collapsed else method + ' VB'}"
     checkpoint = None
     if checkpoint_every or resume:
         path = Path(checkpoint_path) if checkpoint_path else default_checkpoint_path(Path(model_path))
         checkpoint = CheckpointPolicy(path, every=checkpoint_every or 1, resume=resume)
         if resume and (path / "latest.json").exists():
             click.echo(f"resuming from checkpoint {path}", err=True)
-    click.echo(f"fitting K={n_topics} by {'streaming (svb)' if method == 'svb' else method} VB on {corpus!r}", err=True)
+    click.echo(f"fitting {what} on {corpus!r}", err=True)
     progress = progress_reporter()
     with connect(cluster) as client:
         click.echo(f"dashboard: {client.dashboard_link}", err=True)
         started = time.perf_counter()
-        estimator.fit(corpus, client, progress=progress, checkpoint=checkpoint)
-        for line in trace_lines(estimator):
+        if collapsed:
+            estimator.fit(corpus, client=client, progress=progress, checkpoint=checkpoint, test=test_corpus)
+            lines = collapsed_trace_lines(estimator.trace_)
+        else:
+            estimator.fit(corpus, client, progress=progress, checkpoint=checkpoint)
+            lines = trace_lines(cast(LDA, estimator))
+        for line in lines:
             click.echo(line, err=True)
         estimator.save(model_path, overwrite=overwrite)
         if checkpoint is not None:
             remove_checkpoint(checkpoint.path)
-        done = (f"{estimator.n_iter_} iterations, {'converged' if estimator.converged_ else 'not converged'}"
-                if method == "batch" else f"{estimator.n_iter_} minibatches, {estimator.n_docs_seen_} documents")
-        click.echo(f"saved model to {model_path} ({done}, {time.perf_counter() - started:.1f} s)", err=True)
-        for name, words in estimator.model_.info.unknown_seed_words.items():
-            click.echo(f"warning: seed words of topic {name!r} not in the vocabulary: {', '.join(words)}", err=True)
+        seconds = time.perf_counter() - started
+        if isinstance(estimator, HDP):
+            click.echo(f"saved model to {model_path} ({estimator.n_docs_seen_} documents seen, {seconds:.1f} s): "
+                       f"{hdp_topics(estimator.model_).headline()}; alpha {estimator.alpha_:.4g}, "
+                       f"gamma {estimator.gamma_:.4g}", err=True)
+        else:
+            done = (f"{estimator.n_iter_} iterations, {'converged' if estimator.converged_ else 'not converged'}"
+                    if method == "batch" else f"{estimator.n_docs_seen_} documents" if collapsed
+                    else f"{estimator.n_iter_} minibatches, {estimator.n_docs_seen_} documents")
+            click.echo(f"saved model to {model_path} ({done}, {seconds:.1f} s)", err=True)
+            for name, words in estimator.model_.info.unknown_seed_words.items():
+                click.echo(f"warning: seed words of topic {name!r} not in the vocabulary: {', '.join(words)}", err=True)
         if doc_topics:
             written = infer_doc_topics(estimator.model_, corpus, Path(doc_topics), client=client,
                                        overwrite=overwrite, progress=progress)
             click.echo(f"wrote document topics of {written} documents to {doc_topics}", err=True)
+
+
+def resolve_family(family: str | None, method: str | None) -> tuple[str, str]:
+    """The family and method of ``fit`` from what was given: a method implies its family.
+
+    Parameters
+    ----------
+    family : {"lda", "hdp"} or None
+        ``--family``.
+    method : str or None
+        ``--method``.
+
+    Returns
+    -------
+    family : str
+        ``lda`` or ``hdp``.
+    method : str
+        The method (``batch`` or ``pcsvb0`` when none was given).
+
+    Raises
+    ------
+    click.UsageError
+        A method of the other family.
+    """
+    if method is None:
+        return (family or "lda"), ("pcsvb0" if family == "hdp" else "batch")
+    implied = "hdp" if method in HDP_METHODS else "lda"
+    if family is not None and family != implied:
+        if family == "hdp":
+            raise click.UsageError(f"--family hdp is fitted by --method {' or '.join(HDP_METHODS)}; --method "
+                                   f"{method} fits LDA (drop --family hdp, or choose an HDP method)")
+        raise click.UsageError(f"--method {method} fits the HDP family: use --family hdp (or drop --family)")
+    return implied, method
+
+
+def refuse_options_of_other_methods(family: str, method: str) -> None:
+    """Refuse options typed with a family and method they do not apply to (see :data:`OPTION_METHODS`).
+
+    The LDA variational methods keep accepting their own options among themselves (as before the HDP
+    family); an option of the collapsed methods, or any option a collapsed method does not use, is refused.
+
+    Parameters
+    ----------
+    family : {"lda", "hdp"}
+    method : str
+
+    Raises
+    ------
+    click.UsageError
+        Naming every such option and the methods it belongs to.
+    """
+    context = click.get_current_context()
+    collapsed_only = set(COLLAPSED_METHODS)
+    refused = []
+    for name, methods in OPTION_METHODS.items():
+        if method in methods or context.get_parameter_source(name) in (None, click.core.ParameterSource.DEFAULT):
+            continue
+        if method in COLLAPSED_METHODS or set(methods) <= collapsed_only:
+            refused.append((name, methods))
+    if refused:
+        options = ", ".join(_option(name) for name, _ in refused)
+        owners = "; ".join(f"{_option(name)}: {', '.join(methods)}" for name, methods in refused)
+        raise click.UsageError(f"{options} given with --family {family} --method {method}, which does not use "
+                               f"{'it' if len(refused) == 1 else 'them'} (where each applies: {owners}); drop "
+                               f"{'it' if len(refused) == 1 else 'them'} or choose a method that has "
+                               f"{'it' if len(refused) == 1 else 'them'}")
+
+
+def _option(name: str) -> str:
+    return {"n_topics": "--topics", "test_store": "--test", "seed_words": "--seed-words"}.get(
+        name, "--" + name.replace("_", "-"))
+
+
+def hdp_estimator_values(values: dict[str, Any]) -> dict[str, Any]:
+    """The ``HDP`` keyword arguments of ``fit``'s merged settings (unset ones keep the estimator's defaults).
+
+    Parameters
+    ----------
+    values : dict
+        The settings of ``fit`` under their API names (after the preset).
+
+    Returns
+    -------
+    dict
+    """
+    names = ("truncation", "method", "batch_size", "clumping", "passes", "topic_word_prior", "alpha", "gamma",
+             "learn_alpha", "learn_gamma", "alpha_floor", "topic_word_step", "doc_step", "hyper_step", "step_power",
+             "burn_in", "doc_start", "keep_doc_state", "shuffle_window", "eval_every", "topics_in_use_share",
+             "init_shape", "seed", "split_every")
+    return {name: values[name] for name in names if values.get(name) is not None}
 
 
 #: ``fit`` options that only online VB has: streaming VB refuses them when typed (see docs/variational-lda.md).
@@ -241,6 +463,34 @@ def refuse_online_only_options(method: str) -> None:
         raise click.UsageError(
             f"{options} given with --method svb: streaming VB has no step sizes and sees each document once "
             "(the posterior of each minibatch is the prior of the next); drop them, or use --method online")
+
+
+def collapsed_trace_lines(records: list[Any]) -> list[str]:
+    """About 20 lines of a collapsed fit's trace (pcsvb0, pcvb0, scvb0): whatever each record holds.
+
+    Parameters
+    ----------
+    records : list
+        The estimator's ``trace_`` (records with ``to_dict``, or dicts).
+
+    Returns
+    -------
+    list of str
+    """
+    rows = [r.to_dict() if hasattr(r, "to_dict") else dict(r) for r in records]
+    every = max(1, len(rows) // 20)
+    lines = []
+    for i, row in enumerate(rows):
+        if i % every and i != len(rows) - 1:
+            continue
+        lines.append("  ".join(f"{key} {_short(value)}" for key, value in row.items()))
+    return lines
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
 
 
 def trace_lines(estimator: LDA) -> list[str]:
@@ -281,7 +531,7 @@ def trace_lines(estimator: LDA) -> list[str]:
     return lines
 
 
-def format_topics(model_path: str, top: int) -> dict[str, Any]:
+def format_topics(model_path: str, top: int, *, all_topics: bool = False) -> dict[str, Any]:
     """Return the topics of a saved model with their most probable terms, as JSON-able data.
 
     Parameters
@@ -290,40 +540,66 @@ def format_topics(model_path: str, top: int) -> dict[str, Any]:
         Model directory.
     top : int
         Terms listed per topic and language.
+    all_topics : bool, default False
+        HDP: list all T topics, not only those in use.
 
     Returns
     -------
     dict of str to Any
         ``languages`` and ``topics``: one entry per topic, by decreasing alpha, with its id, name,
-        alpha and, per language, its ``top`` terms with their probabilities.
+        alpha and, per language, its ``top`` terms with their probabilities. An HDP model lists only
+        its topics in use (by decreasing stick weight, which is alpha's order), each with its
+        ``stick_weight`` and ``share`` of the tokens, and adds ``family``, ``truncation``,
+        ``topics_in_use``, ``min_share`` and ``headline``.
     """
     model = load_model(Path(model_path))
     state = model.state
     topic_word = state.topic_word()
     order = np.argsort(-state.doc_topic_prior, kind="stable")
+    hdp = hdp_topics(model) if model.info.family == "hdp" else None
+    if hdp is not None and not all_topics:
+        order = hdp.in_use
     topics = []
     for k in order:
         entry: dict[str, Any] = {"topic": int(k), "name": state.topic_label(int(k)), "alpha": float(state.doc_topic_prior[k])}
+        if hdp is not None:
+            entry["stick_weight"] = float(hdp.stick_weights[k])
+            entry["share"] = float(hdp.shares[k])
         for lang in state.languages:
             row = topic_word[lang][k]
             best = np.argsort(-row, kind="stable")[:top]
             entry[lang] = [{"term": model.vocabularies[lang].term_of(int(w)), "p": float(row[w])} for w in best]
         topics.append(entry)
-    return {"languages": list(state.languages), "topics": topics}
+    listing: dict[str, Any] = {"languages": list(state.languages), "topics": topics}
+    if hdp is not None:
+        listing.update(family="hdp", truncation=hdp.truncation, topics_in_use=hdp.n_in_use, min_share=hdp.min_share,
+                       alpha=hdp.alpha, gamma=hdp.gamma, headline=hdp.headline())
+    return listing
 
 
 @click.command()
 @click.argument("model_path", metavar="MODEL", type=click.Path(file_okay=False))
 @click.option("--top", default=10, show_default=True, type=click.IntRange(min=1), help="Terms per topic.")
+@click.option("--all-topics", is_flag=True, help="HDP: list all T topics of the truncation, not only those in use.")
 @click.option("--format", "fmt", type=click.Choice(choices(OutputFormat)), default="text", show_default=True)
 @reports_errors
-def topics(model_path: str, top: int, fmt: str) -> None:
-    """Print each topic's top terms (side by side per language), by decreasing alpha."""
-    listing = format_topics(model_path, top)
+def topics(model_path: str, top: int, all_topics: bool, fmt: str) -> None:
+    """Print each topic's top terms (side by side per language), by decreasing alpha.
+
+    An HDP model shows its topics in use (by stick weight, with their share of the tokens) and how many
+    they are of the truncation.
+    """
+    listing = format_topics(model_path, top, all_topics=all_topics)
     if fmt == "json":
         click.echo(json.dumps(listing, indent=2, ensure_ascii=False))
         return
     langs = listing["languages"]
+    if "headline" in listing:
+        click.echo(listing["headline"])
+        for entry in listing["topics"]:
+            click.echo(f"{entry['name']:>12} (pi {entry['stick_weight']:.3f}, share {entry['share']:.3f}): "
+                       + " ".join(t["term"] for t in entry[langs[0]]))
+        return
     for entry in listing["topics"]:
         columns = [" ".join(t["term"] for t in entry[lang]) for lang in langs]
         if len(langs) == 1:

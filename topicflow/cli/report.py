@@ -2,20 +2,29 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
+from pathlib import Path
 
 import click
 
 from topicflow._typing import CoherenceMeasure, choices
+from topicflow.api.hdp import HDPTopics, hdp_topics
 from topicflow.cli._common import cluster_options, progress_reporter, reports_errors
 from topicflow.errors import InvalidParameterError, OrderNotKeptError
+from topicflow.io._atomic import check_output_path
 from topicflow.io.corpus.reader import Corpus
+from topicflow.io.models.store import load_model
+from topicflow.io.outputs.report import ReportData, render_report, write_report
+from topicflow.metrics.confirmation import arithmetic_mean
 from topicflow.metrics.topic_coherence import resolve_measure
 from topicflow.pipeline.cluster import ClusterConfig, connect
 from topicflow.pipeline.evaluation.report import (
     ReportOptions,
+    build_report,
     coherence_summary,
-    write_model_report,
+    topic_cards,
 )
+from topicflow.pipeline.progress import ProgressReporter
 
 
 @click.command()
@@ -42,13 +51,21 @@ from topicflow.pipeline.evaluation.report import (
                    "and a new topic.")
 @click.option("--max-versions", default=8, show_default=True, type=click.IntRange(min=2),
               help="Compare the newest N versions in the topic evolution.")
+@click.option("--all-topics", is_flag=True,
+              help="HDP: show all T topics of the truncation, not only those in use (share >= the model's threshold).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing file at --out.")
 @cluster_options
 @reports_errors
 def report(model_path: str, store: str | None, out: str, measure: str | None, coherence_top_n: int,
            window: int | None, top_words: int, examples: int, snippet_words: int, evolution_threshold: float,
-           max_versions: int, overwrite: bool, cluster: ClusterConfig) -> None:
-    """Write an HTML report of MODEL: topics (top words, size, coherence, examples), trace, evolution."""
+           max_versions: int, all_topics: bool, overwrite: bool, cluster: ClusterConfig) -> None:
+    """Write an HTML report of MODEL: topics (top words, size, coherence, examples), trace, evolution.
+
+    An HDP model's report shows its topics in use (--all-topics: every topic of the truncation).
+    """
+    check_output_path(Path(out), overwrite=overwrite, what="report")
+    saved = load_model(Path(model_path))
+    in_use = None if all_topics or saved.info.family != "hdp" else hdp_topics(saved)
     options = ReportOptions(top_words=top_words, examples=examples, snippet_words=snippet_words,
                             evolution_threshold=evolution_threshold, max_versions=max_versions)
     progress = progress_reporter()
@@ -57,9 +74,10 @@ def report(model_path: str, store: str | None, out: str, measure: str | None, co
         if measure not in (None, "none"):
             raise InvalidParameterError("--coherence needs --corpus STORE: the reference whose word statistics "
                                         "score the topics (usually the training store)")
-        data = write_model_report(model_path, out, options=options, progress=progress, overwrite=overwrite,
-                                  coherence_note="Coherence was not computed: give a reference store with "
-                                                 "`topicflow report MODEL --corpus STORE`.")
+        data = build_report(model_path, options=options, progress=progress,
+                            coherence_note="Coherence was not computed: give a reference store with "
+                                           "`topicflow report MODEL --corpus STORE`.")
+        cards = _write(data, in_use, out, client=None, progress=progress)
     else:
         corpus = Corpus.open(store)
         measure = measure or "u_mass"
@@ -77,10 +95,47 @@ def report(model_path: str, store: str | None, out: str, measure: str | None, co
                 progress.message(f"coherence ({measure}) against {store}")
                 scores = coherence_summary(model_path, corpus, measure=measure, top_n=coherence_top_n,
                                            window=window, client=client)
-            data = write_model_report(model_path, out, corpus, coherence=scores, options=options, client=client,
-                                      progress=progress, overwrite=overwrite,
-                                      coherence_note="Coherence was not computed (--coherence none).")
-    click.echo(f"wrote report of {len(data.topics)} topics to {out} ({time.perf_counter() - started:.1f} s)", err=True)
+            data = build_report(model_path, corpus, coherence=scores, options=options, client=client,
+                                progress=progress, coherence_note="Coherence was not computed (--coherence none).")
+            cards = _write(data, in_use, out, client=client, progress=progress)
+    shown = f"{cards} topics" if in_use is None else f"{in_use.headline()}"
+    click.echo(f"wrote report of {shown} to {out} ({time.perf_counter() - started:.1f} s)", err=True)
+
+
+def only_topics_in_use(data: ReportData, in_use: HDPTopics) -> ReportData:
+    """The report of an HDP model with only its topics in use (and their coherence and its mean).
+
+    Parameters
+    ----------
+    data : ReportData
+        The report of every topic of the truncation.
+    in_use : HDPTopics
+        The model's topics in use.
+
+    Returns
+    -------
+    ReportData
+        Topics by decreasing stick weight; a fact line says how many are in use of the truncation.
+    """
+    position = {int(topic.index): i for i, topic in enumerate(data.topics)}
+    keep = [position[int(k)] for k in in_use.in_use if int(k) in position]
+    coherence = data.coherence
+    if coherence is not None:
+        per_topic = tuple(coherence.per_topic[i] for i in keep)
+        coherence = replace(coherence, per_topic=per_topic, mean=arithmetic_mean(list(per_topic)) if per_topic else
+                            float("nan"))
+    return replace(data, topics=tuple(data.topics[i] for i in keep), coherence=coherence,
+                   facts=(*data.facts, ("topics in use", in_use.headline())))
+
+
+def _write(data: ReportData, in_use: HDPTopics | None, out: str, *, client: object, progress: ProgressReporter) -> int:
+    """Render and write the report (only the topics in use of an HDP model); return the topics shown."""
+    if in_use is not None:
+        data = only_topics_in_use(data, in_use)
+    cards = topic_cards(data, client=client, progress=progress)
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    write_report(Path(out), render_report(data, topic_cards=cards))
+    return len(data.topics)
 
 
 COMMANDS = [report]

@@ -13,6 +13,9 @@ from topicflow.pipeline.cluster import ClusterConfig, connect
 from topicflow.pipeline.progress import TqdmProgress
 from topicflow.pipeline.vb.online import EXECUTORS
 
+#: Methods continued by the collapsed drivers (topicflow.pipeline.collapsed), with their own schedule.
+COLLAPSED_METHODS = ("pcsvb0", "pcvb0", "scvb0")
+
 
 @click.command()
 @click.argument("model_path", metavar="MODEL", type=click.Path(file_okay=False))
@@ -32,7 +35,8 @@ def update(model_path: str, store: str, batch_size: int | None, tau0: float | No
            passes: int | None, shuffle_window: int | None, executor: str | None, keep: int | None, fmt: str, cluster: ClusterConfig) -> None:
     """Continue MODEL with the shards of STORE it has not seen, and save the result as a new version.
 
-    The vocabulary grows with terms that `topicflow append --promote-min-df` added to STORE. The
+    The vocabulary grows with terms that `topicflow append --promote-min-df` added to STORE. An HDP
+    (pcsvb0) or SCVB0 model continues its own step-size schedules; a pcvb0 model (batch) is refitted instead. The
     model is locked meanwhile; a crashed update leaves the previous version current, and running
     the same command again redoes it. Exit status 0 also when there is nothing new.
     """
@@ -44,6 +48,15 @@ def update(model_path: str, store: str, batch_size: int | None, tau0: float | No
     from topicflow.pipeline.vb.online import OnlineConfig
 
     model = load_model(Path(model_path))
+    if model.info.method in COLLAPSED_METHODS:
+        given = {"--batch-size": batch_size, "--tau0": tau0, "--kappa": kappa, "--shuffle-window": shuffle_window,
+                 "--executor": executor}
+        typed = [name for name, value in given.items() if value is not None]
+        if typed:
+            raise click.UsageError(
+                f"{', '.join(typed)} given, but {model_path} was fitted by {model.info.method}, whose minibatch size, "
+                "shuffle and step sizes are part of its schedule and continue as saved; only --passes and --keep "
+                "apply (drop them)")
     if model.info.method == "svb" and (tau0 is not None or kappa is not None):
         raise click.UsageError(f"--tau0/--kappa given, but {model_path} was fitted by streaming VB (svb), which has no "
                                "step sizes: its update adds the new documents' statistics to its posterior; drop them")
@@ -52,7 +65,9 @@ def update(model_path: str, store: str, batch_size: int | None, tau0: float | No
     changes: dict[str, Any] = {"batch_size": batch_size, "tau0": tau0, "kappa": kappa, "passes": passes,
                                "shuffle_window": shuffle_window, "executor": executor}
     online = replace(online, total_docs=None, **{k: v for k, v in changes.items() if v is not None})
-    if model.info.method == "svb":
+    if model.info.method in COLLAPSED_METHODS:
+        online = OnlineConfig(passes=passes or 1)  # the continuer takes only the passes
+    elif model.info.method == "svb":
         from topicflow.pipeline.vb.svb import SVBConfig
 
         SVBConfig.from_online(online)  # refuses --passes > 1 before a cluster starts

@@ -98,6 +98,31 @@ PRESETS: dict[tuple[str, str], Preset] = _entries(
                     "for all 30 runs (best of 100 Gibbs initializations, 200 sweeps from a random start "
                     "on the first 10% of the stream).",
     ),
+    # Bleier, PCSVB0 (issue 19): the HDP by Algorithm 1 word by word with sec. 4's constants (for
+    # `topicflow fit --family hdp` and `topicflow.HDP`), and its SCVB0 baseline (an LDA preset; K is not
+    # printed in the paper: 100 here, the middle of the 50/100/200 that `topicflow reproduce bleier2016` runs).
+    Preset(
+        name="bleier2016", command="fit",
+        settings=dict(family="hdp", method="pcsvb0", truncation=200, topic_word_prior=0.01, passes=30,
+                      topic_word_step=(10.0, 1000.0), doc_step=(1.0, 10.0), hyper_step=(5.0, 100.0),
+                      step_power=0.9, burn_in=0),
+        source="Bleier, Practical collapsed stochastic variational inference for the HDP, sec. 4 (rho_t = "
+               "s/(tau+t)^0.9 with (s, tau) = (10, 1000) for n_kw, (1, 10) for n_dk, (5, 100) for the sticks and "
+               "hyperparameters; beta = 0.01; T = 200) and Fig. 1 (30 iterations); Algorithm 1 (word by word, "
+               "no burn-in)",
+        description="PCSVB0 as Bleier ran it: the HDP word by word, T=200, beta 0.01, step sizes (10, 1000), "
+                    "(1, 10), (5, 100) with power 0.9, 30 passes; alpha and gamma learned from 1.",
+    ),
+    Preset(
+        name="bleier2016-scvb0", command="fit",
+        settings=dict(method="scvb0", n_topics=100, doc_topic_prior=0.1, topic_word_prior=0.01, passes=30,
+                      batch_size=None, topic_word_step=(10.0, 1000.0), doc_step=(1.0, 10.0)),
+        source="Bleier sec. 4 (SCVB0 with alpha = 0.1, beta = 0.01, the same step sizes; K not printed); "
+               "Foulds, Boyles, DuBois, Smyth & Welling 2013 (the algorithm)",
+        description="SCVB0, Bleier's baseline: LDA word by word, K=100, alpha 0.1, beta 0.01, step sizes "
+                    "(10, 1000) and (1, 10) with power 0.9, 30 passes (add --burn-in 1 for Foulds' burn-in "
+                    "pass, as `topicflow reproduce bleier2016` runs it).",
+    ),
     # Canini, Shi & Griffiths 2009, sec. 5.2 (diff-3 / rel-3 / sim-3 settings). The initialization prefix is
     # "the first 10% of the documents": set init_docs to 10% of your stream (`topicflow reproduce canini2009`
     # does); the paper prints no sweep count for it, so init_sweeps keeps its default.

@@ -12,6 +12,7 @@ from pathlib import Path
 from topicflow.io.corpus.reader import Corpus
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 from topicflow.pipeline.reproduce import canini2009 as _canini2009  # noqa: F401,E402  (Canini, Shi & Griffiths 2009)
+from topicflow.pipeline.reproduce import bleier2016 as _bleier2016  # noqa: F401,E402  (Bleier: PCSVB0, Fig. 1)
 
 # One import per paper (each registers itself).
 from topicflow.pipeline.reproduce import gao2016 as _gao2016  # noqa: F401,E402
