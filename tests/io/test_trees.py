@@ -43,11 +43,13 @@ ROWS = [
 ARRAYS = ("edge_parent", "edge_child", "edge_prior", "path_indptr", "path_edges", "path_language", "path_term")
 
 
-def make_store(tmp: Path, rows: list[dict[str, str]] = ROWS, name: str = "s.zarr") -> Path:
+def make_store(tmp: Path, rows: list[dict[str, str]] = ROWS, name: str = "s.zarr", shard_size: int | None = None,
+               client: object = None) -> Path:
     src = tmp / f"{name}.jsonl"
     src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     ingest_corpus([src], tmp / name, fields=FieldSpec(lang_fields=(("en", "en"), ("de", "de"))),
-                  tokenizer=TokenizerConfig(stop_words_name="english", stop_words=("the", "and", "of", "in", "a")))
+                  tokenizer=TokenizerConfig(stop_words_name="english", stop_words=("the", "and", "of", "in", "a")),
+                  shard_size=shard_size, client=client)
     return tmp / name
 
 
@@ -158,7 +160,7 @@ def test_damaged_or_foreign_headers_are_refused(store: Path, tmp_path: Path) -> 
     # A structurally invalid tree whose checksums were "fixed" still fails validation.
     header["n_terms"][0] += 1
     header_path.write_text(json.dumps(header))
-    with pytest.raises(CorpusFormatError, match="is damaged: language 'en': 1 terms have no path"):
+    with pytest.raises(CorpusFormatError, match="is damaged: invalid prior tree: language 'en': 1 terms have no path"):
         read_tree(tree_dir)
     header["format_version"] = 99
     header_path.write_text(json.dumps(header))
@@ -235,3 +237,16 @@ def test_json_hierarchy_source(store: Path, tmp_path: Path) -> None:
     source.write_text(json.dumps({"children": [{"term": "haus", "language": "fr"}]}))
     with pytest.raises(InputError, match="language 'fr'"):
         build_tree_for_store(source, store, source_format="json")
+
+
+def test_same_tree_whatever_the_partitioning_and_scheduler(store: Path, tmp_path: Path, client: object) -> None:
+    """The tree depends on the vocabularies only, which ingest makes identical for any partitioning."""
+    dictionary = write_dict(tmp_path / "d.tsv", "de\ten\nHaus\thouse\nHaus\thome\nKatze\tcat\n")
+    one_per_shard = make_store(tmp_path, name="p.zarr", shard_size=1, client=client)
+    assert Corpus.open(one_per_shard).n_shards == len(ROWS)
+    tree, info = build_and_write_tree(dictionary, one_per_shard, tmp_path / "t1")
+    reference, reference_info = build_and_write_tree(dictionary, store, tmp_path / "t2")
+    for name in ARRAYS:
+        assert getattr(tree, name).tobytes() == getattr(reference, name).tobytes()
+    assert info.vocab_checksums == reference_info.vocab_checksums
+    check_tree_matches(reference_info, one_per_shard)

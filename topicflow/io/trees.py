@@ -8,7 +8,7 @@ A saved tree is a directory (docs/tree-lda.md, "Tree file format")::
 
 Both are written to a temporary sibling directory that is moved into place (:mod:`topicflow.io._atomic`).
 Reading checks every array's dtype, shape and SHA-256 against the header and the tree's structure
-(:func:`~topicflow.models.tree_lda.tree.tree_problems`); :func:`check_tree_matches` checks that a tree
+(``tree_problems``); :func:`check_tree_matches` checks that a tree
 belongs to a store's vocabularies before a fit uses it.
 """
 from __future__ import annotations
@@ -53,7 +53,7 @@ from topicflow.models.tree_lda.build import (
     build_tree_from_hierarchy,
     build_tree_from_pairs,
 )
-from topicflow.models.tree_lda.tree import PriorTree, tree_problems
+from topicflow.models.tree_lda.tree import PriorTree
 
 #: Name in ``tree.json`` of the format, and its version (readers refuse newer versions).
 TREE_FORMAT = "topicflow-prior-tree"
@@ -565,15 +565,12 @@ def read_tree(path: str | os.PathLike[str]) -> tuple[PriorTree, TreeInfo]:
     names = header.get("node_names")
     if not isinstance(names, list):
         raise _damaged(path, f"{HEADER_FILE} has no node_names list")
-    tree = object.__new__(PriorTree)  # validate first, so the error names the file
-    fields: dict[str, Any] = {"languages": info.languages, "n_terms": info.n_terms,
-                              "node_names": tuple(str(n) for n in names), **arrays}
-    for key, value in fields.items():
-        object.__setattr__(tree, key, value)
-    problems = tree_problems(tree)
-    if problems:
-        raise _damaged(path, "; ".join(problems[:5]))
-    return PriorTree(**fields), info
+    try:  # PriorTree validates its structure (tree_problems)
+        tree = PriorTree(languages=info.languages, n_terms=info.n_terms, node_names=tuple(str(n) for n in names),
+                         **arrays)
+    except (InvalidParameterError, IndexError, ValueError) as exc:
+        raise _damaged(path, str(exc)) from exc
+    return tree, info
 
 
 def check_tree_matches(tree_info: TreeInfo, corpus: Corpus | str | os.PathLike[str],
