@@ -24,11 +24,12 @@ def _register() -> None:
     from topicflow.cli import reproduce as cli_reproduce
     from topicflow.cli import stream as cli_stream
     from topicflow.cli import synth as cli_synth
+    from topicflow.cli import tree as cli_tree
     from topicflow.cli import update as cli_update
     from topicflow.cli import versions as cli_versions
 
     for module in (cli_coherence, cli_corpus, cli_model, cli_report, cli_reproduce, cli_stream, cli_synth, cli_update,
-                   cli_versions):
+                   cli_versions, cli_tree):
         for command in module.COMMANDS:
             main.add_command(command)
 
