@@ -69,11 +69,28 @@ def random_start(token_indptr, token_words, tree, n_topics, seed, first_doc=0, s
     return topics, paths
 
 
-def weights(d, w, doc_topic, edge_topic, node_topic, alpha, tree, wp):
-    """Unnormalized eq. 5.2 weights, k-major over (k, j-th path of w); counts exclude the token."""
+def topic_priors(tree, n_topics, pseudo_counts=None):
+    """beta_e + M_ke per (topic, edge) and its sums per (topic, node), in the kernel's order of additions."""
     prior_sum = np.zeros(tree.n_nodes)
     for e in range(tree.n_edges):
         prior_sum[tree.edge_parent[e]] += tree.edge_prior[e]
+    edge_prior = np.array([list(tree.edge_prior)] * n_topics, dtype=float)
+    node_prior = np.array([list(prior_sum)] * n_topics, dtype=float)
+    if pseudo_counts is not None:
+        extra = np.zeros((n_topics, tree.n_nodes))
+        for k in range(n_topics):
+            for e in range(tree.n_edges):
+                extra[k, tree.edge_parent[e]] += pseudo_counts[k, e]
+        edge_prior, node_prior = edge_prior + pseudo_counts, node_prior + extra
+    return edge_prior, node_prior
+
+
+def weights(d, w, doc_topic, edge_topic, node_topic, alpha, tree, wp, pseudo_counts=None):
+    """Unnormalized eq. 5.2 weights, k-major over (k, j-th path of w); counts exclude the token.
+
+    With ``pseudo_counts`` M ((n_topics, n_edges)): N_ke + (beta_e + M_ke) over N_ki + (B_i + M_ki).
+    """
+    edge_prior, node_prior = topic_priors(tree, doc_topic.shape[1], pseudo_counts)
     out = []
     for k in range(doc_topic.shape[1]):
         a = doc_topic[d, k] + alpha[k]
@@ -81,7 +98,7 @@ def weights(d, w, doc_topic, edge_topic, node_topic, alpha, tree, wp):
             value = float(a)
             for e in path_edge_list(tree, p):
                 parent = tree.edge_parent[e]
-                value *= (edge_topic[k, e] + tree.edge_prior[e]) / (node_topic[k, parent] + prior_sum[parent])
+                value *= (edge_topic[k, e] + edge_prior[k, e]) / (node_topic[k, parent] + node_prior[k, parent])
             out.append(value)
     return out
 
@@ -99,7 +116,7 @@ def draw(values, u):
 
 
 def run_sweeps(token_indptr, token_words, topics, paths, tree, alpha, seed, n_sweeps, *, first_doc=0,
-               sweeps_done=0):
+               sweeps_done=0, pseudo_counts=None):
     """Sweeps of eq. 5.2 in document then token order; returns new (topics, paths)."""
     wp = word_paths(tree)
     topics, paths = np.array(topics, dtype=np.int64), np.array(paths, dtype=np.int64)
@@ -116,7 +133,7 @@ def run_sweeps(token_indptr, token_words, topics, paths, tree, alpha, seed, n_sw
                         edge_topic[k, e] += sign
                         node_topic[k, tree.edge_parent[e]] += sign
                 w = token_words[t]
-                index = draw(weights(d, w, doc_topic, edge_topic, node_topic, alpha, tree, wp),
+                index = draw(weights(d, w, doc_topic, edge_topic, node_topic, alpha, tree, wp, pseudo_counts),
                              uniform_from_key(key, t - lo))
                 k, p = index // len(wp[w]), wp[w][index % len(wp[w])]
                 topics[t], paths[t] = k, p

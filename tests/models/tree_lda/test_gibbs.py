@@ -181,6 +181,54 @@ def test_run_in_pieces_equals_run_at_once_and_checkpoint_roundtrip() -> None:
     assert pieces.sweeps_done == at_once.sweeps_done == 5
 
 
+def test_sweeps_with_pseudo_counts_match_reference() -> None:
+    tree, blocks = _bilingual()
+    params = tg.TreeGibbsParams(n_topics=2, doc_topic_prior=0.3, seed=8)
+    extra = np.random.default_rng(1).integers(0, 4, (2, tree.n_edges)).astype(float)
+    state = tg.initial_state(blocks, tree, params)
+    later = tg.run_sweeps(state, tree, params, 3, pseudo_counts=extra)
+    topics, paths = ref.run_sweeps(state.token_indptr, state.token_words, state.topics, state.paths, tree,
+                                   params.alpha, 8, 3, first_doc=state.first_doc, pseudo_counts=extra)
+    assert_array_equal(later.topics, topics)
+    assert_array_equal(later.paths, paths)
+    _assert_counts_consistent(later, tree)  # the pseudo-counts never enter the state's counts
+    assert not np.array_equal(later.topics, tg.run_sweeps(state, tree, params, 3).topics)
+
+
+def test_conditional_of_a_shard_with_the_other_shards_edge_counts_is_the_full_corpus_conditional() -> None:
+    """The distributed-sweep identity: documents split into shards A and B, the conditional of a token of A
+    computed from A's counts plus B's edge counts (pseudo-counts) equals the one computed from the whole
+    corpus (to rounding: the sums N + M + beta are added in another order)."""
+    tree, blocks = _bilingual()
+    params = tg.TreeGibbsParams(n_topics=3, seed=2)
+    full = tg.run_sweeps(tg.initial_state(blocks, tree, params), tree, params, 2)
+    n_a = int(full.token_indptr[3])
+    shard_a = tg.state_from_assignments(full.token_indptr[:4], full.token_words[:n_a], full.topics[:n_a],
+                                        full.paths[:n_a], tree, params, first_doc=full.first_doc)
+    other = full.edge_topic_counts - shard_a.edge_topic_counts
+    for token in range(n_a):
+        assert_allclose(tg.token_conditional(shard_a, tree, token, pseudo_counts=other),
+                        tg.token_conditional(full, tree, token), rtol=1e-13)
+    with pytest.raises(InvalidParameterError, match="pseudo_counts"):
+        tg.run_sweeps(shard_a, tree, params, 1, pseudo_counts=-other)
+
+
+@pytest.mark.parametrize("n_topics", [1, 3])
+def test_sweeps_and_conditionals_leave_the_input_state_alone(n_topics: int) -> None:
+    """A flat tree has one internal node and K = 1 one topic: their count arrays are both C- and F-ordered,
+    the case where a transposed "copy" could silently be a view."""
+    block = block_from_csr(sp.csr_matrix(np.array([[3, 1, 0], [0, 2, 2]])), language="en")
+    tree = flat_tree(["en"], [3], 0.1)
+    params = tg.TreeGibbsParams(n_topics=n_topics, seed=3)
+    state = tg.initial_state(block, tree, params)
+    before = {name: getattr(state, name).copy() for name in tg.STATE_ARRAYS}
+    first = tg.token_conditional(state, tree, 4)
+    tg.run_sweeps(state, tree, params, 3)
+    assert_array_equal(tg.token_conditional(state, tree, 4), first)
+    for name in tg.STATE_ARRAYS:
+        assert_array_equal(getattr(state, name), before[name])
+
+
 def test_fold_in_matches_reference_and_finds_the_planted_topic() -> None:
     tree = toy_tree()
     pi = np.array([[0.9, 0.05, 0.05, 0.99, 0.01, 0.5, 0.5], [0.05, 0.05, 0.9, 0.5, 0.5, 0.5, 0.5]])

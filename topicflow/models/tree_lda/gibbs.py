@@ -337,31 +337,39 @@ def _token_weights(d, word, doc_topic, edge_topic, node_topic, alpha, word_path_
                    path_edges, edge_parent, edge_prior, node_prior_sum, out):
     """Fill ``out[k * S + j]`` with the unnormalized eq. 5.2 weight of (k, the j-th path of ``word``).
 
-    The counts must already exclude the token. Returns S, the number of the word's paths.
+    Edge-major layout, so that the inner loop over topics is contiguous: ``edge_topic`` (n_edges,
+    n_topics), ``node_topic`` (n_nodes, n_topics), ``edge_prior`` (beta_e plus any pseudo-counts,
+    (n_edges, n_topics)) and ``node_prior_sum`` (its sums per node, (n_nodes, n_topics)). The counts
+    must already exclude the token. Each weight is ``(N_dk + alpha_k)`` times the path's edge ratios in
+    root-to-leaf order. Returns S, the number of the word's paths.
     """
     p_lo, p_hi = word_path_indptr[word], word_path_indptr[word + 1]
     n_paths = p_hi - p_lo
-    for k in range(doc_topic.shape[1]):
-        a = doc_topic[d, k] + alpha[k]
-        for j in range(n_paths):
-            p = a
-            s = p_lo + j
-            for i in range(path_indptr[s], path_indptr[s + 1]):
-                e = path_edges[i]
-                parent = edge_parent[e]
-                p *= (edge_topic[k, e] + edge_prior[e]) / (node_topic[k, parent] + node_prior_sum[parent])
-            out[k * n_paths + j] = p
+    n_topics = doc_topic.shape[1]
+    for j in range(n_paths):
+        for k in range(n_topics):
+            out[k * n_paths + j] = doc_topic[d, k] + alpha[k]
+        s = p_lo + j
+        for i in range(path_indptr[s], path_indptr[s + 1]):
+            e = path_edges[i]
+            parent = edge_parent[e]
+            for k in range(n_topics):
+                out[k * n_paths + j] *= (edge_topic[e, k] + edge_prior[e, k]) / (
+                    node_topic[parent, k] + node_prior_sum[parent, k])
     return n_paths
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
 def _move(k, s, d, delta, doc_topic, edge_topic, node_topic, path_indptr, path_edges, edge_parent):
-    """Add ``delta`` (+1 or -1) for a token of document d with topic k on path s to every count."""
+    """Add ``delta`` (+1 or -1) for a token of document d with topic k on path s to every count.
+
+    ``edge_topic`` and ``node_topic`` are edge- and node-major: (n_edges, n_topics), (n_nodes, n_topics).
+    """
     doc_topic[d, k] += delta
     for i in range(path_indptr[s], path_indptr[s + 1]):
         e = path_edges[i]
-        edge_topic[k, e] += delta
-        node_topic[k, edge_parent[e]] += delta
+        edge_topic[e, k] += delta
+        node_topic[edge_parent[e], k] += delta
 
 
 @numba.njit(nogil=True, cache=True)
@@ -379,7 +387,7 @@ def _random_start(token_indptr, token_words, word_path_indptr, n_topics, seed, s
 
 @numba.njit(nogil=True, cache=True)
 def _recount(token_indptr, topics, paths, doc_topic, edge_topic, node_topic, path_indptr, path_edges, edge_parent):
-    """Add every token's (z, y) to N_dk, N_ke and N_ki (zero on entry)."""
+    """Add every token's (z, y) to N_dk, N_ek and N_ik (edge- and node-major; zero on entry)."""
     for d in range(token_indptr.shape[0] - 1):
         for t in range(token_indptr[d], token_indptr[d + 1]):
             _move(topics[t], paths[t], d, 1, doc_topic, edge_topic, node_topic, path_indptr, path_edges, edge_parent)
@@ -429,6 +437,29 @@ def _fold_in_sweeps(token_indptr, token_words, topics, paths, doc_topic, alpha, 
                 doc_topic[d, topics[t]] += 1
 
 
+def _topic_priors(
+    arrays: TreeArrays, n_topics: int, tree: PriorTree, pseudo_counts: FloatArray | None,
+) -> tuple[FloatArray, FloatArray]:
+    """beta_e + M_ke and its sums per node, edge- and node-major ((n_edges, K), (n_nodes, K)), for the kernels.
+
+    Without M: beta and B repeated over the topics.
+    """
+    edge_prior = np.repeat(arrays.edge_prior[:, None], n_topics, axis=1)
+    node_prior = np.repeat(arrays.node_prior_sum[:, None], n_topics, axis=1)
+    if pseudo_counts is None:
+        return edge_prior, node_prior
+    extra = np.asarray(pseudo_counts, dtype=np.float64)
+    if extra.shape != (n_topics, tree.n_edges) or not np.all(np.isfinite(extra)) or extra.min(initial=0) < 0:
+        raise InvalidParameterError(
+            f"pseudo_counts must be finite, >= 0 and of shape ({n_topics}, {tree.n_edges}) (topics x edges); "
+            f"got shape {extra.shape!r}"
+        )
+    node_extra = np.zeros((n_topics, tree.n_nodes))
+    for k in range(n_topics):
+        node_extra[k] = np.bincount(arrays.edge_parent, weights=extra[k], minlength=tree.n_nodes)
+    return np.ascontiguousarray(edge_prior + extra.T), np.ascontiguousarray(node_prior + node_extra.T)
+
+
 # ----------------------------------------------------------------------------- state
 
 
@@ -475,11 +506,11 @@ def state_from_assignments(
     if np.any((paths < lo) | (paths >= hi)):
         raise InvalidParameterError("every token's path must end at the token's word (a leaf of its word)")
     doc_topic = np.zeros((token_indptr.shape[0] - 1, params.n_topics), dtype=np.int32)
-    edge_topic = np.zeros((params.n_topics, tree.n_edges), dtype=np.int32)
-    node_topic = np.zeros((params.n_topics, tree.n_nodes), dtype=np.int64)
-    _recount(token_indptr, topics, paths, doc_topic, edge_topic, node_topic, arrays.path_indptr, arrays.path_edges,
+    edge_major = np.zeros((tree.n_edges, params.n_topics), dtype=np.int32)
+    node_major = np.zeros((tree.n_nodes, params.n_topics), dtype=np.int64)
+    _recount(token_indptr, topics, paths, doc_topic, edge_major, node_major, arrays.path_indptr, arrays.path_edges,
              arrays.edge_parent)
-    return TreeGibbsState(token_indptr, token_words, topics, paths, doc_topic, edge_topic, node_topic, first_doc,
+    return TreeGibbsState(token_indptr, token_words, topics, paths, doc_topic, edge_major.T, node_major.T, first_doc,
                           params.alpha, sweeps_done)
 
 
@@ -565,7 +596,7 @@ def optimize_doc_topic_prior(state: TreeGibbsState) -> FloatArray:
 
 def run_sweeps(
     state: TreeGibbsState, tree: PriorTree, params: TreeGibbsParams, n_sweeps: int, *, optimize_every: int = 0,
-    burn_in: int = 0,
+    burn_in: int = 0, pseudo_counts: FloatArray | None = None,
 ) -> TreeGibbsState:
     """Run ``n_sweeps`` collapsed Gibbs sweeps over every token's (z, y).
 
@@ -583,6 +614,11 @@ def run_sweeps(
         If positive, re-estimate alpha (:func:`optimize_doc_topic_prior`) after chain sweep
         ``n > burn_in`` with ``(n - burn_in) % optimize_every == 0``.
     burn_in : int, default 0
+    pseudo_counts : ndarray of shape (n_topics, n_edges), optional
+        M_ke, edge counts of tokens the state does not hold (the other shards of a distributed sweep,
+        or decayed counts of earlier minibatches), finite and >= 0; they join the counts of the
+        conditional (N_ke + M_ke + beta_e over N_ki + M_ki + B_i, M_ki the sums per node) and never the
+        state's own counts. Without them the sampler is the batch sampler.
 
     Returns
     -------
@@ -623,26 +659,30 @@ def run_sweeps(
     optimize_every = parse_int("optimize_every", optimize_every, 0)
     burn_in = parse_int("burn_in", burn_in, 0)
     arrays = tree_arrays(tree)
+    edge_prior, node_prior = _topic_priors(arrays, state.n_topics, tree, pseudo_counts)
     topics, paths = state.topics.copy(), state.paths.copy()
-    doc_topic, edge_topic = state.doc_topic_counts.copy(), state.edge_topic_counts.copy()
-    node_topic = state.node_topic_counts.copy()
+    doc_topic = state.doc_topic_counts.copy()
+    edge_topic = state.edge_topic_counts.T.copy()  # edge-major copies for the kernel
+    node_topic = state.node_topic_counts.T.copy()
     alpha = np.array(state.doc_topic_prior, dtype=np.float64)
     weights = np.empty(state.n_topics * arrays.max_paths)
     for s in range(n_sweeps):
         sweep = state.sweeps_done + s + 1
         _sweep(state.token_indptr, state.token_words, topics, paths, doc_topic, edge_topic, node_topic, alpha,
-               arrays.word_path_indptr, arrays.path_indptr, arrays.path_edges, arrays.edge_parent, arrays.edge_prior,
-               arrays.node_prior_sum, params.seed, sweep, state.first_doc, weights)
+               arrays.word_path_indptr, arrays.path_indptr, arrays.path_edges, arrays.edge_parent, edge_prior,
+               node_prior, params.seed, sweep, state.first_doc, weights)
         if optimize_every and sweep > burn_in and (sweep - burn_in) % optimize_every == 0:
             _alpha_fixed_point(doc_topic, np.diff(state.token_indptr), alpha, HYPER_MAX_ITER, HYPER_TOL, HYPER_FLOOR)
-    return TreeGibbsState(state.token_indptr, state.token_words, topics, paths, doc_topic, edge_topic, node_topic,
-                          state.first_doc, alpha, state.sweeps_done + n_sweeps)
+    return TreeGibbsState(state.token_indptr, state.token_words, topics, paths, doc_topic, edge_topic.T,
+                          node_topic.T, state.first_doc, alpha, state.sweeps_done + n_sweeps)
 
 
 # ----------------------------------------------------------------------------- scores and read-outs
 
 
-def token_conditional(state: TreeGibbsState, tree: PriorTree, token: int) -> FloatArray:
+def token_conditional(
+    state: TreeGibbsState, tree: PriorTree, token: int, *, pseudo_counts: FloatArray | None = None,
+) -> FloatArray:
     """The normalized conditional of eq. 5.2 for one token, its own (z, y) removed from the counts.
 
     Parameters
@@ -651,6 +691,8 @@ def token_conditional(state: TreeGibbsState, tree: PriorTree, token: int) -> Flo
     tree : PriorTree
     token : int
         Position in the state's token list.
+    pseudo_counts : ndarray of shape (n_topics, n_edges), optional
+        Edge counts of tokens outside the state, as in :func:`run_sweeps`.
 
     Returns
     -------
@@ -665,16 +707,17 @@ def token_conditional(state: TreeGibbsState, tree: PriorTree, token: int) -> Flo
     _check_state(state, tree)
     token = parse_int("token", token, 0, state.n_tokens)
     arrays = tree_arrays(tree)
+    edge_prior, node_prior = _topic_priors(arrays, state.n_topics, tree, pseudo_counts)
     d = int(np.searchsorted(state.token_indptr, token, side="right") - 1)
-    doc_topic, edge_topic = state.doc_topic_counts.copy(), state.edge_topic_counts.copy()
-    node_topic = state.node_topic_counts.copy()
+    doc_topic = state.doc_topic_counts.copy()
+    edge_topic = state.edge_topic_counts.T.copy()
+    node_topic = state.node_topic_counts.T.copy()
     _move(int(state.topics[token]), int(state.paths[token]), d, -1, doc_topic, edge_topic, node_topic,
           arrays.path_indptr, arrays.path_edges, arrays.edge_parent)
     out = np.empty(state.n_topics * arrays.max_paths)
     n_paths = _token_weights(d, int(state.token_words[token]), doc_topic, edge_topic, node_topic,
                              np.asarray(state.doc_topic_prior, np.float64), arrays.word_path_indptr,
-                             arrays.path_indptr, arrays.path_edges, arrays.edge_parent, arrays.edge_prior,
-                             arrays.node_prior_sum, out)
+                             arrays.path_indptr, arrays.path_edges, arrays.edge_parent, edge_prior, node_prior, out)
     weights = out[: state.n_topics * n_paths].reshape(state.n_topics, n_paths)
     return weights / weights.sum()
 
