@@ -229,6 +229,24 @@ def test_sweeps_and_conditionals_leave_the_input_state_alone(n_topics: int) -> N
         assert_array_equal(getattr(state, name), before[name])
 
 
+def test_start_and_fold_in_do_not_depend_on_how_documents_are_split() -> None:
+    """Draws are keyed by global document: the random start of a split corpus is the concatenation of the
+    parts' starts, and fold-in (per document, topics fixed) gives the same counts for any split."""
+    tree, blocks = _bilingual()
+    params = tg.TreeGibbsParams(n_topics=3, seed=6)
+    whole = tg.initial_state(blocks, tree, params)
+    parts = [tg.initial_state({lang: b.slice(lo, hi) for lang, b in blocks.items()}, tree, params)
+             for lo, hi in ((0, 2), (2, 5))]
+    assert_array_equal(np.concatenate([p.topics for p in parts]), whole.topics)
+    assert_array_equal(np.concatenate([p.paths for p in parts]), whole.paths)
+    assert_array_equal(sum(p.edge_topic_counts for p in parts), whole.edge_topic_counts)
+    pi = tg.edge_posterior_mean(tg.run_sweeps(whole, tree, params, 3), tree)
+    folded = tg.fold_in(blocks, tree, pi, 0.1, n_sweeps=3, seed=9)
+    split = [tg.fold_in({lang: b.slice(lo, hi) for lang, b in blocks.items()}, tree, pi, 0.1, n_sweeps=3, seed=9)
+             for lo, hi in ((0, 1), (1, 4), (4, 5))]
+    assert_array_equal(np.concatenate(split), folded)
+
+
 def test_fold_in_matches_reference_and_finds_the_planted_topic() -> None:
     tree = toy_tree()
     pi = np.array([[0.9, 0.05, 0.05, 0.99, 0.01, 0.5, 0.5], [0.05, 0.05, 0.9, 0.5, 0.5, 0.5, 0.5]])
@@ -390,6 +408,10 @@ def test_edge_means_normalize_per_node_and_topic_word_per_language() -> None:
     for lang, phi in tg.topic_word_distribution(state, tree).items():
         assert phi.shape == (3, tree.n_terms[tree.languages.index(lang)])
         assert_allclose(phi.sum(axis=1), 1.0, rtol=1e-13)
+    counts = tg.word_topic_counts(state, tree)
+    for lang, block in blocks.items():
+        assert_array_equal(counts[lang].sum(axis=0), np.asarray(block.to_csr().sum(axis=0)).ravel())
+    assert sum(int(c.sum()) for c in counts.values()) == state.n_tokens
 
 
 def test_alpha_fixed_point_is_ldas() -> None:

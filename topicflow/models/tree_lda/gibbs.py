@@ -833,6 +833,36 @@ def topic_word_distribution(state: TreeGibbsState, tree: PriorTree) -> dict[str,
     return out
 
 
+def word_topic_counts(state: TreeGibbsState, tree: PriorTree) -> dict[str, IntArray]:
+    """Count tokens per (topic, word) in every language, summing over the words' paths.
+
+    Parameters
+    ----------
+    state : TreeGibbsState
+    tree : PriorTree
+
+    Returns
+    -------
+    dict of str to ndarray of shape (n_topics, n_terms), int64
+        One entry per language of the tree.
+
+    Examples
+    --------
+    >>> from topicflow.models.tree_lda.tree import flat_tree
+    >>> tree = flat_tree(["en", "de"], [2, 1])
+    >>> state = state_from_assignments(np.array([0, 3]), np.array([1, 2, 1], np.int32), np.array([0, 1, 1]),
+    ...                                np.array([1, 2, 1]), tree, TreeGibbsParams(n_topics=2))
+    >>> {lang: c.tolist() for lang, c in word_topic_counts(state, tree).items()}
+    {'en': [[0, 1], [0, 1]], 'de': [[0], [1]]}
+    """
+    _check_state(state, tree)
+    arrays = tree_arrays(tree)
+    counts = np.zeros((state.n_topics, int(arrays.word_offset[-1])), dtype=np.int64)
+    np.add.at(counts, (state.topics.astype(np.int64), state.token_words.astype(np.int64)), 1)
+    return {language: counts[:, arrays.word_offset[li]: arrays.word_offset[li + 1]].copy()
+            for li, language in enumerate(tree.languages)}
+
+
 # ----------------------------------------------------------------------------- fold-in
 
 
