@@ -10,6 +10,8 @@
 """
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -179,6 +181,10 @@ def test_run_in_pieces_equals_run_at_once_and_checkpoint_roundtrip() -> None:
     for name in tg.STATE_ARRAYS:
         assert_array_equal(getattr(pieces, name), getattr(at_once, name))
     assert pieces.sweeps_done == at_once.sweeps_done == 5
+    for params_ in (params, tg.TreeGibbsParams(n_topics=2, doc_topic_prior=np.array([0.1, 0.7]), seed=9)):
+        again = tg.TreeGibbsParams.from_dict(json.loads(json.dumps(params_.to_dict())))
+        assert_array_equal(again.alpha, params_.alpha)
+        assert (again.n_topics, again.seed) == (params_.n_topics, params_.seed)
 
 
 def test_sweeps_with_pseudo_counts_match_reference() -> None:

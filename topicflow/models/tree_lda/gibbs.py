@@ -109,6 +109,19 @@ class TreeGibbsParams:
         """alpha as a fresh ``(n_topics,)`` float64 vector."""
         return parse_dirichlet_prior("TreeGibbsParams.doc_topic_prior", self.doc_topic_prior, self.n_topics)
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able fields, for model files and checkpoints."""
+        prior = self.doc_topic_prior
+        return {"n_topics": self.n_topics, "seed": self.seed,
+                "doc_topic_prior": prior if isinstance(prior, float) else [float(a) for a in prior]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TreeGibbsParams:
+        """Inverse of :meth:`to_dict`."""
+        prior = data["doc_topic_prior"]
+        return cls(n_topics=data["n_topics"], doc_topic_prior=prior if np.ndim(prior) == 0 else np.asarray(prior),
+                   seed=data["seed"])
+
 
 @dataclass(frozen=True, slots=True)
 class TreeGibbsState:
