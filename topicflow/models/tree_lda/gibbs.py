@@ -12,6 +12,10 @@ token i of document d with word w is
 for the paths s ending at w, with every count excluding token i. The sampler is the naive one: it
 evaluates all K x S_w weights of a token (O(K S_w depth) per draw; spec 2.8 says it is enough at the K
 of the experiments). The sparse bucket decomposition of Hu and Boyd-Graber (2012) is not implemented.
+The kernels work on edge-major copies of the counts ((n_edges, K), (n_nodes, K)) so that the loop over
+topics is contiguous; the state keeps them topic-major. Optional pseudo-counts M_ke (the edge counts
+of tokens outside the state: other shards, earlier minibatches) join the conditional's counts, so a
+shard can be swept against the rest of the corpus.
 
 Polylingual documents (ptLDA): the blocks of several languages of the same documents form one
 document each; theta (N_dk) is shared by all languages, as in topicflow's polylingual VB, and each
