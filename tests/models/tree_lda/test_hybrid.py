@@ -135,3 +135,18 @@ def test_hybrid_mstep_modes() -> None:
         mstep_tree_hybrid(stats, lam, layout, samples=5, seed=0, epoch=1, path_mode="best")  # type: ignore[arg-type]
     with pytest.raises(InvalidParameterError, match="whole counts"):
         mstep_tree_hybrid(stats, lam, layout, samples=3, seed=0, epoch=1)
+
+
+def test_sampled_mstep_does_not_depend_on_how_documents_are_split() -> None:
+    tree, _, _ = ref.toy_tree()
+    layout = tree_vb_layout(tree)
+    lam = initial_topic_word_var(2, tree.n_edges, seed=8)
+    blocks = {"en": block_from_csr(sp.csr_matrix(random_counts(9, 3, seed=3, mean_len=3)), language="en"),
+              "de": block_from_csr(sp.csr_matrix(random_counts(9, 3, seed=4, mean_len=3)), language="de")}
+    params = HybridParams(n_topics=2, seed=4)
+    whole, _ = tree_hybrid_estep_block(blocks, lam, layout, 0.4, params, epoch=3)
+    parts = [tree_hybrid_estep_block({lang: b.slice(lo, hi) for lang, b in blocks.items()}, lam, layout, 0.4,
+                                     params, epoch=3)[0] for lo, hi in [(0, 4), (4, 9)]]
+    merged = parts[0].merge(parts[1])
+    assert_array_equal(mstep_tree_hybrid(merged, lam, layout, samples=5, seed=4, epoch=3),
+                       mstep_tree_hybrid(whole, lam, layout, samples=5, seed=4, epoch=3))

@@ -12,7 +12,7 @@ from tests.reference import tree_vb as ref
 from tests.reference.corpora import random_counts
 from tests.reference.vb_lda_numpy import docs_from_block
 from topicflow.errors import InvalidParameterError
-from topicflow.metrics.recovery import worst_matched_distance
+from topicflow.metrics.recovery import match_topics, worst_matched_distance
 from topicflow.models.common.blocks import block_from_csr
 from topicflow.models.common.dirichlet import exp_dirichlet_expectation_rows
 from topicflow.models.lda.vb.estep import estep_block
@@ -255,3 +255,26 @@ def test_vb_recovers_a_planted_tree_prior_up_to_label_switching() -> None:
         lam = mstep_tree(stats, lam, layout)
     estimated = topic_word(lam, layout)["en"]
     assert worst_matched_distance(estimated, true_words) < 0.1
+    match = match_topics(estimated, true_words)
+    probs = edge_probabilities(lam, layout)[match.estimated]
+    # pi itself: the children of each topic's concept without the two-sense word 0 are identifiable.
+    for k, node in [(0, 2), (1, 3)]:
+        edges = tree.children(node)
+        assert_allclose(probs[k, edges], true_pi[k, edges], atol=0.03)
+    # At the root, word 0 (in C1 and C4) lets the data move mass between those two concept edges.
+    assert np.abs(probs[:, tree.children(0)] - true_pi[:, tree.children(0)]).max() < 0.2
+
+
+def test_mstep_from_merged_block_statistics_does_not_depend_on_the_split() -> None:
+    tree, _, _ = ref.toy_tree()
+    layout = tree_vb_layout(tree)
+    blocks = _toy_blocks(seed=51)
+    lam = initial_topic_word_var(3, tree.n_edges, seed=12)
+    topics = prepare_tree_topics(lam, layout)
+    params = VBParams(n_topics=3)
+    whole, _ = estep_block(blocks, topics, 0.3, params)
+    halves = [estep_block({lang: b.slice(lo, hi) for lang, b in blocks.items()}, topics, 0.3, params)[0]
+              for lo, hi in [(0, 2), (2, 6)]]
+    merged = halves[0].merge(halves[1])
+    assert_allclose(mstep_tree(merged, lam, layout), mstep_tree(whole, lam, layout), rtol=1e-14)
+    assert_allclose(full_elbo_tree(merged, lam, layout, 0.3), full_elbo_tree(whole, lam, layout, 0.3), rtol=1e-13)

@@ -50,7 +50,7 @@ from topicflow._typing import FloatArray, IntArray
 from topicflow.errors import InvalidParameterError, NumericalError
 from topicflow.models.common.special import digamma_array, gammaln_array
 from topicflow.models.lda.vb.layout import PreparedTopics, prepare_topics
-from topicflow.models.lda.vb.objective import local_elbo_terms
+from topicflow.models.lda.vb.objective import initial_topic_word_var, local_elbo_terms
 from topicflow.models.lda.vb.online import blend
 from topicflow.models.lda.vb.stats import EStepStats, TopicTermStats
 from topicflow.models.tree_lda.tree import PriorTree
@@ -80,6 +80,8 @@ class TreeVBLayout:
         Paths of language l are ``path_offsets[l]:path_offsets[l + 1]``.
     word_path_indptr : tuple of ndarray of shape (n_terms_lang + 1,), int64
         Per language, relative CSR pointer of each term's paths (:meth:`PriorTree.word_path_indptr`).
+    pair_group : ndarray of shape (len(tree.path_edges),), int64
+        The group of each entry of ``tree.path_edges`` (the edge as it is used on that path).
     """
 
     tree: PriorTree
@@ -91,6 +93,7 @@ class TreeVBLayout:
     edge_group: sp.csr_matrix
     path_offsets: IntArray
     word_path_indptr: tuple[IntArray, ...]
+    pair_group: IntArray
 
     @property
     def n_groups(self) -> int:
@@ -139,7 +142,8 @@ def tree_vb_layout(tree: PriorTree, normalization: TreeNormalization = "node") -
     offsets = np.array([tree.language_offset(lang) for lang in tree.languages] + [tree.n_paths], dtype=np.int64)
     return TreeVBLayout(tree, normalization, path_edge, path_group, member_edge.astype(np.int64),
                         member_group.astype(np.int64), edge_group, offsets,
-                        tuple(tree.word_path_indptr(lang) for lang in tree.languages))
+                        tuple(tree.word_path_indptr(lang) for lang in tree.languages),
+                        group_of_pair.astype(np.int64))
 
 
 def check_edge_var(edge_var: FloatArray, layout: TreeVBLayout) -> FloatArray:
@@ -483,9 +487,8 @@ def edge_probabilities(edge_var: FloatArray, layout: TreeVBLayout) -> FloatArray
 def path_probabilities(edge_var: FloatArray, layout: TreeVBLayout) -> FloatArray:
     """Posterior-mean path probabilities prod_{e in s} lambda_e / (group sum), (n_topics, n_paths)."""
     lam = check_edge_var(edge_var, layout)
-    log_mean = np.log(lam)
-    log_sum = np.log(group_sums(lam, layout))
-    return np.exp(np.asarray((layout.path_edge @ log_mean.T).T - (layout.path_group @ log_sum.T).T))
+    ratio = lam[:, layout.tree.path_edges] / group_sums(lam, layout)[:, layout.pair_group]
+    return np.multiply.reduceat(ratio, layout.tree.path_indptr[:-1], axis=1)
 
 
 def topic_word(edge_var: FloatArray, layout: TreeVBLayout) -> dict[str, FloatArray]:
@@ -514,10 +517,21 @@ def topic_word(edge_var: FloatArray, layout: TreeVBLayout) -> dict[str, FloatArr
 def initial_edge_var(n_topics: int, layout: TreeVBLayout, *, seed: int, shape: float = 100.0) -> FloatArray:
     """Random starting lambda, Gamma(shape, 1/shape) per (topic, edge), as LDA's start.
 
+    Parameters
+    ----------
+    n_topics : int
+    layout : TreeVBLayout
+    seed : int
+    shape : float, default 100
+
+    Returns
+    -------
+    ndarray of shape (n_topics, n_edges), float64
+
+    Notes
+    -----
     Row k is drawn from ``doc_generator(seed, STREAM_TOPIC_INIT, 0, k)`` (the stream of
     :func:`topicflow.models.lda.vb.objective.initial_topic_word_var`), so a monolingual flat tree
     starts where monolingual LDA starts.
     """
-    from topicflow.models.lda.vb.objective import initial_topic_word_var
-
-    return initial_topic_word_var(n_topics, layout.tree.n_edges, seed=seed)
+    return initial_topic_word_var(n_topics, layout.tree.n_edges, seed=seed, shape=shape)
