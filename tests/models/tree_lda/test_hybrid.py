@@ -21,6 +21,7 @@ from topicflow.models.lda.vb.stats import TopicTermStats
 from topicflow.models.tree_lda.hybrid import (
     CHAPTER_HYBRID_SETTINGS,
     mstep_tree_hybrid,
+    mstep_tree_hybrid_online,
     sample_path_counts,
     tree_hybrid_estep_block,
 )
@@ -150,3 +151,49 @@ def test_sampled_mstep_does_not_depend_on_how_documents_are_split() -> None:
     merged = parts[0].merge(parts[1])
     assert_array_equal(mstep_tree_hybrid(merged, lam, layout, samples=5, seed=4, epoch=3),
                        mstep_tree_hybrid(whole, lam, layout, samples=5, seed=4, epoch=3))
+
+
+def test_kernel_then_path_draw_matches_the_joint_chain_expectations() -> None:
+    # One document of three tokens (en0 twice: two senses; de1 once). Under the chapter's joint chain
+    # the expected number of tokens with (topic k, path s) is exact by enumeration; the LDA sampler on
+    # the tree's word weights plus the y | z draw must estimate it (many kept sweeps, fixed seed).
+    tree, _, _ = ref.toy_tree()
+    layout = tree_vb_layout(tree)
+    lam = initial_topic_word_var(2, tree.n_edges, seed=5) * 3.0
+    alpha = np.array([0.3, 0.6])
+    words = [("en", 0), ("en", 0), ("de", 1)]
+    log_w = path_log_weights(lam, layout)
+    options = [[(k, int(s)) for k in range(2) for s in tree.word_paths(lang, w)] for lang, w in words]
+    expected = np.zeros((2, tree.n_paths))
+    total = 0.0
+    for config in itertools.product(*options):
+        counts = np.bincount([k for k, _ in config], minlength=2)
+        weight = np.exp(np.sum(gammaln(alpha + counts)) + sum(log_w[k, s] for k, s in config))
+        total += weight
+        for k, s in config:
+            expected[k, s] += weight
+    expected /= total
+    blocks = {"en": block_from_csr(sp.csr_matrix(np.array([[2, 0, 0]])), language="en"),
+              "de": block_from_csr(sp.csr_matrix(np.array([[0, 1, 0]])), language="de")}
+    samples = 20000
+    params = HybridParams(n_topics=2, burn_in=20, samples=samples, seed=11)
+    stats, _ = tree_hybrid_estep_block(blocks, lam, layout, alpha, params)
+    paths, counts = sample_path_counts(stats.topic_terms, lam, layout, samples=samples, seed=11, epoch=0)
+    estimated = np.zeros_like(expected)
+    estimated[:, paths] = counts / samples
+    assert_allclose(estimated, expected, atol=0.01)
+    assert_allclose(estimated.sum(), 3.0, rtol=1e-12)
+
+
+def test_online_hybrid_step_is_the_batch_step_at_rho_one_and_blends_otherwise() -> None:
+    tree, _, _ = ref.toy_tree()
+    layout = tree_vb_layout(tree)
+    lam = initial_topic_word_var(2, tree.n_edges, seed=9)
+    blocks = {"en": block_from_csr(sp.csr_matrix(random_counts(5, 3, seed=5, mean_len=3)), language="en")}
+    stats, _ = tree_hybrid_estep_block(blocks, lam, layout, 0.4, HybridParams(n_topics=2), epoch=0)
+    batch = mstep_tree_hybrid(stats, lam, layout, samples=5, seed=1, epoch=0)
+    assert_array_equal(mstep_tree_hybrid_online(stats, lam, layout, samples=5, seed=1, epoch=0, rho=1.0,
+                                                total_docs=5), batch)
+    target = tree.edge_prior + 4.0 * (batch - tree.edge_prior)
+    assert_allclose(mstep_tree_hybrid_online(stats, lam, layout, samples=5, seed=1, epoch=0, rho=0.25,
+                                             total_docs=20), 0.75 * lam + 0.25 * target, rtol=1e-13)

@@ -47,6 +47,7 @@ from topicflow.models.lda.vb.layout import PreparedTopics
 from topicflow.models.lda.vb.stats import EStepStats, TopicTermStats
 from topicflow.models.tree_lda.vb import (
     TreeVBLayout,
+    blend_edge_var,
     check_edge_var,
     edge_counts,
     path_log_weights,
@@ -166,11 +167,11 @@ def sample_path_counts(
     return np.concatenate(path_parts).astype(np.int64), np.concatenate(count_parts, axis=1)
 
 
-def mstep_tree_hybrid(
+def hybrid_edge_counts(
     stats: EStepStats, edge_var: FloatArray, layout: TreeVBLayout, *, samples: int, seed: int, epoch: int,
     path_mode: PathMode = "sample",
 ) -> FloatArray:
-    """Eq. 5.6: lambda_{k,e} = beta_e + (1/M) sum over the kept sweeps' tokens with z = k and e on y.
+    """Edge counts of eq. 5.6, (1/M) sum over the kept sweeps' tokens with z = k and e on y, (n_topics, n_edges).
 
     Parameters
     ----------
@@ -198,8 +199,72 @@ def mstep_tree_hybrid(
     """
     if path_mode == "expectation":
         paths, counts = split_path_counts(stats.topic_terms, edge_var, layout)
-        return layout.tree.edge_prior[None, :] + edge_counts(paths, counts, layout)
+        return edge_counts(paths, counts, layout)
     if path_mode != "sample":
         raise InvalidParameterError(f"path_mode must be 'sample' or 'expectation', got {path_mode!r}")
     paths, counts = sample_path_counts(stats.topic_terms, edge_var, layout, samples=samples, seed=seed, epoch=epoch)
-    return layout.tree.edge_prior[None, :] + edge_counts(paths, counts, layout) / samples
+    return edge_counts(paths, counts, layout) / samples
+
+
+def mstep_tree_hybrid(
+    stats: EStepStats, edge_var: FloatArray, layout: TreeVBLayout, *, samples: int, seed: int, epoch: int,
+    path_mode: PathMode = "sample",
+) -> FloatArray:
+    """Eq. 5.6: lambda_{k,e} = beta_e + :func:`hybrid_edge_counts`.
+
+    Parameters
+    ----------
+    stats : EStepStats
+        Merged statistics of :func:`tree_hybrid_estep_block`.
+    edge_var : ndarray of shape (n_topics, n_edges), float64
+        The lambda the E-step used.
+    layout : TreeVBLayout
+    samples : int
+        M (``HybridParams.samples``).
+    seed, epoch : int
+        Randomness of the path draws.
+    path_mode : {"sample", "expectation"}, default "sample"
+        As in :func:`hybrid_edge_counts`.
+
+    Returns
+    -------
+    ndarray of shape (n_topics, n_edges), float64
+
+    Raises
+    ------
+    InvalidParameterError
+        As :func:`hybrid_edge_counts`.
+    """
+    counts = hybrid_edge_counts(stats, edge_var, layout, samples=samples, seed=seed, epoch=epoch, path_mode=path_mode)
+    return layout.tree.edge_prior[None, :] + counts
+
+
+def mstep_tree_hybrid_online(
+    stats: EStepStats, edge_var: FloatArray, layout: TreeVBLayout, *, samples: int, seed: int, epoch: int,
+    rho: float, total_docs: int, path_mode: PathMode = "sample",
+) -> FloatArray:
+    """Online hybrid step: lambda <- (1 - rho) lambda + rho (beta + D/|S| :func:`hybrid_edge_counts`).
+
+    Parameters
+    ----------
+    stats : EStepStats
+        The minibatch's merged hybrid statistics.
+    edge_var : ndarray of shape (n_topics, n_edges), float64
+        Lambda before the step (the one the E-step used).
+    layout : TreeVBLayout
+    samples : int
+        M.
+    seed, epoch : int
+        Randomness of the path draws (``epoch``: the minibatch number).
+    rho : float
+        Step size in (0, 1].
+    total_docs : int
+        D, the corpus size.
+    path_mode : {"sample", "expectation"}, default "sample"
+
+    Returns
+    -------
+    ndarray of shape (n_topics, n_edges), float64
+    """
+    counts = hybrid_edge_counts(stats, edge_var, layout, samples=samples, seed=seed, epoch=epoch, path_mode=path_mode)
+    return blend_edge_var(edge_var, layout, counts, rho=rho, scale=total_docs / max(stats.n_docs, 1))

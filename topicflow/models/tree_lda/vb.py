@@ -370,10 +370,29 @@ def mstep_tree(stats: EStepStats, edge_var: FloatArray, layout: TreeVBLayout) ->
     return layout.tree.edge_prior[None, :] + expected_edge_counts(stats.topic_terms, edge_var, layout)
 
 
-def online_edge_target(stats: EStepStats, edge_var: FloatArray, layout: TreeVBLayout, scale: float) -> FloatArray:
-    """Compute beta + scale * edge counts: the batch M-step as if the corpus were ``scale`` = D/|S| minibatch copies."""
-    counts = expected_edge_counts(stats.topic_terms, edge_var, layout)
-    return layout.tree.edge_prior[None, :] + (scale * counts if scale != 1.0 else counts)
+def blend_edge_var(edge_var: FloatArray, layout: TreeVBLayout, counts: FloatArray, *, rho: float,
+                   scale: float) -> FloatArray:
+    """Online step lambda <- (1 - rho) lambda + rho (beta + scale * counts) (Hoffman et al. 2010).
+
+    Parameters
+    ----------
+    edge_var : ndarray of shape (n_topics, n_edges), float64
+        Lambda before the step.
+    layout : TreeVBLayout
+    counts : ndarray of shape (n_topics, n_edges), float64
+        The minibatch's edge counts (:func:`expected_edge_counts`, or the hybrid's sampled ones).
+    rho : float
+        Step size in (0, 1] (``StepSchedule.rho``).
+    scale : float
+        D/|S|: the corpus size over the minibatch's.
+
+    Returns
+    -------
+    ndarray of shape (n_topics, n_edges), float64
+        Exactly ``beta + counts`` when rho = 1 and scale = 1.
+    """
+    target = layout.tree.edge_prior[None, :] + (scale * counts if scale != 1.0 else counts)
+    return blend(edge_var, target, rho)
 
 
 def mstep_tree_online(stats: EStepStats, edge_var: FloatArray, layout: TreeVBLayout, *, rho: float,
@@ -385,6 +404,7 @@ def mstep_tree_online(stats: EStepStats, edge_var: FloatArray, layout: TreeVBLay
     stats : EStepStats
         The minibatch's merged statistics (computed with ``edge_var``).
     edge_var : ndarray of shape (n_topics, n_edges), float64
+        Lambda before the step.
     layout : TreeVBLayout
     rho : float
         Step size in (0, 1] (``StepSchedule.rho``).
@@ -397,7 +417,8 @@ def mstep_tree_online(stats: EStepStats, edge_var: FloatArray, layout: TreeVBLay
         Exactly :func:`mstep_tree` when rho = 1 and the minibatch is the corpus.
     """
     scale = total_docs / max(stats.n_docs, 1)
-    return blend(edge_var, online_edge_target(stats, edge_var, layout, scale), rho)
+    counts = expected_edge_counts(stats.topic_terms, edge_var, layout)
+    return blend_edge_var(edge_var, layout, counts, rho=rho, scale=scale)
 
 
 def tree_topic_elbo_terms(edge_var: FloatArray, layout: TreeVBLayout) -> float:
