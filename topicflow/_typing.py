@@ -55,6 +55,9 @@ Family = Literal["lda", "hdp"]
 HDPMethod = Literal["pcsvb0", "pcvb0"]
 #: A collapsed stochastic method's start of a document's n_dk: a flat-Dirichlet draw times n_d, or zero.
 DocStart = Literal["random", "zero"]
+#: How a prior tree's node normalizes its children: one Dirichlet over all of them (Zhai ch. 5), or one per
+#: language (so that a flat tree is polylingual LDA).
+TreeNormalization = Literal["node", "node_language"]
 #: Output formats of the reporting commands.
 OutputFormat = Literal["text", "json"]
 #: Held-out likelihood protocols of ``topicflow evaluate --protocol`` (docs/evaluation.md).

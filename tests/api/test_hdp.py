@@ -136,7 +136,7 @@ def test_scvb0_defaults_are_bleiers_comparison() -> None:
     p = config.params
     # Bleier sec. 4: SCVB0 with alpha = 0.1 fixed, beta = 0.01, the same schedules as rho^c and rho^d.
     assert (p.truncation, p.alpha_init, p.learn_alpha, p.learn_gamma, p.topic_word_prior) == (20, 0.1, False, False, 0.01)
-    assert p.topic_word_step == PAPER_TOPIC_WORD_STEP and p.doc_step == PAPER_DOC_STEP and p.burn_in == 0
+    assert p.topic_word_step == PAPER_TOPIC_WORD_STEP and p.doc_step == PAPER_DOC_STEP and p.burn_in == 1  # Foulds et al.
 
 
 def test_scvb0_settings_reach_the_config() -> None:

@@ -202,9 +202,10 @@ class LDA(EvaluationMixin, TopicModelEstimator):
         Foulds et al.'s and Bleier's (10, 1000, 0.9).
     doc_step : (s, tau) or (s, tau, kappa), optional
         SCVB0: step sizes of a document's topic statistics; default (1, 10, 0.9).
-    doc_burn_in : int, default 0
+    doc_burn_in : int, default 1
         SCVB0: passes over a document's words that update only its topic statistics before the pass
-        that updates the topics (Foulds et al. used 1).
+        that updates the topics (Foulds et al.'s one burn-in pass; 0 makes SCVB0 differ from PCSVB0
+        only in the prior).
 
     Attributes
     ----------
@@ -305,7 +306,7 @@ class LDA(EvaluationMixin, TopicModelEstimator):
         shuffle_window: int = 0, total_docs: int | None = None, eval_every: int = 10,
         estep: str = "vb", burn_in: int = 5, samples: int = 5, executor: str = "auto",
         hybrid_init: str = "progressive", hybrid_alpha_stats: str = "mean",
-        init_shape: float = 100.0, topic_word_step: Any = None, doc_step: Any = None, doc_burn_in: int = 0,
+        init_shape: float = 100.0, topic_word_step: Any = None, doc_step: Any = None, doc_burn_in: int = 1,
     ) -> None:
         self.n_topics = n_topics
         self.doc_topic_prior = doc_topic_prior

@@ -289,7 +289,7 @@ def fit(store: str, model_path: str, n_topics: int | None, family: str | None, m
         if collapsed:
             lda["burn_in"] = 5
             lda["eval_every"] = values["eval_every"] or 0
-            lda["doc_burn_in"] = values["burn_in"] or 0
+            lda["doc_burn_in"] = 1 if values["burn_in"] is None else values["burn_in"]
             for name in ("topic_word_step", "doc_step"):
                 if values[name] is not None:
                     lda[name] = parse_step(values[name], values["step_power"] or PAPER_STEP_POWER)

@@ -120,8 +120,8 @@ PRESETS: dict[tuple[str, str], Preset] = _entries(
         source="Bleier sec. 4 (SCVB0 with alpha = 0.1, beta = 0.01, the same step sizes; K not printed); "
                "Foulds, Boyles, DuBois, Smyth & Welling 2013 (the algorithm)",
         description="SCVB0, Bleier's baseline: LDA word by word, K=100, alpha 0.1, beta 0.01, step sizes "
-                    "(10, 1000) and (1, 10) with power 0.9, 30 passes (add --burn-in 1 for Foulds' burn-in "
-                    "pass, as `topicflow reproduce bleier2016` runs it).",
+                    "(10, 1000) and (1, 10) with power 0.9, 30 passes, Foulds' one burn-in pass per document "
+                    "(as `topicflow reproduce bleier2016` runs it).",
     ),
     # Canini, Shi & Griffiths 2009, sec. 5.2 (diff-3 / rel-3 / sim-3 settings). The initialization prefix is
     # "the first 10% of the documents": set init_docs to 10% of your stream (`topicflow reproduce canini2009`

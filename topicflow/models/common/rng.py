@@ -29,6 +29,7 @@ STREAM_FOLD_IN = 12  # Gibbs sweeps on held-out documents with topics fixed
 STREAM_LEFT_TO_RIGHT = 13  # left-to-right held-out estimator (particle, document)
 STREAM_EVAL_SAMPLE = 14  # documents sampled for an evaluation (topics as features)
 STREAM_CVB0_DOC_START = 15  # random start of a document's n_dk in the collapsed VB methods
+STREAM_TREE_PATH = 16  # path draws y | z of the tree hybrid E-step (per seed, epoch, language)
 
 
 @numba.njit(nogil=True, cache=True)

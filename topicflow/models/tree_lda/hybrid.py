@@ -41,7 +41,7 @@ import numpy as np
 from topicflow._typing import FloatArray, IntArray
 from topicflow.errors import InvalidParameterError
 from topicflow.models.common.blocks import DocBlock
-from topicflow.models.common.rng import doc_generator
+from topicflow.models.common.rng import STREAM_TREE_PATH, doc_generator
 from topicflow.models.lda.vb.hybrid import HybridParams, hybrid_estep_block
 from topicflow.models.lda.vb.layout import PreparedTopics
 from topicflow.models.lda.vb.stats import EStepStats, TopicTermStats
@@ -55,8 +55,6 @@ from topicflow.models.tree_lda.vb import (
     split_path_counts,
 )
 
-#: Stream of the path draws y | z (kept apart from the ids in models/common/rng.py, which end at 15).
-STREAM_TREE_PATH = 16
 #: The chapter's setting (B = 5, M = 5, random start; 10 Gibbs sweeps in all): ``HybridParams(n_topics=K, **...)``.
 CHAPTER_HYBRID_SETTINGS: dict[str, Any] = {"burn_in": 5, "samples": 5, "init": "random"}
 PathMode = Literal["sample", "expectation"]

@@ -41,12 +41,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 import scipy.sparse as sp
 
-from topicflow._typing import FloatArray, IntArray
+from topicflow._typing import FloatArray, IntArray, TreeNormalization
 from topicflow.errors import InvalidParameterError, NumericalError
 from topicflow.models.common.special import digamma_array, gammaln_array
 from topicflow.models.lda.vb.layout import PreparedTopics, prepare_topics
@@ -55,7 +54,6 @@ from topicflow.models.lda.vb.online import blend
 from topicflow.models.lda.vb.stats import EStepStats, TopicTermStats
 from topicflow.models.tree_lda.tree import PriorTree
 
-TreeNormalization = Literal["node", "node_language"]
 TREE_NORMALIZATIONS: tuple[TreeNormalization, ...] = ("node", "node_language")
 
 
