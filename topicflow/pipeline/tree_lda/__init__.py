@@ -8,5 +8,23 @@ from topicflow.pipeline.tree_lda.batch import (
     fit_batch_tree_vb,
     tree_mstep,
 )
+from topicflow.pipeline.tree_lda.model import (
+    is_tree_model,
+    saved_tree,
+    saved_tree_config,
+    saved_tree_state,
+    tree_model,
+)
 
-__all__ = ["TreeFitResult", "TreeLDAState", "TreeVBConfig", "fit_batch_tree_vb", "tree_mstep"]
+__all__ = [
+    "TreeFitResult",
+    "TreeLDAState",
+    "TreeVBConfig",
+    "fit_batch_tree_vb",
+    "is_tree_model",
+    "saved_tree",
+    "saved_tree_config",
+    "saved_tree_state",
+    "tree_model",
+    "tree_mstep",
+]
