@@ -6,7 +6,8 @@ from topicflow._version import __version__
 from topicflow.api.hdp import HDP
 from topicflow.api.lda import LDA
 from topicflow.api.streaming import StreamingLDA
+from topicflow.api.tree_lda import TreeLDA
 from topicflow.io.corpus.reader import Corpus
 from topicflow.pipeline import evaluation as _evaluation  # noqa: F401  (fills the registries of topicflow.metrics.coherence)
 
-__all__ = ["Corpus", "HDP", "LDA", "StreamingLDA", "__version__"]
+__all__ = ["HDP", "LDA", "Corpus", "StreamingLDA", "TreeLDA", "__version__"]

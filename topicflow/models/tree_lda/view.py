@@ -52,9 +52,9 @@ def lda_view(edge_var: FloatArray, layout: TreeVBLayout) -> tuple[dict[str, Floa
     Returns
     -------
     topic_word_var : dict of str to ndarray of shape (n_topics, n_terms_lang)
-        ``topic_word(edge_var)[lang] * concentration[k, lang]`` (module docstring).
+        The tree's word means times a concentration per topic (module docstring).
     topic_word_prior : dict of str to float
-        eta_lang of the module docstring (eta for a flat tree).
+        The symmetric prior eta_lang of the module docstring (eta for a flat tree).
 
     Examples
     --------

@@ -1,0 +1,342 @@
+"""``topicflow.TreeLDA``: tree-prior LDA (tLDA, and polylingual ptLDA) in the style of scikit-learn.
+
+``__init__`` only stores keyword parameters; ``fit`` validates them once, reads the prior tree
+(checking it was built for the store's vocabularies) and runs batch variational or hybrid inference
+through :func:`topicflow.pipeline.tree_lda.fit_batch_tree_vb`. The fitted model reads as a
+(polylingual) LDA model whose topics are the tree's word means (the LDA view), so ``transform`` and
+every command that reads a model work on it; the exact edge parameters are kept for reloading. See
+docs/tree-lda.md.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from numbers import Integral, Real
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from topicflow._typing import FloatArray
+from topicflow.api._base import (
+    Constraint,
+    Interval,
+    Options,
+    Parsed,
+    TopicModelEstimator,
+    split_client,
+)
+from topicflow.api._evaluation import EvaluationMixin
+from topicflow.api.lda import fold_in_documents, parse_doc_topic_prior
+from topicflow.errors import InvalidParameterError
+from topicflow.io.corpus.reader import Corpus, as_corpus
+from topicflow.io.models.store import SavedModel, load_model, save_model
+from topicflow.io.sources.base import FieldSpec
+from topicflow.io.trees import check_tree_matches, read_tree
+from topicflow.models.tree_lda.tree import PriorTree
+from topicflow.models.tree_lda.vb import TREE_NORMALIZATIONS
+from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
+from topicflow.pipeline.tree_lda import (
+    TreeVBConfig,
+    fit_batch_tree_vb,
+    is_tree_model,
+    saved_tree,
+    saved_tree_config,
+    saved_tree_state,
+    tree_model,
+)
+from topicflow.pipeline.vb import IterationRecord
+
+_POSITIVE_INT = Interval(Integral, 1, None, closed="left")
+_NONNEGATIVE_INT = Interval(Integral, 0, None, closed="left")
+_POSITIVE = Interval(Real, 0, None, closed="neither")
+
+
+def _parse_tree(value: Any) -> Any:
+    """Accept a path to a prior-tree directory or a PriorTree (None is refused at fit, with what to do)."""
+    if value is not None and not isinstance(value, (str, os.PathLike, PriorTree)):
+        raise InvalidParameterError(f"prior_tree must be a path or a PriorTree, got {type(value).__name__}")
+    return value
+
+
+class TreeLDA(EvaluationMixin, TopicModelEstimator):
+    """Tree-prior LDA (tLDA; ptLDA on aligned multilingual stores) by batch variational or hybrid inference.
+
+    Zhai (2014), chapter 5: each topic draws, at every internal node of a prior tree, a Dirichlet over
+    the node's edges; a word's probability sums the products along its root-to-leaf paths. The
+    E-step is LDA's, fed the tree's per-word weights; the M-step splits each topic's word counts over
+    the word's paths (eq. 5.5), or samples the paths (hybrid, eq. 5.6).
+
+    Parameters
+    ----------
+    n_topics : int, default 10
+    prior_tree : str, os.PathLike or PriorTree
+        The tree (``topicflow tree build``); a path is checked against the store's vocabularies.
+    inference : {"vb", "hybrid"}, default "vb"
+        Dense variational E-step, or Gibbs sampling within VB (Mimno et al. 2012) with path draws.
+    normalization : {"node_language", "node"}, default "node_language"
+        ``node_language``: a Dirichlet per node and language (a flat tree is polylingual LDA);
+        ``node``: one per node, the chapter's model (a flat tree over several languages is LDA over the
+        stacked vocabularies). The same on a monolingual store.
+    alpha : "auto", "symmetric" or float, default "auto"
+        Document-topic prior: learned asymmetric (Newton-Raphson), learned symmetric, or fixed.
+    alpha_init : float, optional
+        Starting alpha_k of a learned prior (default 1 / n_topics).
+    max_iter : int, default 50
+    tol : float, default 1e-4
+        Relative ELBO change that stops the fit.
+    max_doc_iter : int, default 100
+    doc_tol : float, default 1e-3
+    burn_in, samples : int, default 5, 5
+        Hybrid: discarded and kept Gibbs sweeps per document (the chapter's settings).
+    init_shape : float, default 100
+        Shape s of the Gamma(s, 1/s) starting lambda per topic and edge.
+    seed : int, default 0
+    split_every : int, optional
+        Fan-in of the statistics tree reduction.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_topics, n_terms), or dict of str to such arrays
+        The LDA view's lambda (per language on a multilingual store).
+    topic_word_ : ndarray or dict of str to ndarray
+        The tree's posterior-mean word distributions, per language.
+    edge_var_ : ndarray of shape (n_topics, n_edges)
+        The edge parameters lambda.
+    doc_topic_prior_ : ndarray of shape (n_topics,)
+    prior_tree_ : PriorTree
+    vocabularies_ : dict of str to Vocabulary
+    languages_ : list of str
+    trace_ : list of IterationRecord
+    n_iter_ : int
+    converged_ : bool
+
+    Examples
+    --------
+    >>> model = TreeLDA(20, prior_tree="dict.tree").fit("aligned.zarr")   # doctest: +SKIP
+    >>> model.top_terms(5, language="de")                                  # doctest: +SKIP
+    """
+
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "n_topics": [_POSITIVE_INT],
+        "prior_tree": [Parsed(_parse_tree, "a path to a prior tree (topicflow tree build) or a PriorTree")],
+        "inference": [Options(("vb", "hybrid"))],
+        "normalization": [Options(TREE_NORMALIZATIONS)],
+        "alpha_init": [None, _POSITIVE],
+        "max_iter": [_POSITIVE_INT],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "max_doc_iter": [_POSITIVE_INT],
+        "doc_tol": [_POSITIVE],
+        "burn_in": [_NONNEGATIVE_INT],
+        "samples": [_POSITIVE_INT],
+        "init_shape": [_POSITIVE],
+        "seed": [Interval(Integral, 0, 2**63, closed="left")],
+        "split_every": [None, Interval(Integral, 2, None, closed="left")],
+    }
+    _fit_hint: ClassVar[str] = "call fit(store) or TreeLDA.load(path) first"
+
+    def __init__(
+        self, n_topics: int = 10, *, prior_tree: Any = None, inference: str = "vb",
+        normalization: str = "node_language", alpha: str | float = "auto", alpha_init: float | None = None,
+        max_iter: int = 50, tol: float = 1e-4, max_doc_iter: int = 100, doc_tol: float = 1e-3, burn_in: int = 5,
+        samples: int = 5, init_shape: float = 100.0, seed: int = 0, split_every: int | None = None,
+    ) -> None:
+        self.n_topics = n_topics
+        self.prior_tree = prior_tree
+        self.inference = inference
+        self.normalization = normalization
+        self.alpha = alpha
+        self.alpha_init = alpha_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.max_doc_iter = max_doc_iter
+        self.doc_tol = doc_tol
+        self.burn_in = burn_in
+        self.samples = samples
+        self.init_shape = init_shape
+        self.seed = seed
+        self.split_every = split_every
+
+    def config(self) -> TreeVBConfig:
+        """The driver settings of these parameters (validated).
+
+        Returns
+        -------
+        TreeVBConfig
+        """
+        self._validate_params()
+        mode, value = parse_doc_topic_prior(self.alpha)
+        if mode != "fixed" and self.alpha_init is not None:
+            value = float(self.alpha_init)
+        return TreeVBConfig(
+            n_topics=int(self.n_topics), normalization=self.normalization,  # type: ignore[arg-type]
+            estep=self.inference, doc_topic_prior_mode=mode, doc_topic_prior=value,  # type: ignore[arg-type]
+            max_iter=int(self.max_iter), tol=float(self.tol), max_doc_iter=int(self.max_doc_iter),
+            doc_tol=float(self.doc_tol), seed=int(self.seed), burn_in=int(self.burn_in), samples=int(self.samples),
+            hybrid_init="random" if self.inference == "hybrid" else "progressive", init_shape=float(self.init_shape),
+        )
+
+    def _tree_for(self, corpus: Corpus) -> tuple[PriorTree, str | None]:
+        if self.prior_tree is None:
+            raise InvalidParameterError("TreeLDA needs prior_tree: a tree built by `topicflow tree build DICT "
+                                        "--store STORE --out TREE` (or a PriorTree)")
+        if isinstance(self.prior_tree, PriorTree):
+            return self.prior_tree, None
+        tree, info = read_tree(self.prior_tree)
+        check_tree_matches(info, corpus)
+        return tree, str(self.prior_tree)
+
+    def fit(self, corpus: Any, y: Any = None, *, client: Any = None,
+            progress: ProgressReporter = NO_PROGRESS) -> TreeLDA:
+        """Fit from scratch on a corpus store whose vocabularies the prior tree was built for.
+
+        Parameters
+        ----------
+        corpus : str, os.PathLike or Corpus
+            Corpus store (a tree is built for one store's vocabularies, so other inputs are refused).
+        y : None
+            Ignored (scikit-learn's signature). A ``distributed.Client`` here is taken as ``client``.
+        client : distributed.Client, optional
+            Cluster to run on; by default the current client, else local threads.
+        progress : ProgressReporter, optional
+            Receives per-iteration progress.
+
+        Returns
+        -------
+        TreeLDA
+            ``self``, fitted.
+
+        Raises
+        ------
+        InvalidParameterError
+            A parameter outside its allowed values, no prior tree, or an input that is not a store.
+        VocabularyMismatchError
+            The tree was built for other vocabularies.
+        """
+        config = self.config()
+        client = split_client(y, client)
+        if not isinstance(corpus, (str, os.PathLike, Corpus)):
+            raise InvalidParameterError(f"TreeLDA fits a corpus store (path or Corpus), not {type(corpus).__name__}: "
+                                        "the prior tree is built for a store's vocabularies (`topicflow tree build`)")
+        store = as_corpus(corpus)
+        tree, source = self._tree_for(store)
+        result = fit_batch_tree_vb(store, tree, config, client=client, split_every=self.split_every,
+                                   progress=progress)
+        self.model_ = tree_model(store, result, config, tree_source=source)
+        self._set_attributes_from_model()
+        return self
+
+    def _set_attributes_from_model(self) -> None:
+        model: SavedModel = self.model_
+        state = model.state
+        langs = state.languages
+        single = len(langs) == 1
+        words = state.topic_word()
+        self.components_ = state.topic_word_var[langs[0]] if single else dict(state.topic_word_var)
+        self.topic_word_ = words[langs[0]] if single else words
+        self.doc_topic_prior_ = np.asarray(state.doc_topic_prior)
+        tree_state, layout = saved_tree_state(model)
+        self.edge_var_: FloatArray = tree_state.edge_var
+        self.prior_tree_ = layout.tree
+        self.vocabularies_ = dict(model.vocabularies)
+        self.languages_ = list(langs)
+        self.trace_ = [IterationRecord(**r) for r in model.info.trace]
+        self.n_iter_ = len(self.trace_)
+        self.converged_ = bool(model.info.converged)
+        if single:
+            self.n_features_in_ = len(self.vocabularies_[langs[0]])
+
+    def top_terms(self, n: int = 10, language: str | None = None) -> list[list[tuple[str, float]]]:
+        """Return the ``n`` most probable terms of every topic in one language.
+
+        Parameters
+        ----------
+        n : int, default 10
+        language : str, optional
+            Required on a multilingual model.
+
+        Returns
+        -------
+        list of list of (str, float)
+        """
+        model = self._check_fitted()
+        langs = model.state.languages
+        if language is None:
+            if len(langs) != 1:
+                raise InvalidParameterError(f"the model has languages {list(langs)}; pass language=")
+            language = langs[0]
+        if language not in langs:
+            raise InvalidParameterError(f"language {language!r} is not one of the model's {list(langs)}")
+        rows = model.state.topic_word()[language]
+        vocab = model.vocabularies[language]
+        return [[(vocab.term_of(int(w)), float(row[w])) for w in np.argsort(-row, kind="stable")[:n]] for row in rows]
+
+    def transform(self, corpus: Any, *, vocabulary: Sequence[str] | None = None,
+                  fields: FieldSpec | None = None) -> Any:
+        """Document-topic proportions with the topics fixed, by folding in under the LDA view.
+
+        Parameters
+        ----------
+        corpus : str, os.PathLike, Corpus, matrix, dask.array.Array, dask DataFrame or dask.bag.Bag
+            Documents, as for :meth:`topicflow.LDA.transform`.
+        vocabulary : sequence of str, optional
+            Matrix or Dask array: one term per column.
+        fields : FieldSpec, optional
+            Texts: where the text is.
+
+        Returns
+        -------
+        ndarray or dask.array.Array of shape (n_docs, n_topics), float64
+        """
+        return fold_in_documents(self._check_fitted(), corpus, owner="TreeLDA", terms=self._model_terms(),
+                                 vocabulary=vocabulary, fields=fields)
+
+    def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
+        """Save the fitted model (zarr + JSON, atomically; ``topicflow`` commands read it).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            Model directory.
+        overwrite : bool, default False
+            Replace an existing model at ``path``.
+        """
+        save_model(Path(path), self._check_fitted(), overwrite=overwrite)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> TreeLDA:
+        """Load a model saved by :meth:`save` or ``topicflow fit --prior-tree``.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            Model directory.
+
+        Returns
+        -------
+        TreeLDA
+            A fitted estimator (its ``prior_tree`` is the saved tree).
+
+        Raises
+        ------
+        InvalidParameterError
+            The model is not of the tree_lda family.
+        """
+        model = load_model(Path(path))
+        if not is_tree_model(model):
+            raise InvalidParameterError(f"{str(path)!r} is a model of the {model.info.family!r} family, not tree_lda; "
+                                        "load it with topicflow.LDA.load or topicflow.HDP.load")
+        config = saved_tree_config(model)
+        alpha: str | float = config.doc_topic_prior_mode if config.doc_topic_prior_mode != "fixed" \
+            else config.initial_alpha
+        estimator = cls(
+            n_topics=config.n_topics, prior_tree=saved_tree(model), inference=config.estep,
+            normalization=config.normalization, alpha=alpha,
+            alpha_init=(config.initial_alpha if config.doc_topic_prior_mode != "fixed"
+                        and config.initial_alpha != 1.0 / config.n_topics else None),
+            max_iter=config.max_iter, tol=config.tol, max_doc_iter=config.max_doc_iter, doc_tol=config.doc_tol,
+            burn_in=config.burn_in, samples=config.samples, init_shape=config.init_shape, seed=config.seed,
+        )
+        estimator.model_ = model
+        estimator._set_attributes_from_model()
+        return estimator
