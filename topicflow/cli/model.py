@@ -220,6 +220,13 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @click.option("--doc-topics", type=click.Path(), default=None, help="Also write normalized document topics to this zarr path.")
 @click.option("--split-every", default=None, type=click.IntRange(min=2), help="Fan-in of the statistics tree reduction.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing model / doc-topics output.")
+@click.option("--prior-tree", default=None, type=click.Path(file_okay=False),
+              help="Tree LDA (family tree_lda): the prior tree built by `topicflow tree build` (docs/tree-lda.md).")
+@click.option("--inference", type=click.Choice(["vb", "hybrid"]), default="vb", show_default=True,
+              help="Tree LDA: variational or hybrid (Gibbs within VB) E-step.")
+@click.option("--normalization", type=click.Choice(["node_language", "node"]), default="node_language",
+              show_default=True,
+              help="Tree LDA: a Dirichlet per node and language (a flat tree is polylingual LDA), or per node.")
 @preset_option("fit")
 @cluster_options
 @reports_errors
@@ -236,12 +243,22 @@ def fit(store: str, model_path: str, n_topics: int | None, family: str | None, m
         max_doc_iter: int, doc_tol: float, warm_start: bool, seed: int, init_shape: float,
         checkpoint_every: int | None,
         checkpoint_path: str | None, resume: bool, doc_topics: str | None, split_every: int | None,
-        overwrite: bool, preset: str | None, cluster: ClusterConfig) -> None:
+        overwrite: bool, prior_tree: str | None, inference: str, normalization: str, preset: str | None,
+        cluster: ClusterConfig) -> None:
     """Fit LDA (polylingual LDA for a multilingual STORE) by batch, online or streaming variational Bayes or
-    SCVB0, or the HDP (--family hdp) by PCSVB0 or PCVB0.
+    SCVB0, or the HDP (--family hdp) by PCSVB0 or PCVB0, or tree LDA (--prior-tree TREE) by batch VB or
+    hybrid inference.
 
     With --preset, a paper's settings fill every option you do not type.
     """
+    if prior_tree is not None or family == "tree_lda":
+        fit_tree(store, model_path, prior_tree, n_topics=n_topics, inference=inference, normalization=normalization,
+                 doc_topic_prior=doc_topic_prior, doc_topic_prior_init=doc_topic_prior_init, max_iter=max_iter,
+                 tol=tol, max_doc_iter=max_doc_iter, doc_tol=doc_tol, burn_in=burn_in, samples=samples,
+                 init_shape=init_shape, seed=seed, split_every=split_every, doc_topics=doc_topics,
+                 overwrite=overwrite, cluster=cluster)
+        return
+    refuse_tree_options()
     lda_values = dict(
         n_topics=n_topics, doc_topic_prior=doc_topic_prior, topic_word_prior=topic_word_prior, max_iter=max_iter, tol=tol, max_doc_iter=max_doc_iter,
         doc_tol=doc_tol, seed=seed, seed_strength=seed_strength, seed_off_topic=seed_off_topic,
@@ -343,6 +360,112 @@ def fit(store: str, model_path: str, n_topics: int | None, family: str | None, m
         if doc_topics:
             written = infer_doc_topics(estimator.model_, corpus, Path(doc_topics), client=client,
                                        overwrite=overwrite, progress=progress)
+            click.echo(f"wrote document topics of {written} documents to {doc_topics}", err=True)
+
+
+#: ``fit`` options tree LDA reads (every other typed option is refused with --prior-tree).
+TREE_OPTIONS = frozenset({"store", "model_path", "n_topics", "family", "prior_tree", "inference", "normalization",
+                          "doc_topic_prior", "doc_topic_prior_init", "max_iter", "tol", "max_doc_iter", "doc_tol",
+                          "burn_in", "samples", "init_shape", "seed", "split_every", "doc_topics", "overwrite"})
+#: ``fit`` options only tree LDA reads.
+TREE_ONLY_OPTIONS = ("inference", "normalization")
+
+
+def _typed(name: str) -> bool:
+    source = click.get_current_context().get_parameter_source(name)
+    return source not in (None, click.core.ParameterSource.DEFAULT)
+
+
+def refuse_tree_options() -> None:
+    """Refuse ``--inference`` and ``--normalization`` typed without ``--prior-tree``.
+
+    Raises
+    ------
+    click.UsageError
+        Naming the options.
+    """
+    typed = [name for name in TREE_ONLY_OPTIONS if _typed(name)]
+    if typed:
+        options = ", ".join(_option(name) for name in typed)
+        raise click.UsageError(f"{options} apply to tree LDA only: give --prior-tree TREE (or drop them; LDA's "
+                               "E-step is chosen by --estep)")
+
+
+def fit_tree(store: str, model_path: str, prior_tree: str | None, *, n_topics: int | None, inference: str,
+             normalization: str, doc_topic_prior: str, doc_topic_prior_init: float | None, max_iter: int, tol: float,
+             max_doc_iter: int, doc_tol: float, burn_in: int | None, samples: int, init_shape: float, seed: int,
+             split_every: int | None, doc_topics: str | None, overwrite: bool, cluster: ClusterConfig) -> None:
+    """``topicflow fit --prior-tree``: check the tree against the store, fit :class:`topicflow.TreeLDA`, save.
+
+    Parameters
+    ----------
+    store, model_path, prior_tree : str
+        The command's paths (``prior_tree`` None is refused).
+    n_topics : int or None
+    inference, normalization, doc_topic_prior : str
+    doc_topic_prior_init : float or None
+    max_iter : int
+    tol : float
+    max_doc_iter : int
+    doc_tol : float
+    burn_in : int or None
+    samples : int
+    init_shape : float
+    seed : int
+    split_every : int or None
+    doc_topics : str or None
+        Also write document topics (of the LDA view) there.
+    overwrite : bool
+    cluster : ClusterConfig
+
+    Raises
+    ------
+    click.UsageError
+        No tree, no ``--topics``, or options tree LDA does not use.
+    """
+    from topicflow.api.tree_lda import TreeLDA
+    from topicflow.io._atomic import check_output_path
+    from topicflow.io.trees import check_tree_matches, read_tree_info
+
+    context = click.get_current_context()
+    cluster_names = {"cluster", "scheduler", "workers", "threads_per_worker", "memory_limit", "dashboard_address",
+                     "preset"}
+    refused = [name for name in context.params if name not in TREE_OPTIONS | cluster_names and _typed(name)]
+    if context.params.get("preset") is not None:
+        refused.append("preset")
+    if refused:
+        raise click.UsageError(f"{', '.join(_option(name) for name in refused)} given with --prior-tree: tree LDA "
+                               "(batch VB or hybrid) does not use them; drop them (docs/tree-lda.md lists its options)")
+    if prior_tree is None:
+        raise click.UsageError("--family tree_lda needs --prior-tree TREE (build one with `topicflow tree build`)")
+    if n_topics is None:
+        raise click.UsageError("Missing option '--topics'.")
+    corpus = Corpus.open(store)
+    check_tree_matches(read_tree_info(prior_tree), corpus)
+    check_output_path(Path(model_path), overwrite=overwrite, what="model")
+    estimator = TreeLDA(
+        n_topics, prior_tree=prior_tree, inference=inference, normalization=normalization, alpha=doc_topic_prior,
+        alpha_init=doc_topic_prior_init, max_iter=max_iter, tol=tol, max_doc_iter=max_doc_iter, doc_tol=doc_tol,
+        burn_in=5 if burn_in is None else burn_in, samples=samples, init_shape=init_shape, seed=seed,
+        split_every=split_every,
+    )
+    estimator.config()  # validate before starting a cluster
+    click.echo(f"fitting tree LDA K={n_topics} ({inference}, {normalization}) with tree {prior_tree} on {corpus!r}",
+               err=True)
+    with connect(cluster) as client:
+        click.echo(f"dashboard: {client.dashboard_link}", err=True)
+        started = time.perf_counter()
+        estimator.fit(corpus, client, progress=progress_reporter())
+        for r in estimator.trace_:
+            click.echo(f"iter {r.iteration:3d}  ELBO {r.elbo:.6e}  per token {r.elbo_per_token:.4f}  "
+                       f"alpha sum {r.alpha_sum:.4f}  {r.seconds:.2f} s", err=True)
+        estimator.save(model_path, overwrite=overwrite)
+        click.echo(f"saved model to {model_path} ({estimator.n_iter_} iterations, "
+                   f"{'converged' if estimator.converged_ else 'not converged'}, "
+                   f"{time.perf_counter() - started:.1f} s)", err=True)
+        if doc_topics:
+            written = infer_doc_topics(estimator.model_, corpus, Path(doc_topics), client=client,
+                                       overwrite=overwrite, progress=progress_reporter())
             click.echo(f"wrote document topics of {written} documents to {doc_topics}", err=True)
 
 
