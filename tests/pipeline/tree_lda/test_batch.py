@@ -129,3 +129,36 @@ def test_tree_for_other_languages_or_sizes_is_refused(bilingual: Path) -> None:
         fit_batch_tree_vb(corpus, flat_tree(corpus.languages, [20, 19]), TreeVBConfig(n_topics=2, max_iter=1))
     with pytest.raises(InvalidParameterError, match="normalization"):
         TreeVBConfig(n_topics=2, normalization="leaf")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("normalization", ["node", "node_language"])
+def test_driver_matches_the_plain_loop_reference_on_a_two_sense_tree(tmp_path: Path, client: object,
+                                                                     normalization: str) -> None:
+    import scipy.sparse as sp
+    from scipy.special import gammaln
+
+    from tests.reference import tree_vb as ref
+
+    tree, edges, paths = ref.toy_tree()
+    rng = np.random.default_rng(17)
+    counts = {lang: sp.csr_matrix(rng.poisson(1.5, size=(23, 3))) for lang in ("en", "de")}
+    corpus = Corpus.open(write_test_store(tmp_path / "toy.zarr", counts, shard_size=5))
+    config = TreeVBConfig(n_topics=3, normalization=normalization, doc_topic_prior_mode="fixed",  # type: ignore[arg-type]
+                          doc_topic_prior=0.4, max_iter=3, tol=0.0, max_doc_iter=500, doc_tol=1e-9, seed=2)
+    result = fit_batch_tree_vb(corpus, tree, config, client=client, split_every=2)
+    docs = {lang: [{w: int(n) for w, n in zip(row.indices, row.data)} for row in counts[lang]]
+            for lang in ("en", "de")}
+    from topicflow.models.tree_lda.vb import initial_edge_var, tree_vb_layout
+
+    lam = initial_edge_var(3, tree_vb_layout(tree, normalization), seed=2)
+    beta = np.array([b for _, _, b in edges])
+    alpha = np.full(3, 0.4)
+    for iteration in range(3):
+        expected = ref.estep_reference(docs, lam, edges, paths, alpha, 500, 1e-9,
+                                       per_language=normalization == "node_language")
+        bound = (expected["doc_elbo"] + ref.topic_terms_reference(lam, edges, paths, normalization == "node_language")
+                 + 23 * (gammaln(1.2) - 3 * gammaln(0.4))
+                 + (0.4 - 1) * expected["alpha_suff"].sum())
+        np.testing.assert_allclose(result.trace[iteration].elbo, bound, rtol=1e-8)
+        lam = beta + expected["edge_counts"]
+    np.testing.assert_allclose(result.state.edge_var, lam, rtol=1e-8)
