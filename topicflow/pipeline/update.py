@@ -77,6 +77,11 @@ def continuer_for(model: SavedModel, model_path: Path) -> Continuer:
             f"continue it in {library} and import it again, or fit a topicflow model with `topicflow fit`",
             path=str(model_path),
         )
+    if model.info.family == "tree_lda":
+        raise InvalidParameterError(
+            f"model {str(model_path)!r} is a tree LDA model, which `topicflow update` cannot continue yet; fit it "
+            "again on the grown store with `topicflow fit STORE --prior-tree TREE` (rebuild the tree for the "
+            "store's new vocabulary first)", path=str(model_path))
     if key not in CONTINUERS:
         raise InvalidParameterError(
             f"model {str(model_path)!r} was made by `topicflow stream --algo {key}`, which `topicflow update` "
