@@ -6,7 +6,7 @@ without a cluster) and the driver feeds it the documents in stream order, :data:
 as ``(shard, start, stop)`` pieces that the actor reads from the store itself. The state crosses the
 network only at evaluation points (the LDA view), checkpoints and the end (snapshots).
 
-The visiting order is the minibatch plan's (:func:`~topicflow.pipeline.collapsed.stochastic.plan_minibatches`
+The visiting order is the minibatch plan's (:func:`~topicflow.pipeline.vb.online.plan_minibatches`
 with minibatches of :data:`FEED_DOCS` documents): store order, or with ``shuffle_window`` runs of
 :data:`FEED_DOCS` documents permuted within windows.
 
