@@ -109,23 +109,31 @@ def start_store_shard(store: str, shard: ShardInfo, vocab_sizes: Mapping[str, in
 
 
 def sweep_shard(state: TreeGibbsState, tree: PriorTree, params: TreeGibbsParams, n_sweeps: int,
-                pseudo_counts: IntArray | None) -> TreeGibbsState:
+                total_counts: IntArray | None) -> TreeGibbsState:
     """Task body: ``n_sweeps`` sweeps of one shard with the other shards' edge counts fixed.
 
     Parameters
     ----------
     state : TreeGibbsState
+        The shard's chain as of the last synchronization.
     tree : PriorTree
     params : TreeGibbsParams
     n_sweeps : int
-    pseudo_counts : ndarray of shape (n_topics, n_edges) or None
-        The other shards' N_ke at the last synchronization (None with one shard).
+    total_counts : ndarray of shape (n_topics, n_edges) or None
+        The sum of every shard's N_ke at the last synchronization (the same array for every shard, so
+        it is broadcast once); None with one shard.
 
     Returns
     -------
     TreeGibbsState
+
+    Notes
+    -----
+    The other shards' counts are ``total_counts - state.edge_topic_counts``: the state has not moved
+    since the synchronization that summed it.
     """
-    pseudo = None if pseudo_counts is None else np.asarray(pseudo_counts, dtype=np.float64)
+    pseudo = None if total_counts is None else (
+        np.asarray(total_counts, dtype=np.int64) - state.edge_topic_counts).astype(np.float64)
     return run_sweeps(state, tree, params, n_sweeps, pseudo_counts=pseudo)
 
 

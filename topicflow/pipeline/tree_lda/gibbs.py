@@ -6,7 +6,7 @@ chain, a :class:`~topicflow.models.tree_lda.gibbs.TreeGibbsState` (z, y of its t
 A *round* runs ``sync_every`` sweeps of every shard in parallel, each shard with the OTHER shards'
 edge-topic counts at the last synchronization as ``pseudo_counts`` (M_ke = N_ke(all) - N_ke(shard));
 then the driver gathers each shard's counts (small: K x n_edges), sums them in shard order (integers:
-exact) and broadcasts the totals with the next round's tasks. The sweeps themselves are
+exact) and broadcasts the totals (one scatter per round); each shard's task subtracts its own counts. The sweeps themselves are
 :func:`topicflow.models.tree_lda.gibbs.run_sweeps`; this module only schedules them.
 
 Where the states live: as Dask futures (one per shard) on the distributed scheduler: each round's
@@ -165,12 +165,13 @@ class _Runner:
         self.client, self.tree, self.params = client, tree, params
         self._tree = client.scatter([tree], broadcast=True, hash=False)[0] if client is not None else tree
 
-    def sweep(self, states: Sequence[Any], n_sweeps: int, pseudo: Sequence[IntArray | None]) -> list[Any]:
+    def sweep(self, states: Sequence[Any], n_sweeps: int, total: IntArray | None) -> list[Any]:
         if self.client is not None:
-            return [self.client.submit(sweep_shard, state, self._tree, self.params, n_sweeps, counts, pure=False)
-                    for state, counts in zip(states, pseudo)]
-        tasks = [dask.delayed(sweep_shard, pure=False)(state, self.tree, self.params, n_sweeps, counts)
-                 for state, counts in zip(states, pseudo)]
+            shared = None if total is None else self.client.scatter([total], broadcast=True, hash=False)[0]
+            return [self.client.submit(sweep_shard, state, self._tree, self.params, n_sweeps, shared, pure=False)
+                    for state in states]
+        tasks = [dask.delayed(sweep_shard, pure=False)(state, self.tree, self.params, n_sweeps, total)
+                 for state in states]
         return list(dask.compute(*tasks, scheduler="threads"))
 
     def summaries(self, states: Sequence[Any]) -> list[ShardSummary]:
@@ -300,8 +301,7 @@ def fit_tree_gibbs(
     rounds = math.ceil(sweeps / sync_every)
     for index in progress.track(range(rounds), total=rounds, desc="tree Gibbs", unit="round"):
         n_sweeps = min(sync_every, sweeps - index * sync_every)
-        pseudo = [None if single else edge - summary.edge_topic_counts for summary in summaries]
-        states = runner.sweep(states, n_sweeps, pseudo)
+        states = runner.sweep(states, n_sweeps, None if single else edge)
         summaries = runner.summaries(states)
         edge, node = _merge(summaries)
         alpha = params.alpha
