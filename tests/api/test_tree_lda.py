@@ -37,6 +37,7 @@ def test_fit_matches_the_driver_and_round_trips(tiny: tuple[Path, Path], tmp_pat
     theta = np.asarray(model.transform(store))
     assert theta.shape == (len(Corpus.open(store)), 2)
     np.testing.assert_allclose(theta.sum(axis=1), 1.0)
+    assert np.isfinite(model.perplexity(store, client)) and model.perplexity(store, client) > 1.0
     model.save(tmp_path / "m")
     loaded = topicflow.TreeLDA.load(tmp_path / "m")
     np.testing.assert_array_equal(loaded.edge_var_, model.edge_var_)

@@ -34,11 +34,10 @@ from topicflow.api._collapsed import (
     parse_step,
     step_tuple,
 )
-from topicflow.api._evaluation import EvaluationMixin
+from topicflow.api._evaluation import FittedModelMixin
 from topicflow.api._inputs import store_for
-from topicflow.api.lda import fold_in_documents
 from topicflow.errors import InvalidParameterError
-from topicflow.io.models.store import SavedModel, load_model, save_model
+from topicflow.io.models.store import SavedModel, load_model
 from topicflow.io.sources.base import FieldSpec
 from topicflow.models.hdp.params import HDPParams
 from topicflow.models.hdp.state import TOPIC_IN_USE_SHARE
@@ -50,11 +49,6 @@ from topicflow.pipeline.collapsed import (
 )
 from topicflow.pipeline.policies import CheckpointPolicy
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
-from topicflow.pipeline.vb.infer import (
-    EvaluationResult,
-    evaluate_model,
-    infer_doc_topics,
-)
 
 _POSITIVE_INT = Interval(Integral, 1, None, closed="left")
 _NONNEGATIVE_INT = Interval(Integral, 0, None, closed="left")
@@ -175,7 +169,7 @@ def _recorded_gamma(model: SavedModel) -> float | None:
 # ----------------------------------------------------------------------------- the estimator
 
 
-class HDP(EvaluationMixin, TopicModelEstimator):
+class HDP(FittedModelMixin, TopicModelEstimator):
     """The hierarchical Dirichlet process topic model (HDP-LDA) by collapsed variational Bayes.
 
     Bleier's PCSVB0 (practical collapsed stochastic VB: word by word, eqs. 7-12 and Algorithm 1) or
@@ -628,136 +622,7 @@ class HDP(EvaluationMixin, TopicModelEstimator):
         """
         return [entry["terms"] for entry in self.topic_summary(n)]
 
-    def transform(self, corpus: Any, *, vocabulary: Sequence[str] | None = None,
-                  fields: FieldSpec | None = None) -> Any:
-        """Compute document-topic proportions with the topics fixed (lazily for stores and Dask inputs).
-
-        Each document is folded into the LDA view of the model (prior alpha * pi over the T topics);
-        columns of topics not in use hold little mass.
-
-        Parameters
-        ----------
-        corpus : str, os.PathLike, Corpus, matrix, dask.array.Array, dask DataFrame or dask.bag.Bag
-            Documents, as for :meth:`fit`; no store is written.
-        vocabulary : sequence of str, optional
-            Matrix or Dask array: one term per column.
-        fields : FieldSpec, optional
-            Texts: where the text is.
-
-        Returns
-        -------
-        ndarray or dask.array.Array of shape (n_docs, T), float64
-            Rows sum to 1 (see :meth:`topicflow.LDA.transform`).
-        """
-        return fold_in_documents(self._check_fitted(), corpus, owner="HDP", terms=self._model_terms(),
-                                 vocabulary=vocabulary, fields=fields)
-
-    def transform_to_zarr(self, corpus: Any, out: str | os.PathLike[str], client: Any = None, *,
-                          overwrite: bool = False) -> int:
-        """Write document-topic proportions of a store out of core (as ``topicflow infer``).
-
-        Parameters
-        ----------
-        corpus : str, os.PathLike or Corpus
-            A corpus store.
-        out : str or os.PathLike
-            Zarr store to write (atomically).
-        client : distributed.Client, optional
-            Cluster to run on; by default the current client, else local threads.
-        overwrite : bool, default False
-            Replace an existing ``out``.
-
-        Returns
-        -------
-        int
-            Number of documents written.
-        """
-        from topicflow.io.corpus.reader import as_corpus
-
-        return infer_doc_topics(self._check_fitted(), as_corpus(corpus), Path(out), client=client, overwrite=overwrite)
-
-    def evaluate(self, corpus: Any, client: Any = None, *, seed: int = 0, vocabulary: Sequence[str] | None = None,
-                 fields: FieldSpec | None = None) -> EvaluationResult:
-        """Score held-out documents: document-completion perplexity and the per-word ELBO bound.
-
-        Parameters
-        ----------
-        corpus : str, os.PathLike, Corpus, matrix, dask.array.Array, dask DataFrame or dask.bag.Bag
-            Documents, as for :meth:`fit`.
-        client : distributed.Client, optional
-            Cluster to run on; by default the current client, else local threads.
-        seed : int, default 0
-            Seed of the split of each document's tokens.
-        vocabulary : sequence of str, optional
-            Matrix or Dask array: one term per column (default: the model's terms).
-        fields : FieldSpec, optional
-            Texts: the text, id and label columns or keys.
-
-        Returns
-        -------
-        EvaluationResult
-        """
-        model = self._check_fitted()
-        with self._scoring_store(corpus, vocabulary, fields, client) as store:
-            return evaluate_model(model, store, client=client, seed=seed, split_every=self.split_every)
-
-    def perplexity(self, corpus: Any, client: Any = None, *, vocabulary: Sequence[str] | None = None,
-                   fields: FieldSpec | None = None) -> float:
-        """Held-out perplexity by document completion (``completion-random``, seed 0; lower is better).
-
-        Parameters
-        ----------
-        corpus : str, os.PathLike, Corpus, matrix, dask.array.Array, dask DataFrame or dask.bag.Bag
-            Documents, as for :meth:`fit`.
-        client : distributed.Client, optional
-            Cluster to run on.
-        vocabulary : sequence of str, optional
-            Matrix or Dask array: one term per column.
-        fields : FieldSpec, optional
-            Texts: the text, id and label columns or keys.
-
-        Returns
-        -------
-        float
-        """
-        return self.evaluate(corpus, client, vocabulary=vocabulary, fields=fields).perplexity
-
-    def score(self, corpus: Any, y: Any = None, *, client: Any = None, vocabulary: Sequence[str] | None = None,
-              fields: FieldSpec | None = None) -> float:
-        """The per-word variational bound on ``corpus`` with the topics fixed (higher is better).
-
-        Parameters
-        ----------
-        corpus : str, os.PathLike, Corpus, matrix, dask.array.Array, dask DataFrame or dask.bag.Bag
-            Documents, as for :meth:`fit`.
-        y : None
-            Ignored. A ``distributed.Client`` here is taken as ``client``.
-        client : distributed.Client, optional
-            Cluster to run on.
-        vocabulary : sequence of str, optional
-            Matrix or Dask array: one term per column.
-        fields : FieldSpec, optional
-            Texts: the text, id and label columns or keys.
-
-        Returns
-        -------
-        float
-        """
-        return self.evaluate(corpus, split_client(y, client), vocabulary=vocabulary, fields=fields).elbo_per_token
-
     # ------------------------------------------------------------------ persistence
-
-    def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
-        """Save the fitted model to a directory (zarr + JSON, atomically; ``topicflow`` commands read it).
-
-        Parameters
-        ----------
-        path : str or os.PathLike
-            Model directory.
-        overwrite : bool, default False
-            Replace an existing model at ``path``.
-        """
-        save_model(Path(path), self._check_fitted(), overwrite=overwrite)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> HDP:

@@ -3,14 +3,13 @@
 ``__init__`` only stores keyword parameters; ``fit`` validates them once, reads the prior tree
 (checking it was built for the store's vocabularies) and runs batch variational or hybrid inference
 through :func:`topicflow.pipeline.tree_lda.fit_batch_tree_vb`. The fitted model reads as a
-(polylingual) LDA model whose topics are the tree's word means (the LDA view), so ``transform`` and
-every command that reads a model work on it; the exact edge parameters are kept for reloading. See
+(polylingual) LDA model whose topics are the tree's word means (the LDA view), so ``transform``,
+``evaluate``, ``save`` (shared with :class:`topicflow.LDA`) and every command that reads a model work on it; the exact edge parameters are kept for reloading. See
 docs/tree-lda.md.
 """
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from numbers import Integral, Real
 from pathlib import Path
 from typing import Any, ClassVar
@@ -26,12 +25,11 @@ from topicflow.api._base import (
     TopicModelEstimator,
     split_client,
 )
-from topicflow.api._evaluation import EvaluationMixin
-from topicflow.api.lda import fold_in_documents, parse_doc_topic_prior
+from topicflow.api._evaluation import FittedModelMixin
+from topicflow.api.lda import parse_doc_topic_prior
 from topicflow.errors import InvalidParameterError
 from topicflow.io.corpus.reader import Corpus, as_corpus
-from topicflow.io.models.store import SavedModel, load_model, save_model
-from topicflow.io.sources.base import FieldSpec
+from topicflow.io.models.store import SavedModel, load_model
 from topicflow.io.trees import check_tree_matches, read_tree
 from topicflow.models.tree_lda.tree import PriorTree
 from topicflow.models.tree_lda.vb import TREE_NORMALIZATIONS
@@ -59,7 +57,7 @@ def _parse_tree(value: Any) -> Any:
     return value
 
 
-class TreeLDA(EvaluationMixin, TopicModelEstimator):
+class TreeLDA(FittedModelMixin, TopicModelEstimator):
     """Tree-prior LDA (tLDA; ptLDA on aligned multilingual stores) by batch variational or hybrid inference.
 
     Zhai (2014), chapter 5: each topic draws, at every internal node of a prior tree, a Dirichlet over
@@ -270,38 +268,6 @@ class TreeLDA(EvaluationMixin, TopicModelEstimator):
         rows = model.state.topic_word()[language]
         vocab = model.vocabularies[language]
         return [[(vocab.term_of(int(w)), float(row[w])) for w in np.argsort(-row, kind="stable")[:n]] for row in rows]
-
-    def transform(self, corpus: Any, *, vocabulary: Sequence[str] | None = None,
-                  fields: FieldSpec | None = None) -> Any:
-        """Document-topic proportions with the topics fixed, by folding in under the LDA view.
-
-        Parameters
-        ----------
-        corpus : str, os.PathLike, Corpus, matrix, dask.array.Array, dask DataFrame or dask.bag.Bag
-            Documents, as for :meth:`topicflow.LDA.transform`.
-        vocabulary : sequence of str, optional
-            Matrix or Dask array: one term per column.
-        fields : FieldSpec, optional
-            Texts: where the text is.
-
-        Returns
-        -------
-        ndarray or dask.array.Array of shape (n_docs, n_topics), float64
-        """
-        return fold_in_documents(self._check_fitted(), corpus, owner="TreeLDA", terms=self._model_terms(),
-                                 vocabulary=vocabulary, fields=fields)
-
-    def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
-        """Save the fitted model (zarr + JSON, atomically; ``topicflow`` commands read it).
-
-        Parameters
-        ----------
-        path : str or os.PathLike
-            Model directory.
-        overwrite : bool, default False
-            Replace an existing model at ``path``.
-        """
-        save_model(Path(path), self._check_fitted(), overwrite=overwrite)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> TreeLDA:

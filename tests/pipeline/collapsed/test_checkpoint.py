@@ -52,8 +52,8 @@ def test_word_by_word_resumes_from_the_last_pass_with_its_document_state(store: 
                                                                          client: object) -> None:
     corpus = Corpus.open(store)
     cfg = config(passes=3, eval_every=50, params=replace(PARAMS, keep_doc_state=True))
-    # Two feeds of 64 documents per pass: item 5 is the second feed of pass 2, after pass 1's checkpoint.
-    resumed = crash_and_resume(corpus, cfg, CheckpointPolicy(tmp_path / "ckpt"), 5, client)
+    # One feed per pass (the store is smaller than FEED_DOCS): item 2 is pass 3's feed, after pass 2's checkpoint.
+    resumed = crash_and_resume(corpus, cfg, CheckpointPolicy(tmp_path / "ckpt"), 2, client)
     whole = fit_collapsed(corpus, cfg, client=client, test=corpus)
     assert_same_state(resumed.state, whole.state)  # type: ignore[attr-defined]
     assert without_seconds(resumed.trace) == without_seconds(whole.trace)  # type: ignore[attr-defined]

@@ -19,7 +19,6 @@ Trace records (one per evaluation point and one at the end of every pass): ``doc
 """
 from __future__ import annotations
 
-import bisect
 import logging
 import math
 import time
@@ -34,7 +33,6 @@ from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
 from topicflow.io.models.info import ModelInfo
 from topicflow.io.models.store import SavedModel
-from topicflow.models.common.rng import STREAM_SHUFFLE, doc_generator
 from topicflow.models.hdp.state import HDPState
 from topicflow.models.lda.state import LDAState
 from topicflow.pipeline.cluster import compute
@@ -51,7 +49,7 @@ from topicflow.pipeline.collapsed.model import (
 from topicflow.pipeline.evaluation import heldout_likelihood
 from topicflow.pipeline.policies import CheckpointPolicy
 from topicflow.pipeline.progress import ProgressReporter
-from topicflow.pipeline.vb import share
+from topicflow.pipeline.vb import Minibatch, plan_minibatches, share
 from topicflow.tasks.collapsed import map_local_minibatch, tree_merge_stats
 from topicflow.tasks.estep import graph_token
 
@@ -87,23 +85,6 @@ class Plan:
     shuffle_window: int = 0
 
 
-@dataclass(frozen=True)
-class Minibatch:
-    """One minibatch of the plan: ``pieces`` are ``(shard index, first row, stop row)`` in merge order."""
-
-    epoch: int
-    index: int
-    pieces: tuple[tuple[int, int, int], ...]
-
-    @property
-    def n_docs(self) -> int:
-        return sum(stop - start for _, start, stop in self.pieces)
-
-    @property
-    def shards(self) -> tuple[int, ...]:
-        return tuple(sorted({shard for shard, _, _ in self.pieces}))
-
-
 def plan_settings(config: CollapsedConfig, batch_size: int) -> Plan:
     """The minibatch plan of ``config`` for documents in batches of ``batch_size``.
 
@@ -124,70 +105,6 @@ def plan_settings(config: CollapsedConfig, batch_size: int) -> Plan:
     if pieces < 1 or min_docs < 1:
         raise InvalidParameterError(f"pieces and min_piece_docs must be at least 1, got {pieces!r} and {min_docs!r}")
     return Plan(batch_size, max(math.ceil(batch_size / pieces), min(batch_size, min_docs)), config.shuffle_window)
-
-
-def plan_minibatches(shard_sizes: Sequence[int], shards: Sequence[int], plan: Plan, *, seed: int,
-                     epoch: int) -> Iterator[Minibatch]:
-    """The minibatches of one pass over ``shards`` (as :func:`topicflow.pipeline.vb.online.plan_minibatches`).
-
-    Parameters
-    ----------
-    shard_sizes : sequence of int
-        Documents of every shard of the store.
-    shards : sequence of int
-        Store indices to visit, in store order.
-    plan : Plan
-    seed, epoch : int
-        The shuffle of pass ``epoch`` is drawn from ``seed``.
-
-    Yields
-    ------
-    Minibatch
-        ``plan.batch_size`` documents each (the last may be shorter).
-    """
-    sizes = [int(shard_sizes[s]) for s in shards]
-    bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64).tolist()
-    n_docs = bounds[-1]
-    if plan.shuffle_window:
-        ranges: Iterator[tuple[int, int]] = _shuffled_runs(n_docs, plan.shuffle_window, plan.piece_docs, seed=seed,
-                                                           epoch=epoch)
-    else:
-        ranges = ((lo, min(n_docs, lo + plan.batch_size)) for lo in range(0, n_docs, plan.batch_size))
-    pending: list[tuple[int, int]] = []
-    taken = index = 0
-    for lo, hi in ranges:
-        while lo < hi:
-            take = min(hi - lo, plan.batch_size - taken)
-            pending.append((lo, lo + take))
-            taken += take
-            lo += take
-            if taken == plan.batch_size:
-                yield Minibatch(epoch, index, _pieces(pending, bounds, shards, plan.piece_docs))
-                pending, taken, index = [], 0, index + 1
-    if pending:
-        yield Minibatch(epoch, index, _pieces(pending, bounds, shards, plan.piece_docs))
-
-
-def _shuffled_runs(n_docs: int, window: int, run: int, *, seed: int, epoch: int) -> Iterator[tuple[int, int]]:
-    for w, lo in enumerate(range(0, n_docs, window)):
-        hi = min(n_docs, lo + window)
-        starts = np.arange(lo, hi, run)
-        for i in doc_generator(seed, STREAM_SHUFFLE, epoch, w).permutation(len(starts)):
-            start = int(starts[i])
-            yield start, min(hi, start + run)
-
-
-def _pieces(ranges: Sequence[tuple[int, int]], bounds: Sequence[int], shards: Sequence[int],
-            run: int) -> tuple[tuple[int, int, int], ...]:
-    """Cut document ranges at shard boundaries and into at most ``run`` documents each."""
-    out = []
-    for lo, hi in ranges:
-        while lo < hi:
-            k = bisect.bisect_right(bounds, lo) - 1
-            stop = min(hi, bounds[k + 1], lo + run)
-            out.append((int(shards[k]), lo - bounds[k], stop - bounds[k]))
-            lo = stop
-    return tuple(out)
 
 
 def planned_units(shard_sizes: Sequence[int], shards: Sequence[int], plan: Plan, *, seed: int, passes: int,

@@ -20,8 +20,13 @@ from topicflow.pipeline.vb.infer import (
     oov_token_count,
     term_maps,
 )
-from topicflow.pipeline.vb.online import OnlineConfig
+from topicflow.pipeline.vb.online import (
+    Minibatch,
+    MinibatchPlan,
+    OnlineConfig,
+    plan_minibatches,
+)
 from topicflow.pipeline.vb.svb import SVBConfig, fit_svb
 
-__all__ = ["FitResult", "IterationRecord", "OnlineConfig", "SVBConfig", "VBConfig", "fit_batch_vb", "fit_svb",
-           "fold_in_params", "model_blocks", "model_token", "oov_token_count", "share", "term_maps"]
+__all__ = ["FitResult", "IterationRecord", "Minibatch", "MinibatchPlan", "OnlineConfig", "SVBConfig", "VBConfig", "fit_batch_vb", "fit_svb",
+           "fold_in_params", "model_blocks", "model_token", "oov_token_count", "plan_minibatches", "share", "term_maps"]

@@ -18,7 +18,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Protocol, Sequence
 
 import numpy as np
 
@@ -137,8 +137,21 @@ class Minibatch:
         return tuple(sorted({shard for shard, _, _ in self.pieces}))
 
 
+class MinibatchPlan(Protocol):
+    """What :func:`plan_minibatches` reads of a configuration (OnlineConfig, or another driver's plan)."""
+
+    @property
+    def batch_size(self) -> int: ...
+
+    @property
+    def piece_docs(self) -> int: ...
+
+    @property
+    def shuffle_window(self) -> int: ...
+
+
 def plan_minibatches(
-    shard_sizes: Sequence[int], shards: Sequence[int], config: OnlineConfig, *, seed: int, epoch: int,
+    shard_sizes: Sequence[int], shards: Sequence[int], config: MinibatchPlan, *, seed: int, epoch: int,
 ) -> Iterator[Minibatch]:
     """The minibatches of one pass over ``shards`` (store indices, in store order).
 
@@ -148,7 +161,9 @@ def plan_minibatches(
         Documents of every shard of the store.
     shards : sequence of int
         The shards to visit (all of them for a fit; the new ones for an update).
-    config : OnlineConfig
+    config : MinibatchPlan
+        ``batch_size``, ``piece_docs`` and ``shuffle_window`` (an :class:`OnlineConfig`, or the plan of
+        the collapsed drivers).
     seed, epoch : int
         The shuffle of pass ``epoch`` is drawn from ``seed``.
 
