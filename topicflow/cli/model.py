@@ -186,7 +186,7 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
               help="Dense VB E-step, or Gibbs sampling within VB (sparse; faster at large K).")
 @click.option("--burn-in", default=None, type=click.IntRange(min=0),
               help="Hybrid: discarded sweeps per document [default: 5]. pcsvb0, scvb0: passes over a document's words "
-                   "that update only its statistics [default: 0].")
+                   "that update only its statistics [default: 0 for pcsvb0, 1 for scvb0 (Foulds et al.)].")
 @click.option("--samples", default=5, show_default=True, type=click.IntRange(min=1), help="Hybrid: kept sweeps per document.")
 @click.option("--hybrid-init", type=click.Choice(choices(HybridInit)), default="progressive", show_default=True,
               help="Hybrid: start each document's chain by drawing tokens in turn, or from random topics (Zhai 2014).")
