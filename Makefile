@@ -8,6 +8,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 BENCH_STAMP := $(VENV)/.installed-bench-stamp
 TESTS ?= tests
+# pytest-xdist workers of `make test` (the CI machine has 2 cores; 0 runs the suite in one process).
+TEST_WORKERS ?= 2
 # bench_vb_lda.py needs a corpus: a small generated one by default (about 2 min on 2 cores);
 # e.g. make bench BENCH_ARGS="--jsonl corpus.jsonl --topics 20 100"
 BENCH_ARGS ?= --synth-docs 5000 --topics 20
@@ -57,7 +59,7 @@ demo: $(STAMP)
 	$(BIN)/python -m topicflow.cli.demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q $(TESTS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) $(TESTS)
 
 # The documentation site (docs/conf.py): warnings are errors, every reference must resolve (-n), and the
 # notebooks run at build time (cached in build/docs/.jupyter_cache). See docs/development.md.
