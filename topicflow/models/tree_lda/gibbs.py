@@ -811,12 +811,7 @@ def path_probabilities(edge_topic: FloatArray, tree: PriorTree) -> FloatArray:
     edge_topic = np.asarray(edge_topic, dtype=np.float64)
     if edge_topic.ndim != 2 or edge_topic.shape[1] != tree.n_edges:
         raise InvalidParameterError(f"edge_topic must have shape (n_topics, {tree.n_edges}), got {edge_topic.shape!r}")
-    out = np.ones((edge_topic.shape[0], tree.n_paths))
-    lengths = np.diff(tree.path_indptr)
-    for depth in range(int(lengths.max(initial=0))):
-        has = np.flatnonzero(lengths > depth)
-        out[:, has] *= edge_topic[:, tree.path_edges[tree.path_indptr[has] + depth]]
-    return out
+    return tree.path_products(edge_topic[:, tree.path_edges])
 
 
 def topic_word_distribution(state: TreeGibbsState, tree: PriorTree) -> dict[str, FloatArray]:
@@ -840,14 +835,8 @@ def topic_word_distribution(state: TreeGibbsState, tree: PriorTree) -> dict[str,
     divided by its sum over the language's words. For a flat monolingual tree this is LDA's
     ``(n_wk + beta_w) / (n_k + sum beta)``.
     """
-    arrays = tree_arrays(tree)
-    per_path = path_probabilities(edge_posterior_mean(state, tree), tree)
-    per_word = np.add.reduceat(per_path, arrays.word_path_indptr[:-1], axis=1)
-    out: dict[str, FloatArray] = {}
-    for li, language in enumerate(tree.languages):
-        block = per_word[:, arrays.word_offset[li]: arrays.word_offset[li + 1]]
-        out[language] = block / block.sum(axis=1, keepdims=True)
-    return out
+    per_word = tree.word_sums(path_probabilities(edge_posterior_mean(state, tree), tree))
+    return {language: block / block.sum(axis=1, keepdims=True) for language, block in per_word.items()}
 
 
 def word_topic_counts(state: TreeGibbsState, tree: PriorTree) -> dict[str, IntArray]:

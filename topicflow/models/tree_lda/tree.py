@@ -114,6 +114,43 @@ class PriorTree:
         """Edges leaving internal node ``node``."""
         return np.flatnonzero(self.edge_parent == node).astype(np.int64)
 
+    def path_products(self, pair_values: FloatArray) -> FloatArray:
+        """Multiply values along every path: the probability of a path is the product over its edges.
+
+        Parameters
+        ----------
+        pair_values : ndarray of shape (n_rows, len(path_edges))
+            One value per (path, edge) entry of ``path_edges`` (e.g. ``pi[:, path_edges]``).
+
+        Returns
+        -------
+        ndarray of shape (n_rows, n_paths)
+        """
+        return np.multiply.reduceat(np.asarray(pair_values, dtype=np.float64), self.path_indptr[:-1], axis=1)
+
+    def word_sums(self, path_values: FloatArray) -> dict[str, FloatArray]:
+        """Sum values over each word's paths, per language: a word's probability is the sum over its senses.
+
+        Parameters
+        ----------
+        path_values : ndarray of shape (n_rows, n_paths)
+
+        Returns
+        -------
+        dict of str to ndarray of shape (n_rows, n_terms)
+            One entry per language of the tree.
+        """
+        out: dict[str, FloatArray] = {}
+        for language in self.languages:
+            lo = self.language_offset(language)
+            indptr = self.word_path_indptr(language)
+            part = path_values[:, lo:lo + int(indptr[-1])]
+            if np.all(np.diff(indptr) == 1):
+                out[language] = np.ascontiguousarray(part)
+            else:
+                out[language] = np.add.reduceat(part, indptr[:-1], axis=1)
+        return out
+
     def path_edge_incidence(self) -> tuple[IntArray, IntArray]:
         """(path, edge) pairs of every path's edges, for scattering path counts onto edges.
 

@@ -217,20 +217,7 @@ def word_weights(edge_var: FloatArray, layout: TreeVBLayout) -> dict[str, FloatA
     >>> word_weights(np.ones((1, 2)), layout)["en"].round(6).tolist()
     [[0.367879, 0.367879]]
     """
-    return _word_weights_from_paths(np.exp(path_log_weights(edge_var, layout)), layout)
-
-
-def _word_weights_from_paths(path_weight: FloatArray, layout: TreeVBLayout) -> dict[str, FloatArray]:
-    out = {}
-    for li, lang in enumerate(layout.tree.languages):
-        lo = int(layout.path_offsets[li])
-        indptr = layout.word_path_indptr[li]
-        part = path_weight[:, lo:lo + int(indptr[-1])]
-        if np.all(np.diff(indptr) == 1):
-            out[lang] = np.ascontiguousarray(part)
-        else:
-            out[lang] = np.add.reduceat(part, indptr[:-1], axis=1)
-    return out
+    return layout.tree.word_sums(np.exp(path_log_weights(edge_var, layout)))
 
 
 def prepare_tree_topics(edge_var: FloatArray, layout: TreeVBLayout, *, dtype: type = np.float64) -> PreparedTopics:
@@ -507,7 +494,7 @@ def path_probabilities(edge_var: FloatArray, layout: TreeVBLayout) -> FloatArray
     """Posterior-mean path probabilities prod_{e in s} lambda_e / (group sum), (n_topics, n_paths)."""
     lam = check_edge_var(edge_var, layout)
     ratio = lam[:, layout.tree.path_edges] / group_sums(lam, layout)[:, layout.pair_group]
-    return np.multiply.reduceat(ratio, layout.tree.path_indptr[:-1], axis=1)
+    return layout.tree.path_products(ratio)
 
 
 def topic_word(edge_var: FloatArray, layout: TreeVBLayout) -> dict[str, FloatArray]:
@@ -530,7 +517,7 @@ def topic_word(edge_var: FloatArray, layout: TreeVBLayout) -> dict[str, FloatArr
     >>> topic_word(np.array([[1.0, 3.0]]), tree_vb_layout(flat_tree(["en"], [2])))["en"].tolist()
     [[0.25, 0.75]]
     """
-    return _word_weights_from_paths(path_probabilities(edge_var, layout), layout)
+    return layout.tree.word_sums(path_probabilities(edge_var, layout))
 
 
 def initial_edge_var(n_topics: int, layout: TreeVBLayout, *, seed: int, shape: float = 100.0) -> FloatArray:
