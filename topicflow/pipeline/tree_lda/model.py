@@ -5,12 +5,13 @@
   ``evaluate`` and ``export`` read a tree model as a (polylingual) LDA model.
 * ``sampler_state`` holds the exact tree state: ``edge_var`` (lambda per topic and edge) and the prior
   tree's arrays (``tree/<field>``), so the model reloads bit for bit without its tree file.
-* ``info`` records family ``"tree_lda"``, kind ``"tree_lda"``, method ``"batch"``, the settings
+* ``info`` records family ``"tree_lda"``, kind ``"tree_lda"``, the method (``"batch"``, ``"online"``, ``"gibbs"``), the settings
   (:meth:`~topicflow.pipeline.tree_lda.TreeVBConfig.to_dict`) and, under ``tree``, the tree's
   languages, vocabulary sizes, node names and the file it was read from.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,8 @@ TREE_ARRAYS = ("edge_parent", "edge_child", "edge_prior", "path_indptr", "path_e
 
 
 def tree_model(corpus: Corpus, result: TreeFitResult, config: TreeVBConfig, *,
-               tree_source: str | None = None) -> SavedModel:
+               tree_source: str | None = None, method: str = "batch", online: dict[str, Any] | None = None,
+               shards: Sequence[int] | None = None) -> SavedModel:
     """The saved model of a tree fit (see the module docstring for what goes where).
 
     Parameters
@@ -42,6 +44,12 @@ def tree_model(corpus: Corpus, result: TreeFitResult, config: TreeVBConfig, *,
     config : TreeVBConfig
     tree_source : str, optional
         Path of the prior-tree file, recorded for provenance.
+    method : str, default "batch"
+        How the model was fitted (``"batch"``, ``"online"``, ``"gibbs"``), recorded as ``info.method``.
+    online : dict, optional
+        The online position (``info.online``: config, t, docs_seen) of an online fit, for ``update``.
+    shards : sequence of int, optional
+        Store positions of the shards the model has seen (default: all of them).
 
     Returns
     -------
@@ -55,9 +63,9 @@ def tree_model(corpus: Corpus, result: TreeFitResult, config: TreeVBConfig, *,
     for name in TREE_ARRAYS:
         arrays[f"tree/{name}"] = np.array(getattr(tree, name))
     info = ModelInfo(
-        family="tree_lda", kind=TREE_KIND, method="batch", settings=config.to_dict(),
+        family="tree_lda", kind=TREE_KIND, method=method, settings=config.to_dict(), online=online,
         trace=[record.to_dict() for record in result.trace], converged=result.converged,
-        corpus=corpus_provenance(corpus, range(corpus.n_shards)),
+        corpus=corpus_provenance(corpus, range(corpus.n_shards) if shards is None else shards),
         extra={"tree": {"languages": list(tree.languages), "n_terms": [int(n) for n in tree.n_terms],
                         "node_names": list(tree.node_names), "source": tree_source}},
     )
