@@ -2,7 +2,8 @@
 
 ``__init__`` only stores keyword parameters; ``fit`` validates them once, reads the prior tree
 (checking it was built for the store's vocabularies) and runs batch variational or hybrid inference
-through :func:`topicflow.pipeline.tree_lda.fit_batch_tree_vb`. The fitted model reads as a
+through :func:`topicflow.pipeline.tree_lda.fit_batch_tree_vb`, or collapsed Gibbs sampling over the
+store's shards through :func:`topicflow.pipeline.tree_lda.fit_gibbs_tree`. The fitted model reads as a
 (polylingual) LDA model whose topics are the tree's word means (the LDA view), so ``transform``,
 ``evaluate``, ``save`` (shared with :class:`topicflow.LDA`) and every command that reads a model work on it; the exact edge parameters are kept for reloading. See
 docs/tree-lda.md.
@@ -33,10 +34,13 @@ from topicflow.io.models.store import SavedModel, load_model
 from topicflow.io.trees import check_tree_matches, read_tree
 from topicflow.models.tree_lda.tree import PriorTree
 from topicflow.models.tree_lda.vb import TREE_NORMALIZATIONS
+from topicflow.pipeline.presets import with_preset
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 from topicflow.pipeline.tree_lda import (
+    TREE_INFERENCE,
     TreeVBConfig,
     fit_batch_tree_vb,
+    fit_gibbs_tree,
     is_tree_model,
     saved_tree,
     saved_tree_config,
@@ -48,6 +52,13 @@ from topicflow.pipeline.vb import IterationRecord
 _POSITIVE_INT = Interval(Integral, 1, None, closed="left")
 _NONNEGATIVE_INT = Interval(Integral, 0, None, closed="left")
 _POSITIVE = Interval(Real, 0, None, closed="neither")
+#: Default iterations of vb and hybrid, and default sweeps of gibbs (``max_iter=None``).
+VB_ITERATIONS = 50
+GIBBS_SWEEPS = 200
+#: Parameters (with their defaults) that gibbs does not read, and those vb and hybrid do not read.
+_GIBBS_UNUSED: dict[str, Any] = {"alpha_init": None, "tol": 1e-4, "burn_in": 5, "samples": 5, "init_shape": 100.0,
+                                 "split_every": None}
+_VB_UNUSED: dict[str, Any] = {"sync_every": 1}
 
 
 def _parse_tree(value: Any) -> Any:
@@ -58,31 +69,36 @@ def _parse_tree(value: Any) -> Any:
 
 
 class TreeLDA(FittedModelMixin, TopicModelEstimator):
-    """Tree-prior LDA (tLDA; ptLDA on aligned multilingual stores) by batch variational or hybrid inference.
+    """Tree-prior LDA (tLDA; ptLDA on aligned multilingual stores) by variational, hybrid or Gibbs inference.
 
     Zhai (2014), chapter 5: each topic draws, at every internal node of a prior tree, a Dirichlet over
     the node's edges; a word's probability sums the products along its root-to-leaf paths. The
     E-step is LDA's, fed the tree's per-word weights; the M-step splits each topic's word counts over
-    the word's paths (eq. 5.5), or samples the paths (hybrid, eq. 5.6).
+    the word's paths (eq. 5.5), or samples the paths (hybrid, eq. 5.6). Gibbs samples every token's
+    topic and path (eq. 5.2), one chain per shard synchronized AD-LDA style, and is saved as the
+    variational state lambda = N_ke + beta_e of its final counts.
 
     Parameters
     ----------
     n_topics : int, default 10
     prior_tree : str, os.PathLike or PriorTree
         The tree (``topicflow tree build``); a path is checked against the store's vocabularies.
-    inference : {"vb", "hybrid"}, default "vb"
-        Dense variational E-step, or Gibbs sampling within VB (Mimno et al. 2012) with path draws.
+    inference : {"vb", "hybrid", "gibbs"}, default "vb"
+        Dense variational E-step, Gibbs sampling within VB (Mimno et al. 2012) with path draws, or
+        collapsed Gibbs sampling (fixed alpha; ``max_iter`` sweeps).
     normalization : {"node_language", "node"}, default "node_language"
         ``node_language``: a Dirichlet per node and language (a flat tree is polylingual LDA);
         ``node``: one per node, the chapter's model (a flat tree over several languages is LDA over the
         stacked vocabularies). The same on a monolingual store.
-    alpha : "auto", "symmetric" or float, default "auto"
-        Document-topic prior: learned asymmetric (Newton-Raphson), learned symmetric, or fixed.
+    alpha : "auto", "symmetric" or float, optional
+        Document-topic prior: learned asymmetric (Newton-Raphson), learned symmetric, or fixed. Default:
+        "auto" for vb and hybrid; a fixed 1 / n_topics for gibbs (which only takes a number).
     alpha_init : float, optional
         Starting alpha_k of a learned prior (default 1 / n_topics).
-    max_iter : int, default 50
+    max_iter : int, optional
+        Iterations of vb and hybrid (default 50); sweeps of gibbs (default 200).
     tol : float, default 1e-4
-        Relative ELBO change that stops the fit.
+        Relative ELBO change that stops the fit (vb, hybrid).
     max_doc_iter : int, default 100
     doc_tol : float, default 1e-3
     burn_in, samples : int, default 5, 5
@@ -91,7 +107,9 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
         Shape s of the Gamma(s, 1/s) starting lambda per topic and edge.
     seed : int, default 0
     split_every : int, optional
-        Fan-in of the statistics tree reduction.
+        Fan-in of the statistics tree reduction (vb, hybrid).
+    sync_every : int, default 1
+        Gibbs: sweeps of every shard's chain between two synchronizations of the edge counts.
 
     Attributes
     ----------
@@ -106,8 +124,12 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
     vocabularies_ : dict of str to Vocabulary
     languages_ : list of str
     trace_ : list of IterationRecord
+        One per iteration; for gibbs one per synchronization round, with ``iteration`` the sweeps done
+        and ``elbo`` the joint log-likelihood log p(w, z, y) of the merged chain.
     n_iter_ : int
+        Iterations run (gibbs: sweeps).
     converged_ : bool
+        Whether the ELBO converged (always False for gibbs).
 
     Examples
     --------
@@ -118,10 +140,10 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
     _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
         "n_topics": [_POSITIVE_INT],
         "prior_tree": [Parsed(_parse_tree, "a path to a prior tree (topicflow tree build) or a PriorTree")],
-        "inference": [Options(("vb", "hybrid"))],
+        "inference": [Options(TREE_INFERENCE)],
         "normalization": [Options(TREE_NORMALIZATIONS)],
         "alpha_init": [None, _POSITIVE],
-        "max_iter": [_POSITIVE_INT],
+        "max_iter": [None, _POSITIVE_INT],
         "tol": [Interval(Real, 0, None, closed="left")],
         "max_doc_iter": [_POSITIVE_INT],
         "doc_tol": [_POSITIVE],
@@ -130,14 +152,47 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
         "init_shape": [_POSITIVE],
         "seed": [Interval(Integral, 0, 2**63, closed="left")],
         "split_every": [None, Interval(Integral, 2, None, closed="left")],
+        "sync_every": [_POSITIVE_INT],
     }
     _fit_hint: ClassVar[str] = "call fit(store) or TreeLDA.load(path) first"
 
+    @classmethod
+    def from_preset(cls, name: str, **overrides: Any) -> TreeLDA:
+        """The estimator with a paper's published settings (``zhai2014-ptlda``: Zhai 2014, chapter 5).
+
+        Parameters
+        ----------
+        name : str
+            A tree-LDA preset (:data:`topicflow.pipeline.presets.TREE_PRESETS`).
+        **overrides
+            Settings that replace the preset's, such as ``prior_tree`` (which a preset never sets).
+
+        Returns
+        -------
+        TreeLDA
+
+        Raises
+        ------
+        InvalidParameterError
+            No such preset, or a preset of another family.
+
+        Examples
+        --------
+        >>> TreeLDA.from_preset("zhai2014-ptlda", prior_tree="dict.tree").get_params()["alpha"]
+        0.01
+        """
+        settings = with_preset(name, "fit", overrides)
+        if settings.pop("family", None) != "tree_lda":
+            raise InvalidParameterError(f"preset {name!r} is not a tree-LDA preset; use topicflow.LDA.from_preset "
+                                        "or topicflow.HDP.from_preset")
+        return cls(**settings)
+
     def __init__(
         self, n_topics: int = 10, *, prior_tree: Any = None, inference: str = "vb",
-        normalization: str = "node_language", alpha: str | float = "auto", alpha_init: float | None = None,
-        max_iter: int = 50, tol: float = 1e-4, max_doc_iter: int = 100, doc_tol: float = 1e-3, burn_in: int = 5,
-        samples: int = 5, init_shape: float = 100.0, seed: int = 0, split_every: int | None = None,
+        normalization: str = "node_language", alpha: str | float | None = None, alpha_init: float | None = None,
+        max_iter: int | None = None, tol: float = 1e-4, max_doc_iter: int = 100, doc_tol: float = 1e-3,
+        burn_in: int = 5, samples: int = 5, init_shape: float = 100.0, seed: int = 0, split_every: int | None = None,
+        sync_every: int = 1,
     ) -> None:
         self.n_topics = n_topics
         self.prior_tree = prior_tree
@@ -154,6 +209,7 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
         self.init_shape = init_shape
         self.seed = seed
         self.split_every = split_every
+        self.sync_every = sync_every
 
     def config(self) -> TreeVBConfig:
         """The driver settings of these parameters (validated).
@@ -161,18 +217,43 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
         Returns
         -------
         TreeVBConfig
+
+        Raises
+        ------
+        InvalidParameterError
+            A value outside its allowed set, or a parameter the chosen inference does not use.
         """
         self._validate_params()
-        mode, value = parse_doc_topic_prior(self.alpha)
+        gibbs = self.inference == "gibbs"
+        self._refuse_unused()
+        alpha = self.alpha if self.alpha is not None else (1.0 / int(self.n_topics) if gibbs else "auto")
+        mode, value = parse_doc_topic_prior(alpha)
+        if gibbs and mode != "fixed":
+            raise InvalidParameterError(
+                f"alpha={self.alpha!r} with inference='gibbs': the tree Gibbs sampler keeps alpha fixed; give a number "
+                "(Zhai 2014, ch. 5: 0.01) or leave alpha unset for 1 / n_topics, or use inference 'vb' or 'hybrid' "
+                "to learn it")
         if mode != "fixed" and self.alpha_init is not None:
             value = float(self.alpha_init)
+        max_iter = self.max_iter if self.max_iter is not None else (GIBBS_SWEEPS if gibbs else VB_ITERATIONS)
         return TreeVBConfig(
             n_topics=int(self.n_topics), normalization=self.normalization,  # type: ignore[arg-type]
             estep=self.inference, doc_topic_prior_mode=mode, doc_topic_prior=value,  # type: ignore[arg-type]
-            max_iter=int(self.max_iter), tol=float(self.tol), max_doc_iter=int(self.max_doc_iter),
+            max_iter=int(max_iter), tol=float(self.tol), max_doc_iter=int(self.max_doc_iter),
             doc_tol=float(self.doc_tol), seed=int(self.seed), burn_in=int(self.burn_in), samples=int(self.samples),
             hybrid_init="random" if self.inference == "hybrid" else "progressive", init_shape=float(self.init_shape),
+            sync_every=int(self.sync_every),
         )
+
+    def _refuse_unused(self) -> None:
+        """Refuse parameters set away from their defaults that the chosen inference does not read."""
+        unused = _GIBBS_UNUSED if self.inference == "gibbs" else _VB_UNUSED
+        given = [f"{name}={getattr(self, name)!r}" for name, default in unused.items() if getattr(self, name) != default]
+        if given:
+            reads = ("gibbs runs max_iter sweeps with a fixed alpha, synchronized every sync_every sweeps"
+                     if self.inference == "gibbs" else "sync_every is a setting of inference='gibbs'")
+            raise InvalidParameterError(f"{', '.join(given)} given with inference={self.inference!r}, which does not "
+                                        f"use them ({reads}); leave them at their defaults")
 
     def _tree_for(self, corpus: Corpus) -> tuple[PriorTree, str | None]:
         if self.prior_tree is None:
@@ -218,9 +299,13 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
                                         "the prior tree is built for a store's vocabularies (`topicflow tree build`)")
         store = as_corpus(corpus)
         tree, source = self._tree_for(store)
-        result = fit_batch_tree_vb(store, tree, config, client=client, split_every=self.split_every,
-                                   progress=progress)
-        self.model_ = tree_model(store, result, config, tree_source=source)
+        if config.estep == "gibbs":
+            result = fit_gibbs_tree(store, tree, config, client=client, progress=progress)
+        else:
+            result = fit_batch_tree_vb(store, tree, config, client=client, split_every=self.split_every,
+                                       progress=progress)
+        self.model_ = tree_model(store, result, config, tree_source=source,
+                                 method="gibbs" if config.estep == "gibbs" else "batch")
         self._set_attributes_from_model()
         return self
 
@@ -239,7 +324,8 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
         self.vocabularies_ = dict(model.vocabularies)
         self.languages_ = list(langs)
         self.trace_ = [IterationRecord(**r) for r in model.info.trace]
-        self.n_iter_ = len(self.trace_)
+        gibbs = model.info.method == "gibbs"
+        self.n_iter_ = (self.trace_[-1].iteration if self.trace_ else 0) if gibbs else len(self.trace_)
         self.converged_ = bool(model.info.converged)
         if single:
             self.n_features_in_ = len(self.vocabularies_[langs[0]])
@@ -302,6 +388,7 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
                         and config.initial_alpha != 1.0 / config.n_topics else None),
             max_iter=config.max_iter, tol=config.tol, max_doc_iter=config.max_doc_iter, doc_tol=config.doc_tol,
             burn_in=config.burn_in, samples=config.samples, init_shape=config.init_shape, seed=config.seed,
+            sync_every=config.sync_every,
         )
         estimator.model_ = model
         estimator._set_attributes_from_model()

@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -58,7 +59,11 @@ from topicflow.models.tree_lda.gibbs import (
     topic_word_distribution,
 )
 from topicflow.models.tree_lda.tree import PriorTree
+from topicflow.models.tree_lda.vb import tree_vb_layout
+from topicflow.pipeline.cluster import current_client
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
+from topicflow.pipeline.tree_lda.batch import TreeFitResult, TreeLDAState, TreeVBConfig
+from topicflow.pipeline.vb import IterationRecord
 from topicflow.tasks.tree_gibbs import (
     ShardSummary,
     counts_only_state,
@@ -90,6 +95,8 @@ class TreeGibbsFit:
         The sweep count (``sweeps_done``) at which each ``trace`` entry was taken.
     params : TreeGibbsParams
     tree : PriorTree
+    trace_seconds : tuple of float
+        Wall time of each round (its sweeps and the synchronization), seconds.
     """
 
     states: tuple[TreeGibbsState, ...]
@@ -99,6 +106,7 @@ class TreeGibbsFit:
     trace_sweeps: tuple[int, ...]
     params: TreeGibbsParams
     tree: PriorTree
+    trace_seconds: tuple[float, ...] = ()
 
     @property
     def sweeps_done(self) -> int:
@@ -298,8 +306,10 @@ def fit_tree_gibbs(
     single = len(states) == 1
     trace: list[float] = []
     trace_sweeps: list[int] = []
+    seconds: list[float] = []
     rounds = math.ceil(sweeps / sync_every)
     for index in progress.track(range(rounds), total=rounds, desc="tree Gibbs", unit="round"):
+        started = time.perf_counter()
         n_sweeps = min(sync_every, sweeps - index * sync_every)
         states = runner.sweep(states, n_sweeps, None if single else edge)
         summaries = runner.summaries(states)
@@ -308,6 +318,135 @@ def fit_tree_gibbs(
         topic_part = joint_log_likelihood(counts_only_state(edge, node, alpha), tree)
         trace.append(float(sum(s.doc_log_likelihood for s in summaries) + topic_part))
         trace_sweeps.append(index * sync_every + n_sweeps)
+        seconds.append(time.perf_counter() - started)
     final = runner.gather(states)
     start = int(final[0].sweeps_done) - sweeps
-    return TreeGibbsFit(tuple(final), edge, node, tuple(trace), tuple(start + s for s in trace_sweeps), params, tree)
+    return TreeGibbsFit(tuple(final), edge, node, tuple(trace), tuple(start + s for s in trace_sweeps), params, tree,
+                        tuple(seconds))
+
+
+def gibbs_params(config: TreeVBConfig) -> TreeGibbsParams:
+    """The sampler's hyperparameters of a tree fit with ``estep="gibbs"``.
+
+    Parameters
+    ----------
+    config : TreeVBConfig
+        Its alpha (fixed), seed, number of topics and normalization.
+
+    Returns
+    -------
+    TreeGibbsParams
+
+    Raises
+    ------
+    InvalidParameterError
+        A normalization this build's sampler does not have.
+    """
+    fields: dict[str, Any] = {"n_topics": config.n_topics, "doc_topic_prior": config.initial_alpha,
+                              "seed": config.seed}
+    if "normalization" in TreeGibbsParams.__dataclass_fields__:
+        fields["normalization"] = config.normalization
+    elif config.normalization != "node":
+        raise InvalidParameterError(
+            f"normalization {config.normalization!r} with inference 'gibbs': this build's tree Gibbs sampler has "
+            "one Dirichlet per node only; pass normalization='node' (or use inference 'vb' or 'hybrid')")
+    return TreeGibbsParams(**fields)
+
+
+def gibbs_fit_result(fit: TreeGibbsFit, config: TreeVBConfig) -> TreeFitResult:
+    """A Gibbs fit as the variational tree state every tree-model reader understands.
+
+    Parameters
+    ----------
+    fit : TreeGibbsFit
+    config : TreeVBConfig
+        The fit's settings (``normalization`` gives the layout, ``sync_every`` and ``max_iter`` the
+        sweeps of the first round).
+
+    Returns
+    -------
+    TreeFitResult
+        ``state.edge_var`` = N_ke + beta_e, the Dirichlet parameters of the collapsed chain's posterior
+        over each topic's edge probabilities given its merged assignments (so the saved topics are the
+        chain's posterior means, :meth:`TreeGibbsFit.edge_topic`); ``state.doc_topic_prior`` the
+        sampler's alpha. One :class:`~topicflow.pipeline.vb.IterationRecord` per round: ``iteration``
+        is the number of sweeps done, ``elbo`` the joint log-likelihood log p(w, z, y) of the merged
+        chain (not an ELBO), ``docs_capped`` 0. ``converged`` is False: a sampler has no convergence test.
+    """
+    tree = fit.tree
+    edge_var = fit.edge_topic_counts.astype(np.float64) + tree.edge_prior[None, :]
+    alpha = np.array(fit.states[0].doc_topic_prior, dtype=np.float64)
+    n_tokens = sum(state.n_tokens for state in fit.states)
+    seconds = fit.trace_seconds or (0.0,) * len(fit.trace)
+    records = []
+    previous = fit.trace_sweeps[0] - min(config.sync_every, config.max_iter) if fit.trace_sweeps else 0
+    for log_lik, done, spent in zip(fit.trace, fit.trace_sweeps, seconds):
+        swept = n_tokens * (done - previous)
+        previous = done
+        records.append(IterationRecord(
+            iteration=int(done), elbo=float(log_lik), elbo_per_token=float(log_lik) / max(n_tokens, 1),
+            alpha_sum=float(alpha.sum()), eta=float(np.mean(tree.edge_prior)), seconds=float(spent),
+            tokens_per_second=swept / max(spent, 1e-9), docs_capped=0))
+    layout = tree_vb_layout(tree, config.normalization)
+    return TreeFitResult(state=TreeLDAState(edge_var, alpha), layout=layout, trace=tuple(records), converged=False)
+
+
+def check_corpus_fits_tree(corpus: Corpus, tree: PriorTree) -> None:
+    """Refuse a corpus whose languages or vocabulary sizes are not the tree's.
+
+    Parameters
+    ----------
+    corpus : Corpus
+    tree : PriorTree
+
+    Raises
+    ------
+    InvalidParameterError
+        Naming the store and what to rebuild.
+    """
+    if tuple(corpus.languages) != tuple(tree.languages):
+        raise InvalidParameterError(
+            f"store {str(corpus.path)!r} has languages {list(corpus.languages)}, the prior tree "
+            f"{list(tree.languages)}; build the tree for this store (`topicflow tree build`)")
+    for lang, n_terms in zip(tree.languages, tree.n_terms):
+        if len(corpus.vocabulary(lang)) != n_terms:
+            raise InvalidParameterError(
+                f"language {lang!r}: store {str(corpus.path)!r} has {len(corpus.vocabulary(lang))} terms, the "
+                f"prior tree {n_terms}; rebuild the tree for this store (`topicflow tree build`)")
+
+
+def fit_gibbs_tree(corpus: Corpus, tree: PriorTree, config: TreeVBConfig, *, client: Any = None,
+                   progress: ProgressReporter = NO_PROGRESS) -> TreeFitResult:
+    """Fit tree LDA by collapsed Gibbs sampling over the store's shards and return it as a tree-VB result.
+
+    Parameters
+    ----------
+    corpus : Corpus
+        One chain per shard (AD-LDA, :func:`fit_tree_gibbs`).
+    tree : PriorTree
+        Built for the corpus' vocabularies (check them with
+        :func:`topicflow.io.trees.check_tree_matches` first).
+    config : TreeVBConfig
+        ``estep="gibbs"``: ``max_iter`` sweeps, synchronized every ``sync_every``, fixed alpha.
+    client : distributed.Client, optional
+        The cluster (the chains live on its workers); None: Dask's threads in this process.
+    progress : ProgressReporter, optional
+
+    Returns
+    -------
+    TreeFitResult
+        See :func:`gibbs_fit_result`; save it with
+        ``tree_model(corpus, result, config, method="gibbs")``.
+
+    Raises
+    ------
+    InvalidParameterError
+        ``config.estep`` is not ``"gibbs"``, or the corpus does not fit the tree.
+    """
+    if config.estep != "gibbs":
+        raise InvalidParameterError(f"fit_gibbs_tree runs inference 'gibbs', not {config.estep!r}: use "
+                                    "fit_batch_tree_vb for 'vb' and 'hybrid'")
+    check_corpus_fits_tree(corpus, tree)
+    fit = fit_tree_gibbs(corpus, tree, gibbs_params(config), sweeps=config.max_iter, client=current_client(client),
+                         progress=progress, sync_every=config.sync_every)
+    return gibbs_fit_result(fit, config)
