@@ -23,6 +23,13 @@ from topicflow.pipeline.tree_lda.model import (
     saved_tree_state,
     tree_model,
 )
+from topicflow.pipeline.tree_lda.online import (
+    TreeMinibatchRecord,
+    TreeOnlineResult,
+    fit_online_tree,
+    online_tree_model,
+    tree_online_position,
+)
 
 __all__ = [
     "TREE_INFERENCE",
@@ -41,4 +48,10 @@ __all__ = [
     "saved_tree_state",
     "tree_model",
     "tree_mstep",
+    # online VB and checkpoints (tree-online)
+    "TreeMinibatchRecord",
+    "TreeOnlineResult",
+    "fit_online_tree",
+    "online_tree_model",
+    "tree_online_position",
 ]

@@ -35,8 +35,14 @@ from topicflow.models.tree_lda.vb import (
     tree_vb_layout,
 )
 from topicflow.pipeline.cluster import compute, current_client
-from topicflow.pipeline.policies import has_converged
+from topicflow.pipeline.policies import CheckpointPolicy, has_converged
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
+from topicflow.pipeline.tree_lda.resume import (
+    check_store_matches_tree,
+    read_tree_checkpoint,
+    tree_digest,
+    write_tree_checkpoint,
+)
 from topicflow.pipeline.vb import IterationRecord, VBConfig, share
 from topicflow.tasks.estep import graph_token, map_estep, tree_merge
 
@@ -216,6 +222,7 @@ def fit_batch_tree_vb(
     initial: FloatArray | None = None,
     progress: ProgressReporter = NO_PROGRESS,
     on_iteration: Callable[[IterationRecord, TreeLDAState], None] | None = None,
+    checkpoint: CheckpointPolicy | None = None,
 ) -> TreeFitResult:
     """Fit tree LDA (polylingual with several languages) by batch VB or hybrid VB on Dask.
 
@@ -234,6 +241,11 @@ def fit_batch_tree_vb(
     progress : ProgressReporter
     on_iteration : callable, optional
         ``on_iteration(record, state)`` after every M-step.
+    checkpoint : CheckpointPolicy, optional
+        Write lambda, alpha and the trace every ``checkpoint.every`` iterations
+        (:mod:`topicflow.pipeline.tree_lda.resume`); with ``checkpoint.resume``, continue from the
+        checkpoint found there (written for the same store, settings, tree and start): the result is
+        the uninterrupted run's, bit for bit.
 
     Returns
     -------
@@ -242,19 +254,12 @@ def fit_batch_tree_vb(
     Raises
     ------
     InvalidParameterError
-        The corpus' languages or vocabulary sizes differ from the tree's.
+        The corpus' languages or vocabulary sizes differ from the tree's, or the checkpoint to resume
+        from was written for another store, settings, tree or start.
     NumericalError
         The ELBO became non-finite.
     """
-    if tuple(corpus.languages) != tuple(tree.languages):
-        raise InvalidParameterError(
-            f"store {str(corpus.path)!r} has languages {list(corpus.languages)}, the prior tree "
-            f"{list(tree.languages)}; build the tree for this store (`topicflow tree build`)")
-    for lang, n_terms in zip(tree.languages, tree.n_terms):
-        if len(corpus.vocabulary(lang)) != n_terms:
-            raise InvalidParameterError(
-                f"language {lang!r}: store {str(corpus.path)!r} has {len(corpus.vocabulary(lang))} terms, the "
-                f"prior tree {n_terms}; rebuild the tree for this store (`topicflow tree build`)")
+    check_store_matches_tree(corpus, tree)
     client = current_client(client)
     split_every = split_every or int(tf_config.get("split-every", 8))
     layout = tree_vb_layout(tree, config.normalization)
@@ -269,7 +274,20 @@ def fit_batch_tree_vb(
     blocks = corpus.to_delayed_multi()
     n_tokens = corpus.n_tokens
     trace: list[IterationRecord] = []
-    iterations = progress.track(range(config.max_iter), total=config.max_iter, desc="fit", unit="iter")
+    fingerprint = {"method": "tree_batch", "settings": config.to_dict(), "corpus": corpus.token(),
+                   "split_every": split_every, "tree_and_start": tree_digest(tree, edge_var)}
+    start = 0
+    if checkpoint is not None and checkpoint.resume:
+        found = read_tree_checkpoint(checkpoint.path, fingerprint, layout)
+        if found is not None:
+            edge_var, alpha, saved = found
+            state = TreeLDAState(edge_var, alpha)
+            start = int(saved.position["iteration"]) + 1
+            trace = [IterationRecord(**record) for record in saved.trace]
+            log.info("resuming from %s after iteration %d", checkpoint.path, start - 1)
+    if has_converged([r.elbo for r in trace], config.tol):
+        start = config.max_iter
+    iterations = progress.track(range(start, config.max_iter), total=config.max_iter - start, desc="fit", unit="iter")
     for iteration in iterations:
         started = time.perf_counter()
         token = f"{run_token}-{iteration}"
@@ -289,6 +307,9 @@ def fit_batch_tree_vb(
                  iteration, elbo, record.elbo_per_token, record.alpha_sum, seconds)
         if on_iteration is not None:
             on_iteration(record, state)
+        if checkpoint is not None and checkpoint.due(iteration + 1):
+            write_tree_checkpoint(checkpoint.path, corpus, layout, state.edge_var, state.doc_topic_prior,
+                                  {"iteration": iteration}, [r.to_dict() for r in trace], fingerprint)
         if has_converged([r.elbo for r in trace], config.tol):
             break
     return TreeFitResult(state=state, layout=layout, trace=tuple(trace),
