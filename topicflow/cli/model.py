@@ -368,14 +368,27 @@ def fit(store: str, model_path: str, n_topics: int | None, family: str | None, m
 TREE_OPTIONS = frozenset({"store", "model_path", "n_topics", "family", "prior_tree", "inference", "normalization",
                           "doc_topic_prior", "doc_topic_prior_init", "max_iter", "tol", "max_doc_iter", "doc_tol",
                           "burn_in", "samples", "init_shape", "seed", "split_every", "doc_topics", "overwrite",
-                          "sync_every", "preset"})
+                          "sync_every", "preset", "method", "batch_size", "tau0", "kappa", "passes",
+                          "shuffle_window", "executor", "checkpoint_every", "checkpoint_path", "resume"})
 #: ``fit`` options only tree LDA reads.
 TREE_ONLY_OPTIONS = ("inference", "normalization", "sync_every")
-#: Tree options that one inference scheme does not read (typed with it, they are refused).
-TREE_SCHEME_UNUSED: dict[str, tuple[str, ...]] = {
-    "gibbs": ("doc_topic_prior_init", "tol", "burn_in", "samples", "init_shape", "split_every"),
-    "vb": ("sync_every",),
-    "hybrid": ("sync_every",),
+_TREE_ONLINE = ("batch_size", "tau0", "kappa", "passes", "shuffle_window", "executor")
+_TREE_CHECKPOINTS = ("checkpoint_every", "checkpoint_path", "resume")
+#: Tree options that one scheme (inference, method) does not read (typed with it, they are refused).
+TREE_SCHEME_UNUSED: dict[tuple[str, str], tuple[str, ...]] = {
+    ("gibbs", "batch"): ("doc_topic_prior_init", "tol", "burn_in", "samples", "init_shape", "split_every",
+                         *_TREE_ONLINE, *_TREE_CHECKPOINTS),
+    ("vb", "batch"): ("sync_every", *_TREE_ONLINE),
+    ("hybrid", "batch"): ("sync_every", *_TREE_ONLINE),
+    ("vb", "online"): ("sync_every", "max_iter", "tol"),
+    ("hybrid", "online"): ("sync_every", "max_iter", "tol"),
+}
+_TREE_READS = {
+    "gibbs": "the tree Gibbs sampler runs --max-iter sweeps with a fixed --doc-topic-prior, synchronized every "
+             "--sync-every sweeps, without checkpoints",
+    "batch": "batch VB runs --max-iter iterations over the whole store; --method online takes the minibatch "
+             "options, --inference gibbs --sync-every",
+    "online": "online VB runs --passes over minibatches of --batch-size documents, not --max-iter iterations",
 }
 #: The click parameter of a TreeLDA setting whose API name differs.
 TREE_OPTION_OF = {"alpha": "doc_topic_prior", "alpha_init": "doc_topic_prior_init"}
@@ -443,17 +456,28 @@ def tree_settings(params: Any) -> dict[str, Any]:
         "max_doc_iter": params["max_doc_iter"], "doc_tol": params["doc_tol"],
         "burn_in": 5 if params["burn_in"] is None else params["burn_in"], "samples": params["samples"],
         "init_shape": params["init_shape"], "seed": params["seed"], "split_every": params["split_every"],
-        "sync_every": params["sync_every"],
+        "sync_every": params["sync_every"], "method": params["method"] or "batch",
+        "batch_size": params["batch_size"] or 256, "tau0": params["tau0"], "kappa": params["kappa"],
+        "passes": params["passes"] or 1, "shuffle_window": params["shuffle_window"],
     }
     settings, _ = apply_preset(preset, "fit", values, option_of=TREE_OPTION_OF)
-    inference = settings["inference"]
-    unused = TREE_SCHEME_UNUSED[inference]
+    inference, method = settings["inference"], settings["method"]
+    if method not in ("batch", "online"):
+        raise click.UsageError(f"--method {method} given with --prior-tree: tree LDA is fitted by batch or online "
+                               "VB (--inference vb or hybrid) or batch Gibbs sampling (--inference gibbs)")
+    if method == "online" and inference == "gibbs":
+        raise click.UsageError("--method online with --inference gibbs: online tree LDA is variational; use "
+                               "--inference vb or hybrid online, or drop --method online for the sampler")
+    if params["executor"] not in ("auto", "tasks"):
+        raise click.UsageError(f"--executor {params['executor']} with --prior-tree: online tree LDA runs its "
+                               "minibatch E-steps as Dask tasks only; drop --executor (or give tasks)")
+    unused = TREE_SCHEME_UNUSED[(inference, method)]
     typed = [name for name in unused if _typed(name)]
     if typed:
-        reads = ("the tree Gibbs sampler runs --max-iter sweeps with a fixed --doc-topic-prior, synchronized every "
-                 "--sync-every sweeps" if inference == "gibbs" else "--sync-every is a setting of --inference gibbs")
-        raise click.UsageError(f"{', '.join(_option(name) for name in typed)} given with --inference {inference}, "
-                               f"which does not use them ({reads}); drop them")
+        scheme = f"--inference {inference}" + (" --method online" if method == "online" else "")
+        reads = _TREE_READS["gibbs" if inference == "gibbs" else method]
+        raise click.UsageError(f"{', '.join(_option(name) for name in typed)} given with {scheme}, which does "
+                               f"not use them ({reads}); drop them")
     defaults = TreeLDA().get_params()
     preset_values = get_preset(preset, "fit").settings if preset is not None else {}
     for name in unused:  # a preset's settings of another scheme (e.g. hybrid sweeps with --inference gibbs)
@@ -498,22 +522,43 @@ def fit_tree(store: str, model_path: str, prior_tree: str | None, params: Any, *
     check_output_path(Path(model_path), overwrite=overwrite, what="model")
     estimator = TreeLDA(prior_tree=prior_tree, **settings)
     config = estimator.config()  # validate before starting a cluster
+    online = estimator.method == "online"
+    if online:
+        estimator.online_config()
     gibbs = config.estep == "gibbs"
-    click.echo(f"fitting tree LDA K={config.n_topics} ({config.estep}, {config.normalization}) with tree "
-               f"{prior_tree} on {corpus!r}", err=True)
+    checkpoint = None
+    if params["checkpoint_every"] or params["resume"]:
+        from topicflow.io.models.checkpoint import default_checkpoint_path
+        from topicflow.pipeline.policies import CheckpointPolicy
+
+        path = Path(params["checkpoint_path"]) if params["checkpoint_path"] else default_checkpoint_path(
+            Path(model_path))
+        checkpoint = CheckpointPolicy(path, every=params["checkpoint_every"] or 1, resume=params["resume"])
+        if params["resume"] and (path / "latest.json").exists():
+            click.echo(f"resuming from checkpoint {path}", err=True)
+    click.echo(f"fitting tree LDA K={config.n_topics} ({config.estep}{', online' if online else ''}, "
+               f"{config.normalization}) with tree {prior_tree} on {corpus!r}", err=True)
     with connect(cluster) as client:
         click.echo(f"dashboard: {client.dashboard_link}", err=True)
         started = time.perf_counter()
-        estimator.fit(corpus, client, progress=progress_reporter())
+        estimator.fit(corpus, client, progress=progress_reporter(), checkpoint=checkpoint)
         for r in estimator.trace_:
-            if gibbs:
+            if online:
+                click.echo(f"minibatch {r.t:4d}  pass {r.epoch}  rho {r.rho:.4f}  {r.docs} docs  alpha sum "
+                           f"{r.alpha_sum:.4f}  {r.seconds:.2f} s", err=True)
+            elif gibbs:
                 click.echo(f"sweep {r.iteration:4d}  log p(w,z,y) {r.elbo:.6e}  per token {r.elbo_per_token:.4f}  "
                            f"{r.seconds:.2f} s", err=True)
             else:
                 click.echo(f"iter {r.iteration:3d}  ELBO {r.elbo:.6e}  per token {r.elbo_per_token:.4f}  "
                            f"alpha sum {r.alpha_sum:.4f}  {r.seconds:.2f} s", err=True)
         estimator.save(model_path, overwrite=overwrite)
+        if checkpoint is not None:
+            from topicflow.io.models.checkpoint import remove_checkpoint
+
+            remove_checkpoint(checkpoint.path)
         done = (f"{estimator.n_iter_} sweeps in {len(estimator.trace_)} rounds" if gibbs else
+                f"{estimator.n_iter_} minibatches, {estimator.n_docs_seen_} documents" if online else
                 f"{estimator.n_iter_} iterations, {'converged' if estimator.converged_ else 'not converged'}")
         click.echo(f"saved model to {model_path} ({done}, {time.perf_counter() - started:.1f} s)", err=True)
         if doc_topics:

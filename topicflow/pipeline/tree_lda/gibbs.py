@@ -63,6 +63,7 @@ from topicflow.models.tree_lda.vb import tree_vb_layout
 from topicflow.pipeline.cluster import current_client
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 from topicflow.pipeline.tree_lda.batch import TreeFitResult, TreeLDAState, TreeVBConfig
+from topicflow.pipeline.tree_lda.resume import check_store_matches_tree
 from topicflow.pipeline.vb import IterationRecord
 from topicflow.tasks.tree_gibbs import (
     ShardSummary,
@@ -391,30 +392,6 @@ def gibbs_fit_result(fit: TreeGibbsFit, config: TreeVBConfig) -> TreeFitResult:
     return TreeFitResult(state=TreeLDAState(edge_var, alpha), layout=layout, trace=tuple(records), converged=False)
 
 
-def check_corpus_fits_tree(corpus: Corpus, tree: PriorTree) -> None:
-    """Refuse a corpus whose languages or vocabulary sizes are not the tree's.
-
-    Parameters
-    ----------
-    corpus : Corpus
-    tree : PriorTree
-
-    Raises
-    ------
-    InvalidParameterError
-        Naming the store and what to rebuild.
-    """
-    if tuple(corpus.languages) != tuple(tree.languages):
-        raise InvalidParameterError(
-            f"store {str(corpus.path)!r} has languages {list(corpus.languages)}, the prior tree "
-            f"{list(tree.languages)}; build the tree for this store (`topicflow tree build`)")
-    for lang, n_terms in zip(tree.languages, tree.n_terms):
-        if len(corpus.vocabulary(lang)) != n_terms:
-            raise InvalidParameterError(
-                f"language {lang!r}: store {str(corpus.path)!r} has {len(corpus.vocabulary(lang))} terms, the "
-                f"prior tree {n_terms}; rebuild the tree for this store (`topicflow tree build`)")
-
-
 def fit_gibbs_tree(corpus: Corpus, tree: PriorTree, config: TreeVBConfig, *, client: Any = None,
                    progress: ProgressReporter = NO_PROGRESS) -> TreeFitResult:
     """Fit tree LDA by collapsed Gibbs sampling over the store's shards and return it as a tree-VB result.
@@ -446,7 +423,7 @@ def fit_gibbs_tree(corpus: Corpus, tree: PriorTree, config: TreeVBConfig, *, cli
     if config.estep != "gibbs":
         raise InvalidParameterError(f"fit_gibbs_tree runs inference 'gibbs', not {config.estep!r}: use "
                                     "fit_batch_tree_vb for 'vb' and 'hybrid'")
-    check_corpus_fits_tree(corpus, tree)
+    check_store_matches_tree(corpus, tree)
     fit = fit_tree_gibbs(corpus, tree, gibbs_params(config), sweeps=config.max_iter, client=current_client(client),
                          progress=progress, sync_every=config.sync_every)
     return gibbs_fit_result(fit, config)
