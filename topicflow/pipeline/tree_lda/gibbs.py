@@ -54,6 +54,7 @@ from topicflow.models.tree_lda.gibbs import (
     TreeGibbsParams,
     TreeGibbsState,
     edge_posterior_mean,
+    edge_posterior_params,
     joint_log_likelihood,
     to_arrays,
     topic_word_distribution,
@@ -88,8 +89,8 @@ class TreeGibbsFit:
         Each shard's chain after the last round, in shard order.
     edge_topic_counts : ndarray of shape (n_topics, n_edges), int64
         The merged N_ke (sum over shards, at the last synchronization).
-    node_topic_counts : ndarray of shape (n_topics, n_nodes), int64
-        The merged N_ki.
+    node_topic_counts : ndarray of shape (n_topics, n_groups), int64
+        The merged group counts G_kg of the params' normalization (N_ki, one group per node, under "node").
     trace : tuple of float
         log p(w, z, y) of the merged chain after each round.
     trace_sweeps : tuple of int
@@ -121,7 +122,8 @@ class TreeGibbsFit:
         -------
         TreeGibbsState
         """
-        return counts_only_state(self.edge_topic_counts, self.node_topic_counts, self.states[0].doc_topic_prior)
+        return counts_only_state(self.edge_topic_counts, self.node_topic_counts, self.states[0].doc_topic_prior,
+                                 self.params.normalization)
 
     def edge_topic(self) -> FloatArray:
         """pi, the posterior mean per (topic, edge) of the merged counts.
@@ -316,7 +318,7 @@ def fit_tree_gibbs(
         summaries = runner.summaries(states)
         edge, node = _merge(summaries)
         alpha = params.alpha
-        topic_part = joint_log_likelihood(counts_only_state(edge, node, alpha), tree)
+        topic_part = joint_log_likelihood(counts_only_state(edge, node, alpha, params.normalization), tree)
         trace.append(float(sum(s.doc_log_likelihood for s in summaries) + topic_part))
         trace_sweeps.append(index * sync_every + n_sweeps)
         seconds.append(time.perf_counter() - started)
@@ -337,21 +339,9 @@ def gibbs_params(config: TreeVBConfig) -> TreeGibbsParams:
     Returns
     -------
     TreeGibbsParams
-
-    Raises
-    ------
-    InvalidParameterError
-        A normalization this build's sampler does not have.
     """
-    fields: dict[str, Any] = {"n_topics": config.n_topics, "doc_topic_prior": config.initial_alpha,
-                              "seed": config.seed}
-    if "normalization" in TreeGibbsParams.__dataclass_fields__:
-        fields["normalization"] = config.normalization
-    elif config.normalization != "node":
-        raise InvalidParameterError(
-            f"normalization {config.normalization!r} with inference 'gibbs': this build's tree Gibbs sampler has "
-            "one Dirichlet per node only; pass normalization='node' (or use inference 'vb' or 'hybrid')")
-    return TreeGibbsParams(**fields)
+    return TreeGibbsParams(n_topics=config.n_topics, doc_topic_prior=config.initial_alpha, seed=config.seed,
+                           normalization=config.normalization)
 
 
 def gibbs_fit_result(fit: TreeGibbsFit, config: TreeVBConfig) -> TreeFitResult:
@@ -375,7 +365,7 @@ def gibbs_fit_result(fit: TreeGibbsFit, config: TreeVBConfig) -> TreeFitResult:
         chain (not an ELBO), ``docs_capped`` 0. ``converged`` is False: a sampler has no convergence test.
     """
     tree = fit.tree
-    edge_var = fit.edge_topic_counts.astype(np.float64) + tree.edge_prior[None, :]
+    edge_var = edge_posterior_params(fit.merged_state(), tree)
     alpha = np.array(fit.states[0].doc_topic_prior, dtype=np.float64)
     n_tokens = sum(state.n_tokens for state in fit.states)
     seconds = fit.trace_seconds or (0.0,) * len(fit.trace)
