@@ -163,12 +163,43 @@ def test_settings_a_scheme_does_not_use_are_refused(tiny: tuple[Path, Path], par
         topicflow.TreeLDA(2, prior_tree=tree_path, **params).fit(store)  # type: ignore[arg-type]
 
 
-def test_gibbs_fit_is_not_checkpointed(tiny: tuple[Path, Path], tmp_path: Path) -> None:
+class _StopAfter:
+    """A progress reporter that interrupts a fit when round ``rounds + 1`` starts (the event of a fault test)."""
+
+    def __init__(self, rounds: int) -> None:
+        self.rounds, self.started = rounds, 0
+
+    def track(self, items, *, total, desc, unit):  # type: ignore[no-untyped-def]
+        for item in items:
+            if self.started == self.rounds:
+                raise KeyboardInterrupt("interrupted by the test")
+            self.started += 1
+            yield item
+
+    def message(self, text: str) -> None:
+        return None
+
+
+def test_gibbs_checkpoint_resume_continues_the_chains(tiny: tuple[Path, Path], tmp_path: Path, client: object) -> None:
+    """Interrupted after 2 of 4 rounds with a checkpoint every round, the resumed fit is the uninterrupted fit:
+    the same lambda and the same trace of joint log-likelihoods."""
     from topicflow.pipeline.policies import CheckpointPolicy
 
     store, tree_path = tiny
-    with pytest.raises(InvalidParameterError, match="not checkpointed"):
-        topicflow.TreeLDA(2, prior_tree=tree_path, inference="gibbs").fit(store, checkpoint=CheckpointPolicy(tmp_path))
+    settings = dict(prior_tree=tree_path, inference="gibbs", max_iter=7, sync_every=2, seed=8)
+    whole = topicflow.TreeLDA(2, **settings).fit(store, client=client)  # type: ignore[arg-type]
+    with pytest.raises(KeyboardInterrupt):
+        topicflow.TreeLDA(2, **settings).fit(store, client=client, progress=_StopAfter(2),  # type: ignore[arg-type]
+                                             checkpoint=CheckpointPolicy(tmp_path / "ck", every=1))
+    assert (tmp_path / "ck" / "latest.json").exists()
+    resumed = topicflow.TreeLDA(2, **settings).fit(  # type: ignore[arg-type]
+        store, client=client, checkpoint=CheckpointPolicy(tmp_path / "ck", every=1, resume=True))
+    np.testing.assert_array_equal(resumed.edge_var_, whole.edge_var_)
+    assert [r.elbo for r in resumed.trace_] == [r.elbo for r in whole.trace_]
+    assert [r.iteration for r in resumed.trace_] == [2, 4, 6, 7]
+    with pytest.raises(InvalidParameterError, match="other settings"):
+        topicflow.TreeLDA(2, **{**settings, "seed": 9}).fit(  # type: ignore[arg-type]
+            store, checkpoint=CheckpointPolicy(tmp_path / "ck", resume=True))
 
 
 # ----------------------------------------------------------------------------- online and checkpoints

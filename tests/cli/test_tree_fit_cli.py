@@ -55,7 +55,7 @@ def test_fit_with_a_prior_tree_saves_the_estimators_model(tiny: tuple[Path, Path
      "--tol, --burn-in given with --inference gibbs, which does not use them (the tree Gibbs sampler runs"),
     (["--inference", "gibbs", "--doc-topic-prior", "auto"], "keeps alpha fixed; give a number"),
     (["--inference", "gibbs", "--method", "online"], "online tree LDA is variational"),
-    (["--inference", "gibbs", "--checkpoint-every", "2"], "--checkpoint-every given with --inference gibbs"),
+    (["--inference", "gibbs", "--split-every", "2"], "--split-every given with --inference gibbs"),
     (["--sync-every", "2"], "--sync-every given with --inference vb"),
     (["--batch-size", "4"], "--batch-size given with --inference vb, which does not use them (batch VB"),
     (["--method", "online", "--max-iter", "3"], "--max-iter given with --inference vb --method online"),
@@ -92,10 +92,11 @@ def test_gibbs_fit_from_the_command_line(tiny: tuple[Path, Path], tmp_path: Path
     model_path = tmp_path / "g"
     result = run(["fit", str(store), "--model", str(model_path), "--prior-tree", str(tree), "--inference", "gibbs",
                   "--topics", "2", "--max-iter", "5", "--sync-every", "2", "--doc-topic-prior", "0.1", "--seed", "2",
-                  "--doc-topics", str(tmp_path / "theta.zarr"),
+                  "--doc-topics", str(tmp_path / "theta.zarr"), "--checkpoint-every", "2",
                   "--scheduler", local_cluster.scheduler_address])  # type: ignore[attr-defined]
     assert result.exit_code == 0, result.output
     assert "sweep    4  log p(w,z,y)" in result.output and "(5 sweeps in 3 rounds" in result.output, result.output
+    assert not (tmp_path / "g.checkpoint").exists()  # written every 2 rounds, removed once the model is saved
     model = load_model(model_path)
     assert model.info.method == "gibbs" and model.info.settings["estep"] == "gibbs"
     assert (model.info.settings["sync_every"], model.info.settings["doc_topic_prior"]) == (2, 0.1)

@@ -337,9 +337,8 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
         progress : ProgressReporter, optional
             Receives per-iteration progress.
         checkpoint : CheckpointPolicy, optional
-            For vb and hybrid (batch or online): write the driver state every ``every`` iterations or
-            minibatches, and with ``resume`` continue from it (the same model as an uninterrupted run).
-            Not for gibbs.
+            Write the driver state every ``every`` iterations, minibatches or (gibbs) synchronization
+            rounds, and with ``resume`` continue from it (the same model as an uninterrupted run).
 
         Returns
         -------
@@ -358,9 +357,6 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
         if not isinstance(corpus, (str, os.PathLike, Corpus)):
             raise InvalidParameterError(f"TreeLDA fits a corpus store (path or Corpus), not {type(corpus).__name__}: "
                                         "the prior tree is built for a store's vocabularies (`topicflow tree build`)")
-        if config.estep == "gibbs" and checkpoint is not None:
-            raise InvalidParameterError("checkpoints are written by the variational tree fits (inference 'vb' or "
-                                        "'hybrid'); a Gibbs fit is not checkpointed: drop checkpoint")
         online = self.online_config() if self.method == "online" else None
         store = as_corpus(corpus)
         tree, source = self._tree_for(store)
@@ -369,7 +365,7 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
                                        progress=progress, checkpoint=checkpoint)
             self.model_ = online_tree_model(store, streamed, config, online, tree_source=source)
         elif config.estep == "gibbs":
-            result = fit_gibbs_tree(store, tree, config, client=client, progress=progress)
+            result = fit_gibbs_tree(store, tree, config, client=client, progress=progress, checkpoint=checkpoint)
             self.model_ = tree_model(store, result, config, tree_source=source, method="gibbs")
         else:
             result = fit_batch_tree_vb(store, tree, config, client=client, split_every=self.split_every,

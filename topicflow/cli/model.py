@@ -373,11 +373,10 @@ TREE_OPTIONS = frozenset({"store", "model_path", "n_topics", "family", "prior_tr
 #: ``fit`` options only tree LDA reads.
 TREE_ONLY_OPTIONS = ("inference", "normalization", "sync_every")
 _TREE_ONLINE = ("batch_size", "tau0", "kappa", "passes", "shuffle_window", "executor")
-_TREE_CHECKPOINTS = ("checkpoint_every", "checkpoint_path", "resume")
 #: Tree options that one scheme (inference, method) does not read (typed with it, they are refused).
 TREE_SCHEME_UNUSED: dict[tuple[str, str], tuple[str, ...]] = {
     ("gibbs", "batch"): ("doc_topic_prior_init", "tol", "burn_in", "samples", "init_shape", "split_every",
-                         *_TREE_ONLINE, *_TREE_CHECKPOINTS),
+                         *_TREE_ONLINE),
     ("vb", "batch"): ("sync_every", *_TREE_ONLINE),
     ("hybrid", "batch"): ("sync_every", *_TREE_ONLINE),
     ("vb", "online"): ("sync_every", "max_iter", "tol"),
@@ -385,7 +384,7 @@ TREE_SCHEME_UNUSED: dict[tuple[str, str], tuple[str, ...]] = {
 }
 _TREE_READS = {
     "gibbs": "the tree Gibbs sampler runs --max-iter sweeps with a fixed --doc-topic-prior, synchronized every "
-             "--sync-every sweeps, without checkpoints",
+             "--sync-every sweeps",
     "batch": "batch VB runs --max-iter iterations over the whole store; --method online takes the minibatch "
              "options, --inference gibbs --sync-every",
     "online": "online VB runs --passes over minibatches of --batch-size documents, not --max-iter iterations",

@@ -36,35 +36,42 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import logging
 import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import dask
 import numpy as np
 
 from topicflow._typing import FloatArray, IntArray
-from topicflow.errors import InvalidParameterError
+from topicflow.errors import InvalidParameterError, ModelFormatError
 from topicflow.io.corpus.reader import Corpus
+from topicflow.io.models.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
 from topicflow.models.common.blocks import DocBlock
 from topicflow.models.common.validation import parse_int
+from topicflow.models.lda.state import LDAState
 from topicflow.models.tree_lda.gibbs import (
     TreeGibbsParams,
     TreeGibbsState,
     edge_posterior_mean,
     edge_posterior_params,
+    from_arrays,
     joint_log_likelihood,
     to_arrays,
     topic_word_distribution,
 )
 from topicflow.models.tree_lda.tree import PriorTree
 from topicflow.models.tree_lda.vb import tree_vb_layout
+from topicflow.models.tree_lda.view import lda_view
 from topicflow.pipeline.cluster import current_client
+from topicflow.pipeline.policies import CheckpointPolicy
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 from topicflow.pipeline.tree_lda.batch import TreeFitResult, TreeLDAState, TreeVBConfig
-from topicflow.pipeline.tree_lda.resume import check_store_matches_tree
+from topicflow.pipeline.tree_lda.resume import check_store_matches_tree, tree_digest
 from topicflow.pipeline.vb import IterationRecord
 from topicflow.tasks.tree_gibbs import (
     ShardSummary,
@@ -74,6 +81,8 @@ from topicflow.tasks.tree_gibbs import (
     summarize_shard,
     sweep_shard,
 )
+
+log = logging.getLogger(__name__)
 
 #: What :func:`fit_tree_gibbs` accepts as its documents: a store, shards of blocks, or states to resume.
 ShardSource = Corpus | Sequence[DocBlock | Mapping[str, DocBlock]] | Sequence[TreeGibbsState]
@@ -383,7 +392,8 @@ def gibbs_fit_result(fit: TreeGibbsFit, config: TreeVBConfig) -> TreeFitResult:
 
 
 def fit_gibbs_tree(corpus: Corpus, tree: PriorTree, config: TreeVBConfig, *, client: Any = None,
-                   progress: ProgressReporter = NO_PROGRESS) -> TreeFitResult:
+                   progress: ProgressReporter = NO_PROGRESS,
+                   checkpoint: CheckpointPolicy | None = None) -> TreeFitResult:
     """Fit tree LDA by collapsed Gibbs sampling over the store's shards and return it as a tree-VB result.
 
     Parameters
@@ -398,6 +408,11 @@ def fit_gibbs_tree(corpus: Corpus, tree: PriorTree, config: TreeVBConfig, *, cli
     client : distributed.Client, optional
         The cluster (the chains live on its workers); None: Dask's threads in this process.
     progress : ProgressReporter, optional
+    checkpoint : CheckpointPolicy, optional
+        Write every shard's chain (:func:`~topicflow.models.tree_lda.gibbs.to_arrays`) and the trace
+        every ``every`` rounds (the chains come to the driver for it); with ``resume``, continue from
+        the checkpoint found there: the chains continue exactly, so the result is the uninterrupted
+        fit's.
 
     Returns
     -------
@@ -408,12 +423,83 @@ def fit_gibbs_tree(corpus: Corpus, tree: PriorTree, config: TreeVBConfig, *, cli
     Raises
     ------
     InvalidParameterError
-        ``config.estep`` is not ``"gibbs"``, or the corpus does not fit the tree.
+        ``config.estep`` is not ``"gibbs"``, the corpus does not fit the tree, or the checkpoint was
+        written for other settings, another store or another tree.
     """
     if config.estep != "gibbs":
         raise InvalidParameterError(f"fit_gibbs_tree runs inference 'gibbs', not {config.estep!r}: use "
                                     "fit_batch_tree_vb for 'vb' and 'hybrid'")
     check_store_matches_tree(corpus, tree)
-    fit = fit_tree_gibbs(corpus, tree, gibbs_params(config), sweeps=config.max_iter, client=current_client(client),
-                         progress=progress, sync_every=config.sync_every)
-    return gibbs_fit_result(fit, config)
+    params, client = gibbs_params(config), current_client(client)
+    if checkpoint is None:
+        fit = fit_tree_gibbs(corpus, tree, params, sweeps=config.max_iter, client=client, progress=progress,
+                             sync_every=config.sync_every)
+        return gibbs_fit_result(fit, config)
+    fingerprint = {"method": "tree_gibbs", "settings": config.to_dict(), "corpus": corpus.token(),
+                   "tree": tree_digest(tree)}
+    source: ShardSource = corpus
+    done, rounds = 0, _Rounds()
+    found = read_checkpoint(checkpoint.path, fingerprint) if checkpoint.resume else None
+    if found is not None:
+        source, done, rounds = _resume_chains(found, checkpoint.path)
+        log.info("resuming the tree Gibbs chains from %s after sweep %d", checkpoint.path, done)
+    segment = checkpoint.every * config.sync_every  # whole rounds, so the rounds are the uninterrupted run's
+    while True:
+        n_sweeps = min(segment, config.max_iter - done)
+        fit = fit_tree_gibbs(source, tree, params, sweeps=n_sweeps, client=client, progress=progress,
+                             sync_every=config.sync_every)
+        done += n_sweeps
+        rounds = rounds.extended(fit)
+        _write_chains(checkpoint.path, corpus, fit, config, done, rounds, fingerprint)
+        if done >= config.max_iter:
+            break
+        source = list(fit.states)
+    whole = dataclasses.replace(fit, trace=rounds.trace, trace_sweeps=rounds.sweeps, trace_seconds=rounds.seconds)
+    return gibbs_fit_result(whole, config)
+
+
+@dataclass(frozen=True)
+class _Rounds:
+    """The trace of the rounds so far (across checkpoint segments)."""
+
+    trace: tuple[float, ...] = ()
+    sweeps: tuple[int, ...] = ()
+    seconds: tuple[float, ...] = ()
+
+    def extended(self, fit: TreeGibbsFit) -> _Rounds:
+        return _Rounds(self.trace + fit.trace, self.sweeps + fit.trace_sweeps,
+                       self.seconds + (fit.trace_seconds or (0.0,) * len(fit.trace)))
+
+    def records(self) -> list[dict[str, Any]]:
+        return [{"log_likelihood": t, "sweeps": s, "seconds": c} for t, s, c in zip(self.trace, self.sweeps,
+                                                                                   self.seconds)]
+
+
+def _write_chains(path: Path, corpus: Corpus, fit: TreeGibbsFit, config: TreeVBConfig, done: int, rounds: _Rounds,
+                  fingerprint: dict[str, Any]) -> None:
+    result = gibbs_fit_result(fit, config)
+    view, priors = lda_view(result.state.edge_var, result.layout)
+    arrays: dict[str, np.ndarray] = {"edge_var": result.state.edge_var}
+    metas = []
+    for index, (shard_arrays, meta) in enumerate(fit.shard_arrays()):
+        arrays.update({f"shard{index}/{name}": value for name, value in shard_arrays.items()})
+        metas.append(meta)
+    state = LDAState(view, result.state.doc_topic_prior, dict(priors))
+    write_checkpoint(path, Checkpoint(state, {"sweeps_done": done, "shards": metas}, rounds.records(), fingerprint,
+                                      arrays), {lang: corpus.vocabulary(lang) for lang in fit.tree.languages})
+
+
+def _resume_chains(found: Checkpoint, path: Path) -> tuple[list[TreeGibbsState], int, _Rounds]:
+    metas = found.position.get("shards")
+    if not isinstance(metas, list) or not metas:
+        raise ModelFormatError(f"checkpoint {str(path)!r} holds no Gibbs chains; delete it, or run the fit without "
+                               "--resume.", path=str(path), field="position/shards")
+    states = []
+    for index, meta in enumerate(metas):
+        prefix = f"shard{index}/"
+        arrays = {name[len(prefix):]: value for name, value in found.sampler_state.items() if name.startswith(prefix)}
+        states.append(from_arrays(arrays, meta))
+    records = found.trace
+    rounds = _Rounds(tuple(float(r["log_likelihood"]) for r in records), tuple(int(r["sweeps"]) for r in records),
+                     tuple(float(r["seconds"]) for r in records))
+    return states, int(found.position["sweeps_done"]), rounds
