@@ -27,6 +27,11 @@ Resume: :meth:`TreeGibbsFit.shard_arrays` returns each shard's
 (:func:`~topicflow.models.tree_lda.gibbs.from_arrays`) back to :func:`fit_tree_gibbs` continues the
 chains exactly (when the earlier fit ended on a synchronization, which it always does).
 
+As a tree model: :func:`fit_gibbs_tree` runs the sampler from a :class:`~topicflow.pipeline.tree_lda.TreeVBConfig`
+(``estep="gibbs"``, what ``TreeLDA(inference="gibbs")`` and ``topicflow fit --inference gibbs`` run),
+writes and resumes on-disk checkpoints of the chains, and returns the fit as the variational tree
+state lambda = N_ke + beta_e (:func:`gibbs_fit_result`) that :func:`~topicflow.pipeline.tree_lda.tree_model` saves.
+
 References
 ----------
 Newman, Asuncion, Smyth and Welling (2009). Distributed algorithms for topic models. JMLR 10.
