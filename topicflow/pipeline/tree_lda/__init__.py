@@ -1,6 +1,7 @@
 """Drivers of tree-prior LDA (tLDA / ptLDA): batch variational and hybrid inference on Dask."""
 from __future__ import annotations
 
+from topicflow.pipeline.tree_lda import nightly as _nightly  # noqa: F401  (registers the "tree_lda" continuation)
 from topicflow.pipeline.tree_lda.batch import (
     TreeFitResult,
     TreeLDAState,
@@ -15,6 +16,7 @@ from topicflow.pipeline.tree_lda.model import (
     saved_tree_state,
     tree_model,
 )
+from topicflow.pipeline.tree_lda.nightly import continue_tree_online, grown_tree_state
 from topicflow.pipeline.tree_lda.online import (
     TreeMinibatchRecord,
     TreeOnlineResult,
@@ -40,4 +42,6 @@ __all__ = [
     "fit_online_tree",
     "online_tree_model",
     "tree_online_position",
+    "continue_tree_online",
+    "grown_tree_state",
 ]
