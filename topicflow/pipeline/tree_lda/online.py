@@ -8,7 +8,8 @@ same plan, same pieces, same :class:`~topicflow.pipeline.vb.OnlineConfig`). Per 
    the minibatch's pieces as Dask tasks, tree-merged in a fixed order;
 2. on the driver, move the edge parameters a step rho_t = (tau0 + t) ** -kappa towards the batch
    M-step of D/|S| copies of the minibatch: ``lambda <- (1 - rho_t) lambda + rho_t (beta + D/|S| E[n_ke])``
-   (eq. 5.5 of the chapter inside Hoffman et al.'s update, their eqs. 6-7;
+   (eq. 5.5 of Zhai 2014 inside the online update of sec. 6.1, eqs. 6.3-6.4 = Hoffman et al. 2010,
+   Algorithm 2;
    :func:`~topicflow.models.tree_lda.vb.mstep_tree_online`, or
    :func:`~topicflow.models.tree_lda.hybrid.mstep_tree_hybrid_online` with path draws for the
    hybrid E-step, eq. 5.6);
