@@ -9,7 +9,7 @@ and alpha, with the model's prior tree (kept in the model) and settings:
 * ``batch``: as if its corpus had been streamed once in minibatches of ``batch_size`` (t =
   ceil(n_docs / batch_size)), as online LDA continues a batch model, so the first update does not
   overwrite it; its E-step (``vb`` or ``hybrid``) is kept;
-* ``gibbs``: the same position rule, with the hybrid E-step (Gibbs sampling within VB, eq. 5.6: the
+* ``gibbs`` (or an E-step other than ``vb``/``hybrid``): the same position rule, with the hybrid E-step (Gibbs sampling within VB, eq. 5.6: the
   nearest variational relative of a collapsed Gibbs sampler), from the lambda the model saved;
 * any other method: as a batch model, with its saved E-step.
 
@@ -64,12 +64,10 @@ def continued_config(model: SavedModel) -> TreeVBConfig:
     -------
     TreeVBConfig
     """
-    settings = {"n_topics": model.state.n_topics, **(model.info.settings or {})}
-    settings["n_topics"] = model.state.n_topics
-    config = TreeVBConfig.from_dict(settings)
-    if model.info.method == "gibbs":
-        config = replace(config, estep="hybrid")
-    return config
+    settings = {**(model.info.settings or {}), "n_topics": model.state.n_topics}
+    if model.info.method == "gibbs" or settings.get("estep") not in ("vb", "hybrid"):
+        settings["estep"] = "hybrid"
+    return TreeVBConfig.from_dict(settings)
 
 
 def tree_schedule_position(model: SavedModel, online: OnlineConfig) -> tuple[int, int]:

@@ -204,11 +204,16 @@ def fit_online_tree(
     Raises
     ------
     InvalidParameterError
-        The store does not match the tree, the executor is not ``auto``/``tasks``, ``state`` has the
+        The store does not match the tree, the executor is not ``auto``/``tasks``, the E-step is not
+        ``vb``/``hybrid``, ``state`` has the
         wrong shape, or the checkpoint was written for other settings, store, tree or start.
     """
     check_store_matches_tree(corpus, tree)
     check_tree_executor(online)
+    if config.estep not in ("vb", "hybrid"):
+        raise InvalidParameterError(
+            f"online tree LDA is variational: estep must be 'vb' or 'hybrid', not {config.estep!r} (use the "
+            "batch Gibbs sampler for 'gibbs')")
     client = current_client(client)
     split_every = split_every or int(tf_config.get("split-every", 8))
     layout = tree_vb_layout(tree, config.normalization)
