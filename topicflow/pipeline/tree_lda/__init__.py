@@ -1,13 +1,21 @@
-"""Drivers of tree-prior LDA (tLDA / ptLDA): batch variational and hybrid inference on Dask."""
+"""Drivers of tree-prior LDA (tLDA / ptLDA) on Dask: batch variational, hybrid and collapsed Gibbs inference."""
 from __future__ import annotations
 
 from topicflow.pipeline.tree_lda import nightly as _nightly  # noqa: F401  (registers the "tree_lda" continuation)
 from topicflow.pipeline.tree_lda.batch import (
+    TREE_INFERENCE,
     TreeFitResult,
     TreeLDAState,
     TreeVBConfig,
     fit_batch_tree_vb,
     tree_mstep,
+)
+from topicflow.pipeline.tree_lda.gibbs import (
+    TreeGibbsFit,
+    fit_gibbs_tree,
+    fit_tree_gibbs,
+    gibbs_fit_result,
+    gibbs_params,
 )
 from topicflow.pipeline.tree_lda.model import (
     is_tree_model,
@@ -26,10 +34,16 @@ from topicflow.pipeline.tree_lda.online import (
 )
 
 __all__ = [
+    "TREE_INFERENCE",
     "TreeFitResult",
+    "TreeGibbsFit",
     "TreeLDAState",
     "TreeVBConfig",
     "fit_batch_tree_vb",
+    "fit_gibbs_tree",
+    "fit_tree_gibbs",
+    "gibbs_fit_result",
+    "gibbs_params",
     "is_tree_model",
     "saved_tree",
     "saved_tree_config",

@@ -12,12 +12,12 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from topicflow import config as tf_config
-from topicflow._typing import AlphaMode, EStepKind, FloatArray, TreeNormalization
+from topicflow._typing import AlphaMode, FloatArray, TreeNormalization
 from topicflow.errors import InvalidParameterError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.models.common.dirichlet import newton_alpha, newton_symmetric_alpha
@@ -48,6 +48,10 @@ from topicflow.tasks.estep import graph_token, map_estep, tree_merge
 
 log = logging.getLogger(__name__)
 
+#: Tree inference schemes (``TreeVBConfig.estep``, ``TreeLDA(inference=)``, ``fit --inference``).
+TreeInference = Literal["vb", "hybrid", "gibbs"]
+TREE_INFERENCE: tuple[str, ...] = ("vb", "hybrid", "gibbs")
+
 
 @dataclass(frozen=True, slots=True)
 class TreeVBConfig:
@@ -60,19 +64,24 @@ class TreeVBConfig:
         Dirichlet groups of the edges (:mod:`topicflow.models.tree_lda.vb`): ``node`` is the chapter's
         model (a flat tree = LDA over the stacked vocabularies), ``node_language`` normalizes per
         language under each node (a flat tree = polylingual LDA).
-    estep : {"vb", "hybrid"}
-        Dense coordinate ascent per document, or Gibbs sampling within VB with path draws at the
-        M-step (eq. 5.6).
+    estep : {"vb", "hybrid", "gibbs"}
+        The inference scheme: dense coordinate ascent per document, Gibbs sampling within VB with path
+        draws at the M-step (eq. 5.6), or collapsed Gibbs sampling of (z, y) (eq. 5.2; AD-LDA over the
+        shards, :mod:`topicflow.pipeline.tree_lda.gibbs`). ``gibbs`` keeps alpha fixed
+        (``doc_topic_prior_mode="fixed"``) and runs ``max_iter`` sweeps (no ELBO, so ``tol`` is unused).
     doc_topic_prior_mode : {"auto", "symmetric", "fixed"}
     doc_topic_prior : float or None
         Initial (or fixed) alpha_k; default 1 / n_topics.
     max_iter, tol, max_doc_iter, doc_tol, seed, burn_in, samples, hybrid_init, hybrid_alpha_stats, init_shape
-        As in :class:`topicflow.pipeline.vb.VBConfig`.
+        As in :class:`topicflow.pipeline.vb.VBConfig` (for ``gibbs``, ``max_iter`` counts sweeps and
+        ``max_doc_iter``, ``doc_tol`` are the fold-in settings of the saved model's readers).
+    sync_every : int, default 1
+        Gibbs: sweeps of every shard between two synchronizations of the edge counts (AD-LDA).
     """
 
     n_topics: int
     normalization: TreeNormalization = "node_language"
-    estep: EStepKind = "vb"
+    estep: TreeInference = "vb"
     doc_topic_prior_mode: AlphaMode = "auto"
     doc_topic_prior: float | None = None
     max_iter: int = 50
@@ -85,19 +94,30 @@ class TreeVBConfig:
     hybrid_init: str = "progressive"
     hybrid_alpha_stats: str = "mean"
     init_shape: float = 100.0
+    sync_every: int = 1
 
     def __post_init__(self) -> None:
         if self.normalization not in TREE_NORMALIZATIONS:
             raise InvalidParameterError(
                 f"normalization must be one of {list(TREE_NORMALIZATIONS)} (got {self.normalization!r})")
+        if self.estep not in TREE_INFERENCE:
+            raise InvalidParameterError(f"inference (estep) must be one of {list(TREE_INFERENCE)} (got {self.estep!r})")
+        if self.estep == "gibbs" and self.doc_topic_prior_mode != "fixed":
+            raise InvalidParameterError(
+                f"alpha {self.doc_topic_prior_mode!r} with inference 'gibbs': the tree Gibbs sampler keeps alpha "
+                "fixed; give a number (Zhai 2014, ch. 5: 0.01) or use inference 'vb' or 'hybrid' to learn it")
+        if isinstance(self.sync_every, bool) or not isinstance(self.sync_every, int) or self.sync_every < 1:
+            raise InvalidParameterError(f"sync_every must be an integer >= 1 (got {self.sync_every!r})")
         self.vb_config()  # validates the shared settings
 
     def vb_config(self) -> VBConfig:
-        """The LDA settings of the same E-step (selects and parameterizes the kernel)."""
+        """The LDA settings of the same E-step (selects and parameterizes the kernel; ``gibbs``: the VB
+        fold-in of the saved model)."""
         return VBConfig(
             n_topics=self.n_topics, doc_topic_prior_mode=self.doc_topic_prior_mode,
             doc_topic_prior=self.doc_topic_prior, max_iter=self.max_iter, tol=self.tol,
-            max_doc_iter=self.max_doc_iter, doc_tol=self.doc_tol, seed=self.seed, estep=self.estep,
+            max_doc_iter=self.max_doc_iter, doc_tol=self.doc_tol, seed=self.seed,
+            estep="vb" if self.estep == "gibbs" else self.estep,
             burn_in=self.burn_in, samples=self.samples, hybrid_init=self.hybrid_init,  # type: ignore[arg-type]
             hybrid_alpha_stats=self.hybrid_alpha_stats, init_shape=self.init_shape,  # type: ignore[arg-type]
         )
@@ -168,7 +188,16 @@ def tree_mstep(state: TreeLDAState, stats: EStepStats, layout: TreeVBLayout, con
     Returns
     -------
     TreeLDAState
+
+    Raises
+    ------
+    InvalidParameterError
+        ``config.estep`` is ``"gibbs"`` (the sampler has no M-step: fit it with
+        :func:`topicflow.pipeline.tree_lda.fit_gibbs_tree`).
     """
+    if config.estep == "gibbs":
+        raise InvalidParameterError("inference 'gibbs' is the collapsed sampler, which has no VB M-step: fit it with "
+                                    "topicflow.pipeline.tree_lda.fit_gibbs_tree (or TreeLDA(inference='gibbs'))")
     if config.estep == "hybrid":
         edge_var = mstep_tree_hybrid(stats, state.edge_var, layout, samples=config.samples, seed=config.seed,
                                      epoch=iteration)
