@@ -168,14 +168,46 @@ def test_update_of_an_online_model_continues_its_schedule(store: tuple[Path, Pat
 
 
 def test_a_gibbs_model_continues_with_the_hybrid_estep(store: tuple[Path, Path], tmp_path: Path) -> None:
+    from topicflow.pipeline.tree_lda.gibbs import fit_gibbs_tree
+
     store_path, tree_path = store
     model_path = tmp_path / "m"
-    _batch_model(store_path, tree_path, model_path, method="gibbs")
+    tree, _ = read_tree(tree_path)
+    corpus = Corpus.open(store_path)
+    config = TreeVBConfig(n_topics=2, estep="gibbs", doc_topic_prior_mode="fixed", max_iter=5, seed=3)  # type: ignore[arg-type]
+    fitted = fit_gibbs_tree(corpus, tree, config)
+    save_model(model_path, tree_model(corpus, fitted, config, tree_source=str(tree_path), method="gibbs"))
+    before = load_model(model_path)
     append_corpus(store_path, [tmp_path / "new.jsonl"], fields=FIELDS)
     update_model(model_path, store_path, online=ONLINE)
     summary = list_versions(model_path)[-1].summary
     assert summary["continued_from"] == "gibbs" and summary["estep"] == "hybrid"
-    assert load_model(model_path).info.settings["estep"] == "hybrid"
+    after = load_model(model_path)
+    assert after.info.settings["estep"] == "hybrid" and after.info.method == "online"
+    # From the sampler's lambda (counts + beta) and its fixed alpha, by the hybrid online step.
+    state, _ = saved_tree_state(before)
+    hybrid = TreeVBConfig.from_dict({**before.info.settings, "estep": "hybrid"})
+    expected = fit_online_tree(Corpus.open(store_path), tree, hybrid, ONLINE, state=state, t=math.ceil(40 / 6),
+                               docs_seen=40, shards=[5, 6])
+    np.testing.assert_array_equal(saved_tree_state(after)[0].edge_var, expected.state.edge_var)
+    np.testing.assert_array_equal(after.state.doc_topic_prior, state.doc_topic_prior)
+
+
+def test_models_saved_by_the_estimator_update(store: tuple[Path, Path], tmp_path: Path) -> None:
+    from topicflow.api.tree_lda import TreeLDA
+
+    store_path, tree_path = store
+    TreeLDA(2, prior_tree=tree_path, max_iter=3, seed=1).fit(store_path).save(tmp_path / "batch")
+    TreeLDA(2, prior_tree=tree_path, method="online", batch_size=6, seed=1).fit(store_path).save(tmp_path / "online")
+    append_corpus(store_path, [tmp_path / "new.jsonl"], fields=FIELDS, promote_min_df=3)
+    for method in ("batch", "online"):
+        before = load_model(tmp_path / method)
+        result = update_model(tmp_path / method, store_path)
+        assert result.version == 2 and result.new_terms == {"en": 1, "de": 1}
+        after = load_model(tmp_path / method)
+        t0 = before.info.online["t"] if method == "online" else math.ceil(40 / 256)
+        assert after.info.online["t"] == t0 + math.ceil(16 / after.info.online["config"]["batch_size"])
+        assert TreeLDA.load(tmp_path / method).edge_var_.shape[1] == saved_tree(after).n_edges
 
 
 def test_crash_mid_update_leaves_the_previous_version_current(store: tuple[Path, Path], tmp_path: Path) -> None:
