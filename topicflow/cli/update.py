@@ -39,8 +39,8 @@ def update(model_path: str, store: str, batch_size: int | None, tau0: float | No
     The vocabulary grows with terms that `topicflow append --promote-min-df` added to STORE. An HDP
     (pcsvb0) or SCVB0 model continues its own step-size schedules; a pcvb0 model (batch) is refitted instead. A
     tree LDA model (batch, online or Gibbs) continues by online tree VB with its own prior tree; new terms hang
-    from the tree's root until the tree is rebuilt and the model refitted. The model is locked meanwhile; a crashed update leaves the previous version current, and running
-    the same command again redoes it. Exit status 0 also when there is nothing new.
+    from the tree's root until the tree is rebuilt and the model refitted. The model is locked meanwhile; a
+    crashed update leaves the previous version current, and running the same command again redoes it. Exit status 0 also when there is nothing new.
     """
     from dataclasses import replace
 
