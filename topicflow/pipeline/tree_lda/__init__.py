@@ -1,6 +1,7 @@
 """Drivers of tree-prior LDA (tLDA / ptLDA) on Dask: batch variational, hybrid and collapsed Gibbs inference."""
 from __future__ import annotations
 
+from topicflow.pipeline.tree_lda import nightly as _nightly  # noqa: F401  (registers the "tree_lda" continuation)
 from topicflow.pipeline.tree_lda.batch import (
     TREE_INFERENCE,
     TreeFitResult,
@@ -23,6 +24,7 @@ from topicflow.pipeline.tree_lda.model import (
     saved_tree_state,
     tree_model,
 )
+from topicflow.pipeline.tree_lda.nightly import continue_tree_online, grown_tree_state
 from topicflow.pipeline.tree_lda.online import (
     TreeMinibatchRecord,
     TreeOnlineResult,
@@ -54,4 +56,6 @@ __all__ = [
     "fit_online_tree",
     "online_tree_model",
     "tree_online_position",
+    "continue_tree_online",
+    "grown_tree_state",
 ]

@@ -8,7 +8,8 @@ same plan, same pieces, same :class:`~topicflow.pipeline.vb.OnlineConfig`). Per 
    the minibatch's pieces as Dask tasks, tree-merged in a fixed order;
 2. on the driver, move the edge parameters a step rho_t = (tau0 + t) ** -kappa towards the batch
    M-step of D/|S| copies of the minibatch: ``lambda <- (1 - rho_t) lambda + rho_t (beta + D/|S| E[n_ke])``
-   (eq. 5.5 of the chapter inside Hoffman et al.'s update, their eqs. 6-7;
+   (eq. 5.5 of Zhai 2014 inside the online update of sec. 6.1, eqs. 6.3-6.4 = Hoffman et al. 2010,
+   Algorithm 2;
    :func:`~topicflow.models.tree_lda.vb.mstep_tree_online`, or
    :func:`~topicflow.models.tree_lda.hybrid.mstep_tree_hybrid_online` with path draws for the
    hybrid E-step, eq. 5.6);
@@ -203,11 +204,16 @@ def fit_online_tree(
     Raises
     ------
     InvalidParameterError
-        The store does not match the tree, the executor is not ``auto``/``tasks``, ``state`` has the
+        The store does not match the tree, the executor is not ``auto``/``tasks``, the E-step is not
+        ``vb``/``hybrid``, ``state`` has the
         wrong shape, or the checkpoint was written for other settings, store, tree or start.
     """
     check_store_matches_tree(corpus, tree)
     check_tree_executor(online)
+    if config.estep not in ("vb", "hybrid"):
+        raise InvalidParameterError(
+            f"online tree LDA is variational: estep must be 'vb' or 'hybrid', not {config.estep!r} (use the "
+            "batch Gibbs sampler for 'gibbs')")
     client = current_client(client)
     split_every = split_every or int(tf_config.get("split-every", 8))
     layout = tree_vb_layout(tree, config.normalization)
