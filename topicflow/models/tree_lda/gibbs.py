@@ -59,6 +59,7 @@ Minka (2000). Estimating a Dirichlet distribution. Technical report.
 """
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -305,6 +306,10 @@ class TreeArrays:
         return int(self.member_edge.shape[0])
 
 
+#: tree_arrays of the live trees, by (id(tree), normalization); an entry goes when its tree is collected.
+_ARRAYS_MEMO: dict[tuple[int, str], tuple[weakref.ref[PriorTree], TreeArrays]] = {}
+
+
 def tree_arrays(tree: PriorTree, normalization: TreeNormalization = "node") -> TreeArrays:
     """The kernel view of ``tree`` (words numbered over all languages, the groups and their prior sums).
 
@@ -317,6 +322,8 @@ def tree_arrays(tree: PriorTree, normalization: TreeNormalization = "node") -> T
     Returns
     -------
     TreeArrays
+        Built once per tree object and normalization and then shared (many short calls of the
+        sampler on one tree would otherwise rebuild the layout each time): do not modify its arrays.
 
     Raises
     ------
@@ -332,6 +339,16 @@ def tree_arrays(tree: PriorTree, normalization: TreeNormalization = "node") -> T
     >>> tree_arrays(flat_tree(["en", "de"], [2, 3], 0.5), "node_language").group_prior_sum.tolist()
     [1.0, 1.5]
     """
+    key = (id(tree), str(normalization))
+    hit = _ARRAYS_MEMO.get(key)
+    if hit is not None and hit[0]() is tree:
+        return hit[1]
+    arrays = _build_tree_arrays(tree, normalization)
+    _ARRAYS_MEMO[key] = (weakref.ref(tree, lambda _ref, key=key: _ARRAYS_MEMO.pop(key, None)), arrays)  # type: ignore[misc]
+    return arrays
+
+
+def _build_tree_arrays(tree: PriorTree, normalization: TreeNormalization) -> TreeArrays:
     layout = tree_vb_layout(tree, normalization)
     word_offset = np.concatenate(([0], np.cumsum(tree.n_terms))).astype(np.int64)
     path_word = word_offset[tree.path_language] + tree.path_term
