@@ -233,6 +233,11 @@ def test_online_fit_matches_the_driver_and_partial_fit_continues_it(tiny: tuple[
     pieces.partial_fit(store, client=client)
     np.testing.assert_array_equal(pieces.edge_var_, whole.edge_var_)
     assert pieces.n_docs_seen_ == 30 and len(pieces.model_.info.corpus["shards"]) == Corpus.open(store).n_shards
+    # A Gibbs model continues as `topicflow update` continues it: online, with the hybrid E-step.
+    gibbs = topicflow.TreeLDA(2, prior_tree=tree_path, inference="gibbs", max_iter=3).fit(store)
+    gibbs.partial_fit(store, shards=[0], client=client)
+    assert gibbs.model_.info.method == "online" and gibbs.model_.info.settings["estep"] == "hybrid"
+    assert gibbs.n_docs_seen_ == 30 + 8 and np.all(np.isfinite(gibbs.edge_var_))
 
 
 def test_checkpoints_are_written_and_resumed_with_the_same_settings_only(tiny: tuple[Path, Path], tmp_path: Path) -> None:

@@ -11,7 +11,6 @@ docs/tree-lda.md.
 """
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 from numbers import Integral, Real
@@ -33,7 +32,6 @@ from topicflow.api._evaluation import FittedModelMixin
 from topicflow.api.lda import parse_doc_topic_prior
 from topicflow.errors import InvalidParameterError
 from topicflow.io.corpus.reader import Corpus, as_corpus
-from topicflow.io.models.info import unseen_shards
 from topicflow.io.models.store import SavedModel, load_model
 from topicflow.io.trees import check_tree_matches, read_tree
 from topicflow.models.tree_lda.tree import PriorTree
@@ -45,6 +43,7 @@ from topicflow.pipeline.tree_lda import (
     TREE_INFERENCE,
     TreeMinibatchRecord,
     TreeVBConfig,
+    continue_tree_online,
     fit_batch_tree_vb,
     fit_gibbs_tree,
     fit_online_tree,
@@ -379,10 +378,10 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
         """Run online VB over the store's shards the model has not seen, continuing its state and step sizes.
 
         The first call starts an online model (as ``fit`` with ``method="online"`` over ``shards``);
-        later calls continue it, from a batch model too (then at t = ceil(n_docs / batch_size), as
-        ``topicflow update`` does). The store is the one the model was fitted on, grown by
-        ``topicflow append`` with no new terms (a grown vocabulary needs the tree extended:
-        ``topicflow update``).
+        later calls continue it as ``topicflow update`` does
+        (:func:`~topicflow.pipeline.tree_lda.continue_tree_online`): from a batch or Gibbs model too
+        (then at t = ceil(n_docs / batch_size); a Gibbs model with the hybrid E-step), and new terms
+        of a store grown by ``topicflow append`` join the tree under the root.
 
         Parameters
         ----------
@@ -403,11 +402,12 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
         Raises
         ------
         InvalidParameterError
-            A Gibbs model or ``inference="gibbs"``, an input that is not a store, or a store whose
-            vocabularies are not the tree's.
+            ``inference="gibbs"`` on the first call, or an input that is not a store.
+        VocabularyMismatchError
+            A store whose vocabularies do not extend the model's.
         """
         online_twin = type(self)(**{**self.get_params(), "method": "online", **_ONLINE_UNUSED})
-        config, online = online_twin.config(), online_twin.online_config()
+        online = online_twin.online_config()
         client = split_client(y, client)
         if not isinstance(corpus, (str, os.PathLike, Corpus)):
             raise InvalidParameterError(f"TreeLDA.partial_fit reads a corpus store (path or Corpus), not "
@@ -415,26 +415,14 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
         store = as_corpus(corpus)
         model: SavedModel | None = getattr(self, "model_", None)
         if model is None:
+            config = online_twin.config()
             tree, source = self._tree_for(store)
             streamed = fit_online_tree(store, tree, config, online, shards=shards, client=client,
                                        split_every=self.split_every, progress=progress)
             self.model_ = online_tree_model(store, streamed, config, online, tree_source=source, shards=shards)
-            self._set_attributes_from_model()
-            return self
-        if model.info.method == "gibbs":
-            raise InvalidParameterError("a Gibbs tree model is not continued online (its chains are not saved): fit "
-                                        "again on the grown store")
-        state, layout = saved_tree_state(model)
-        if model.info.online:
-            t, docs_seen = int(model.info.online["t"]), int(model.info.online["docs_seen"])
         else:
-            n_docs = int(model.info.corpus.get("n_docs", 0))
-            t, docs_seen = math.ceil(n_docs / online.batch_size), n_docs
-        shards = unseen_shards(model, store) if shards is None else list(shards)
-        streamed = fit_online_tree(store, layout.tree, config, online, state=state, t=t, docs_seen=docs_seen,
-                                   shards=shards, client=client, split_every=self.split_every, progress=progress)
-        self.model_ = online_tree_model(store, streamed, config, online, tree_source=model.info.extra["tree"]["source"],
-                                        shards=shards, seen=model.info.corpus.get("shards", []))
+            self.model_, _, _ = continue_tree_online(model, store, online, shards=shards, client=client,
+                                                     split_every=self.split_every, progress=progress)
         self._set_attributes_from_model()
         return self
 
