@@ -169,7 +169,8 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @click.option("--eval-every", default=None, type=click.IntRange(min=0),
               help="pcsvb0, pcvb0, scvb0 with --test: score every N documents seen (0: at the end)  [default: 0]")
 @click.option("--max-iter", default=50, show_default=True, type=click.IntRange(min=1),
-              help="Maximum batch VB iterations (svb: per minibatch).")
+              help="Maximum batch VB iterations (svb: per minibatch; tree LDA with --inference gibbs: sweeps, "
+                   "200 when not given).")
 @click.option("--tol", default=1e-4, show_default=True, type=float,
               help="Batch and svb: stop at this relative ELBO change (svb: of the minibatch).")
 @click.option("--batch-size", default=None, type=click.IntRange(min=1),
