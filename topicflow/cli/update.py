@@ -26,7 +26,8 @@ COLLAPSED_METHODS = ("pcsvb0", "pcvb0", "scvb0")
 @click.option("--passes", default=None, type=click.IntRange(min=1), help="Passes over the new documents (default 1).")
 @click.option("--shuffle-window", default=None, type=click.IntRange(min=0), help="Shuffle within windows of this many documents.")
 @click.option("--executor", type=click.Choice(list(EXECUTORS)), default=None,
-              help="Where minibatch E-steps run (default: the model's); the result is the same.")
+              help="Where minibatch E-steps run (default: the model's); the result is the same. Tree LDA models "
+                   "always run them as tasks.")
 @click.option("--keep", default=None, type=click.IntRange(min=1), help="Afterwards keep only the newest N versions.")
 @click.option("--format", "fmt", type=click.Choice(choices(OutputFormat)), default="text", show_default=True)
 @cluster_options
@@ -36,9 +37,10 @@ def update(model_path: str, store: str, batch_size: int | None, tau0: float | No
     """Continue MODEL with the shards of STORE it has not seen, and save the result as a new version.
 
     The vocabulary grows with terms that `topicflow append --promote-min-df` added to STORE. An HDP
-    (pcsvb0) or SCVB0 model continues its own step-size schedules; a pcvb0 model (batch) is refitted instead. The
-    model is locked meanwhile; a crashed update leaves the previous version current, and running
-    the same command again redoes it. Exit status 0 also when there is nothing new.
+    (pcsvb0) or SCVB0 model continues its own step-size schedules; a pcvb0 model (batch) is refitted instead. A
+    tree LDA model (batch, online or Gibbs) continues by online tree VB with its own prior tree; new terms hang
+    from the tree's root until the tree is rebuilt and the model refitted. The model is locked meanwhile; a
+    crashed update leaves the previous version current, and running the same command again redoes it. Exit status 0 also when there is nothing new.
     """
     from dataclasses import replace
 
@@ -86,6 +88,10 @@ def update(model_path: str, store: str, batch_size: int | None, tau0: float | No
             f"{result.minibatches} minibatches in {result.seconds:.1f} s; new terms: {grown}",
             err=True,
         )
+        if model.info.family == "tree_lda" and any(result.new_terms.values()):
+            from topicflow.pipeline.tree_lda.nightly import NEW_TERMS_NOTE
+
+            click.echo(f"note: {NEW_TERMS_NOTE}", err=True)
     if result.pruned:
         click.echo(f"pruned versions {', '.join(map(str, result.pruned))}", err=True)
 

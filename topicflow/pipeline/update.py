@@ -17,6 +17,7 @@ from typing import Any
 
 import topicflow.pipeline.collapsed  # (registers the "hdp" and "scvb0" continuations)
 import topicflow.pipeline.streaming  # noqa: F401  (registers the "sgs" and "dsgs" continuations)
+import topicflow.pipeline.tree_lda  # noqa: F401  (registers the "tree_lda" continuation)
 from topicflow.errors import InvalidParameterError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.info import unseen_shards
@@ -77,11 +78,6 @@ def continuer_for(model: SavedModel, model_path: Path) -> Continuer:
             f"continue it in {library} and import it again, or fit a topicflow model with `topicflow fit`",
             path=str(model_path),
         )
-    if model.info.family == "tree_lda":
-        raise InvalidParameterError(
-            f"model {str(model_path)!r} is a tree LDA model, which `topicflow update` cannot continue yet; fit it "
-            "again on the grown store with `topicflow fit STORE --prior-tree TREE` (rebuild the tree for the "
-            "store's new vocabulary first)", path=str(model_path))
     if key not in CONTINUERS:
         raise InvalidParameterError(
             f"model {str(model_path)!r} was made by `topicflow stream --algo {key}`, which `topicflow update` "

@@ -151,6 +151,74 @@ class PriorTree:
                 out[language] = np.add.reduceat(part, indptr[:-1], axis=1)
         return out
 
+    def with_new_terms(self, n_terms: Sequence[int], root_beta: float) -> PriorTree:
+        """The tree over grown vocabularies: every new term a leaf directly under the root.
+
+        Existing edges, nodes and term ids keep their numbers (new edges come after the old ones,
+        language by language), so lambda of the old edges stays in place and only new columns are added.
+
+        Parameters
+        ----------
+        n_terms : sequence of int
+            The new vocabulary size per language (in ``languages`` order), at least the current one.
+        root_beta : float
+            Prior of each new root-to-word edge (:func:`root_leaf_beta` of the tree).
+
+        Returns
+        -------
+        PriorTree
+            ``self`` when no language grew.
+
+        Raises
+        ------
+        InvalidParameterError
+            A vocabulary shrank, the sizes do not match the languages, or ``root_beta`` is not positive.
+
+        Examples
+        --------
+        >>> grown = flat_tree(["en"], [2], beta=0.5).with_new_terms([3], 0.5)
+        >>> grown.n_terms, grown.word_paths("en", 2).tolist(), grown.edge_prior.tolist()
+        ((3,), [2], [0.5, 0.5, 0.5])
+        """
+        sizes = [int(n) for n in n_terms]
+        if len(sizes) != len(self.n_terms) or any(new < old for new, old in zip(sizes, self.n_terms)):
+            raise InvalidParameterError(
+                f"the tree has vocabulary sizes {list(self.n_terms)} ({list(self.languages)}); it can only grow, "
+                f"not become {sizes}")
+        if not (np.isfinite(root_beta) and root_beta > 0):
+            raise InvalidParameterError(f"root_beta must be a positive number, got {root_beta!r}")
+        added = [new - old for new, old in zip(sizes, self.n_terms)]
+        if not any(added):
+            return self
+        n_new = sum(added)
+        new_edges = np.arange(self.n_edges, self.n_edges + n_new, dtype=np.int64)
+        lengths = np.diff(self.path_indptr)
+        path_blocks: list[list[IntArray]] = [[], [], [], []]  # lengths, edges, language, term
+        first_new = 0
+        for li, (old, extra) in enumerate(zip(self.n_terms, added)):
+            mask = self.path_language == li
+            old_paths = np.flatnonzero(mask)
+            path_blocks[0].append(lengths[old_paths])
+            path_blocks[1].extend(self.path_edges[self.path_indptr[p]:self.path_indptr[p + 1]] for p in old_paths)
+            path_blocks[2].append(self.path_language[old_paths])
+            path_blocks[3].append(self.path_term[old_paths])
+            path_blocks[0].append(np.ones(extra, dtype=np.int64))
+            path_blocks[1].append(new_edges[first_new:first_new + extra])
+            path_blocks[2].append(np.full(extra, li, dtype=np.int64))
+            path_blocks[3].append(np.arange(old, old + extra, dtype=np.int64))
+            first_new += extra
+        path_lengths = np.concatenate(path_blocks[0]).astype(np.int64)
+        return PriorTree(
+            languages=self.languages, n_terms=tuple(sizes), node_names=self.node_names,
+            edge_parent=np.concatenate([self.edge_parent, np.zeros(n_new, dtype=np.int64)]),
+            edge_child=np.concatenate([self.edge_child, np.full(n_new, -1, dtype=np.int64)]),
+            edge_prior=np.concatenate([self.edge_prior, np.full(n_new, float(root_beta))]),
+            path_indptr=np.concatenate([[0], np.cumsum(path_lengths)]).astype(np.int64),
+            path_edges=np.concatenate(path_blocks[1]).astype(np.int64),
+            path_language=np.concatenate(path_blocks[2]).astype(np.int64),
+            path_term=np.concatenate(path_blocks[3]).astype(np.int64),
+        )
+
     def path_edge_incidence(self) -> tuple[IntArray, IntArray]:
         """(path, edge) pairs of every path's edges, for scattering path counts onto edges.
 
@@ -163,6 +231,34 @@ class PriorTree:
         """
         lengths = np.diff(self.path_indptr)
         return np.repeat(np.arange(self.n_paths, dtype=np.int64), lengths), self.path_edges.astype(np.int64)
+
+
+def root_leaf_beta(tree: PriorTree) -> float:
+    """The prior a word hanging directly from the root has in ``tree`` (what a new word gets).
+
+    The most frequent prior among the root's edges into leaves (under the "per-leaf" convention of
+    :mod:`topicflow.models.tree_lda.build` every such edge carries ``root_beta``; under "tree-tm" a
+    word of one sense does). Without such edges, the "per-leaf" value: the root's edge priors summed
+    over the number of paths.
+
+    Parameters
+    ----------
+    tree : PriorTree
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> root_leaf_beta(flat_tree(["en"], [3], beta=0.02))
+    0.02
+    """
+    leaf = (tree.edge_parent == 0) & (tree.edge_child == -1)
+    if np.any(leaf):
+        values, counts = np.unique(tree.edge_prior[leaf], return_counts=True)
+        return float(values[np.argmax(counts)])
+    return float(tree.edge_prior[tree.edge_parent == 0].sum() / max(tree.n_paths, 1))
 
 
 def tree_problems(tree: PriorTree) -> list[str]:
