@@ -22,9 +22,13 @@ is not that of a generative model (the VB objective of that normalization is a s
 :func:`joint_log_likelihood`); with no shared edge (a flat tree, or concepts within one language) it
 is exact.
 
-The sampler is the naive one: it evaluates all K x S_w weights of a token (O(K S_w depth) per draw;
-spec 2.8 says it is enough at the K of the experiments). The sparse bucket decomposition of Hu and
-Boyd-Graber (2012) is not implemented. The kernels work on edge-major copies of the counts
+The default sampler is the dense one: it evaluates all K x S_w weights of a token (O(K S_w depth) per
+draw, its inner loop over topics contiguous; spec 2.8 says it is enough at the K of the experiments).
+``TreeGibbsParams(sparse=True)`` draws from the s + r + q bucket decomposition instead (Yao, Mimno and
+McCallum 2009; for trees Hu and Boyd-Graber 2012; :func:`bucket_masses`): the same conditional, other
+draws, with work proportional to the topics of the document and of the word's edges. On a 2-level
+tree corpus it is slower than the dense kernel up to K = 200 and on par at K = 1000 (docs/tree-lda.md,
+"Gibbs sampling"). The kernels work on edge-major copies of the counts
 ((n_edges, K), (n_groups, K)) so that the loop over topics is contiguous; the state keeps them
 topic-major. Optional pseudo-counts M_ke (the edge counts of tokens outside the state: other shards,
 earlier minibatches) join the conditional's counts, so a shard can be swept against the rest of the
@@ -89,6 +93,9 @@ from topicflow.models.tree_lda.tree import PriorTree
 from topicflow.models.tree_lda.vb import TREE_NORMALIZATIONS, tree_vb_layout
 
 _MAX_SEED = 2**63
+#: Relative slack on the sparse sampler's bound of the s bucket: covers the rounding of its running sums
+#: (recomputed at every document) and of a bound that is tight (a word whose paths have one group each).
+BOUND_SLACK = 1e-9
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +114,9 @@ class TreeGibbsParams:
         The normalization groups of the edges' Dirichlets (module docstring): "node" is the chapter's
         one Dirichlet per internal node; "node_language" one per (node, language of the leaf), with
         which a flat multilingual tree is polylingual LDA.
+    sparse : bool, default False
+        Draw from the s + r + q bucket decomposition (:func:`bucket_masses`; Yao et al. 2009, Hu and
+        Boyd-Graber 2012) instead of all K x S_w weights: the same conditional, other draws.
 
     Raises
     ------
@@ -123,8 +133,12 @@ class TreeGibbsParams:
     doc_topic_prior: float | FloatArray = 0.1
     seed: int = 0
     normalization: TreeNormalization = "node"
+    sparse: bool = False
 
     def __post_init__(self) -> None:
+        if not isinstance(self.sparse, (bool, np.bool_)):
+            raise InvalidParameterError(f"TreeGibbsParams.sparse must be True or False, got {self.sparse!r}")
+        object.__setattr__(self, "sparse", bool(self.sparse))
         if self.normalization not in TREE_NORMALIZATIONS:
             raise InvalidParameterError(
                 f"TreeGibbsParams.normalization must be one of {list(TREE_NORMALIZATIONS)}, got {self.normalization!r}")
@@ -142,7 +156,7 @@ class TreeGibbsParams:
     def to_dict(self) -> dict[str, Any]:
         """JSON-able fields, for model files and checkpoints."""
         prior = self.doc_topic_prior
-        return {"n_topics": self.n_topics, "seed": self.seed, "normalization": self.normalization,
+        return {"n_topics": self.n_topics, "seed": self.seed, "normalization": self.normalization, "sparse": self.sparse,
                 "doc_topic_prior": prior if isinstance(prior, float) else [float(a) for a in prior]}
 
     @classmethod
@@ -150,7 +164,8 @@ class TreeGibbsParams:
         """Inverse of :meth:`to_dict` (a dict without ``normalization`` is the "node" sampler's)."""
         prior = data["doc_topic_prior"]
         return cls(n_topics=data["n_topics"], doc_topic_prior=prior if np.ndim(prior) == 0 else np.asarray(prior),
-                   seed=data["seed"], normalization=data.get("normalization", "node"))
+                   seed=data["seed"], normalization=data.get("normalization", "node"),
+                   sparse=bool(data.get("sparse", False)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -536,6 +551,250 @@ def _sweep(token_indptr, token_words, topics, paths, doc_topic, edge_topic, grou
                   member_group)
 
 
+# ----------------------------------------------------------------------------- sparse buckets (option)
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _list_add(row, k, items, pos, n_items):
+    """Put k in row ``row``'s unordered list (``pos[row, k]`` is its place, -1 when absent)."""
+    if pos[row, k] < 0:
+        pos[row, k] = n_items[row]
+        items[row, n_items[row]] = k
+        n_items[row] += 1
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _list_remove(row, k, items, pos, n_items):
+    """Take k out of row ``row``'s unordered list (the last entry moves into its place)."""
+    at = pos[row, k]
+    if at >= 0:
+        last = items[row, n_items[row] - 1]
+        items[row, at] = last
+        pos[row, last] = at
+        pos[row, k] = -1
+        n_items[row] -= 1
+
+
+@numba.njit(nogil=True, cache=True)
+def _edge_lists(edge_topic, edge_extra):
+    """Per edge, the unordered list of the topics with C_ke = N_ke + M_ke > 0 (items, positions, lengths)."""
+    n_edges, n_topics = edge_topic.shape
+    edge_items = np.empty((n_edges, n_topics), np.int64)
+    edge_pos = np.full((n_edges, n_topics), -1, np.int64)
+    edge_n = np.zeros(n_edges, np.int64)
+    for e in range(n_edges):
+        for k in range(n_topics):
+            if edge_topic[e, k] + edge_extra[e, k] > 0:
+                _list_add(e, k, edge_items, edge_pos, edge_n)
+    return edge_items, edge_pos, edge_n
+
+
+@numba.njit(nogil=True, cache=True)
+def _document_lists(d, doc_topic, group_topic, group_extra, group_prior, alpha, is_root_group, doc_items, doc_pos,
+                    doc_n, root_mass):
+    """Start document d: its list of topics with N_dk > 0, and A_g = sum_k alpha_k / D_kg of every root group
+    computed afresh (so the running sums of A never drift over more than one document)."""
+    for m in range(doc_n[0]):
+        doc_pos[0, doc_items[0, m]] = -1
+    doc_n[0] = 0
+    for k in range(alpha.shape[0]):
+        if doc_topic[d, k] > 0:
+            _list_add(0, k, doc_items, doc_pos, doc_n)
+    for g in range(group_topic.shape[0]):
+        if is_root_group[g]:
+            mass = 0.0
+            for k in range(alpha.shape[0]):
+                mass += alpha[k] / (group_topic[g, k] + group_extra[g, k] + group_prior[g])
+            root_mass[g] = mass
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _sparse_move(k, s, d, delta, doc_topic, edge_topic, group_topic, path_indptr, path_edges, edge_group_indptr,
+                 member_group, edge_extra, group_extra, group_prior, alpha, is_root_group, root_mass,
+                 edge_items, edge_pos, edge_n, doc_items, doc_pos, doc_n):
+    """:func:`_move` that also keeps the lists of topics with C_ke = N_ke + M_ke > 0 per edge, the document's
+    list of topics with N_dk > 0 (row 0 of ``doc_items``) and A_g = sum_k alpha_k / D_kg of the root groups."""
+    doc_topic[d, k] += delta
+    if doc_topic[d, k] == 0:
+        _list_remove(0, k, doc_items, doc_pos, doc_n)
+    else:
+        _list_add(0, k, doc_items, doc_pos, doc_n)
+    for i in range(path_indptr[s], path_indptr[s + 1]):
+        e = path_edges[i]
+        edge_topic[e, k] += delta
+        if edge_topic[e, k] + edge_extra[e, k] > 0:
+            _list_add(e, k, edge_items, edge_pos, edge_n)
+        else:
+            _list_remove(e, k, edge_items, edge_pos, edge_n)
+        for m in range(edge_group_indptr[e], edge_group_indptr[e + 1]):
+            g = member_group[m]
+            if is_root_group[g]:
+                root_mass[g] -= alpha[k] / (group_topic[g, k] + group_extra[g, k] + group_prior[g])
+            group_topic[g, k] += delta
+            if is_root_group[g]:
+                root_mass[g] += alpha[k] / (group_topic[g, k] + group_extra[g, k] + group_prior[g])
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _path_terms(k, s, edge_topic, group_topic, path_indptr, path_edges, pair_group, edge_extra, group_extra,
+                edge_prior, group_prior):
+    """(prod (C_ke + beta_e), prod beta_e, prod D_kg) over path s for topic k."""
+    full, prior, norm = 1.0, 1.0, 1.0
+    for i in range(path_indptr[s], path_indptr[s + 1]):
+        e, g = path_edges[i], pair_group[i]
+        full *= edge_topic[e, k] + edge_extra[e, k] + edge_prior[e]
+        prior *= edge_prior[e]
+        norm *= group_topic[g, k] + group_extra[g, k] + group_prior[g]
+    return full, prior, norm
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _sparse_buckets(d, w, doc_topic, edge_topic, group_topic, alpha, word_path_indptr, path_indptr, path_edges,
+                    pair_group, edge_extra, group_extra, edge_prior, group_prior, path_bound, path_root_group,
+                    root_mass, edge_items, edge_n, doc_items, doc_n, mark, stamp, q_k, q_j, q_w, r_k, r_j, r_w):
+    """The q and r buckets of one token (entries and sums) and the bound of its s bucket.
+
+    q: (N_dk + alpha_k)(prod(C + beta) - prod beta) / prod D over the topics with C_ke > 0 on some edge
+    of the path; r: N_dk prod beta / prod D over the document's topics; s <= sum_j path_bound[p_j] A_g0(p_j).
+    Returns (n_q, q_sum, n_r, r_sum, s_bound, stamp).
+    """
+    p_lo = word_path_indptr[w]
+    n_paths = word_path_indptr[w + 1] - p_lo
+    n_q, q_sum, n_r, r_sum, s_bound = 0, 0.0, 0, 0.0, 0.0
+    for j in range(n_paths):
+        s = p_lo + j
+        i_lo, i_hi = path_indptr[s], path_indptr[s + 1]
+        prior = 1.0
+        for i in range(i_lo, i_hi):
+            prior *= edge_prior[path_edges[i]]
+        s_bound += path_bound[s] * root_mass[path_root_group[s]]
+        stamp += 1
+        for m in range(doc_n[0]):  # the document's topics: r, and q where the path has counts (one pass)
+            k = doc_items[0, m]
+            mark[k] = stamp
+            full, norm = 1.0, 1.0
+            for i in range(i_lo, i_hi):
+                e, g = path_edges[i], pair_group[i]
+                full *= edge_topic[e, k] + edge_extra[e, k] + edge_prior[e]
+                norm *= group_topic[g, k] + group_extra[g, k] + group_prior[g]
+            inv = 1.0 / norm
+            value = doc_topic[d, k] * prior * inv
+            r_k[n_r], r_j[n_r], r_w[n_r] = k, j, value
+            r_sum += value
+            n_r += 1
+            if full > prior:
+                value = (doc_topic[d, k] + alpha[k]) * (full - prior) * inv
+                q_k[n_q], q_j[n_q], q_w[n_q] = k, j, value
+                q_sum += value
+                n_q += 1
+        for i0 in range(i_lo, i_hi):  # the other topics counted on the path: q
+            for m in range(edge_n[path_edges[i0]]):
+                k = edge_items[path_edges[i0], m]
+                if mark[k] == stamp:
+                    continue
+                mark[k] = stamp
+                full, norm = 1.0, 1.0
+                for i in range(i_lo, i_hi):
+                    e, g = path_edges[i], pair_group[i]
+                    full *= edge_topic[e, k] + edge_extra[e, k] + edge_prior[e]
+                    norm *= group_topic[g, k] + group_extra[g, k] + group_prior[g]
+                value = alpha[k] * (full - prior) / norm
+                if value > 0.0:
+                    q_k[n_q], q_j[n_q], q_w[n_q] = k, j, value
+                    q_sum += value
+                    n_q += 1
+    return n_q, q_sum, n_r, r_sum, s_bound, stamp
+
+
+@numba.njit(nogil=True, cache=True)
+def _smoothing_bucket(w, group_topic, alpha, word_path_indptr, path_indptr, path_edges, pair_group, edge_prior,
+                      group_prior, group_extra, edge_topic, edge_extra, out):
+    """Fill ``out[k * S + j]`` with the s bucket's alpha_k prod beta / prod D; return its sum."""
+    p_lo = word_path_indptr[w]
+    n_paths = word_path_indptr[w + 1] - p_lo
+    total = 0.0
+    for k in range(alpha.shape[0]):
+        for j in range(n_paths):
+            full, prior, norm = _path_terms(k, p_lo + j, edge_topic, group_topic, path_indptr, path_edges,
+                                            pair_group, edge_extra, group_extra, edge_prior, group_prior)
+            out[k * n_paths + j] = alpha[k] * prior / norm
+            total += out[k * n_paths + j]
+    return total
+
+
+@numba.njit(nogil=True, cache=True)
+def _pick(values, n, x):
+    """The first index among ``values[:n]`` whose running sum exceeds x (the last one if none does)."""
+    running = 0.0
+    for i in range(n):
+        running += values[i]
+        if running > x:
+            return i
+    return n - 1
+
+
+@numba.njit(nogil=True, cache=True)
+def _sweep_sparse(token_indptr, token_words, topics, paths, doc_topic, edge_topic, group_topic, alpha,
+                  word_path_indptr, path_indptr, path_edges, pair_group, edge_group_indptr, member_group, edge_extra,
+                  group_extra, edge_prior, group_prior, path_bound, path_root_group, is_root_group, seed, sweep,
+                  first_doc, weights):
+    """One sweep drawing each token from the s + r + q buckets (see :func:`run_sweeps`, ``sparse=True``)."""
+    n_topics = alpha.shape[0]
+    edge_items, edge_pos, edge_n = _edge_lists(edge_topic, edge_extra)
+    doc_items = np.empty((1, n_topics), np.int64)
+    doc_pos = np.full((1, n_topics), -1, np.int64)
+    doc_n = np.zeros(1, np.int64)
+    root_mass = np.zeros(group_topic.shape[0])
+    mark = np.zeros(n_topics, np.int64)
+    stamp = 0
+    size = weights.shape[0]
+    q_k, q_j, q_w = np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size)
+    r_k, r_j, r_w = np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size)
+    for d in range(token_indptr.shape[0] - 1):
+        key = counter_key(seed, STREAM_GIBBS, sweep, first_doc + d)
+        lo, hi = token_indptr[d], token_indptr[d + 1]
+        _document_lists(d, doc_topic, group_topic, group_extra, group_prior, alpha, is_root_group, doc_items,
+                        doc_pos, doc_n, root_mass)
+        for t in range(lo, hi):
+            w = token_words[t]
+            _sparse_move(topics[t], paths[t], d, -1, doc_topic, edge_topic, group_topic, path_indptr, path_edges,
+                         edge_group_indptr, member_group, edge_extra, group_extra, group_prior, alpha, is_root_group,
+                         root_mass, edge_items, edge_pos, edge_n, doc_items, doc_pos, doc_n)
+            n_q, q_sum, n_r, r_sum, s_bound, stamp = _sparse_buckets(
+                d, w, doc_topic, edge_topic, group_topic, alpha, word_path_indptr, path_indptr, path_edges,
+                pair_group, edge_extra, group_extra, edge_prior, group_prior, path_bound, path_root_group,
+                root_mass, edge_items, edge_n, doc_items, doc_n, mark, stamp, q_k, q_j, q_w, r_k, r_j, r_w)
+            s_bound *= 1.0 + BOUND_SLACK
+            n_paths = word_path_indptr[w + 1] - word_path_indptr[w]
+            attempt = 0
+            while True:
+                u = uniform_from_key(key, (t - lo) + attempt * (hi - lo))
+                x = u * (q_sum + r_sum + s_bound)
+                if x < q_sum:
+                    i = _pick(q_w, n_q, x)
+                    k, j = q_k[i], q_j[i]
+                    break
+                x -= q_sum
+                if x < r_sum:
+                    i = _pick(r_w, n_r, x)
+                    k, j = r_k[i], r_j[i]
+                    break
+                x -= r_sum
+                s_sum = _smoothing_bucket(w, group_topic, alpha, word_path_indptr, path_indptr, path_edges,
+                                          pair_group, edge_prior, group_prior, group_extra, edge_topic, edge_extra,
+                                          weights)
+                if x < s_sum:
+                    i = _pick(weights, n_topics * n_paths, x)
+                    k, j = i // n_paths, i % n_paths
+                    break
+                attempt += 1  # x fell in the bound's slack: draw again with the token's next uniform
+            s = word_path_indptr[w] + j
+            topics[t], paths[t] = k, s
+            _sparse_move(k, s, d, 1, doc_topic, edge_topic, group_topic, path_indptr, path_edges, edge_group_indptr,
+                         member_group, edge_extra, group_extra, group_prior, alpha, is_root_group, root_mass,
+                         edge_items, edge_pos, edge_n, doc_items, doc_pos, doc_n)
+
+
 @numba.njit(nogil=True, cache=True)
 def _fold_in_sweeps(token_indptr, token_words, topics, paths, doc_topic, alpha, word_path_indptr, path_topic,
                     seed, first_doc, n_sweeps, weights):
@@ -560,18 +819,15 @@ def _fold_in_sweeps(token_indptr, token_words, topics, paths, doc_topic, alpha, 
                 doc_topic[d, topics[t]] += 1
 
 
-def _topic_priors(
+def _extras(
     arrays: TreeArrays, n_topics: int, tree: PriorTree, pseudo_counts: FloatArray | None,
 ) -> tuple[FloatArray, FloatArray]:
-    """beta_e + M_ke and its sums per group, edge- and group-major ((n_edges, K), (n_groups, K)), for the kernels.
+    """M_ke and its sums per group, edge- and group-major ((n_edges, K), (n_groups, K)); zeros without M.
 
-    Without M: beta and B repeated over the topics. M's group sums are added in member (edge) order,
-    as B's.
+    M's group sums are added in member (edge) order, as B's.
     """
-    edge_prior = np.repeat(arrays.edge_prior[:, None], n_topics, axis=1)
-    group_prior = np.repeat(arrays.group_prior_sum[:, None], n_topics, axis=1)
     if pseudo_counts is None:
-        return edge_prior, group_prior
+        return np.zeros((tree.n_edges, n_topics)), np.zeros((arrays.n_groups, n_topics))
     extra = np.asarray(pseudo_counts, dtype=np.float64)
     if extra.shape != (n_topics, tree.n_edges) or not np.all(np.isfinite(extra)) or extra.min(initial=0) < 0:
         raise InvalidParameterError(
@@ -582,7 +838,37 @@ def _topic_priors(
     for k in range(n_topics):
         group_extra[k] = np.bincount(arrays.member_group, weights=extra[k, arrays.member_edge],
                                      minlength=arrays.n_groups)
-    return np.ascontiguousarray(edge_prior + extra.T), np.ascontiguousarray(group_prior + group_extra.T)
+    return np.ascontiguousarray(extra.T), np.ascontiguousarray(group_extra.T)
+
+
+def _topic_priors(
+    arrays: TreeArrays, n_topics: int, tree: PriorTree, pseudo_counts: FloatArray | None,
+) -> tuple[FloatArray, FloatArray]:
+    """beta_e + M_ke and its sums per group, edge- and group-major ((n_edges, K), (n_groups, K)), for the kernels.
+
+    Without M: beta and B repeated over the topics.
+    """
+    edge_prior = np.repeat(arrays.edge_prior[:, None], n_topics, axis=1)
+    group_prior = np.repeat(arrays.group_prior_sum[:, None], n_topics, axis=1)
+    if pseudo_counts is None:
+        return edge_prior, group_prior
+    edge_extra, group_extra = _extras(arrays, n_topics, tree, pseudo_counts)
+    return np.ascontiguousarray(edge_prior + edge_extra), np.ascontiguousarray(group_prior + group_extra)
+
+
+def _sparse_tree(arrays: TreeArrays) -> tuple[FloatArray, IntArray, np.ndarray]:
+    """The s bucket's bound per path: (prod beta over the path / prod B of its groups below the root, the
+    group of its root edge, which groups are root groups)."""
+    n_paths = arrays.path_indptr.shape[0] - 1
+    bound, root_group = np.ones(n_paths), np.zeros(n_paths, dtype=np.int64)
+    is_root = np.zeros(arrays.n_groups, dtype=np.bool_)
+    for p in range(n_paths):
+        lo, hi = arrays.path_indptr[p], arrays.path_indptr[p + 1]
+        root_group[p] = arrays.pair_group[lo]
+        is_root[root_group[p]] = True
+        bound[p] = np.prod(arrays.edge_prior[arrays.path_edges[lo:hi]]) / np.prod(
+            arrays.group_prior_sum[arrays.pair_group[lo + 1:hi]])
+    return bound, root_group, is_root
 
 
 # ----------------------------------------------------------------------------- state
@@ -775,7 +1061,9 @@ def run_sweeps(
     (under "node": g(e, s) = parent(e), the chapter's eq. 5.2)
     over the K x S_w pairs, laid out k-major (index ``k S_w + j`` for the j-th path of w), by inverse
     CDF with the t-th uniform of ``counter_key(seed, STREAM_GIBBS, sweeps_done + s + 1, first_doc + d)``
-    in sweep s. A chain run in pieces equals the chain run at once. NumPy equivalent (plain loops, the
+    in sweep s (with ``params.sparse``: from the buckets of :func:`bucket_masses`, a draw of the same
+    law, not the same draw; a draw that falls in the slack of the s bucket's bound takes uniform
+    ``t + a n_d`` at its a-th retry, n_d the document's tokens). A chain run in pieces equals the chain run at once. NumPy equivalent (plain loops, the
     same draws) in ``tests/reference/tree_gibbs.py``::
 
         w_ks = (n_dk + alpha)[:, None] * np.prod(pi_ke[:, path_edges], axis=-1)  # per path
@@ -802,12 +1090,22 @@ def run_sweeps(
     group_topic = state.group_topic_counts.T.copy()
     alpha = np.array(state.doc_topic_prior, dtype=np.float64)
     weights = np.empty(state.n_topics * arrays.max_paths)
+    if params.sparse:
+        edge_extra, group_extra = _extras(arrays, state.n_topics, tree, pseudo_counts)
+        path_bound, path_root_group, is_root_group = _sparse_tree(arrays)
     for s in range(n_sweeps):
         sweep = state.sweeps_done + s + 1
-        _sweep(state.token_indptr, state.token_words, topics, paths, doc_topic, edge_topic, group_topic, alpha,
-               arrays.word_path_indptr, arrays.path_indptr, arrays.path_edges, arrays.pair_group,
-               arrays.edge_group_indptr, arrays.member_group, edge_prior, group_prior, params.seed, sweep,
-               state.first_doc, weights)
+        if params.sparse:
+            _sweep_sparse(state.token_indptr, state.token_words, topics, paths, doc_topic, edge_topic, group_topic,
+                          alpha, arrays.word_path_indptr, arrays.path_indptr, arrays.path_edges, arrays.pair_group,
+                          arrays.edge_group_indptr, arrays.member_group, edge_extra, group_extra, arrays.edge_prior,
+                          arrays.group_prior_sum, path_bound, path_root_group, is_root_group, params.seed, sweep,
+                          state.first_doc, weights)
+        else:
+            _sweep(state.token_indptr, state.token_words, topics, paths, doc_topic, edge_topic, group_topic, alpha,
+                   arrays.word_path_indptr, arrays.path_indptr, arrays.path_edges, arrays.pair_group,
+                   arrays.edge_group_indptr, arrays.member_group, edge_prior, group_prior, params.seed, sweep,
+                   state.first_doc, weights)
         if optimize_every and sweep > burn_in and (sweep - burn_in) % optimize_every == 0:
             _alpha_fixed_point(doc_topic, np.diff(state.token_indptr), alpha, HYPER_MAX_ITER, HYPER_TOL, HYPER_FLOOR)
     return TreeGibbsState(state.token_indptr, state.token_words, topics, paths, doc_topic, edge_topic.T,
@@ -856,6 +1154,70 @@ def token_conditional(
                              arrays.path_indptr, arrays.path_edges, arrays.pair_group, edge_prior, group_prior, out)
     weights = out[: state.n_topics * n_paths].reshape(state.n_topics, n_paths)
     return weights / weights.sum()
+
+
+def bucket_masses(
+    state: TreeGibbsState, tree: PriorTree, token: int, *, pseudo_counts: FloatArray | None = None,
+) -> dict[str, float]:
+    """The masses of the sparse sampler's buckets for one token, its own (z, y) removed from the counts.
+
+    Parameters
+    ----------
+    state : TreeGibbsState
+    tree : PriorTree
+    token : int
+    pseudo_counts : ndarray of shape (n_topics, n_edges), optional
+        As in :func:`run_sweeps`.
+
+    Returns
+    -------
+    dict of str to float
+        ``s``, ``r``, ``q`` and ``s_bound`` (the bound the draw uses in the place of s, with its relative
+        slack :data:`BOUND_SLACK`).
+
+    Notes
+    -----
+    With C_ke = N_ke + M_ke and D_kg = G_kg + M_kg + B_g, the weight of (k, s) splits as (Yao, Mimno
+    and McCallum 2009; for trees, Hu and Boyd-Graber 2012)
+
+        (N_dk + alpha_k) prod (C + beta) / prod D
+            = alpha_k prod beta / prod D                         (s: every topic)
+            + N_dk prod beta / prod D                            (r: the document's topics)
+            + (N_dk + alpha_k)(prod (C + beta) - prod beta) / prod D   (q: topics counted on the path)
+
+    q and r are computed over their few nonzero topics (lists kept per edge and per document); s is
+    bounded by ``sum_s [prod beta / prod_{groups below the root} B] A_g0(s)`` with
+    ``A_g = sum_k alpha_k / D_kg`` kept per root group, and computed exactly (O(K S_w)) only when the
+    uniform falls in it; when it falls in the bound's slack the token draws again with its next
+    uniform. The chain has the dense sampler's conditional (tested in distribution), not its draws.
+    """
+    arrays = _check_state(state, tree)
+    token = parse_int("token", token, 0, state.n_tokens)
+    edge_extra, group_extra = _extras(arrays, state.n_topics, tree, pseudo_counts)
+    path_bound, path_root_group, is_root_group = _sparse_tree(arrays)
+    d = int(np.searchsorted(state.token_indptr, token, side="right") - 1)
+    doc_topic = state.doc_topic_counts.copy()
+    edge_topic = state.edge_topic_counts.T.copy()
+    group_topic = state.group_topic_counts.T.copy()
+    _move(int(state.topics[token]), int(state.paths[token]), d, -1, doc_topic, edge_topic, group_topic,
+          arrays.path_indptr, arrays.path_edges, arrays.edge_group_indptr, arrays.member_group)
+    alpha = np.asarray(state.doc_topic_prior, np.float64)
+    edge_items, _, edge_n = _edge_lists(edge_topic, edge_extra)
+    doc_items, doc_pos, doc_n = np.empty((1, state.n_topics), np.int64), np.full((1, state.n_topics), -1), np.zeros(1, np.int64)
+    root_mass = np.zeros(arrays.n_groups)
+    _document_lists(d, doc_topic, group_topic, group_extra, arrays.group_prior_sum, alpha, is_root_group, doc_items,
+                    doc_pos, doc_n, root_mass)
+    size = state.n_topics * arrays.max_paths
+    buffers = [np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size)] * 2
+    _, q_sum, _, r_sum, s_bound, _ = _sparse_buckets(
+        d, int(state.token_words[token]), doc_topic, edge_topic, group_topic, alpha, arrays.word_path_indptr,
+        arrays.path_indptr, arrays.path_edges, arrays.pair_group, edge_extra, group_extra, arrays.edge_prior,
+        arrays.group_prior_sum, path_bound, path_root_group, root_mass, edge_items, edge_n, doc_items, doc_n,
+        np.zeros(state.n_topics, np.int64), 0, *buffers)
+    s_sum = _smoothing_bucket(int(state.token_words[token]), group_topic, alpha, arrays.word_path_indptr,
+                              arrays.path_indptr, arrays.path_edges, arrays.pair_group, arrays.edge_prior,
+                              arrays.group_prior_sum, group_extra, edge_topic, edge_extra, np.empty(size))
+    return {"s": float(s_sum), "r": float(r_sum), "q": float(q_sum), "s_bound": float(s_bound * (1.0 + BOUND_SLACK))}
 
 
 def joint_log_likelihood(state: TreeGibbsState, tree: PriorTree) -> float:
