@@ -121,6 +121,20 @@ def test_gibbs_fit_matches_the_driver_and_reads_like_lda(tiny: tuple[Path, Path]
     assert loaded.n_iter_ == 6 and loaded.config() == config
 
 
+def test_sparse_gibbs_is_the_bucket_sampler_of_the_driver(tiny: tuple[Path, Path], tmp_path: Path) -> None:
+    from topicflow.pipeline.tree_lda import fit_tree_gibbs, gibbs_params
+
+    store, tree_path = tiny
+    model = topicflow.TreeLDA(2, prior_tree=tree_path, inference="gibbs", sparse=True, max_iter=4, seed=3).fit(store)
+    config = model.config()
+    assert config.sparse and gibbs_params(config).sparse
+    tree, _ = read_tree(tree_path)
+    fit = fit_tree_gibbs(Corpus.open(store), tree, gibbs_params(config), sweeps=4)
+    np.testing.assert_array_equal(model.edge_var_, fit.edge_topic_counts + tree.edge_prior[None, :])
+    model.save(tmp_path / "s")
+    assert topicflow.TreeLDA.load(tmp_path / "s").get_params()["sparse"] is True
+
+
 def test_flat_tree_gibbs_recovers_topics_like_lda_gibbs(tmp_path: Path) -> None:
     """A flat tree with beta 0.01 per leaf is LDA with beta 0.01: same collapsed conditional, different random
     numbers. On planted data (3 block topics over 30 terms, 150 documents of 40 tokens, alpha 0.2) 60 sweeps of
@@ -152,6 +166,7 @@ def test_flat_tree_gibbs_recovers_topics_like_lda_gibbs(tmp_path: Path) -> None:
     (dict(inference="gibbs", tol=0.1), "tol=0.1 given with inference='gibbs'"),
     (dict(inference="gibbs", burn_in=3), "burn_in=3 given with inference='gibbs'"),
     (dict(inference="vb", sync_every=2), "sync_every=2 given with inference='vb'"),
+    (dict(inference="hybrid", sparse=True), "sparse=True given with inference='hybrid'"),
     (dict(inference="gibbs", method="online"), "online tree LDA is variational"),
     (dict(method="online", max_iter=5), "max_iter=5 given with inference='vb', method='online'"),
     (dict(batch_size=10), "batch_size=10 given with inference='vb'"),

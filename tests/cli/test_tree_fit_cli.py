@@ -57,6 +57,7 @@ def test_fit_with_a_prior_tree_saves_the_estimators_model(tiny: tuple[Path, Path
     (["--inference", "gibbs", "--method", "online"], "online tree LDA is variational"),
     (["--inference", "gibbs", "--split-every", "2"], "--split-every given with --inference gibbs"),
     (["--sync-every", "2"], "--sync-every given with --inference vb"),
+    (["--inference", "hybrid", "--sparse"], "--sparse given with --inference hybrid"),
     (["--batch-size", "4"], "--batch-size given with --inference vb, which does not use them (batch VB"),
     (["--method", "online", "--max-iter", "3"], "--max-iter given with --inference vb --method online"),
     (["--method", "online", "--executor", "servers"], "Dask tasks only"),
@@ -92,7 +93,7 @@ def test_gibbs_fit_from_the_command_line(tiny: tuple[Path, Path], tmp_path: Path
     model_path = tmp_path / "g"
     result = run(["fit", str(store), "--model", str(model_path), "--prior-tree", str(tree), "--inference", "gibbs",
                   "--topics", "2", "--max-iter", "5", "--sync-every", "2", "--doc-topic-prior", "0.1", "--seed", "2",
-                  "--doc-topics", str(tmp_path / "theta.zarr"), "--checkpoint-every", "2",
+                  "--doc-topics", str(tmp_path / "theta.zarr"), "--checkpoint-every", "2", "--sparse",
                   "--scheduler", local_cluster.scheduler_address])  # type: ignore[attr-defined]
     assert result.exit_code == 0, result.output
     assert "sweep    4  log p(w,z,y)" in result.output and "(5 sweeps in 3 rounds" in result.output, result.output
@@ -100,7 +101,8 @@ def test_gibbs_fit_from_the_command_line(tiny: tuple[Path, Path], tmp_path: Path
     model = load_model(model_path)
     assert model.info.method == "gibbs" and model.info.settings["estep"] == "gibbs"
     assert (model.info.settings["sync_every"], model.info.settings["doc_topic_prior"]) == (2, 0.1)
-    api = TreeLDA(2, prior_tree=tree, inference="gibbs", max_iter=5, sync_every=2, alpha=0.1, seed=2).fit(store)
+    api = TreeLDA(2, prior_tree=tree, inference="gibbs", max_iter=5, sync_every=2, alpha=0.1, seed=2,
+                  sparse=True).fit(store)
     np.testing.assert_array_equal(TreeLDA.load(model_path).edge_var_, api.edge_var_)
     assert (tmp_path / "theta.zarr").exists()
     listed = run(["topics", str(model_path), "--top", "3"])

@@ -21,6 +21,7 @@ import numpy as np
 
 from topicflow._typing import FloatArray
 from topicflow.api._base import (
+    Boolean,
     Constraint,
     Interval,
     Options,
@@ -65,7 +66,7 @@ GIBBS_SWEEPS = 200
 #: Parameters (with their defaults) that gibbs does not read, and those vb and hybrid do not read.
 _GIBBS_UNUSED: dict[str, Any] = {"alpha_init": None, "tol": 1e-4, "burn_in": 5, "samples": 5, "init_shape": 100.0,
                                  "split_every": None}
-_VB_UNUSED: dict[str, Any] = {"sync_every": 1}
+_VB_UNUSED: dict[str, Any] = {"sync_every": 1, "sparse": False}
 #: Parameters that online VB does not read, and the online ones batch fits do not read.
 _ONLINE_UNUSED: dict[str, Any] = {"max_iter": None, "tol": 1e-4}
 _BATCH_UNUSED: dict[str, Any] = {"batch_size": 256, "tau0": 10.0, "kappa": 0.7, "passes": 1, "shuffle_window": 0}
@@ -123,6 +124,9 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
         Fan-in of the statistics tree reduction (vb, hybrid).
     sync_every : int, default 1
         Gibbs: sweeps of every shard's chain between two synchronizations of the edge counts.
+    sparse : bool, default False
+        Gibbs: the bucket sampler (Yao et al. 2009; Hu and Boyd-Graber 2012), the same conditional with
+        other draws; it pays off only at large K (docs/tree-lda.md, "Gibbs sampling").
     batch_size : int, default 256
         Online: documents per minibatch S.
     tau0, kappa : float, default 10.0 and 0.7
@@ -183,6 +187,7 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
         "seed": [Interval(Integral, 0, 2**63, closed="left")],
         "split_every": [None, Interval(Integral, 2, None, closed="left")],
         "sync_every": [_POSITIVE_INT],
+        "sparse": [Boolean()],
     }
     _fit_hint: ClassVar[str] = "call fit(store) or TreeLDA.load(path) first"
 
@@ -222,7 +227,7 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
         normalization: str = "node_language", alpha: str | float | None = None, alpha_init: float | None = None,
         max_iter: int | None = None, tol: float = 1e-4, max_doc_iter: int = 100, doc_tol: float = 1e-3,
         burn_in: int = 5, samples: int = 5, init_shape: float = 100.0, seed: int = 0, split_every: int | None = None,
-        sync_every: int = 1, batch_size: int = 256, tau0: float = 10.0, kappa: float = 0.7,
+        sync_every: int = 1, sparse: bool = False, batch_size: int = 256, tau0: float = 10.0, kappa: float = 0.7,
         passes: int = 1, shuffle_window: int = 0,
     ) -> None:
         self.n_topics = n_topics
@@ -241,6 +246,7 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
         self.seed = seed
         self.split_every = split_every
         self.sync_every = sync_every
+        self.sparse = sparse
         self.method = method
         self.batch_size = batch_size
         self.tau0 = tau0
@@ -279,7 +285,7 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
             max_iter=int(max_iter), tol=float(self.tol), max_doc_iter=int(self.max_doc_iter),
             doc_tol=float(self.doc_tol), seed=int(self.seed), burn_in=int(self.burn_in), samples=int(self.samples),
             hybrid_init="random" if self.inference == "hybrid" else "progressive", init_shape=float(self.init_shape),
-            sync_every=int(self.sync_every),
+            sync_every=int(self.sync_every), sparse=bool(self.sparse),
         )
 
     def online_config(self) -> OnlineConfig:
@@ -509,7 +515,7 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
                         and config.initial_alpha != 1.0 / config.n_topics else None),
             max_iter=config.max_iter, tol=config.tol, max_doc_iter=config.max_doc_iter, doc_tol=config.doc_tol,
             burn_in=config.burn_in, samples=config.samples, init_shape=config.init_shape, seed=config.seed,
-            sync_every=config.sync_every,
+            sync_every=config.sync_every, sparse=config.sparse,
         )
         estimator = cls(**{**params, **_online_params(model)})
         estimator.model_ = model

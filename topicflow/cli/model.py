@@ -228,6 +228,9 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @click.option("--inference", type=click.Choice(["vb", "hybrid", "gibbs"]), default="vb", show_default=True,
               help="Tree LDA: variational or hybrid (Gibbs within VB) E-step, or collapsed Gibbs sampling "
                    "(--max-iter sweeps, default 200; a fixed --doc-topic-prior, default 1/K).")
+@click.option("--sparse", "sparse_gibbs", is_flag=True,
+              help="Tree LDA with --inference gibbs: the sparse bucket sampler (same conditional, other draws; "
+                   "pays off only at large K).")
 @click.option("--sync-every", default=1, show_default=True, type=click.IntRange(min=1),
               help="Tree LDA with --inference gibbs: sweeps of each shard's chain between synchronizations.")
 @click.option("--normalization", type=click.Choice(["node_language", "node"]), default="node_language",
@@ -249,7 +252,8 @@ def fit(store: str, model_path: str, n_topics: int | None, family: str | None, m
         max_doc_iter: int, doc_tol: float, warm_start: bool, seed: int, init_shape: float,
         checkpoint_every: int | None,
         checkpoint_path: str | None, resume: bool, doc_topics: str | None, split_every: int | None,
-        overwrite: bool, prior_tree: str | None, inference: str, sync_every: int, normalization: str,
+        overwrite: bool, prior_tree: str | None, inference: str, sparse_gibbs: bool, sync_every: int,
+        normalization: str,
         preset: str | None, cluster: ClusterConfig) -> None:
     """Fit LDA (polylingual LDA for a multilingual STORE) by batch, online or streaming variational Bayes or
     SCVB0, or the HDP (--family hdp) by PCSVB0 or PCVB0, or tree LDA (--prior-tree TREE) by batch VB or
@@ -370,18 +374,19 @@ TREE_OPTIONS = frozenset({"store", "model_path", "n_topics", "family", "prior_tr
                           "doc_topic_prior", "doc_topic_prior_init", "max_iter", "tol", "max_doc_iter", "doc_tol",
                           "burn_in", "samples", "init_shape", "seed", "split_every", "doc_topics", "overwrite",
                           "sync_every", "preset", "method", "batch_size", "tau0", "kappa", "passes",
-                          "shuffle_window", "executor", "checkpoint_every", "checkpoint_path", "resume"})
+                          "shuffle_window", "executor", "checkpoint_every", "checkpoint_path", "resume",
+                          "sparse_gibbs"})
 #: ``fit`` options only tree LDA reads.
-TREE_ONLY_OPTIONS = ("inference", "normalization", "sync_every")
+TREE_ONLY_OPTIONS = ("inference", "normalization", "sync_every", "sparse_gibbs")
 _TREE_ONLINE = ("batch_size", "tau0", "kappa", "passes", "shuffle_window", "executor")
 #: Tree options that one scheme (inference, method) does not read (typed with it, they are refused).
 TREE_SCHEME_UNUSED: dict[tuple[str, str], tuple[str, ...]] = {
     ("gibbs", "batch"): ("doc_topic_prior_init", "tol", "burn_in", "samples", "init_shape", "split_every",
                          *_TREE_ONLINE),
-    ("vb", "batch"): ("sync_every", *_TREE_ONLINE),
-    ("hybrid", "batch"): ("sync_every", *_TREE_ONLINE),
-    ("vb", "online"): ("sync_every", "max_iter", "tol"),
-    ("hybrid", "online"): ("sync_every", "max_iter", "tol"),
+    ("vb", "batch"): ("sync_every", "sparse_gibbs", *_TREE_ONLINE),
+    ("hybrid", "batch"): ("sync_every", "sparse_gibbs", *_TREE_ONLINE),
+    ("vb", "online"): ("sync_every", "sparse_gibbs", "max_iter", "tol"),
+    ("hybrid", "online"): ("sync_every", "sparse_gibbs", "max_iter", "tol"),
 }
 _TREE_READS = {
     "gibbs": "the tree Gibbs sampler runs --max-iter sweeps with a fixed --doc-topic-prior, synchronized every "
@@ -391,7 +396,7 @@ _TREE_READS = {
     "online": "online VB runs --passes over minibatches of --batch-size documents, not --max-iter iterations",
 }
 #: The click parameter of a TreeLDA setting whose API name differs.
-TREE_OPTION_OF = {"alpha": "doc_topic_prior", "alpha_init": "doc_topic_prior_init"}
+TREE_OPTION_OF = {"alpha": "doc_topic_prior", "alpha_init": "doc_topic_prior_init", "sparse": "sparse_gibbs"}
 _CLUSTER_PARAMS = frozenset({"cluster", "scheduler", "workers", "threads_per_worker", "memory_limit",
                              "dashboard_address"})
 
@@ -456,7 +461,7 @@ def tree_settings(params: Any) -> dict[str, Any]:
         "max_doc_iter": params["max_doc_iter"], "doc_tol": params["doc_tol"],
         "burn_in": 5 if params["burn_in"] is None else params["burn_in"], "samples": params["samples"],
         "init_shape": params["init_shape"], "seed": params["seed"], "split_every": params["split_every"],
-        "sync_every": params["sync_every"], "method": params["method"] or "batch",
+        "sync_every": params["sync_every"], "sparse": params["sparse_gibbs"], "method": params["method"] or "batch",
         "batch_size": params["batch_size"] or 256, "tau0": params["tau0"], "kappa": params["kappa"],
         "passes": params["passes"] or 1, "shuffle_window": params["shuffle_window"],
     }
@@ -634,7 +639,7 @@ def refuse_options_of_other_methods(family: str, method: str) -> None:
 
 
 def _option(name: str) -> str:
-    return {"n_topics": "--topics", "test_store": "--test", "seed_words": "--seed-words"}.get(
+    return {"n_topics": "--topics", "test_store": "--test", "seed_words": "--seed-words", "sparse_gibbs": "--sparse"}.get(
         name, "--" + name.replace("_", "-"))
 
 

@@ -77,6 +77,9 @@ class TreeVBConfig:
         ``max_doc_iter``, ``doc_tol`` are the fold-in settings of the saved model's readers).
     sync_every : int, default 1
         Gibbs: sweeps of every shard between two synchronizations of the edge counts (AD-LDA).
+    sparse : bool, default False
+        Gibbs: draw from the bucket decomposition (``TreeGibbsParams.sparse``): the same conditional,
+        other draws.
     """
 
     n_topics: int
@@ -95,6 +98,7 @@ class TreeVBConfig:
     hybrid_alpha_stats: str = "mean"
     init_shape: float = 100.0
     sync_every: int = 1
+    sparse: bool = False
 
     def __post_init__(self) -> None:
         if self.normalization not in TREE_NORMALIZATIONS:

@@ -355,7 +355,7 @@ def gibbs_params(config: TreeVBConfig) -> TreeGibbsParams:
     TreeGibbsParams
     """
     return TreeGibbsParams(n_topics=config.n_topics, doc_topic_prior=config.initial_alpha, seed=config.seed,
-                           normalization=config.normalization)
+                           normalization=config.normalization, sparse=bool(config.sparse))
 
 
 def gibbs_fit_result(fit: TreeGibbsFit, config: TreeVBConfig) -> TreeFitResult:
