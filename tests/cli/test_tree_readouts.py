@@ -32,13 +32,14 @@ def fitted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     tmp = tmp_path_factory.mktemp("tree-readouts")
     store, tree = _store_and_tree(tmp)
     paths = {"store": store, "tree": tree}
-    for inference in ("vb", "hybrid"):
-        TreeLDA(2, prior_tree=tree, inference=inference, max_iter=6, tol=0.0, seed=1).fit(store).save(tmp / inference)
+    for inference in ("vb", "hybrid", "gibbs"):
+        settings = {"max_iter": 30} if inference == "gibbs" else {"max_iter": 6, "tol": 0.0}
+        TreeLDA(2, prior_tree=tree, inference=inference, seed=1, **settings).fit(store).save(tmp / inference)
         paths[inference] = tmp / inference
     return paths
 
 
-@pytest.mark.parametrize("inference", ["vb", "hybrid"])
+@pytest.mark.parametrize("inference", ["vb", "hybrid", "gibbs"])
 def test_topics_json_shows_each_words_paths_adding_up_to_its_probability(fitted: dict[str, Path],
                                                                         inference: str) -> None:
     result = run(["topics", str(fitted[inference]), "--top", "9", "--format", "json"])
@@ -83,7 +84,7 @@ def test_topics_text_names_the_tree_and_the_paths(fitted: dict[str, Path]) -> No
     result = run(["topics", str(fitted["vb"]), "--top", "9", "--concepts", "2"])
     assert result.exit_code == 0, result.output
     out = result.output
-    assert out.startswith("tree model: ") and "5 concepts" in out and "inference vb" in out
+    assert out.startswith("tree model: ") and "5 concepts" in out and "batch variational Bayes" in out
     assert "via dog|hund" in out and "via home|" in out and "top concepts (mass per language)" in out
     homes = [line for line in out.splitlines() if line.replace("[en]", "").split()[0] == "home"]
     assert len(homes) == 2  # one line per topic
@@ -167,12 +168,15 @@ def test_report_names_the_tree_and_charts_concepts(fitted: dict[str, Path], tmp_
                   "--scheduler", local_cluster.scheduler_address])  # type: ignore[attr-defined]
     assert result.exit_code == 0, result.output
     page = out.read_text(encoding="utf-8")
-    assert "ptLDA (polylingual tree LDA), inference hybrid, normalization node_language" in page
+    assert "batch variational Bayes, hybrid (Gibbs within VB) E-step" in page
+    assert "ptLDA (polylingual tree LDA), normalization node_language" in page
     assert f"{fitted['tree']}: 5 concepts, 20 paths, 2 words on more than one path" in page
     assert "Prior tree" in page and "concepts panel" in page and "u_mass" in page
     assert page.count('class="topic-chart"') == 2
-    no_corpus = run(["report", str(fitted["vb"]), "--out", str(tmp_path / "r2.html")])
-    assert no_corpus.exit_code == 0 and "prior tree" in (tmp_path / "r2.html").read_text(encoding="utf-8")
+    no_corpus = run(["report", str(fitted["gibbs"]), "--out", str(tmp_path / "r2.html")])
+    page = (tmp_path / "r2.html").read_text(encoding="utf-8")
+    assert no_corpus.exit_code == 0 and "prior tree" in page
+    assert "<th>method</th><td>collapsed Gibbs sampling</td>" in page and "gibbs variational" not in page
 
 
 @pytest.mark.parametrize("language", ["en", "de"])

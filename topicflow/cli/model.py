@@ -58,6 +58,7 @@ from topicflow.pipeline.tree_lda import is_tree_model
 from topicflow.pipeline.tree_lda.readout import (
     DEFAULT_CONCEPTS,
     add_tree_paths,
+    describe_tree_method,
     export_tree_npz,
     short_concept_name,
 )
@@ -891,7 +892,7 @@ def tree_topic_lines(listing: dict[str, Any]) -> list[str]:
     langs = tuple(listing["languages"])
     tree = listing["tree"]
     lines = [f"tree model: {tree['source'] or 'tree object'} ({tree['n_concepts']:,} concepts, normalization "
-             f"{tree['normalization']}, inference {tree['inference']}); word p = sum of its paths' p"]
+             f"{tree['normalization']}, {describe_tree_method(tree)}); word p = sum of its paths' p"]
     for entry in listing["topics"]:
         lines.append(f"{entry['name']} (alpha {entry['alpha']:.3f})")
         for lang in langs:

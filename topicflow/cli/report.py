@@ -150,13 +150,14 @@ def with_tree_readout(data: ReportData, model: SavedModel) -> ReportData:
     Returns
     -------
     ReportData
-        The facts gain the model family and the prior tree (source, concepts, paths) after the
-        method; each topic's words gain a ``concepts`` panel of its top concepts (as many as words
+        The method line names the tree fit's scheme, and the model family and the prior tree
+        (source, concepts, paths) follow it; each topic's words gain a ``concepts`` panel of its top concepts (as many as words
         shown) with their mass; a note says how both are computed.
     """
     facts = list(data.facts)
-    at = next((i + 1 for i, (name, _) in enumerate(facts) if name == "method"), len(facts))
-    facts[at:at] = tree_facts(model)
+    method, *tree = tree_facts(model)
+    at = next((i for i, (name, _) in enumerate(facts) if name == "method"), len(facts))
+    facts[at:at + 1] = [method, *tree]  # the generic method line would call a Gibbs fit variational
     n_words = max((len(w.terms) for topic in data.topics for w in topic.words), default=10)
     concepts = topic_concept_weights(model, n_words)
     topics = tuple(replace(topic, words=(*topic.words, TopicWords("concepts", *concepts[topic.index])))

@@ -114,6 +114,31 @@ def tree_summary(model: SavedModel) -> dict[str, Any]:
             "inference": "gibbs" if method == "gibbs" else str(settings.get("estep", "vb")), "method": method}
 
 
+def describe_tree_method(summary: dict[str, Any]) -> str:
+    """How a tree model was fitted, in words.
+
+    Parameters
+    ----------
+    summary : dict
+        :func:`tree_summary` of the model.
+
+    Returns
+    -------
+    str
+        For example ``"batch variational Bayes"``, ``"online variational Bayes, hybrid (Gibbs within VB)
+        E-step"`` or ``"collapsed Gibbs sampling"``.
+
+    Examples
+    --------
+    >>> describe_tree_method({"method": "online", "inference": "hybrid"})
+    'online variational Bayes, hybrid (Gibbs within VB) E-step'
+    """
+    if summary["inference"] == "gibbs" or summary["method"] == "gibbs":
+        return "collapsed Gibbs sampling"
+    text = f"{summary['method']} variational Bayes"
+    return text + (", hybrid (Gibbs within VB) E-step" if summary["inference"] == "hybrid" else "")
+
+
 def tree_facts(model: SavedModel) -> list[tuple[str, str]]:
     """The overview lines a report shows about a tree model's prior tree.
 
@@ -125,11 +150,14 @@ def tree_facts(model: SavedModel) -> list[tuple[str, str]]:
     Returns
     -------
     list of (str, str)
+        ``method`` (:func:`describe_tree_method`), ``model family`` (ptLDA or tLDA and the
+        normalization) and ``prior tree`` (its file, concepts, paths and words on several paths).
     """
     summary = tree_summary(model)
     kind = "ptLDA (polylingual tree LDA)" if len(summary["languages"]) > 1 else "tLDA (tree LDA)"
     source = summary["source"] or "a PriorTree object (no file)"
-    return [("model family", f"{kind}, inference {summary['inference']}, normalization {summary['normalization']}"),
+    return [("method", describe_tree_method(summary)),
+            ("model family", f"{kind}, normalization {summary['normalization']}"),
             ("prior tree", (f"{source}: {summary['n_concepts']:,} concepts, {summary['n_paths']:,} paths, "
                             f"{summary['words_multi_path']:,} words on more than one path"))]
 
