@@ -211,3 +211,28 @@ def test_evaluate_and_infer(fitted: dict[str, Path], tmp_path: Path, local_clust
     assert theta.shape == (len(corpus), 2)
     assert_allclose(theta.sum(axis=1), 1.0, rtol=1e-6)
     assert_allclose(theta, np.asarray(TreeLDA.load(fitted["vb"]).transform(fitted["store"])), atol=1e-6)
+
+
+def test_a_monolingual_tree_model_reads_without_language_labels(tmp_path: Path) -> None:
+    from topicflow.io.sources.base import FieldSpec
+    from topicflow.io.tokenizer import TokenizerConfig
+    from topicflow.io.trees import build_and_write_tree
+    from topicflow.pipeline.ingest.ingest import ingest_corpus
+
+    texts = ["house home cat dog", "cat dog mouse", "house home garden", "system network computer", "dog garden"]
+    src = tmp_path / "rows.jsonl"
+    src.write_text("".join(json.dumps({"id": f"d{i}", "text": texts[i % 5] + " " + texts[(i * 3) % 5]}) + "\n"
+                           for i in range(30)), encoding="utf-8")
+    ingest_corpus([src], tmp_path / "s.zarr", fields=FieldSpec(), tokenizer=TokenizerConfig(), shard_size=8)
+    (tmp_path / "syn.tsv").write_text("house\thome\ncat\tdog\n", encoding="utf-8")
+    build_and_write_tree(tmp_path / "syn.tsv", tmp_path / "s.zarr", tmp_path / "t.tree", languages=["default"] * 2)
+    TreeLDA(2, prior_tree=tmp_path / "t.tree", max_iter=5, tol=0.0, seed=2).fit(tmp_path / "s.zarr").save(tmp_path / "m")
+    out = run(["topics", str(tmp_path / "m"), "--top", "9", "--concepts", "2"]).output
+    assert "[default]" not in out and "top concepts (mass)" in out and "via home|house" in out
+    assert "(home 0." in out or "(house 0." in out  # a synonym concept's words with their edge means
+    assert run(["export", str(tmp_path / "m"), "--out", str(tmp_path / "m.npz")]).exit_code == 0
+    model = load_model(tmp_path / "m")
+    with np.load(tmp_path / "m.npz", allow_pickle=False) as npz:
+        assert_array_equal(npz["topic_word"], model.state.topic_word()["default"])
+        assert npz["edge_mean"].shape == npz["edge_var"].shape and npz["node_mass"].shape == (2, 3)
+        assert tuple(npz["tree_languages"]) == ("default",)

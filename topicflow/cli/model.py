@@ -893,20 +893,22 @@ def tree_topic_lines(listing: dict[str, Any]) -> list[str]:
     tree = listing["tree"]
     lines = [f"tree model: {tree['source'] or 'tree object'} ({tree['n_concepts']:,} concepts, normalization "
              f"{tree['normalization']}, {describe_tree_method(tree)}); word p = sum of its paths' p"]
+    single = len(langs) == 1  # a monolingual tree (tLDA): no language labels
     for entry in listing["topics"]:
         lines.append(f"{entry['name']} (alpha {entry['alpha']:.3f})")
         for lang in langs:
             width = max((len(t["term"]) for t in entry[lang]), default=0)
+            label = "" if single else f"[{lang}] "
             for i, term in enumerate(entry[lang]):
-                note = _via_note(term, langs)
-                head = f"    [{lang}] " if i == 0 else " " * (len(lang) + 7)
-                lines.append(f"{head}{term['term']:<{width}}  {term['p']:.4f}{note}")
+                head = "    " + (label if i == 0 else " " * len(label))
+                lines.append(f"{head}{term['term']:<{width}}  {term['p']:.4f}{_via_note(term, langs)}")
         if entry.get("concepts"):
-            lines.append("    top concepts (mass per language)")
+            lines.append("    top concepts (mass)" if single else "    top concepts (mass per language)")
             for concept in entry["concepts"]:
-                masses = "  ".join(f"{lang} {concept['mass'][lang]:.4f}" for lang in langs)
+                masses = "  ".join(("" if single else f"{lang} ") + f"{concept['mass'][lang]:.4f}" for lang in langs)
                 words = "; ".join(
-                    f"{lang}: " + ", ".join(f"{w['term']} {w['edge_mean']:.2f}" for w in concept["words"][lang])
+                    ("" if single else f"{lang}: ")
+                    + ", ".join(f"{w['term']} {w['edge_mean']:.2f}" for w in concept["words"][lang])
                     for lang in langs if len(concept["words"][lang]) > 1)
                 lines.append(f"      {short_concept_name(concept['name'], langs):<24} {masses}"
                              + (f"   ({words})" if words else ""))
