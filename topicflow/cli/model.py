@@ -54,6 +54,14 @@ from topicflow.pipeline.evaluation.heldout import (
 )
 from topicflow.pipeline.presets import TREE_PRESETS, is_tree_preset
 from topicflow.pipeline.progress import TqdmProgress
+from topicflow.pipeline.tree_lda import is_tree_model
+from topicflow.pipeline.tree_lda.readout import (
+    DEFAULT_CONCEPTS,
+    add_tree_paths,
+    describe_tree_method,
+    export_tree_npz,
+    short_concept_name,
+)
 from topicflow.pipeline.vb.infer import infer_doc_topics
 from topicflow.pipeline.vb.online import EXECUTORS, MinibatchRecord
 
@@ -713,6 +721,24 @@ def collapsed_trace_lines(records: list[Any]) -> list[str]:
     return lines
 
 
+#: ``topicflow topics`` names a word's paths whose share of the word's probability is at least this.
+SHOWN_PATH_SHARE = 0.05
+
+
+def _via_note(term: dict[str, Any], langs: tuple[str, ...]) -> str:
+    """``via concept`` (one path), or the paths with at least 5 % of the word's p and how many others."""
+    paths = term["paths"]
+    if all(p["concept"] is None for p in paths):
+        return ""
+    if len(paths) == 1:
+        return f"  via {short_concept_name(paths[0]['concept'], langs)}"
+    shown = [p for i, p in enumerate(paths) if i == 0 or p["p"] >= SHOWN_PATH_SHARE * term["p"]]
+    text = ", ".join(f"{short_concept_name(p['concept'], langs) if p['concept'] else '(root)'} {p['p']:.4f}"
+                     for p in shown)
+    hidden = len(paths) - len(shown)
+    return f"  via {text}" + (f" (+{hidden} other path{'s' if hidden > 1 else ''})" if hidden else "")
+
+
 def _short(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
@@ -807,19 +833,35 @@ def format_topics(model_path: str, top: int, *, all_topics: bool = False) -> dic
 @click.argument("model_path", metavar="MODEL", type=click.Path(file_okay=False))
 @click.option("--top", default=10, show_default=True, type=click.IntRange(min=1), help="Terms per topic.")
 @click.option("--all-topics", is_flag=True, help="HDP: list all T topics of the truncation, not only those in use.")
+@click.option("--paths/--no-paths", default=None,
+              help="Tree models: show the concept each top word's probability comes through and each topic's "
+                   "top concepts  [default: --paths for a tree model]")
+@click.option("--concepts", "n_concepts", default=DEFAULT_CONCEPTS, show_default=True, type=click.IntRange(min=0),
+              help="Tree models: concepts listed per topic (with --paths).")
 @click.option("--format", "fmt", type=click.Choice(choices(OutputFormat)), default="text", show_default=True)
 @reports_errors
-def topics(model_path: str, top: int, all_topics: bool, fmt: str) -> None:
+def topics(model_path: str, top: int, all_topics: bool, paths: bool | None, n_concepts: int, fmt: str) -> None:
     """Print each topic's top terms (side by side per language), by decreasing alpha.
 
     An HDP model shows its topics in use (by stick weight, with their share of the tokens) and how many
-    they are of the truncation.
+    they are of the truncation. A tree model (ptLDA / tLDA) shows, per language, each top word's
+    probability and the concepts it comes through, then the topic's top concepts (--no-paths: the
+    words alone).
     """
     listing = format_topics(model_path, top, all_topics=all_topics)
+    model = load_model(Path(model_path))
+    if paths and not is_tree_model(model):
+        raise click.UsageError(f"--paths shows the concept paths of a tree model; {model_path!r} is a "
+                               f"{model.info.family!r} model")
+    if is_tree_model(model) and paths is not False:
+        listing = add_tree_paths(model, listing, concepts=n_concepts)
     if fmt == "json":
         click.echo(json.dumps(listing, indent=2, ensure_ascii=False))
         return
     langs = listing["languages"]
+    if "tree" in listing:
+        click.echo("\n".join(tree_topic_lines(listing)))
+        return
     if "headline" in listing:
         click.echo(listing["headline"])
         for entry in listing["topics"]:
@@ -834,6 +876,48 @@ def topics(model_path: str, top: int, all_topics: bool, fmt: str) -> None:
             click.echo(f"{entry['name']} (alpha {entry['alpha']:.3f})")
             for lang, column in zip(langs, columns):
                 click.echo(f"    [{lang}] {column}")
+
+
+def tree_topic_lines(listing: dict[str, Any]) -> list[str]:
+    """The text of ``topicflow topics`` for a tree model's listing with paths.
+
+    Parameters
+    ----------
+    listing : dict
+        :func:`format_topics` with :func:`~topicflow.pipeline.tree_lda.readout.add_tree_paths`.
+
+    Returns
+    -------
+    list of str
+        A header naming the tree; per topic, per language one line per top word (``word  p  via
+        concept [p], ...``; nothing after p for a word straight under the root), then its top concepts
+        with their mass per language (and, when a concept has several words in a language, their
+        edge means).
+    """
+    langs = tuple(listing["languages"])
+    tree = listing["tree"]
+    lines = [f"tree model: {tree['source'] or 'tree object'} ({tree['n_concepts']:,} concepts, normalization "
+             f"{tree['normalization']}, {describe_tree_method(tree)}); word p = sum of its paths' p"]
+    single = len(langs) == 1  # a monolingual tree (tLDA): no language labels
+    for entry in listing["topics"]:
+        lines.append(f"{entry['name']} (alpha {entry['alpha']:.3f})")
+        for lang in langs:
+            width = max((len(t["term"]) for t in entry[lang]), default=0)
+            label = "" if single else f"[{lang}] "
+            for i, term in enumerate(entry[lang]):
+                head = "    " + (label if i == 0 else " " * len(label))
+                lines.append(f"{head}{term['term']:<{width}}  {term['p']:.4f}{_via_note(term, langs)}")
+        if entry.get("concepts"):
+            lines.append("    top concepts (mass)" if single else "    top concepts (mass per language)")
+            for concept in entry["concepts"]:
+                masses = "  ".join(("" if single else f"{lang} ") + f"{concept['mass'][lang]:.4f}" for lang in langs)
+                words = "; ".join(
+                    ("" if single else f"{lang}: ")
+                    + ", ".join(f"{w['term']} {w['edge_mean']:.2f}" for w in concept["words"][lang])
+                    for lang in langs if len(concept["words"][lang]) > 1)
+                lines.append(f"      {short_concept_name(concept['name'], langs):<24} {masses}"
+                             + (f"   ({words})" if words else ""))
+    return lines
 
 
 @click.command()
@@ -970,12 +1054,17 @@ def features_lines(scores: FeaturesResult) -> list[str]:
 @reports_errors
 def export(model_path: str, out: str, fmt: str, store: str | None, language: str | None,
            cluster: ClusterConfig) -> None:
-    """Export topic_word (rows normalized), alpha and vocab (per language) to .npz, or pyLDAvis's input to JSON."""
+    """Export topic_word (rows normalized), alpha and vocab (per language) to .npz, or pyLDAvis's input to JSON.
+
+    A tree model's npz adds its edge parameters, the tree's structure and the path read-out
+    (docs/tree-lda.md, "Reading a tree model").
+    """
     if fmt == "npz":
         if store is not None or language is not None:
             raise InvalidParameterError("--corpus and --language belong to --format pyldavis; the npz export "
                                         "holds the model alone")
-        shapes = export_npz(Path(out), load_model(Path(model_path)))
+        saved = load_model(Path(model_path))
+        shapes = export_tree_npz(Path(out), saved) if is_tree_model(saved) else export_npz(Path(out), saved)
         for name, shape in shapes.items():
             click.echo(f"{name:>20} {shape}", err=True)
         click.echo(f"wrote {out}", err=True)

@@ -13,8 +13,13 @@ from topicflow.cli._common import cluster_options, progress_reporter, reports_er
 from topicflow.errors import InvalidParameterError, OrderNotKeptError
 from topicflow.io._atomic import check_output_path
 from topicflow.io.corpus.reader import Corpus
-from topicflow.io.models.store import load_model
-from topicflow.io.outputs.report import ReportData, render_report, write_report
+from topicflow.io.models.store import SavedModel, load_model
+from topicflow.io.outputs.report import (
+    ReportData,
+    TopicWords,
+    render_report,
+    write_report,
+)
 from topicflow.metrics.confirmation import arithmetic_mean
 from topicflow.metrics.topic_coherence import resolve_measure
 from topicflow.pipeline.cluster import ClusterConfig, connect
@@ -25,6 +30,8 @@ from topicflow.pipeline.evaluation.report import (
     topic_cards,
 )
 from topicflow.pipeline.progress import ProgressReporter
+from topicflow.pipeline.tree_lda import is_tree_model
+from topicflow.pipeline.tree_lda.readout import topic_concept_weights, tree_facts
 
 
 @click.command()
@@ -61,11 +68,13 @@ def report(model_path: str, store: str | None, out: str, measure: str | None, co
            max_versions: int, all_topics: bool, overwrite: bool, cluster: ClusterConfig) -> None:
     """Write an HTML report of MODEL: topics (top words, size, coherence, examples), trace, evolution.
 
-    An HDP model's report shows its topics in use (--all-topics: every topic of the truncation).
+    An HDP model's report shows its topics in use (--all-topics: every topic of the truncation). A tree
+    model's report names its prior tree and charts each topic's top concepts beside its words.
     """
     check_output_path(Path(out), overwrite=overwrite, what="report")
     saved = load_model(Path(model_path))
     in_use = None if all_topics or saved.info.family != "hdp" else hdp_topics(saved)
+    tree = saved if is_tree_model(saved) else None
     options = ReportOptions(top_words=top_words, examples=examples, snippet_words=snippet_words,
                             evolution_threshold=evolution_threshold, max_versions=max_versions)
     progress = progress_reporter()
@@ -77,7 +86,7 @@ def report(model_path: str, store: str | None, out: str, measure: str | None, co
         data = build_report(model_path, options=options, progress=progress,
                             coherence_note="Coherence was not computed: give a reference store with "
                                            "`topicflow report MODEL --corpus STORE`.")
-        cards = _write(data, in_use, out, client=None, progress=progress)
+        cards = _write(data, in_use, out, client=None, progress=progress, tree=tree)
     else:
         corpus = Corpus.open(store)
         measure = measure or "u_mass"
@@ -97,7 +106,7 @@ def report(model_path: str, store: str | None, out: str, measure: str | None, co
                                            window=window, client=client)
             data = build_report(model_path, corpus, coherence=scores, options=options, client=client,
                                 progress=progress, coherence_note="Coherence was not computed (--coherence none).")
-            cards = _write(data, in_use, out, client=client, progress=progress)
+            cards = _write(data, in_use, out, client=client, progress=progress, tree=tree)
     shown = f"{cards} topics" if in_use is None else f"{in_use.headline()}"
     click.echo(f"wrote report of {shown} to {out} ({time.perf_counter() - started:.1f} s)", err=True)
 
@@ -128,8 +137,47 @@ def only_topics_in_use(data: ReportData, in_use: HDPTopics) -> ReportData:
                    facts=(*data.facts, ("topics in use", in_use.headline())))
 
 
-def _write(data: ReportData, in_use: HDPTopics | None, out: str, *, client: object, progress: ProgressReporter) -> int:
-    """Render and write the report (only the topics in use of an HDP model); return the topics shown."""
+def with_tree_readout(data: ReportData, model: SavedModel) -> ReportData:
+    """The report of a tree model: its tree named in the facts, a concepts panel per topic, a note.
+
+    Parameters
+    ----------
+    data : ReportData
+        The report as for any model (the tree model read through its LDA view).
+    model : SavedModel
+        The tree model.
+
+    Returns
+    -------
+    ReportData
+        The method line names the tree fit's scheme, and the model family and the prior tree
+        (source, concepts, paths) follow it; each topic's words gain a ``concepts`` panel of its top concepts (as many as words
+        shown) with their mass; a note says how both are computed.
+    """
+    facts = list(data.facts)
+    method, *tree = tree_facts(model)
+    at = next((i for i, (name, _) in enumerate(facts) if name == "method"), len(facts))
+    facts[at:at + 1] = [method, *tree]  # the generic method line would call a Gibbs fit variational
+    n_words = max((len(w.terms) for topic in data.topics for w in topic.words), default=10)
+    concepts = topic_concept_weights(model, n_words)
+    topics = tuple(replace(topic, words=(*topic.words, TopicWords("concepts", *concepts[topic.index])))
+                   if concepts[topic.index][0] else topic for topic in data.topics)
+    langs = ", ".join(model.state.languages)
+    note = ("Prior tree", (
+        "A tree model's word probabilities are the posterior means of the tree: the sum, over each word's paths "
+        "(one per concept it is in, or one from the root), of the product of the edge means along the path, per "
+        f"language. The concepts panel shows the concepts with the most mass in the topic: the share of the "
+        f"topic's probability that passes through the concept, averaged over the languages ({langs}). "
+        "`topicflow topics MODEL` lists each word's paths and `topicflow export` writes the edge parameters."))
+    return replace(data, facts=tuple(facts), topics=topics, notes=(*data.notes, note))
+
+
+def _write(data: ReportData, in_use: HDPTopics | None, out: str, *, client: object, progress: ProgressReporter,
+           tree: SavedModel | None = None) -> int:
+    """Render and write the report (only the topics in use of an HDP model; the tree read-out of a tree
+    model); return the topics shown."""
+    if tree is not None:
+        data = with_tree_readout(data, tree)
     if in_use is not None:
         data = only_topics_in_use(data, in_use)
     cards = topic_cards(data, client=client, progress=progress)
