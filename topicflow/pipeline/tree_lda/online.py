@@ -61,7 +61,7 @@ from topicflow.pipeline.tree_lda.resume import (
     tree_digest,
     write_tree_checkpoint,
 )
-from topicflow.pipeline.vb import OnlineConfig, plan_minibatches, share
+from topicflow.pipeline.vb import MinibatchRecord, OnlineConfig, plan_minibatches, share
 from topicflow.tasks.estep import graph_token, map_piece_estep, tree_merge
 
 log = logging.getLogger(__name__)
@@ -70,44 +70,8 @@ log = logging.getLogger(__name__)
 TREE_EXECUTORS = ("auto", "tasks")
 
 
-@dataclass(frozen=True, slots=True)
-class TreeMinibatchRecord:
-    """One line of the online trace (the fields of online LDA's minibatch record).
-
-    Attributes
-    ----------
-    t : int
-        Minibatches processed after this one.
-    epoch, minibatch : int
-        Pass and index of the minibatch in its pass.
-    docs, tokens : int
-        Its size.
-    rho : float
-        The step size it used.
-    docs_seen : int
-        Documents processed after it.
-    alpha_sum : float
-    bound_per_token : float
-        Hoffman et al.'s per-word bound estimate (NaN unless ``eval_every`` asked for it).
-    seconds, docs_per_second, tokens_per_second : float
-    """
-
-    t: int
-    epoch: int
-    minibatch: int
-    docs: int
-    tokens: int
-    rho: float
-    docs_seen: int
-    alpha_sum: float
-    bound_per_token: float
-    seconds: float
-    docs_per_second: float
-    tokens_per_second: float
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able form (the model's ``trace``)."""
-        return {name: getattr(self, name) for name in self.__slots__}
+#: One line of the online trace: online LDA's record (the tree changes only the M-step).
+TreeMinibatchRecord = MinibatchRecord
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,10 +23,11 @@ from topicflow.pipeline.vb.infer import (
 from topicflow.pipeline.vb.online import (
     Minibatch,
     MinibatchPlan,
+    MinibatchRecord,
     OnlineConfig,
     plan_minibatches,
 )
 from topicflow.pipeline.vb.svb import SVBConfig, fit_svb
 
-__all__ = ["FitResult", "IterationRecord", "Minibatch", "MinibatchPlan", "OnlineConfig", "SVBConfig", "VBConfig", "fit_batch_vb", "fit_svb",
+__all__ = ["FitResult", "IterationRecord", "Minibatch", "MinibatchPlan", "MinibatchRecord", "OnlineConfig", "SVBConfig", "VBConfig", "fit_batch_vb", "fit_svb",
            "fold_in_params", "model_blocks", "model_token", "oov_token_count", "plan_minibatches", "share", "term_maps"]
