@@ -30,6 +30,7 @@ STREAM_LEFT_TO_RIGHT = 13  # left-to-right held-out estimator (particle, documen
 STREAM_EVAL_SAMPLE = 14  # documents sampled for an evaluation (topics as features)
 STREAM_CVB0_DOC_START = 15  # random start of a document's n_dk in the collapsed VB methods
 STREAM_TREE_PATH = 16  # path draws y | z of the tree hybrid E-step (per seed, epoch, language)
+STREAM_INFVOC_GIBBS = 17  # hybrid Gibbs sweeps of the infinite-vocabulary E-step (seed, minibatch, document)
 
 
 @numba.njit(nogil=True, cache=True)
