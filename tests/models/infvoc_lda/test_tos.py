@@ -16,6 +16,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from scipy.special import digamma
 
 from topicflow.errors import InvalidParameterError
+from topicflow.models.infvoc_lda.params import InfVocParams
 from topicflow.models.infvoc_lda.tos import (
     InfVocState,
     empty_state,
@@ -123,3 +124,21 @@ def test_empty_state_weights_are_flat() -> None:
     prepared = prepare_weights(empty_state(4), np.array([2, 9]))
     assert_array_equal(prepared.log_weights, 0.0)
     assert_array_equal(prepared.weights, 1.0)
+
+
+def test_g0_variant_of_the_unseen_weight() -> None:
+    """Spec P2's variant: remaining + psi(1) - psi(1 + alpha^beta) + log G0(w) outside the TOS; eq. 7.3 inside."""
+    state = random_state(np.random.default_rng(4))
+    log_g0 = np.linspace(-30.0, -5.0, 25)
+    params = InfVocParams(n_topics=3, stick_concentration=500.0, unseen_weight="g0")
+    words = np.array([0, 3, 7, 20, 24])
+    plain, variant = prepare_weights(state, words), prepare_weights(state, words, params, log_g0=log_g0)
+    positions = tos_positions(state, words)
+    extra = digamma(1.0) - digamma(501.0) + log_g0[words]
+    for k in range(3):
+        outside = positions[k] < 0
+        assert_allclose(variant.log_weights[outside, k], plain.log_weights[outside, k] + extra[outside], rtol=1e-12)
+        assert_array_equal(variant.log_weights[~outside, k], plain.log_weights[~outside, k])
+    assert_array_equal(prepare_weights(state, words, InfVocParams(n_topics=3)).log_weights, plain.log_weights)
+    with pytest.raises(InvalidParameterError, match="needs log_g0"):
+        prepare_weights(state, words, params)

@@ -177,21 +177,26 @@ def planted_stream(rng: np.random.Generator, n_minibatches: int, n_docs: int, do
     return batches
 
 
+def planted_in_right_topic(state: InfVocState) -> bool:
+    """Learned topics match the three word blocks one to one, and word 200 is in the top 10 of topic 1's match only."""
+    tops = [set(w.tolist()) for w, _ in top_words(state, 10)]
+    owner = [max(range(3), key=lambda j: len(top & set(range(15 * j, 15 * j + 15)))) for top in tops]
+    return sorted(owner) == [0, 1, 2] and all((200 in tops[k]) == (owner[k] == 1) for k in range(3))
+
+
 def test_planted_new_word_enters_its_topic_top_ten() -> None:
+    """Word 200 first appears in minibatch 5; it must be in the right topic's top 10 by minibatch 7 and stay."""
     rng = np.random.default_rng(15)
-    planted_from, n_batches = 4, 10
+    planted_from, n_batches, within = 4, 10, 3
     params = InfVocParams(n_topics=3, stick_concentration=100.0, truncation=40, reorder_every=2,
                           step=StepSchedule(tau0=4.0, kappa=0.6), seed=1)
-    state, first_doc = empty_state(3), 0
+    state, first_doc, history = empty_state(3), 0, []
     for i, docs in enumerate(planted_stream(rng, n_batches, 40, 40, planted_from), start=1):
         indptr, words = csr(docs)
         stats, _ = estep_documents(indptr, words, prepare_weights(state, words), params, first_doc=first_doc,
                                    minibatch=i)
         state = update_minibatch(state, stats, params, n_docs_total=40 * n_batches)
         first_doc += len(docs)
-    tops = [set(w.tolist()) for w, _ in top_words(state, 10)]
-    # match learned topics to true ones by their top-10 overlap with each block of words
-    owner = [max(range(3), key=lambda j: len(top & set(range(15 * j, 15 * j + 15)))) for top in tops]
-    assert sorted(owner) == [0, 1, 2]
-    assert 200 in tops[owner.index(1)]
-    assert all(200 not in tops[k] for k in range(3) if owner[k] != 1)
+        history.append(planted_in_right_topic(state))
+    assert not any(history[:planted_from])  # absent before it is planted
+    assert all(history[planted_from + within - 1:])

@@ -17,7 +17,7 @@ from topicflow.models.infvoc_lda.estep import (
     fold_in,
     words_from_ordered_block,
 )
-from topicflow.models.infvoc_lda.params import InfVocParams, NewWordNu
+from topicflow.models.infvoc_lda.params import InfVocParams, NewWordNu, UnseenWeight
 from topicflow.models.infvoc_lda.tos import (
     InfVocState,
     PreparedWeights,
@@ -37,7 +37,7 @@ from topicflow.models.infvoc_lda.update import (
 )
 
 __all__ = [
-    "InfVocParams", "NewWordNu", "InfVocState", "PreparedWeights", "InfVocStats",
+    "InfVocParams", "NewWordNu", "UnseenWeight", "InfVocState", "PreparedWeights", "InfVocStats",
     "empty_state", "expected_log_sticks", "expected_topic_words", "prepare_weights", "top_words", "tos_positions",
     "estep_documents", "fold_in", "words_from_ordered_block",
     "expand_tos", "update_sticks", "update_ranks", "reorder_and_contract", "update_minibatch",

@@ -236,7 +236,7 @@ def estep_documents(
 
 def fold_in(
     state: InfVocState, indptr: IntArray, words: IntArray, params: InfVocParams,
-    *, first_doc: int = 0, epoch: int = 0,
+    *, first_doc: int = 0, epoch: int = 0, log_g0: FloatArray | None = None,
 ) -> FloatArray:
     """Infer held-out documents' topic proportions with the state fixed.
 
@@ -254,13 +254,15 @@ def fold_in(
         Global number of the first held-out document.
     epoch : int, default 0
         Keys the random numbers (with the seed and the document number, in stream STREAM_FOLD_IN).
+    log_g0 : ndarray of shape (n_words_total,), float64, optional
+        The log G0 of every word id, for ``params.unseen_weight == "g0"``.
 
     Returns
     -------
     ndarray of shape (n_docs, n_topics), float64
         Rows theta_d = gamma_d / sum_k gamma_dk, gamma_d = alpha^theta + last-sweep n_dk; they sum to 1.
     """
-    weights = prepare_weights(state, np.asarray(words))
+    weights = prepare_weights(state, np.asarray(words), params, log_g0=log_g0)
     _, gamma = estep_documents(indptr, words, weights, params, first_doc=first_doc, minibatch=epoch,
                                stream=STREAM_FOLD_IN)
     return gamma / gamma.sum(axis=1, keepdims=True)

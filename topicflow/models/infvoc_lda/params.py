@@ -25,6 +25,11 @@ from topicflow.models.lda.vb.online import StepSchedule
 #: code); ``"prior"`` starts it at the prior's alpha^beta instead (spec P3). nu^1 is 1 in both.
 NewWordNu = Literal["one", "prior"]
 
+#: Weight of a word outside a topic's TOS in the E-step: ``"remaining"`` is eq. 7.4 (the whole remaining
+#: stick, the same for every such word; the chapter and the code); ``"g0"`` is the variant of spec P2,
+#: remaining + E[log b] of a fresh Beta(1, alpha^beta) stick + log G0(w).
+UnseenWeight = Literal["remaining", "g0"]
+
 #: Zhai 2014, Fig. 7.3-7.6: kappa = 0.8 and tau0 = 64 in the sensitivity study.
 PAPER_STEP = StepSchedule(tau0=64.0, kappa=0.8)
 
@@ -55,6 +60,8 @@ class InfVocParams:
         M, Gibbs sweeps kept; the statistics are their mean (spec P7: the code's "10 samples, 5 burn-in").
     new_word_nu2 : {"one", "prior"}, default "one"
         nu^2 of a word appended to a topic's TOS (spec P3).
+    unseen_weight : {"remaining", "g0"}, default "remaining"
+        E-step weight of a word outside a topic's TOS: eq. 7.4, or the G0 variant of spec P2 (needs log G0).
     seed : int, default 0
         Keys every random number, with the minibatch number and the global document number.
     """
@@ -68,6 +75,7 @@ class InfVocParams:
     burn_in: int = 5
     samples: int = 5
     new_word_nu2: NewWordNu = "one"
+    unseen_weight: UnseenWeight = "remaining"
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -83,6 +91,7 @@ class InfVocParams:
         object.__setattr__(self, "samples", parse_int("InfVocParams.samples", self.samples, 1))
         object.__setattr__(self, "seed", parse_int("InfVocParams.seed", self.seed, 0, 2**63))
         parse_choice("InfVocParams.new_word_nu2", self.new_word_nu2, get_args(NewWordNu))
+        parse_choice("InfVocParams.unseen_weight", self.unseen_weight, get_args(UnseenWeight))
         if not isinstance(self.step, StepSchedule):
             raise InvalidParameterError(f"InfVocParams.step must be a StepSchedule, got {self.step!r}")
 
@@ -103,7 +112,8 @@ class InfVocParams:
             "n_topics": self.n_topics, "doc_topic_prior": self.doc_topic_prior,
             "stick_concentration": self.stick_concentration, "truncation": self.truncation,
             "reorder_every": self.reorder_every, "step": self.step.to_dict(), "burn_in": self.burn_in,
-            "samples": self.samples, "new_word_nu2": self.new_word_nu2, "seed": self.seed,
+            "samples": self.samples, "new_word_nu2": self.new_word_nu2, "unseen_weight": self.unseen_weight,
+            "seed": self.seed,
         }
 
     @classmethod

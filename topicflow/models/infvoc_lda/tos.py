@@ -30,6 +30,7 @@ from scipy.special import digamma
 
 from topicflow._typing import FloatArray, IntArray
 from topicflow.errors import InvalidParameterError
+from topicflow.models.infvoc_lda.params import InfVocParams
 
 _EMPTY_INT = np.zeros(0, dtype=np.int64)
 _EMPTY_FLOAT = np.zeros(0, dtype=np.float64)
@@ -278,7 +279,9 @@ class PreparedWeights:
         return int(self.weights.shape[1])
 
 
-def prepare_weights(state: InfVocState, word_ids: IntArray) -> PreparedWeights:
+def prepare_weights(
+    state: InfVocState, word_ids: IntArray, params: InfVocParams | None = None, *, log_g0: FloatArray | None = None,
+) -> PreparedWeights:
     """Build the E-step's weights for the given words from the current sticks (eqs. 7.3, 7.4).
 
     Parameters
@@ -287,11 +290,21 @@ def prepare_weights(state: InfVocState, word_ids: IntArray) -> PreparedWeights:
         The state; its TOS and nu are read, not modified.
     word_ids : ndarray of shape (n_words,), int
         Word ids of a minibatch (repeats allowed; any ids, seen or not).
+    params : InfVocParams, optional
+        Only ``unseen_weight`` and ``stick_concentration`` are read; None means eq. 7.4.
+    log_g0 : ndarray of shape (n_words_total,), float64, optional
+        The log G0 of every word id; required by ``unseen_weight="g0"``, ignored otherwise.
 
     Returns
     -------
     PreparedWeights
         For the distinct ids in ascending order.
+
+    Notes
+    -----
+    A word in T_k gets eq. 7.3 at its position; a word outside gets eq. 7.4's remaining stick or, with
+    ``unseen_weight="g0"`` (spec P2's variant), remaining + psi(1) - psi(1 + alpha^beta) + log G0(w): the
+    expected log weight of a fresh prior stick times the base measure.
 
     Examples
     --------
@@ -302,15 +315,28 @@ def prepare_weights(state: InfVocState, word_ids: IntArray) -> PreparedWeights:
     present = np.unique(np.asarray(word_ids, dtype=np.int64))
     if present.shape[0] and present[0] < 0:
         raise InvalidParameterError(f"word ids must be >= 0, got {int(present[0])}")
+    extra = _unseen_extra(present, params, log_g0)
     positions = tos_positions(state, present)
     log_weights = np.empty((present.shape[0], state.n_topics), dtype=np.float64)
     for k in range(state.n_topics):
         _, nu1, nu2 = state.topic_tos(k)
         elog, remaining = expected_log_sticks(nu1, nu2)
         pos = positions[k]
-        log_weights[:, k] = np.where(pos >= 0, elog[np.maximum(pos, 0)] if elog.shape[0] else 0.0, remaining)
-    shift = log_weights.max(axis=1, keepdims=True) if state.n_topics else 0.0
+        log_weights[:, k] = np.where(pos >= 0, elog[np.maximum(pos, 0)] if elog.shape[0] else 0.0, remaining + extra)
+    shift = log_weights.max(axis=1, keepdims=True)
     return PreparedWeights(present, log_weights, np.exp(log_weights - shift))
+
+
+def _unseen_extra(present: IntArray, params: InfVocParams | None, log_g0: FloatArray | None) -> FloatArray:
+    """Per word, what ``unseen_weight`` adds to the remaining stick (zeros for eq. 7.4)."""
+    if params is None or params.unseen_weight == "remaining":
+        return np.zeros(present.shape[0])
+    if log_g0 is None or (present.shape[0] and int(present[-1]) >= np.shape(log_g0)[0]):
+        raise InvalidParameterError(
+            "unseen_weight='g0' needs log_g0 with an entry for every word id of the minibatch "
+            f"(largest id {int(present[-1]) if present.shape[0] else -1}); pass the G0 model's log probabilities")
+    fresh = float(digamma(1.0) - digamma(1.0 + params.stick_concentration))
+    return fresh + np.asarray(log_g0, dtype=np.float64)[present]
 
 
 def expected_topic_words(state: InfVocState, k: int) -> tuple[IntArray, FloatArray, float]:
