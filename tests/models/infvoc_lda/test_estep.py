@@ -154,3 +154,20 @@ def test_words_from_ordered_block_and_errors() -> None:
     with pytest.raises(InvalidParameterError, match="topics"):
         estep_documents(np.array([0, 2]), np.array([1, 2]), prepared, InfVocParams(n_topics=2), first_doc=0,
                         minibatch=1)
+
+
+def test_empty_partition_is_the_identity() -> None:
+    state = random_state(np.random.default_rng(9))
+    params = InfVocParams(n_topics=3)
+    indptr, words = csr([[1, 2, 2], [], [4]])
+    prepared = prepare_weights(state, words)
+    whole, gamma = estep_documents(indptr, words, prepared, params, first_doc=5, minibatch=3)
+    empty, empty_gamma = estep_documents(np.array([0]), np.zeros(0, np.int64), prepared, params, first_doc=8,
+                                         minibatch=3)
+    assert empty.n_docs == 0 and empty.kept_counts.shape == (0, 3) and empty_gamma.shape == (0, 3)
+    merged = empty.merge(whole)
+    assert_array_equal(merged.kept_counts, whole.kept_counts)
+    assert_array_equal(gamma[1], params.alpha)  # an empty document keeps the prior
+    with pytest.raises(InvalidParameterError, match="word id 1 .* no prepared weight"):
+        estep_documents(indptr, words, prepare_weights(state, np.zeros(0, np.int64)), params, first_doc=0,
+                        minibatch=1)

@@ -200,3 +200,19 @@ def test_planted_new_word_enters_its_topic_top_ten() -> None:
         history.append(planted_in_right_topic(state))
     assert not any(history[:planted_from])  # absent before it is planted
     assert all(history[planted_from + within - 1:])
+
+
+def test_expanding_before_the_estep_is_the_code_order() -> None:
+    """expand_tos is idempotent, so a driver may expand before prepare_weights (the reference code's order)."""
+    state = random_state(np.random.default_rng(16), n_topics=2, n_words=8, size=4)
+    params = InfVocParams(n_topics=2)
+    words = np.array([0, 5, 9, 12])
+    once = expand_tos(state, words, params)
+    twice = expand_tos(once, words, params)
+    for name in ("tos_indptr", "tos_words", "nu1", "nu2"):
+        assert_array_equal(getattr(twice, name), getattr(once, name))
+    stats = InfVocStats(words, np.arange(8.0).reshape(4, 2), 3, 10, params.samples)
+    late, early = update_minibatch(state, stats, params, n_docs_total=30), update_minibatch(once, stats, params,
+                                                                                             n_docs_total=30)
+    for name in ("tos_indptr", "tos_words", "nu1", "nu2", "rank_words", "rank_log"):
+        assert_array_equal(getattr(late, name), getattr(early, name))

@@ -154,8 +154,9 @@ def _check_documents(indptr: IntArray, words: IntArray, weights: PreparedWeights
         raise InvalidParameterError(
             f"indptr must start at 0, be non-decreasing and end at len(words) = {words.shape[0]}")
     cols = np.searchsorted(weights.word_ids, words)
-    bad = (cols >= weights.word_ids.shape[0]) | (weights.word_ids[np.minimum(cols, len(weights.word_ids) - 1)]
-                                                 != words) if words.shape[0] else np.zeros(0, bool)
+    inside = cols < weights.word_ids.shape[0]
+    bad = ~inside
+    bad[inside] = weights.word_ids[cols[inside]] != words[inside]
     if np.any(bad):
         raise InvalidParameterError(
             f"word id {int(words[np.argmax(bad)])} of the documents has no prepared weight; build the "

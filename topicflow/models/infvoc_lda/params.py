@@ -11,7 +11,7 @@ Pure: no Dask, no I/O. Glossary (Zhai 2014, sec. 7.2-7.4):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, get_args
+from typing import Any, Literal, Mapping, cast, get_args
 
 from topicflow.errors import InvalidParameterError
 from topicflow.models.common.validation import (
@@ -98,8 +98,7 @@ class InfVocParams:
     @property
     def alpha(self) -> float:
         """The resolved alpha^theta (a float, never None)."""
-        assert self.doc_topic_prior is not None  # set by __post_init__
-        return float(self.doc_topic_prior)
+        return float(cast(float, self.doc_topic_prior))  # resolved to a float by __post_init__
 
     @property
     def new_nu2(self) -> float:
