@@ -19,6 +19,7 @@ def main(verbose: int, quiet: bool) -> None:
 def _register() -> None:
     from topicflow.cli import coherence as cli_coherence
     from topicflow.cli import corpus as cli_corpus
+    from topicflow.cli import g0 as cli_g0
     from topicflow.cli import model as cli_model
     from topicflow.cli import report as cli_report
     from topicflow.cli import reproduce as cli_reproduce
@@ -29,7 +30,7 @@ def _register() -> None:
     from topicflow.cli import versions as cli_versions
 
     for module in (cli_coherence, cli_corpus, cli_model, cli_report, cli_reproduce, cli_stream, cli_synth, cli_update,
-                   cli_versions, cli_tree):
+                   cli_versions, cli_tree, cli_g0):
         for command in module.COMMANDS:
             main.add_command(command)
 
