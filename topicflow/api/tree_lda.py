@@ -2,14 +2,18 @@
 
 ``__init__`` only stores keyword parameters; ``fit`` validates them once, reads the prior tree
 (checking it was built for the store's vocabularies) and runs batch variational or hybrid inference
-through :func:`topicflow.pipeline.tree_lda.fit_batch_tree_vb`. The fitted model reads as a
+through :func:`topicflow.pipeline.tree_lda.fit_batch_tree_vb` (or online, minibatch by minibatch,
+through :func:`~topicflow.pipeline.tree_lda.fit_online_tree`), or collapsed Gibbs sampling over the
+store's shards through :func:`topicflow.pipeline.tree_lda.fit_gibbs_tree`. The fitted model reads as a
 (polylingual) LDA model whose topics are the tree's word means (the LDA view), so ``transform``,
 ``evaluate``, ``save`` (shared with :class:`topicflow.LDA`) and every command that reads a model work on it; the exact edge parameters are kept for reloading. See
 docs/tree-lda.md.
 """
 from __future__ import annotations
 
+import math
 import os
+from collections.abc import Sequence
 from numbers import Integral, Real
 from pathlib import Path
 from typing import Any, ClassVar
@@ -29,25 +33,43 @@ from topicflow.api._evaluation import FittedModelMixin
 from topicflow.api.lda import parse_doc_topic_prior
 from topicflow.errors import InvalidParameterError
 from topicflow.io.corpus.reader import Corpus, as_corpus
+from topicflow.io.models.info import unseen_shards
 from topicflow.io.models.store import SavedModel, load_model
 from topicflow.io.trees import check_tree_matches, read_tree
 from topicflow.models.tree_lda.tree import PriorTree
 from topicflow.models.tree_lda.vb import TREE_NORMALIZATIONS
+from topicflow.pipeline.policies import CheckpointPolicy
+from topicflow.pipeline.presets import with_preset
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 from topicflow.pipeline.tree_lda import (
+    TREE_INFERENCE,
+    TreeMinibatchRecord,
     TreeVBConfig,
     fit_batch_tree_vb,
+    fit_gibbs_tree,
+    fit_online_tree,
     is_tree_model,
+    online_tree_model,
     saved_tree,
     saved_tree_config,
     saved_tree_state,
     tree_model,
 )
-from topicflow.pipeline.vb import IterationRecord
+from topicflow.pipeline.vb import IterationRecord, OnlineConfig
 
 _POSITIVE_INT = Interval(Integral, 1, None, closed="left")
 _NONNEGATIVE_INT = Interval(Integral, 0, None, closed="left")
 _POSITIVE = Interval(Real, 0, None, closed="neither")
+#: Default iterations of vb and hybrid, and default sweeps of gibbs (``max_iter=None``).
+VB_ITERATIONS = 50
+GIBBS_SWEEPS = 200
+#: Parameters (with their defaults) that gibbs does not read, and those vb and hybrid do not read.
+_GIBBS_UNUSED: dict[str, Any] = {"alpha_init": None, "tol": 1e-4, "burn_in": 5, "samples": 5, "init_shape": 100.0,
+                                 "split_every": None}
+_VB_UNUSED: dict[str, Any] = {"sync_every": 1}
+#: Parameters that online VB does not read, and the online ones batch fits do not read.
+_ONLINE_UNUSED: dict[str, Any] = {"max_iter": None, "tol": 1e-4}
+_BATCH_UNUSED: dict[str, Any] = {"batch_size": 256, "tau0": 10.0, "kappa": 0.7, "passes": 1, "shuffle_window": 0}
 
 
 def _parse_tree(value: Any) -> Any:
@@ -58,31 +80,39 @@ def _parse_tree(value: Any) -> Any:
 
 
 class TreeLDA(FittedModelMixin, TopicModelEstimator):
-    """Tree-prior LDA (tLDA; ptLDA on aligned multilingual stores) by batch variational or hybrid inference.
+    """Tree-prior LDA (tLDA; ptLDA on aligned multilingual stores) by variational, hybrid or Gibbs inference.
 
     Zhai (2014), chapter 5: each topic draws, at every internal node of a prior tree, a Dirichlet over
     the node's edges; a word's probability sums the products along its root-to-leaf paths. The
     E-step is LDA's, fed the tree's per-word weights; the M-step splits each topic's word counts over
-    the word's paths (eq. 5.5), or samples the paths (hybrid, eq. 5.6).
+    the word's paths (eq. 5.5), or samples the paths (hybrid, eq. 5.6). Gibbs samples every token's
+    topic and path (eq. 5.2), one chain per shard synchronized AD-LDA style, and is saved as the
+    variational state lambda = N_ke + beta_e of its final counts.
 
     Parameters
     ----------
     n_topics : int, default 10
     prior_tree : str, os.PathLike or PriorTree
         The tree (``topicflow tree build``); a path is checked against the store's vocabularies.
-    inference : {"vb", "hybrid"}, default "vb"
-        Dense variational E-step, or Gibbs sampling within VB (Mimno et al. 2012) with path draws.
+    method : {"batch", "online"}, default "batch"
+        vb and hybrid: batch iterations over the whole store, or online VB over minibatches (Hoffman et
+        al. 2010; ``batch_size``, ``tau0``, ``kappa``, ``passes``, ``shuffle_window``).
+    inference : {"vb", "hybrid", "gibbs"}, default "vb"
+        Dense variational E-step, Gibbs sampling within VB (Mimno et al. 2012) with path draws, or
+        collapsed Gibbs sampling (fixed alpha; ``max_iter`` sweeps).
     normalization : {"node_language", "node"}, default "node_language"
         ``node_language``: a Dirichlet per node and language (a flat tree is polylingual LDA);
         ``node``: one per node, the chapter's model (a flat tree over several languages is LDA over the
         stacked vocabularies). The same on a monolingual store.
-    alpha : "auto", "symmetric" or float, default "auto"
-        Document-topic prior: learned asymmetric (Newton-Raphson), learned symmetric, or fixed.
+    alpha : "auto", "symmetric" or float, optional
+        Document-topic prior: learned asymmetric (Newton-Raphson), learned symmetric, or fixed. Default:
+        "auto" for vb and hybrid; a fixed 1 / n_topics for gibbs (which only takes a number).
     alpha_init : float, optional
         Starting alpha_k of a learned prior (default 1 / n_topics).
-    max_iter : int, default 50
+    max_iter : int, optional
+        Iterations of vb and hybrid (default 50); sweeps of gibbs (default 200).
     tol : float, default 1e-4
-        Relative ELBO change that stops the fit.
+        Relative ELBO change that stops the fit (vb, hybrid).
     max_doc_iter : int, default 100
     doc_tol : float, default 1e-3
     burn_in, samples : int, default 5, 5
@@ -91,7 +121,17 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
         Shape s of the Gamma(s, 1/s) starting lambda per topic and edge.
     seed : int, default 0
     split_every : int, optional
-        Fan-in of the statistics tree reduction.
+        Fan-in of the statistics tree reduction (vb, hybrid).
+    sync_every : int, default 1
+        Gibbs: sweeps of every shard's chain between two synchronizations of the edge counts.
+    batch_size : int, default 256
+        Online: documents per minibatch S.
+    tau0, kappa : float, default 10.0 and 0.7
+        Online: step sizes rho_t = (tau0 + t) ** -kappa.
+    passes : int, default 1
+        Online: passes over the documents.
+    shuffle_window : int, default 0
+        Online: visit documents in a random order within windows of this many (0: store order).
 
     Attributes
     ----------
@@ -105,9 +145,16 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
     prior_tree_ : PriorTree
     vocabularies_ : dict of str to Vocabulary
     languages_ : list of str
-    trace_ : list of IterationRecord
+    trace_ : list of IterationRecord or TreeMinibatchRecord
+        One per iteration; for gibbs one per synchronization round, with ``iteration`` the sweeps done
+        and ``elbo`` the joint log-likelihood log p(w, z, y) of the merged chain; for online one
+        :class:`~topicflow.pipeline.tree_lda.TreeMinibatchRecord` per minibatch.
     n_iter_ : int
+        Iterations run (gibbs: sweeps; online: minibatches).
+    n_docs_seen_ : int
+        Online: documents processed (for batch and gibbs, the store's documents).
     converged_ : bool
+        Whether the ELBO converged (always False for gibbs).
 
     Examples
     --------
@@ -118,10 +165,16 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
     _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
         "n_topics": [_POSITIVE_INT],
         "prior_tree": [Parsed(_parse_tree, "a path to a prior tree (topicflow tree build) or a PriorTree")],
-        "inference": [Options(("vb", "hybrid"))],
+        "inference": [Options(TREE_INFERENCE)],
+        "method": [Options(("batch", "online"))],
+        "batch_size": [_POSITIVE_INT],
+        "tau0": [Interval(Real, 0, None, closed="left")],
+        "kappa": [Interval(Real, 0, 1, closed="both")],
+        "passes": [_POSITIVE_INT],
+        "shuffle_window": [_NONNEGATIVE_INT],
         "normalization": [Options(TREE_NORMALIZATIONS)],
         "alpha_init": [None, _POSITIVE],
-        "max_iter": [_POSITIVE_INT],
+        "max_iter": [None, _POSITIVE_INT],
         "tol": [Interval(Real, 0, None, closed="left")],
         "max_doc_iter": [_POSITIVE_INT],
         "doc_tol": [_POSITIVE],
@@ -130,14 +183,48 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
         "init_shape": [_POSITIVE],
         "seed": [Interval(Integral, 0, 2**63, closed="left")],
         "split_every": [None, Interval(Integral, 2, None, closed="left")],
+        "sync_every": [_POSITIVE_INT],
     }
     _fit_hint: ClassVar[str] = "call fit(store) or TreeLDA.load(path) first"
 
+    @classmethod
+    def from_preset(cls, name: str, **overrides: Any) -> TreeLDA:
+        """The estimator with a paper's published settings (``zhai2014-ptlda``: Zhai 2014, chapter 5).
+
+        Parameters
+        ----------
+        name : str
+            A tree-LDA preset (:data:`topicflow.pipeline.presets.TREE_PRESETS`).
+        **overrides
+            Settings that replace the preset's, such as ``prior_tree`` (which a preset never sets).
+
+        Returns
+        -------
+        TreeLDA
+
+        Raises
+        ------
+        InvalidParameterError
+            No such preset, or a preset of another family.
+
+        Examples
+        --------
+        >>> TreeLDA.from_preset("zhai2014-ptlda", prior_tree="dict.tree").get_params()["alpha"]
+        0.01
+        """
+        settings = with_preset(name, "fit", overrides)
+        if settings.pop("family", None) != "tree_lda":
+            raise InvalidParameterError(f"preset {name!r} is not a tree-LDA preset; use topicflow.LDA.from_preset "
+                                        "or topicflow.HDP.from_preset")
+        return cls(**settings)
+
     def __init__(
-        self, n_topics: int = 10, *, prior_tree: Any = None, inference: str = "vb",
-        normalization: str = "node_language", alpha: str | float = "auto", alpha_init: float | None = None,
-        max_iter: int = 50, tol: float = 1e-4, max_doc_iter: int = 100, doc_tol: float = 1e-3, burn_in: int = 5,
-        samples: int = 5, init_shape: float = 100.0, seed: int = 0, split_every: int | None = None,
+        self, n_topics: int = 10, *, prior_tree: Any = None, method: str = "batch", inference: str = "vb",
+        normalization: str = "node_language", alpha: str | float | None = None, alpha_init: float | None = None,
+        max_iter: int | None = None, tol: float = 1e-4, max_doc_iter: int = 100, doc_tol: float = 1e-3,
+        burn_in: int = 5, samples: int = 5, init_shape: float = 100.0, seed: int = 0, split_every: int | None = None,
+        sync_every: int = 1, batch_size: int = 256, tau0: float = 10.0, kappa: float = 0.7,
+        passes: int = 1, shuffle_window: int = 0,
     ) -> None:
         self.n_topics = n_topics
         self.prior_tree = prior_tree
@@ -154,6 +241,13 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
         self.init_shape = init_shape
         self.seed = seed
         self.split_every = split_every
+        self.sync_every = sync_every
+        self.method = method
+        self.batch_size = batch_size
+        self.tau0 = tau0
+        self.kappa = kappa
+        self.passes = passes
+        self.shuffle_window = shuffle_window
 
     def config(self) -> TreeVBConfig:
         """The driver settings of these parameters (validated).
@@ -161,18 +255,62 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
         Returns
         -------
         TreeVBConfig
+
+        Raises
+        ------
+        InvalidParameterError
+            A value outside its allowed set, or a parameter the chosen inference does not use.
         """
         self._validate_params()
-        mode, value = parse_doc_topic_prior(self.alpha)
+        gibbs = self.inference == "gibbs"
+        self._refuse_unused()
+        alpha = self.alpha if self.alpha is not None else (1.0 / int(self.n_topics) if gibbs else "auto")
+        mode, value = parse_doc_topic_prior(alpha)
+        if gibbs and mode != "fixed":
+            raise InvalidParameterError(
+                f"alpha={self.alpha!r} with inference='gibbs': the tree Gibbs sampler keeps alpha fixed; give a number "
+                "(Zhai 2014, ch. 5: 0.01) or leave alpha unset for 1 / n_topics, or use inference 'vb' or 'hybrid' "
+                "to learn it")
         if mode != "fixed" and self.alpha_init is not None:
             value = float(self.alpha_init)
+        max_iter = self.max_iter if self.max_iter is not None else (GIBBS_SWEEPS if gibbs else VB_ITERATIONS)
         return TreeVBConfig(
             n_topics=int(self.n_topics), normalization=self.normalization,  # type: ignore[arg-type]
             estep=self.inference, doc_topic_prior_mode=mode, doc_topic_prior=value,  # type: ignore[arg-type]
-            max_iter=int(self.max_iter), tol=float(self.tol), max_doc_iter=int(self.max_doc_iter),
+            max_iter=int(max_iter), tol=float(self.tol), max_doc_iter=int(self.max_doc_iter),
             doc_tol=float(self.doc_tol), seed=int(self.seed), burn_in=int(self.burn_in), samples=int(self.samples),
             hybrid_init="random" if self.inference == "hybrid" else "progressive", init_shape=float(self.init_shape),
+            sync_every=int(self.sync_every),
         )
+
+    def online_config(self) -> OnlineConfig:
+        """The minibatch settings of ``method="online"`` (validated).
+
+        Returns
+        -------
+        OnlineConfig
+            Run as Dask tasks (the only executor of the online tree driver).
+        """
+        self._validate_params()
+        return OnlineConfig(batch_size=int(self.batch_size), tau0=float(self.tau0), kappa=float(self.kappa),
+                            passes=int(self.passes), shuffle_window=int(self.shuffle_window), executor="tasks")
+
+    def _refuse_unused(self) -> None:
+        """Refuse parameters set away from their defaults that the chosen scheme does not read."""
+        if self.method == "online" and self.inference == "gibbs":
+            raise InvalidParameterError("method='online' with inference='gibbs': online tree LDA is variational; use "
+                                        "inference 'vb' or 'hybrid' online, or method='batch' for the sampler")
+        unused = dict(_GIBBS_UNUSED if self.inference == "gibbs" else _VB_UNUSED)
+        unused.update(_ONLINE_UNUSED if self.method == "online" else _BATCH_UNUSED)
+        given = [f"{name}={getattr(self, name)!r}" for name, default in unused.items() if getattr(self, name) != default]
+        if given:
+            scheme = f"inference={self.inference!r}" + (", method='online'" if self.method == "online" else "")
+            reads = ("gibbs runs max_iter sweeps with a fixed alpha, synchronized every sync_every sweeps"
+                     if self.inference == "gibbs" else "online VB runs passes over minibatches of batch_size"
+                     if self.method == "online" else "sync_every is gibbs', batch_size, tau0, kappa, passes and "
+                     "shuffle_window are method='online''s")
+            raise InvalidParameterError(f"{', '.join(given)} given with {scheme}, which does not use them ({reads}); "
+                                        "leave them at their defaults")
 
     def _tree_for(self, corpus: Corpus) -> tuple[PriorTree, str | None]:
         if self.prior_tree is None:
@@ -185,7 +323,7 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
         return tree, str(self.prior_tree)
 
     def fit(self, corpus: Any, y: Any = None, *, client: Any = None,
-            progress: ProgressReporter = NO_PROGRESS) -> TreeLDA:
+            progress: ProgressReporter = NO_PROGRESS, checkpoint: CheckpointPolicy | None = None) -> TreeLDA:
         """Fit from scratch on a corpus store whose vocabularies the prior tree was built for.
 
         Parameters
@@ -198,6 +336,10 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
             Cluster to run on; by default the current client, else local threads.
         progress : ProgressReporter, optional
             Receives per-iteration progress.
+        checkpoint : CheckpointPolicy, optional
+            For vb and hybrid (batch or online): write the driver state every ``every`` iterations or
+            minibatches, and with ``resume`` continue from it (the same model as an uninterrupted run).
+            Not for gibbs.
 
         Returns
         -------
@@ -216,11 +358,87 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
         if not isinstance(corpus, (str, os.PathLike, Corpus)):
             raise InvalidParameterError(f"TreeLDA fits a corpus store (path or Corpus), not {type(corpus).__name__}: "
                                         "the prior tree is built for a store's vocabularies (`topicflow tree build`)")
+        if config.estep == "gibbs" and checkpoint is not None:
+            raise InvalidParameterError("checkpoints are written by the variational tree fits (inference 'vb' or "
+                                        "'hybrid'); a Gibbs fit is not checkpointed: drop checkpoint")
+        online = self.online_config() if self.method == "online" else None
         store = as_corpus(corpus)
         tree, source = self._tree_for(store)
-        result = fit_batch_tree_vb(store, tree, config, client=client, split_every=self.split_every,
-                                   progress=progress)
-        self.model_ = tree_model(store, result, config, tree_source=source)
+        if online is not None:
+            streamed = fit_online_tree(store, tree, config, online, client=client, split_every=self.split_every,
+                                       progress=progress, checkpoint=checkpoint)
+            self.model_ = online_tree_model(store, streamed, config, online, tree_source=source)
+        elif config.estep == "gibbs":
+            result = fit_gibbs_tree(store, tree, config, client=client, progress=progress)
+            self.model_ = tree_model(store, result, config, tree_source=source, method="gibbs")
+        else:
+            result = fit_batch_tree_vb(store, tree, config, client=client, split_every=self.split_every,
+                                       progress=progress, checkpoint=checkpoint)
+            self.model_ = tree_model(store, result, config, tree_source=source)
+        self._set_attributes_from_model()
+        return self
+
+    def partial_fit(self, corpus: Any, y: Any = None, *, client: Any = None, shards: Sequence[int] | None = None,
+                    progress: ProgressReporter = NO_PROGRESS) -> TreeLDA:
+        """Run online VB over the store's shards the model has not seen, continuing its state and step sizes.
+
+        The first call starts an online model (as ``fit`` with ``method="online"`` over ``shards``);
+        later calls continue it, from a batch model too (then at t = ceil(n_docs / batch_size), as
+        ``topicflow update`` does). The store is the one the model was fitted on, grown by
+        ``topicflow append`` with no new terms (a grown vocabulary needs the tree extended:
+        ``topicflow update``).
+
+        Parameters
+        ----------
+        corpus : str, os.PathLike or Corpus
+            The store.
+        y : None
+            Ignored (scikit-learn's signature). A ``distributed.Client`` here is taken as ``client``.
+        client : distributed.Client, optional
+        shards : sequence of int, optional
+            Store positions of the shards to process, in order; by default the unseen ones.
+        progress : ProgressReporter, optional
+
+        Returns
+        -------
+        TreeLDA
+            ``self``, updated.
+
+        Raises
+        ------
+        InvalidParameterError
+            A Gibbs model or ``inference="gibbs"``, an input that is not a store, or a store whose
+            vocabularies are not the tree's.
+        """
+        online_twin = type(self)(**{**self.get_params(), "method": "online", **_ONLINE_UNUSED})
+        config, online = online_twin.config(), online_twin.online_config()
+        client = split_client(y, client)
+        if not isinstance(corpus, (str, os.PathLike, Corpus)):
+            raise InvalidParameterError(f"TreeLDA.partial_fit reads a corpus store (path or Corpus), not "
+                                        f"{type(corpus).__name__}")
+        store = as_corpus(corpus)
+        model: SavedModel | None = getattr(self, "model_", None)
+        if model is None:
+            tree, source = self._tree_for(store)
+            streamed = fit_online_tree(store, tree, config, online, shards=shards, client=client,
+                                       split_every=self.split_every, progress=progress)
+            self.model_ = online_tree_model(store, streamed, config, online, tree_source=source, shards=shards)
+            self._set_attributes_from_model()
+            return self
+        if model.info.method == "gibbs":
+            raise InvalidParameterError("a Gibbs tree model is not continued online (its chains are not saved): fit "
+                                        "again on the grown store")
+        state, layout = saved_tree_state(model)
+        if model.info.online:
+            t, docs_seen = int(model.info.online["t"]), int(model.info.online["docs_seen"])
+        else:
+            n_docs = int(model.info.corpus.get("n_docs", 0))
+            t, docs_seen = math.ceil(n_docs / online.batch_size), n_docs
+        shards = unseen_shards(model, store) if shards is None else list(shards)
+        streamed = fit_online_tree(store, layout.tree, config, online, state=state, t=t, docs_seen=docs_seen,
+                                   shards=shards, client=client, split_every=self.split_every, progress=progress)
+        self.model_ = online_tree_model(store, streamed, config, online, tree_source=model.info.extra["tree"]["source"],
+                                        shards=shards, seen=model.info.corpus.get("shards", []))
         self._set_attributes_from_model()
         return self
 
@@ -238,8 +456,13 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
         self.prior_tree_ = layout.tree
         self.vocabularies_ = dict(model.vocabularies)
         self.languages_ = list(langs)
-        self.trace_ = [IterationRecord(**r) for r in model.info.trace]
-        self.n_iter_ = len(self.trace_)
+        method = model.info.method
+        self.trace_: list[Any] = [(TreeMinibatchRecord if method == "online" else IterationRecord)(**r)
+                                  for r in model.info.trace]
+        last = self.trace_[-1] if self.trace_ else None
+        self.n_iter_ = (last.iteration if last is not None else 0) if method == "gibbs" else len(self.trace_)
+        online = model.info.online
+        self.n_docs_seen_ = int(online["docs_seen"]) if online else int(model.info.corpus.get("n_docs", 0))
         self.converged_ = bool(model.info.converged)
         if single:
             self.n_features_in_ = len(self.vocabularies_[langs[0]])
@@ -295,14 +518,26 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
         config = saved_tree_config(model)
         alpha: str | float = config.doc_topic_prior_mode if config.doc_topic_prior_mode != "fixed" \
             else config.initial_alpha
-        estimator = cls(
+        params: dict[str, Any] = dict(
             n_topics=config.n_topics, prior_tree=saved_tree(model), inference=config.estep,
             normalization=config.normalization, alpha=alpha,
             alpha_init=(config.initial_alpha if config.doc_topic_prior_mode != "fixed"
                         and config.initial_alpha != 1.0 / config.n_topics else None),
             max_iter=config.max_iter, tol=config.tol, max_doc_iter=config.max_doc_iter, doc_tol=config.doc_tol,
             burn_in=config.burn_in, samples=config.samples, init_shape=config.init_shape, seed=config.seed,
+            sync_every=config.sync_every,
         )
+        estimator = cls(**{**params, **_online_params(model)})
         estimator.model_ = model
         estimator._set_attributes_from_model()
         return estimator
+
+
+def _online_params(model: SavedModel) -> dict[str, Any]:
+    """The TreeLDA minibatch parameters of a saved online tree model (none for batch and gibbs)."""
+    if model.info.method != "online" or not model.info.online:
+        return {}
+    online = OnlineConfig.from_dict(model.info.online["config"])
+    return {"method": "online", "batch_size": online.batch_size, "tau0": online.tau0, "kappa": online.kappa,
+            "passes": online.passes, "shuffle_window": online.shuffle_window, "max_iter": None,
+            "tol": _ONLINE_UNUSED["tol"]}

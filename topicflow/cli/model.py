@@ -26,6 +26,7 @@ from topicflow._typing import (
 from topicflow.api._collapsed import PAPER_STEP_POWER, parse_step
 from topicflow.api.hdp import HDP, hdp_topics
 from topicflow.api.lda import LDA
+from topicflow.api.tree_lda import TreeLDA
 from topicflow.cli._aliases import renamed_options
 from topicflow.cli._common import (
     apply_preset,
@@ -51,6 +52,7 @@ from topicflow.pipeline.evaluation.heldout import (
     HeldoutResult,
     heldout_likelihood,
 )
+from topicflow.pipeline.presets import TREE_PRESETS, is_tree_preset
 from topicflow.pipeline.progress import TqdmProgress
 from topicflow.pipeline.vb.infer import infer_doc_topics
 from topicflow.pipeline.vb.online import EXECUTORS, MinibatchRecord
@@ -222,8 +224,11 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @click.option("--overwrite", is_flag=True, help="Replace an existing model / doc-topics output.")
 @click.option("--prior-tree", default=None, type=click.Path(file_okay=False),
               help="Tree LDA (family tree_lda): the prior tree built by `topicflow tree build` (docs/tree-lda.md).")
-@click.option("--inference", type=click.Choice(["vb", "hybrid"]), default="vb", show_default=True,
-              help="Tree LDA: variational or hybrid (Gibbs within VB) E-step.")
+@click.option("--inference", type=click.Choice(["vb", "hybrid", "gibbs"]), default="vb", show_default=True,
+              help="Tree LDA: variational or hybrid (Gibbs within VB) E-step, or collapsed Gibbs sampling "
+                   "(--max-iter sweeps, default 200; a fixed --doc-topic-prior, default 1/K).")
+@click.option("--sync-every", default=1, show_default=True, type=click.IntRange(min=1),
+              help="Tree LDA with --inference gibbs: sweeps of each shard's chain between synchronizations.")
 @click.option("--normalization", type=click.Choice(["node_language", "node"]), default="node_language",
               show_default=True,
               help="Tree LDA: a Dirichlet per node and language (a flat tree is polylingual LDA), or per node.")
@@ -243,20 +248,16 @@ def fit(store: str, model_path: str, n_topics: int | None, family: str | None, m
         max_doc_iter: int, doc_tol: float, warm_start: bool, seed: int, init_shape: float,
         checkpoint_every: int | None,
         checkpoint_path: str | None, resume: bool, doc_topics: str | None, split_every: int | None,
-        overwrite: bool, prior_tree: str | None, inference: str, normalization: str, preset: str | None,
-        cluster: ClusterConfig) -> None:
+        overwrite: bool, prior_tree: str | None, inference: str, sync_every: int, normalization: str,
+        preset: str | None, cluster: ClusterConfig) -> None:
     """Fit LDA (polylingual LDA for a multilingual STORE) by batch, online or streaming variational Bayes or
     SCVB0, or the HDP (--family hdp) by PCSVB0 or PCVB0, or tree LDA (--prior-tree TREE) by batch VB or
-    hybrid inference.
+    hybrid inference or collapsed Gibbs sampling.
 
     With --preset, a paper's settings fill every option you do not type.
     """
-    if prior_tree is not None or family == "tree_lda":
-        fit_tree(store, model_path, prior_tree, n_topics=n_topics, inference=inference, normalization=normalization,
-                 doc_topic_prior=doc_topic_prior, doc_topic_prior_init=doc_topic_prior_init, max_iter=max_iter,
-                 tol=tol, max_doc_iter=max_doc_iter, doc_tol=doc_tol, burn_in=burn_in, samples=samples,
-                 init_shape=init_shape, seed=seed, split_every=split_every, doc_topics=doc_topics,
-                 overwrite=overwrite, cluster=cluster)
+    if prior_tree is not None or family == "tree_lda" or is_tree_preset(preset):
+        fit_tree(store, model_path, prior_tree, click.get_current_context().params, cluster=cluster)
         return
     refuse_tree_options()
     lda_values = dict(
@@ -366,9 +367,33 @@ def fit(store: str, model_path: str, n_topics: int | None, family: str | None, m
 #: ``fit`` options tree LDA reads (every other typed option is refused with --prior-tree).
 TREE_OPTIONS = frozenset({"store", "model_path", "n_topics", "family", "prior_tree", "inference", "normalization",
                           "doc_topic_prior", "doc_topic_prior_init", "max_iter", "tol", "max_doc_iter", "doc_tol",
-                          "burn_in", "samples", "init_shape", "seed", "split_every", "doc_topics", "overwrite"})
+                          "burn_in", "samples", "init_shape", "seed", "split_every", "doc_topics", "overwrite",
+                          "sync_every", "preset", "method", "batch_size", "tau0", "kappa", "passes",
+                          "shuffle_window", "executor", "checkpoint_every", "checkpoint_path", "resume"})
 #: ``fit`` options only tree LDA reads.
-TREE_ONLY_OPTIONS = ("inference", "normalization")
+TREE_ONLY_OPTIONS = ("inference", "normalization", "sync_every")
+_TREE_ONLINE = ("batch_size", "tau0", "kappa", "passes", "shuffle_window", "executor")
+_TREE_CHECKPOINTS = ("checkpoint_every", "checkpoint_path", "resume")
+#: Tree options that one scheme (inference, method) does not read (typed with it, they are refused).
+TREE_SCHEME_UNUSED: dict[tuple[str, str], tuple[str, ...]] = {
+    ("gibbs", "batch"): ("doc_topic_prior_init", "tol", "burn_in", "samples", "init_shape", "split_every",
+                         *_TREE_ONLINE, *_TREE_CHECKPOINTS),
+    ("vb", "batch"): ("sync_every", *_TREE_ONLINE),
+    ("hybrid", "batch"): ("sync_every", *_TREE_ONLINE),
+    ("vb", "online"): ("sync_every", "max_iter", "tol"),
+    ("hybrid", "online"): ("sync_every", "max_iter", "tol"),
+}
+_TREE_READS = {
+    "gibbs": "the tree Gibbs sampler runs --max-iter sweeps with a fixed --doc-topic-prior, synchronized every "
+             "--sync-every sweeps, without checkpoints",
+    "batch": "batch VB runs --max-iter iterations over the whole store; --method online takes the minibatch "
+             "options, --inference gibbs --sync-every",
+    "online": "online VB runs --passes over minibatches of --batch-size documents, not --max-iter iterations",
+}
+#: The click parameter of a TreeLDA setting whose API name differs.
+TREE_OPTION_OF = {"alpha": "doc_topic_prior", "alpha_init": "doc_topic_prior_init"}
+_CLUSTER_PARAMS = frozenset({"cluster", "scheduler", "workers", "threads_per_worker", "memory_limit",
+                             "dashboard_address"})
 
 
 def _typed(name: str) -> bool:
@@ -377,7 +402,7 @@ def _typed(name: str) -> bool:
 
 
 def refuse_tree_options() -> None:
-    """Refuse ``--inference`` and ``--normalization`` typed without ``--prior-tree``.
+    """Refuse ``--inference``, ``--normalization`` and ``--sync-every`` typed without ``--prior-tree``.
 
     Raises
     ------
@@ -391,78 +416,151 @@ def refuse_tree_options() -> None:
                                "E-step is chosen by --estep)")
 
 
-def fit_tree(store: str, model_path: str, prior_tree: str | None, *, n_topics: int | None, inference: str,
-             normalization: str, doc_topic_prior: str, doc_topic_prior_init: float | None, max_iter: int, tol: float,
-             max_doc_iter: int, doc_tol: float, burn_in: int | None, samples: int, init_shape: float, seed: int,
-             split_every: int | None, doc_topics: str | None, overwrite: bool, cluster: ClusterConfig) -> None:
+def tree_settings(params: Any) -> dict[str, Any]:
+    """The :class:`topicflow.TreeLDA` settings of ``fit --prior-tree``: typed options, then the preset's.
+
+    Parameters
+    ----------
+    params : mapping
+        The ``fit`` command's parameters (click names), from the click context.
+
+    Returns
+    -------
+    dict
+        Keyword settings of TreeLDA (without ``prior_tree``). Settings left unset mean the scheme's
+        default (``alpha`` and ``max_iter`` None), and the preset's settings that the final scheme does
+        not read are dropped.
+
+    Raises
+    ------
+    click.UsageError
+        Options tree LDA, or the chosen scheme, does not use; a preset that is not a tree preset; alpha
+        learned with gibbs.
+    """
+    from topicflow.pipeline.presets import get_preset
+
+    preset = params.get("preset")
+    if preset is not None and not is_tree_preset(preset):
+        raise click.UsageError(f"--preset {preset} is an LDA/HDP preset, not a tree-LDA one: drop --prior-tree, or "
+                               f"use a tree preset ({', '.join(sorted(n for n, _ in TREE_PRESETS))})")
+    refused = [name for name in params if name not in TREE_OPTIONS | _CLUSTER_PARAMS and _typed(name)]
+    if refused:
+        raise click.UsageError(f"{', '.join(_option(name) for name in refused)} given with --prior-tree: tree LDA "
+                               "does not use them; drop them (docs/tree-lda.md lists its options)")
+    values: dict[str, Any] = {
+        "family": "tree_lda", "n_topics": params["n_topics"], "inference": params["inference"],
+        "normalization": params["normalization"],
+        "alpha": params["doc_topic_prior"] if _typed("doc_topic_prior") else None,
+        "alpha_init": params["doc_topic_prior_init"],
+        "max_iter": params["max_iter"] if _typed("max_iter") else None, "tol": params["tol"],
+        "max_doc_iter": params["max_doc_iter"], "doc_tol": params["doc_tol"],
+        "burn_in": 5 if params["burn_in"] is None else params["burn_in"], "samples": params["samples"],
+        "init_shape": params["init_shape"], "seed": params["seed"], "split_every": params["split_every"],
+        "sync_every": params["sync_every"], "method": params["method"] or "batch",
+        "batch_size": params["batch_size"] or 256, "tau0": params["tau0"], "kappa": params["kappa"],
+        "passes": params["passes"] or 1, "shuffle_window": params["shuffle_window"],
+    }
+    settings, _ = apply_preset(preset, "fit", values, option_of=TREE_OPTION_OF)
+    inference, method = settings["inference"], settings["method"]
+    if method not in ("batch", "online"):
+        raise click.UsageError(f"--method {method} given with --prior-tree: tree LDA is fitted by batch or online "
+                               "VB (--inference vb or hybrid) or batch Gibbs sampling (--inference gibbs)")
+    if method == "online" and inference == "gibbs":
+        raise click.UsageError("--method online with --inference gibbs: online tree LDA is variational; use "
+                               "--inference vb or hybrid online, or drop --method online for the sampler")
+    if params["executor"] not in ("auto", "tasks"):
+        raise click.UsageError(f"--executor {params['executor']} with --prior-tree: online tree LDA runs its "
+                               "minibatch E-steps as Dask tasks only; drop --executor (or give tasks)")
+    unused = TREE_SCHEME_UNUSED[(inference, method)]
+    typed = [name for name in unused if _typed(name)]
+    if typed:
+        scheme = f"--inference {inference}" + (" --method online" if method == "online" else "")
+        reads = _TREE_READS["gibbs" if inference == "gibbs" else method]
+        raise click.UsageError(f"{', '.join(_option(name) for name in typed)} given with {scheme}, which does "
+                               f"not use them ({reads}); drop them")
+    defaults = TreeLDA().get_params()
+    preset_values = get_preset(preset, "fit").settings if preset is not None else {}
+    for name in unused:  # a preset's settings of another scheme (e.g. hybrid sweeps with --inference gibbs)
+        key = {v: k for k, v in TREE_OPTION_OF.items()}.get(name, name)
+        if key in preset_values and not _typed(TREE_OPTION_OF.get(key, key)):
+            settings[key] = defaults[key]
+    if inference == "gibbs" and settings["alpha"] in ("auto", "symmetric"):
+        raise click.UsageError(f"--doc-topic-prior {settings['alpha']} with --inference gibbs: the tree Gibbs sampler "
+                               "keeps alpha fixed; give a number (Zhai 2014, ch. 5: 0.01), or leave it out for 1/K")
+    settings.pop("family")
+    return settings
+
+
+def fit_tree(store: str, model_path: str, prior_tree: str | None, params: Any, *, cluster: ClusterConfig) -> None:
     """``topicflow fit --prior-tree``: check the tree against the store, fit :class:`topicflow.TreeLDA`, save.
 
     Parameters
     ----------
     store, model_path, prior_tree : str
         The command's paths (``prior_tree`` None is refused).
-    n_topics : int or None
-    inference, normalization, doc_topic_prior : str
-    doc_topic_prior_init : float or None
-    max_iter : int
-    tol : float
-    max_doc_iter : int
-    doc_tol : float
-    burn_in : int or None
-    samples : int
-    init_shape : float
-    seed : int
-    split_every : int or None
-    doc_topics : str or None
-        Also write document topics (of the LDA view) there.
-    overwrite : bool
+    params : mapping
+        Every parameter of the ``fit`` command (click names); see :func:`tree_settings`.
     cluster : ClusterConfig
 
     Raises
     ------
     click.UsageError
-        No tree, no ``--topics``, or options tree LDA does not use.
+        No tree, no ``--topics``, or options tree LDA (or its scheme) does not use.
     """
-    from topicflow.api.tree_lda import TreeLDA
     from topicflow.io._atomic import check_output_path
     from topicflow.io.trees import check_tree_matches, read_tree_info
 
-    context = click.get_current_context()
-    cluster_names = {"cluster", "scheduler", "workers", "threads_per_worker", "memory_limit", "dashboard_address",
-                     "preset"}
-    refused = [name for name in context.params if name not in TREE_OPTIONS | cluster_names and _typed(name)]
-    if context.params.get("preset") is not None:
-        refused.append("preset")
-    if refused:
-        raise click.UsageError(f"{', '.join(_option(name) for name in refused)} given with --prior-tree: tree LDA "
-                               "(batch VB or hybrid) does not use them; drop them (docs/tree-lda.md lists its options)")
+    settings = tree_settings(params)
     if prior_tree is None:
-        raise click.UsageError("--family tree_lda needs --prior-tree TREE (build one with `topicflow tree build`)")
-    if n_topics is None:
-        raise click.UsageError("Missing option '--topics'.")
+        raise click.UsageError("tree LDA (--family tree_lda or a tree --preset) needs --prior-tree TREE (build one "
+                               "with `topicflow tree build`)")
+    if settings["n_topics"] is None:
+        raise click.UsageError("Missing option '--topics' (or a --preset that sets it).")
+    doc_topics, overwrite = params["doc_topics"], params["overwrite"]
     corpus = Corpus.open(store)
     check_tree_matches(read_tree_info(prior_tree), corpus)
     check_output_path(Path(model_path), overwrite=overwrite, what="model")
-    estimator = TreeLDA(
-        n_topics, prior_tree=prior_tree, inference=inference, normalization=normalization, alpha=doc_topic_prior,
-        alpha_init=doc_topic_prior_init, max_iter=max_iter, tol=tol, max_doc_iter=max_doc_iter, doc_tol=doc_tol,
-        burn_in=5 if burn_in is None else burn_in, samples=samples, init_shape=init_shape, seed=seed,
-        split_every=split_every,
-    )
-    estimator.config()  # validate before starting a cluster
-    click.echo(f"fitting tree LDA K={n_topics} ({inference}, {normalization}) with tree {prior_tree} on {corpus!r}",
-               err=True)
+    estimator = TreeLDA(prior_tree=prior_tree, **settings)
+    config = estimator.config()  # validate before starting a cluster
+    online = estimator.method == "online"
+    if online:
+        estimator.online_config()
+    gibbs = config.estep == "gibbs"
+    checkpoint = None
+    if params["checkpoint_every"] or params["resume"]:
+        from topicflow.io.models.checkpoint import default_checkpoint_path
+        from topicflow.pipeline.policies import CheckpointPolicy
+
+        path = Path(params["checkpoint_path"]) if params["checkpoint_path"] else default_checkpoint_path(
+            Path(model_path))
+        checkpoint = CheckpointPolicy(path, every=params["checkpoint_every"] or 1, resume=params["resume"])
+        if params["resume"] and (path / "latest.json").exists():
+            click.echo(f"resuming from checkpoint {path}", err=True)
+    click.echo(f"fitting tree LDA K={config.n_topics} ({config.estep}{', online' if online else ''}, "
+               f"{config.normalization}) with tree {prior_tree} on {corpus!r}", err=True)
     with connect(cluster) as client:
         click.echo(f"dashboard: {client.dashboard_link}", err=True)
         started = time.perf_counter()
-        estimator.fit(corpus, client, progress=progress_reporter())
+        estimator.fit(corpus, client, progress=progress_reporter(), checkpoint=checkpoint)
         for r in estimator.trace_:
-            click.echo(f"iter {r.iteration:3d}  ELBO {r.elbo:.6e}  per token {r.elbo_per_token:.4f}  "
-                       f"alpha sum {r.alpha_sum:.4f}  {r.seconds:.2f} s", err=True)
+            if online:
+                click.echo(f"minibatch {r.t:4d}  pass {r.epoch}  rho {r.rho:.4f}  {r.docs} docs  alpha sum "
+                           f"{r.alpha_sum:.4f}  {r.seconds:.2f} s", err=True)
+            elif gibbs:
+                click.echo(f"sweep {r.iteration:4d}  log p(w,z,y) {r.elbo:.6e}  per token {r.elbo_per_token:.4f}  "
+                           f"{r.seconds:.2f} s", err=True)
+            else:
+                click.echo(f"iter {r.iteration:3d}  ELBO {r.elbo:.6e}  per token {r.elbo_per_token:.4f}  "
+                           f"alpha sum {r.alpha_sum:.4f}  {r.seconds:.2f} s", err=True)
         estimator.save(model_path, overwrite=overwrite)
-        click.echo(f"saved model to {model_path} ({estimator.n_iter_} iterations, "
-                   f"{'converged' if estimator.converged_ else 'not converged'}, "
-                   f"{time.perf_counter() - started:.1f} s)", err=True)
+        if checkpoint is not None:
+            from topicflow.io.models.checkpoint import remove_checkpoint
+
+            remove_checkpoint(checkpoint.path)
+        done = (f"{estimator.n_iter_} sweeps in {len(estimator.trace_)} rounds" if gibbs else
+                f"{estimator.n_iter_} minibatches, {estimator.n_docs_seen_} documents" if online else
+                f"{estimator.n_iter_} iterations, {'converged' if estimator.converged_ else 'not converged'}")
+        click.echo(f"saved model to {model_path} ({done}, {time.perf_counter() - started:.1f} s)", err=True)
         if doc_topics:
             written = infer_doc_topics(estimator.model_, corpus, Path(doc_topics), client=client,
                                        overwrite=overwrite, progress=progress_reporter())

@@ -156,6 +156,43 @@ PRESETS: dict[tuple[str, str], Preset] = _entries(
 )
 
 
+#: Tree-LDA presets (``topicflow fit --prior-tree TREE --preset NAME``, ``TreeLDA.from_preset``): keyword
+#: settings of :class:`topicflow.api.tree_lda.TreeLDA` plus ``family="tree_lda"``. They are kept apart
+#: from :data:`PRESETS`, whose entries are LDA, HDP and streaming settings, because they need a prior tree
+#: and are checked against TreeLDA (tests/api/test_tree_lda.py); the lookups below see both tables.
+TREE_PRESETS: dict[tuple[str, str], Preset] = _entries(
+    Preset(
+        name="zhai2014-ptlda", command="fit",
+        settings=dict(family="tree_lda", n_topics=10, alpha=0.01, inference="hybrid", burn_in=5, samples=5,
+                      normalization="node"),
+        source="Zhai 2014 (dissertation), chapter 5: sec. 5.2.3 (hybrid E-step with B = 5 burn-in and M = 5 kept "
+               "sweeps, Mimno et al. 2012's settings; z randomly initialised as in sec. 4.2), sec. 5.3 (K = 10 "
+               "topics and alpha = 0.01, as Eidelman et al. 2012), eq. 5.1 (one Dirichlet per internal node)",
+        description="ptLDA as chapter 5 runs it: K=10, fixed alpha 0.01, hybrid inference (Gibbs within VB, 5 "
+                    "burn-in and 5 kept sweeps from a random start), the chapter's per-node normalization; give "
+                    "--inference vb or gibbs for the chapter's other two schemes.",
+    ),
+)
+
+
+def _all_presets() -> dict[tuple[str, str], Preset]:
+    return {**PRESETS, **TREE_PRESETS}
+
+
+def is_tree_preset(name: str | None) -> bool:
+    """Whether ``name`` is a tree-LDA preset of ``fit`` (:data:`TREE_PRESETS`).
+
+    Parameters
+    ----------
+    name : str or None
+
+    Returns
+    -------
+    bool
+    """
+    return (name, "fit") in TREE_PRESETS
+
+
 def preset_names(command: PresetCommand) -> tuple[str, ...]:
     """The names of the presets of one command, sorted.
 
@@ -168,7 +205,7 @@ def preset_names(command: PresetCommand) -> tuple[str, ...]:
     -------
     tuple of str
     """
-    return tuple(sorted(name for name, kind in PRESETS if kind == command))
+    return tuple(sorted(name for name, kind in _all_presets() if kind == command))
 
 
 def get_preset(name: str, command: PresetCommand) -> Preset:
@@ -190,10 +227,11 @@ def get_preset(name: str, command: PresetCommand) -> Preset:
     InvalidParameterError
         No such preset for this command (the message lists the ones there are).
     """
+    table = _all_presets()
     try:
-        return PRESETS[(name, command)]
+        return table[(name, command)]
     except KeyError:
-        others = sorted(kind for preset_name, kind in PRESETS if preset_name == name)
+        others = sorted(kind for preset_name, kind in table if preset_name == name)
         where = f" (it is a preset of {', '.join(others)})" if others else ""
         raise InvalidParameterError(
             f"no preset {name!r} for {command}{where}; the presets of {command} are: "

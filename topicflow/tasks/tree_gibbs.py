@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from topicflow._typing import FloatArray, IntArray
+from topicflow._typing import FloatArray, IntArray, TreeNormalization
 from topicflow.io.corpus.layout import ShardInfo
 from topicflow.io.corpus.reader import load_multiblock
 from topicflow.models.common.blocks import DocBlock
@@ -35,27 +35,36 @@ class ShardSummary:
     ----------
     edge_topic_counts : ndarray of shape (n_topics, n_edges), int32
         The shard's N_ke.
-    node_topic_counts : ndarray of shape (n_topics, n_nodes), int64
-        The shard's N_ki.
+    group_topic_counts : ndarray of shape (n_topics, n_groups), int64
+        The shard's G_kg (per internal node under "node": N_ki); also readable as ``node_topic_counts``.
     doc_log_likelihood : float
         The shard's documents' part of log p(w, z, y) (theta integrated out).
     n_tokens : int
     """
 
     edge_topic_counts: np.ndarray
-    node_topic_counts: np.ndarray
+    group_topic_counts: np.ndarray
     doc_log_likelihood: float
     n_tokens: int
 
+    @property
+    def node_topic_counts(self) -> np.ndarray:
+        """``group_topic_counts`` under its former name."""
+        return self.group_topic_counts
 
-def counts_only_state(edge_topic_counts: np.ndarray, node_topic_counts: np.ndarray, alpha: FloatArray) -> TreeGibbsState:
+
+def counts_only_state(edge_topic_counts: np.ndarray, group_topic_counts: np.ndarray, alpha: FloatArray,
+                      normalization: TreeNormalization = "node") -> TreeGibbsState:
     """A state with no documents and the given topic counts (for the topic-side read-outs and scores).
 
     Parameters
     ----------
     edge_topic_counts : ndarray of shape (n_topics, n_edges)
-    node_topic_counts : ndarray of shape (n_topics, n_nodes)
+    group_topic_counts : ndarray of shape (n_topics, n_groups)
+        G_kg of ``normalization``'s groups (N_ki under "node").
     alpha : ndarray of shape (n_topics,)
+    normalization : {"node", "node_language"}, default "node"
+        The params' normalization (the read-outs of the state use it).
 
     Returns
     -------
@@ -66,7 +75,8 @@ def counts_only_state(edge_topic_counts: np.ndarray, node_topic_counts: np.ndarr
     n_topics = edge_topic_counts.shape[0]
     empty = np.zeros(0, dtype=np.int32)
     return TreeGibbsState(np.zeros(1, dtype=np.int64), empty, empty, empty, np.zeros((0, n_topics), np.int32),
-                          np.asarray(edge_topic_counts, np.int32), np.asarray(node_topic_counts, np.int64), 0, np.asarray(alpha, np.float64), 0)
+                          np.asarray(edge_topic_counts, np.int32), np.asarray(group_topic_counts, np.int64), 0,
+                          np.asarray(alpha, np.float64), 0, normalization)
 
 
 def start_shard(blocks: DocBlock | Mapping[str, DocBlock], tree: PriorTree, params: TreeGibbsParams) -> TreeGibbsState:
@@ -154,7 +164,7 @@ def summarize_shard(state: TreeGibbsState, tree: PriorTree) -> ShardSummary:
     The documents' part is ``joint_log_likelihood(state) - joint_log_likelihood(counts only)``: the
     model's function evaluated twice, so the score's math stays in :mod:`topicflow.models`.
     """
-    topic_part = joint_log_likelihood(
-        counts_only_state(state.edge_topic_counts, state.node_topic_counts, state.doc_topic_prior), tree)
-    return ShardSummary(state.edge_topic_counts.copy(), state.node_topic_counts.copy(),
+    topic_part = joint_log_likelihood(counts_only_state(state.edge_topic_counts, state.group_topic_counts,
+                                                        state.doc_topic_prior, state.normalization), tree)
+    return ShardSummary(state.edge_topic_counts.copy(), state.group_topic_counts.copy(),
                         joint_log_likelihood(state, tree) - topic_part, state.n_tokens)

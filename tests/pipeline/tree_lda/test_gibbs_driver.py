@@ -178,3 +178,83 @@ def test_shards_recover_topics_like_one_shard(bounds: list[int]) -> None:
         assert match_topics(single[lang], truth[lang]).worst < 0.15
         assert match_topics(sharded[lang], truth[lang]).worst < 0.15
         assert match_topics(sharded[lang], single[lang]).worst < 0.1
+
+
+# ----------------------------------------------------------------------------- the fit as a tree model
+
+
+def _counted_edge_var(states: list[tg.TreeGibbsState], tree: PriorTree, n_topics: int) -> np.ndarray:
+    """Plain loops: tokens of topic k whose path uses edge e, over every shard, plus beta_e."""
+    counts = np.zeros((n_topics, tree.n_edges))
+    for state in states:
+        for topic, path in zip(state.topics, state.paths):
+            for edge in tree.path_edges[tree.path_indptr[path]:tree.path_indptr[path + 1]]:
+                counts[topic, edge] += 1
+    return counts + tree.edge_prior[None, :]
+
+
+@pytest.mark.parametrize("normalization", ["node", "node_language"])
+def test_gibbs_fit_result_is_the_posterior_of_the_merged_chain(normalization: str) -> None:
+    """The saved state is lambda = N_ke + beta_e of the final assignments (counted here by plain loops), alpha
+    the sampler's; the LDA view's topics are the chain's own posterior-mean read-out; one record per round."""
+    from topicflow.models.tree_lda.view import lda_view
+    from topicflow.pipeline.tree_lda import TreeVBConfig, gibbs_fit_result, gibbs_params
+
+    tree, blocks = _bilingual()
+    config = TreeVBConfig(n_topics=3, estep="gibbs", doc_topic_prior_mode="fixed", doc_topic_prior=0.3, seed=5,
+                          max_iter=5, sync_every=2, normalization=normalization)  # type: ignore[arg-type]
+    fit = fit_tree_gibbs(_shards(blocks, [0, 10, 24]), tree, gibbs_params(config), sweeps=5, sync_every=2)
+    result = gibbs_fit_result(fit, config)
+    assert_array_equal(result.state.edge_var, _counted_edge_var(list(fit.states), tree, 3))
+    assert_array_equal(result.state.doc_topic_prior, np.full(3, 0.3))
+    assert [r.iteration for r in result.trace] == [2, 4, 5] and not result.converged
+    assert [r.elbo for r in result.trace] == list(fit.trace)
+    n_tokens = sum(int(b.counts.sum()) for b in blocks.values())
+    assert_allclose([r.elbo_per_token for r in result.trace], np.array(fit.trace) / n_tokens)
+    view, _ = lda_view(result.state.edge_var, result.layout)
+    for lang, words in fit.topic_word().items():
+        assert_allclose(view[lang] / view[lang].sum(axis=1, keepdims=True), words, rtol=1e-12, atol=1e-15)
+
+
+def test_fit_gibbs_tree_same_model_on_one_and_two_workers(tmp_path: Path) -> None:
+    from distributed import Client, LocalCluster
+
+    from topicflow.pipeline.tree_lda import TreeVBConfig, fit_gibbs_tree
+
+    tree, blocks = _bilingual()
+    counts = {lang: sp.csr_matrix((block.counts, block.term_ids, block.indptr), shape=(block.n_docs, block.n_terms))
+              for lang, block in blocks.items()}
+    corpus = Corpus.open(write_test_store(tmp_path / "store", counts, shard_size=7))
+    config = TreeVBConfig(n_topics=3, estep="gibbs", doc_topic_prior_mode="fixed", doc_topic_prior=0.3,
+                          max_iter=4, sync_every=2, normalization="node_language")
+    results = []
+    for workers in (1, 2):
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster, \
+                Client(cluster) as connected:
+            results.append(fit_gibbs_tree(corpus, tree, config, client=connected))
+    threads = fit_gibbs_tree(corpus, tree, config)
+    for result in results:
+        assert_array_equal(result.state.edge_var, threads.state.edge_var)
+        assert [r.elbo for r in result.trace] == [r.elbo for r in threads.trace]
+
+
+def test_gibbs_settings_are_checked() -> None:
+    from topicflow.pipeline.tree_lda import TreeVBConfig, fit_gibbs_tree, tree_mstep
+
+    tree, _ = _bilingual()
+    with pytest.raises(InvalidParameterError, match="keeps alpha fixed; give a number"):
+        TreeVBConfig(n_topics=2, estep="gibbs")
+    with pytest.raises(InvalidParameterError, match="sync_every"):
+        TreeVBConfig(n_topics=2, estep="gibbs", doc_topic_prior_mode="fixed", sync_every=0)
+    with pytest.raises(InvalidParameterError, match="inference"):
+        TreeVBConfig(n_topics=2, estep="mcmc")  # type: ignore[arg-type]
+    gibbs = TreeVBConfig(n_topics=2, estep="gibbs", doc_topic_prior_mode="fixed", doc_topic_prior=0.5, sync_every=3)
+    with pytest.raises(InvalidParameterError, match="fit_batch_tree_vb"):
+        fit_gibbs_tree(None, tree, TreeVBConfig(n_topics=2))  # type: ignore[arg-type]
+    with pytest.raises(InvalidParameterError, match="no VB M-step"):
+        tree_mstep(None, None, None, gibbs, iteration=0)  # type: ignore[arg-type]
+    # Model files keep the settings; a file written before Gibbs existed (no sync_every) still reads.
+    assert TreeVBConfig.from_dict(gibbs.to_dict()) == gibbs
+    old = {key: value for key, value in TreeVBConfig(n_topics=2, doc_topic_prior=0.5).to_dict().items()
+           if key != "sync_every"}
+    assert TreeVBConfig.from_dict(old) == TreeVBConfig(n_topics=2, doc_topic_prior=0.5)

@@ -7,15 +7,28 @@ zarr or logging, and does no I/O. The prior tree is a :class:`~topicflow.models.
 Every token carries a topic z and a path y (root to one of its word's leaves). The conditional of
 token i of document d with word w is
 
-    p(z = k, y = s | rest) ∝ (N_dk + alpha_k) prod_{e in s} (N_ke + beta_e) / (N_k,parent(e) + B_parent(e))
+    p(z = k, y = s | rest) ∝ (N_dk + alpha_k) prod_{e in s} (N_ke + beta_e) / (G_k,g(e,s) + B_g(e,s))
 
-for the paths s ending at w, with every count excluding token i. The sampler is the naive one: it
-evaluates all K x S_w weights of a token (O(K S_w depth) per draw; spec 2.8 says it is enough at the K
-of the experiments). The sparse bucket decomposition of Hu and Boyd-Graber (2012) is not implemented.
-The kernels work on edge-major copies of the counts ((n_edges, K), (n_nodes, K)) so that the loop over
-topics is contiguous; the state keeps them topic-major. Optional pseudo-counts M_ke (the edge counts
-of tokens outside the state: other shards, earlier minibatches) join the conditional's counts, so a
-shard can be swept against the rest of the corpus.
+for the paths s ending at w, with every count excluding token i. g(e, s) is the normalization group
+of edge e as used on path s, G_kg the sum of N_ke over the member edges of group g and B_g the sum of
+their beta. The groups are those of :func:`topicflow.models.tree_lda.vb.tree_vb_layout` (one
+definition for VB, hybrid and Gibbs): ``normalization="node"`` (the chapter's eq. 5.2) has one group
+per internal node (g(e, s) = parent(e), G = N_k,parent(e)); ``"node_language"`` has one per (internal
+node, language of the path's leaf), so that a flat multilingual tree is polylingual LDA exactly. An
+edge whose subtree has leaves of several languages (root -> concept) is a member of one group per
+language, and its count N_ke (both languages' tokens) enters each of them; the kernel keeps G
+incrementally through an edge -> groups CSR. With such shared edges the "node_language" conditional
+is not that of a generative model (the VB objective of that normalization is a surrogate too; see
+:func:`joint_log_likelihood`); with no shared edge (a flat tree, or concepts within one language) it
+is exact.
+
+The sampler is the naive one: it evaluates all K x S_w weights of a token (O(K S_w depth) per draw;
+spec 2.8 says it is enough at the K of the experiments). The sparse bucket decomposition of Hu and
+Boyd-Graber (2012) is not implemented. The kernels work on edge-major copies of the counts
+((n_edges, K), (n_groups, K)) so that the loop over topics is contiguous; the state keeps them
+topic-major. Optional pseudo-counts M_ke (the edge counts of tokens outside the state: other shards,
+earlier minibatches) join the conditional's counts, so a shard can be swept against the rest of the
+corpus.
 
 Polylingual documents (ptLDA): the blocks of several languages of the same documents form one
 document each; theta (N_dk) is shared by all languages, as in topicflow's polylingual VB, and each
@@ -28,11 +41,14 @@ Glossary (Zhai 2014, ch. 5; Boyd-Graber, Blei and Zhu 2007):
     topics (z, (n_tokens,)), paths (y, (n_tokens,)): each token's topic and path (index into the tree's paths)
     doc_topic_counts (N_dk, (n_docs, n_topics))
     edge_topic_counts (N_ke, (n_topics, n_edges)): tokens of topic k whose path uses edge e
-    node_topic_counts (N_ki, (n_topics, n_nodes)): tokens of topic k whose path passes through internal
-        node i (the sum of N_ke over the edges leaving i)
-    edge_prior (beta_e, (n_edges,)); node_prior_sum (B_i = sum of beta over i's edges, (n_nodes,))
+    group: a normalization group: an internal node ("node") or an (internal node, language) pair
+        ("node_language"); member: an (edge, group) pair with the edge in the group
+    group_topic_counts (G_kg, (n_topics, n_groups)): the sum of N_ke over the member edges of group g
+        (under "node" the groups are the internal nodes: N_ki, the tokens of topic k passing through i)
+    edge_prior (beta_e, (n_edges,)); group_prior_sum (B_g = sum of beta over g's member edges, (n_groups,))
     doc_topic_prior (alpha, (n_topics,))
-    edge_topic (pi, (n_topics, n_edges)): the posterior mean (N_ke + beta_e) / (N_k,parent(e) + B_parent(e))
+    edge_topic (pi, (n_topics, n_members)): the posterior mean (N_ke + beta_e) / (G_kg + B_g) per member
+        (e, g); under "node" a member is an edge ((n_topics, n_edges))
 
 References
 ----------
@@ -51,7 +67,7 @@ import numba
 import numpy as np
 from scipy.special import gammaln
 
-from topicflow._typing import FloatArray, Int32Array, IntArray
+from topicflow._typing import FloatArray, Int32Array, IntArray, TreeNormalization
 from topicflow.errors import InvalidParameterError
 from topicflow.models.common.blocks import DocBlock, expand_tokens
 from topicflow.models.common.categorical import draw_dense, draw_uniform
@@ -69,6 +85,7 @@ from topicflow.models.lda.gibbs.chain import (
     _alpha_fixed_point,
 )
 from topicflow.models.tree_lda.tree import PriorTree
+from topicflow.models.tree_lda.vb import TREE_NORMALIZATIONS, tree_vb_layout
 
 _MAX_SEED = 2**63
 
@@ -85,6 +102,10 @@ class TreeGibbsParams:
         alpha; :attr:`alpha` is always the ``(n_topics,)`` vector.
     seed : int, default 0
         Seed of the counter-based random numbers, in [0, 2**63).
+    normalization : {"node", "node_language"}, default "node"
+        The normalization groups of the edges' Dirichlets (module docstring): "node" is the chapter's
+        one Dirichlet per internal node; "node_language" one per (node, language of the leaf), with
+        which a flat multilingual tree is polylingual LDA.
 
     Raises
     ------
@@ -100,8 +121,12 @@ class TreeGibbsParams:
     n_topics: int
     doc_topic_prior: float | FloatArray = 0.1
     seed: int = 0
+    normalization: TreeNormalization = "node"
 
     def __post_init__(self) -> None:
+        if self.normalization not in TREE_NORMALIZATIONS:
+            raise InvalidParameterError(
+                f"TreeGibbsParams.normalization must be one of {list(TREE_NORMALIZATIONS)}, got {self.normalization!r}")
         object.__setattr__(self, "n_topics", parse_int("TreeGibbsParams.n_topics", self.n_topics, 1))
         object.__setattr__(self, "seed", parse_int("TreeGibbsParams.seed", self.seed, 0, _MAX_SEED - 1))
         alpha = parse_dirichlet_prior("TreeGibbsParams.doc_topic_prior", self.doc_topic_prior, self.n_topics)
@@ -116,15 +141,15 @@ class TreeGibbsParams:
     def to_dict(self) -> dict[str, Any]:
         """JSON-able fields, for model files and checkpoints."""
         prior = self.doc_topic_prior
-        return {"n_topics": self.n_topics, "seed": self.seed,
+        return {"n_topics": self.n_topics, "seed": self.seed, "normalization": self.normalization,
                 "doc_topic_prior": prior if isinstance(prior, float) else [float(a) for a in prior]}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TreeGibbsParams:
-        """Inverse of :meth:`to_dict`."""
+        """Inverse of :meth:`to_dict` (a dict without ``normalization`` is the "node" sampler's)."""
         prior = data["doc_topic_prior"]
         return cls(n_topics=data["n_topics"], doc_topic_prior=prior if np.ndim(prior) == 0 else np.asarray(prior),
-                   seed=data["seed"])
+                   seed=data["seed"], normalization=data.get("normalization", "node"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,19 +169,23 @@ class TreeGibbsState:
         N_dk.
     edge_topic_counts : ndarray of shape (n_topics, n_edges), int32
         N_ke.
-    node_topic_counts : ndarray of shape (n_topics, n_nodes), int64
-        N_ki.
+    group_topic_counts : ndarray of shape (n_topics, n_groups), int64
+        G_kg, the sum of N_ke over the member edges of each normalization group (under "node": N_ki,
+        one column per internal node).
     first_doc : int
         Global position of document 0; the random numbers are keyed by ``first_doc + d``.
     doc_topic_prior : ndarray of shape (n_topics,), float64
         Current alpha (changes when it is optimized).
     sweeps_done : int
         Sweeps run since the initialization.
+    normalization : {"node", "node_language"}, default "node"
+        The groups of ``group_topic_counts`` (that of the :class:`TreeGibbsParams` the state was started
+        with); the read-outs and scores use it.
 
     Raises
     ------
     InvalidParameterError
-        Shapes that do not fit together.
+        Shapes that do not fit together, or an unknown normalization.
     """
 
     token_indptr: IntArray
@@ -165,10 +194,11 @@ class TreeGibbsState:
     paths: Int32Array
     doc_topic_counts: Int32Array
     edge_topic_counts: Int32Array
-    node_topic_counts: IntArray
+    group_topic_counts: IntArray
     first_doc: int
     doc_topic_prior: FloatArray
     sweeps_done: int
+    normalization: TreeNormalization = "node"
 
     def __post_init__(self) -> None:
         for name, dtype in STATE_ARRAYS.items():
@@ -178,7 +208,9 @@ class TreeGibbsState:
         expected = {"topics": (n_tokens,), "paths": (n_tokens,), "doc_topic_counts": (n_docs, n_topics)}
         problems = [f"{name} has shape {getattr(self, name).shape!r}, expected {shape!r}"
                     for name, shape in expected.items() if getattr(self, name).shape != shape]
-        for name in ("edge_topic_counts", "node_topic_counts"):
+        if self.normalization not in TREE_NORMALIZATIONS:
+            problems.append(f"normalization must be one of {list(TREE_NORMALIZATIONS)}, got {self.normalization!r}")
+        for name in ("edge_topic_counts", "group_topic_counts"):
             if getattr(self, name).ndim != 2 or getattr(self, name).shape[0] != n_topics:
                 problems.append(f"{name} must have {n_topics} rows, got shape {getattr(self, name).shape!r}")
         if n_docs < 0 or self.token_indptr[-1] != n_tokens:
@@ -201,11 +233,16 @@ class TreeGibbsState:
     def n_tokens(self) -> int:
         return int(self.token_words.shape[0])
 
+    @property
+    def node_topic_counts(self) -> IntArray:
+        """``group_topic_counts`` under its former name (N_ki under "node", G_kg under "node_language")."""
+        return self.group_topic_counts
+
 
 #: The arrays of a :class:`TreeGibbsState` snapshot and their dtypes.
 STATE_ARRAYS: dict[str, type] = {
     "token_indptr": np.int64, "token_words": np.int32, "topics": np.int32, "paths": np.int32,
-    "doc_topic_counts": np.int32, "edge_topic_counts": np.int32, "node_topic_counts": np.int64,
+    "doc_topic_counts": np.int32, "edge_topic_counts": np.int32, "group_topic_counts": np.int64,
     "doc_topic_prior": np.float64,
 }
 
@@ -215,7 +252,7 @@ STATE_ARRAYS: dict[str, type] = {
 
 @dataclass(frozen=True, slots=True)
 class TreeArrays:
-    """The tree as the kernels read it.
+    """The tree and its normalization groups as the kernels read them.
 
     Attributes
     ----------
@@ -227,8 +264,19 @@ class TreeArrays:
         As in :class:`PriorTree`.
     edge_parent : ndarray of shape (n_edges,), int64
     edge_prior : ndarray of shape (n_edges,), float64
-    node_prior_sum : ndarray of shape (n_nodes,), float64
-        B_i, the sum of beta over the edges leaving node i.
+    normalization : {"node", "node_language"}
+    pair_group : ndarray of shape (len(path_edges),), int64
+        g(e, s): the group of each entry of ``path_edges`` (the edge as used on that path).
+    member_edge, member_group : ndarray of shape (n_members,), int64
+        The (edge, group) memberships, sorted by edge then group
+        (:class:`~topicflow.models.tree_lda.vb.TreeVBLayout`'s).
+    edge_group_indptr : ndarray of shape (n_edges + 1,), int64
+        Edge e's groups are ``member_group[edge_group_indptr[e]:edge_group_indptr[e + 1]]`` (the CSR
+        the kernel updates G through).
+    pair_member : ndarray of shape (len(path_edges),), int64
+        The member (e, g(e, s)) of each entry of ``path_edges``.
+    group_prior_sum : ndarray of shape (n_groups,), float64
+        B_g, the sum of beta over the group's member edges.
     max_paths : int
         Largest number of paths of one word.
     """
@@ -239,39 +287,72 @@ class TreeArrays:
     path_edges: IntArray
     edge_parent: IntArray
     edge_prior: FloatArray
-    node_prior_sum: FloatArray
+    normalization: TreeNormalization
+    pair_group: IntArray
+    member_edge: IntArray
+    member_group: IntArray
+    edge_group_indptr: IntArray
+    pair_member: IntArray
+    group_prior_sum: FloatArray
     max_paths: int
 
+    @property
+    def n_groups(self) -> int:
+        return int(self.group_prior_sum.shape[0])
 
-def tree_arrays(tree: PriorTree) -> TreeArrays:
-    """The kernel view of ``tree`` (words numbered over all languages, prior sums per node).
+    @property
+    def n_members(self) -> int:
+        return int(self.member_edge.shape[0])
+
+
+def tree_arrays(tree: PriorTree, normalization: TreeNormalization = "node") -> TreeArrays:
+    """The kernel view of ``tree`` (words numbered over all languages, the groups and their prior sums).
 
     Parameters
     ----------
     tree : PriorTree
+    normalization : {"node", "node_language"}, default "node"
+        The groups are :func:`~topicflow.models.tree_lda.vb.tree_vb_layout`'s for this normalization.
 
     Returns
     -------
     TreeArrays
 
+    Raises
+    ------
+    InvalidParameterError
+        Unknown ``normalization``.
+
     Examples
     --------
     >>> from topicflow.models.tree_lda.tree import flat_tree
     >>> arrays = tree_arrays(flat_tree(["en", "de"], [2, 3], 0.5))
-    >>> arrays.word_offset.tolist(), arrays.node_prior_sum.tolist()
+    >>> arrays.word_offset.tolist(), arrays.group_prior_sum.tolist()
     ([0, 2, 5], [2.5])
+    >>> tree_arrays(flat_tree(["en", "de"], [2, 3], 0.5), "node_language").group_prior_sum.tolist()
+    [1.0, 1.5]
     """
+    layout = tree_vb_layout(tree, normalization)
     word_offset = np.concatenate(([0], np.cumsum(tree.n_terms))).astype(np.int64)
     path_word = word_offset[tree.path_language] + tree.path_term
     per_word = np.bincount(path_word, minlength=int(word_offset[-1]))
-    node_prior_sum = np.bincount(tree.edge_parent, weights=tree.edge_prior, minlength=tree.n_nodes)
+    member_edge, member_group = layout.member_edge, layout.member_group
+    edge_prior = np.ascontiguousarray(tree.edge_prior, dtype=np.float64)
+    # in edge order within each group (as np.bincount adds): for "node" the sums of the chapter's sampler
+    group_prior_sum = np.bincount(member_group, weights=edge_prior[member_edge], minlength=layout.n_groups)
+    path_edges = np.ascontiguousarray(tree.path_edges, dtype=np.int64)
+    member_key = member_edge * layout.n_groups + member_group
+    pair_member = np.searchsorted(member_key, path_edges * layout.n_groups + layout.pair_group)
     return TreeArrays(
         word_offset=word_offset, word_path_indptr=np.concatenate(([0], np.cumsum(per_word))).astype(np.int64),
-        path_indptr=np.ascontiguousarray(tree.path_indptr, dtype=np.int64),
-        path_edges=np.ascontiguousarray(tree.path_edges, dtype=np.int64),
-        edge_parent=np.ascontiguousarray(tree.edge_parent, dtype=np.int64),
-        edge_prior=np.ascontiguousarray(tree.edge_prior, dtype=np.float64),
-        node_prior_sum=node_prior_sum.astype(np.float64), max_paths=int(per_word.max(initial=1)),
+        path_indptr=np.ascontiguousarray(tree.path_indptr, dtype=np.int64), path_edges=path_edges,
+        edge_parent=np.ascontiguousarray(tree.edge_parent, dtype=np.int64), edge_prior=edge_prior,
+        normalization=normalization, pair_group=np.ascontiguousarray(layout.pair_group, dtype=np.int64),
+        member_edge=np.ascontiguousarray(member_edge), member_group=np.ascontiguousarray(member_group),
+        edge_group_indptr=np.concatenate(([0], np.cumsum(np.bincount(member_edge, minlength=tree.n_edges))))
+        .astype(np.int64),
+        pair_member=pair_member.astype(np.int64), group_prior_sum=group_prior_sum.astype(np.float64),
+        max_paths=int(per_word.max(initial=1)),
     )
 
 
@@ -350,15 +431,16 @@ def tokens_from_blocks(
 
 
 @numba.njit(nogil=True, cache=True)
-def _token_weights(d, word, doc_topic, edge_topic, node_topic, alpha, word_path_indptr, path_indptr,
-                   path_edges, edge_parent, edge_prior, node_prior_sum, out):
-    """Fill ``out[k * S + j]`` with the unnormalized eq. 5.2 weight of (k, the j-th path of ``word``).
+def _token_weights(d, word, doc_topic, edge_topic, group_topic, alpha, word_path_indptr, path_indptr,
+                   path_edges, pair_group, edge_prior, group_prior_sum, out):
+    """Fill ``out[k * S + j]`` with the unnormalized conditional weight of (k, the j-th path of ``word``).
 
     Edge-major layout, so that the inner loop over topics is contiguous: ``edge_topic`` (n_edges,
-    n_topics), ``node_topic`` (n_nodes, n_topics), ``edge_prior`` (beta_e plus any pseudo-counts,
-    (n_edges, n_topics)) and ``node_prior_sum`` (its sums per node, (n_nodes, n_topics)). The counts
-    must already exclude the token. Each weight is ``(N_dk + alpha_k)`` times the path's edge ratios in
-    root-to-leaf order. Returns S, the number of the word's paths.
+    n_topics), ``group_topic`` (n_groups, n_topics), ``edge_prior`` (beta_e plus any pseudo-counts,
+    (n_edges, n_topics)) and ``group_prior_sum`` (its sums per group, (n_groups, n_topics)). The
+    counts must already exclude the token. Each weight is ``(N_dk + alpha_k)`` times the path's edge
+    ratios ``(N_ke + beta_e) / (G_kg + B_g)``, g = ``pair_group`` of the path entry, in root-to-leaf
+    order. Returns S, the number of the word's paths.
     """
     p_lo, p_hi = word_path_indptr[word], word_path_indptr[word + 1]
     n_paths = p_hi - p_lo
@@ -369,24 +451,28 @@ def _token_weights(d, word, doc_topic, edge_topic, node_topic, alpha, word_path_
         s = p_lo + j
         for i in range(path_indptr[s], path_indptr[s + 1]):
             e = path_edges[i]
-            parent = edge_parent[e]
+            g = pair_group[i]
             for k in range(n_topics):
                 out[k * n_paths + j] *= (edge_topic[e, k] + edge_prior[e, k]) / (
-                    node_topic[parent, k] + node_prior_sum[parent, k])
+                    group_topic[g, k] + group_prior_sum[g, k])
     return n_paths
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
-def _move(k, s, d, delta, doc_topic, edge_topic, node_topic, path_indptr, path_edges, edge_parent):
+def _move(k, s, d, delta, doc_topic, edge_topic, group_topic, path_indptr, path_edges, edge_group_indptr,
+          member_group):
     """Add ``delta`` (+1 or -1) for a token of document d with topic k on path s to every count.
 
-    ``edge_topic`` and ``node_topic`` are edge- and node-major: (n_edges, n_topics), (n_nodes, n_topics).
+    ``edge_topic`` and ``group_topic`` are edge- and group-major: (n_edges, n_topics), (n_groups,
+    n_topics); every group edge e is a member of (``member_group[edge_group_indptr[e]:...]``, one per
+    language below e under "node_language") changes with N_ke.
     """
     doc_topic[d, k] += delta
     for i in range(path_indptr[s], path_indptr[s + 1]):
         e = path_edges[i]
         edge_topic[e, k] += delta
-        node_topic[edge_parent[e], k] += delta
+        for m in range(edge_group_indptr[e], edge_group_indptr[e + 1]):
+            group_topic[member_group[m], k] += delta
 
 
 @numba.njit(nogil=True, cache=True)
@@ -403,31 +489,34 @@ def _random_start(token_indptr, token_words, word_path_indptr, n_topics, seed, s
 
 
 @numba.njit(nogil=True, cache=True)
-def _recount(token_indptr, topics, paths, doc_topic, edge_topic, node_topic, path_indptr, path_edges, edge_parent):
-    """Add every token's (z, y) to N_dk, N_ek and N_ik (edge- and node-major; zero on entry)."""
+def _recount(token_indptr, topics, paths, doc_topic, edge_topic, group_topic, path_indptr, path_edges,
+             edge_group_indptr, member_group):
+    """Add every token's (z, y) to N_dk, N_ek and G_gk (edge- and group-major; zero on entry)."""
     for d in range(token_indptr.shape[0] - 1):
         for t in range(token_indptr[d], token_indptr[d + 1]):
-            _move(topics[t], paths[t], d, 1, doc_topic, edge_topic, node_topic, path_indptr, path_edges, edge_parent)
+            _move(topics[t], paths[t], d, 1, doc_topic, edge_topic, group_topic, path_indptr, path_edges,
+                  edge_group_indptr, member_group)
 
 
 @numba.njit(nogil=True, cache=True)
-def _sweep(token_indptr, token_words, topics, paths, doc_topic, edge_topic, node_topic, alpha,
-           word_path_indptr, path_indptr, path_edges, edge_parent, edge_prior, node_prior_sum,
-           seed, sweep, first_doc, weights):
-    """One sweep of eq. 5.2 over every token, in document then token order (see :func:`run_sweeps`)."""
+def _sweep(token_indptr, token_words, topics, paths, doc_topic, edge_topic, group_topic, alpha,
+           word_path_indptr, path_indptr, path_edges, pair_group, edge_group_indptr, member_group, edge_prior,
+           group_prior_sum, seed, sweep, first_doc, weights):
+    """One sweep of the conditional over every token, in document then token order (see :func:`run_sweeps`)."""
     for d in range(token_indptr.shape[0] - 1):
         key = counter_key(seed, STREAM_GIBBS, sweep, first_doc + d)
         lo = token_indptr[d]
         for t in range(lo, token_indptr[d + 1]):
             w = token_words[t]
-            _move(topics[t], paths[t], d, -1, doc_topic, edge_topic, node_topic, path_indptr, path_edges,
-                  edge_parent)
-            n_paths = _token_weights(d, w, doc_topic, edge_topic, node_topic, alpha, word_path_indptr,
-                                     path_indptr, path_edges, edge_parent, edge_prior, node_prior_sum, weights)
+            _move(topics[t], paths[t], d, -1, doc_topic, edge_topic, group_topic, path_indptr, path_edges,
+                  edge_group_indptr, member_group)
+            n_paths = _token_weights(d, w, doc_topic, edge_topic, group_topic, alpha, word_path_indptr,
+                                     path_indptr, path_edges, pair_group, edge_prior, group_prior_sum, weights)
             index, _ = draw_dense(weights[: n_paths * doc_topic.shape[1]], uniform_from_key(key, t - lo))
             k, s = index // n_paths, word_path_indptr[w] + index % n_paths
             topics[t], paths[t] = k, s
-            _move(k, s, d, 1, doc_topic, edge_topic, node_topic, path_indptr, path_edges, edge_parent)
+            _move(k, s, d, 1, doc_topic, edge_topic, group_topic, path_indptr, path_edges, edge_group_indptr,
+                  member_group)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -457,24 +546,26 @@ def _fold_in_sweeps(token_indptr, token_words, topics, paths, doc_topic, alpha, 
 def _topic_priors(
     arrays: TreeArrays, n_topics: int, tree: PriorTree, pseudo_counts: FloatArray | None,
 ) -> tuple[FloatArray, FloatArray]:
-    """beta_e + M_ke and its sums per node, edge- and node-major ((n_edges, K), (n_nodes, K)), for the kernels.
+    """beta_e + M_ke and its sums per group, edge- and group-major ((n_edges, K), (n_groups, K)), for the kernels.
 
-    Without M: beta and B repeated over the topics.
+    Without M: beta and B repeated over the topics. M's group sums are added in member (edge) order,
+    as B's.
     """
     edge_prior = np.repeat(arrays.edge_prior[:, None], n_topics, axis=1)
-    node_prior = np.repeat(arrays.node_prior_sum[:, None], n_topics, axis=1)
+    group_prior = np.repeat(arrays.group_prior_sum[:, None], n_topics, axis=1)
     if pseudo_counts is None:
-        return edge_prior, node_prior
+        return edge_prior, group_prior
     extra = np.asarray(pseudo_counts, dtype=np.float64)
     if extra.shape != (n_topics, tree.n_edges) or not np.all(np.isfinite(extra)) or extra.min(initial=0) < 0:
         raise InvalidParameterError(
             f"pseudo_counts must be finite, >= 0 and of shape ({n_topics}, {tree.n_edges}) (topics x edges); "
             f"got shape {extra.shape!r}"
         )
-    node_extra = np.zeros((n_topics, tree.n_nodes))
+    group_extra = np.zeros((n_topics, arrays.n_groups))
     for k in range(n_topics):
-        node_extra[k] = np.bincount(arrays.edge_parent, weights=extra[k], minlength=tree.n_nodes)
-    return np.ascontiguousarray(edge_prior + extra.T), np.ascontiguousarray(node_prior + node_extra.T)
+        group_extra[k] = np.bincount(arrays.member_group, weights=extra[k, arrays.member_edge],
+                                     minlength=arrays.n_groups)
+    return np.ascontiguousarray(edge_prior + extra.T), np.ascontiguousarray(group_prior + group_extra.T)
 
 
 # ----------------------------------------------------------------------------- state
@@ -495,6 +586,7 @@ def state_from_assignments(
         Each a path of the tree ending at the token's word.
     tree : PriorTree
     params : TreeGibbsParams
+        Gives K, alpha and the normalization (of the group counts).
     first_doc : int, default 0
     sweeps_done : int, default 0
 
@@ -507,7 +599,7 @@ def state_from_assignments(
     InvalidParameterError
         Ids out of range or a path that does not end at its token's word.
     """
-    arrays = tree_arrays(tree)
+    arrays = tree_arrays(tree, params.normalization)
     token_indptr = np.ascontiguousarray(token_indptr, dtype=np.int64)
     token_words = np.ascontiguousarray(token_words, dtype=np.int32)
     topics = np.ascontiguousarray(topics, dtype=np.int32)
@@ -524,11 +616,11 @@ def state_from_assignments(
         raise InvalidParameterError("every token's path must end at the token's word (a leaf of its word)")
     doc_topic = np.zeros((token_indptr.shape[0] - 1, params.n_topics), dtype=np.int32)
     edge_major = np.zeros((tree.n_edges, params.n_topics), dtype=np.int32)
-    node_major = np.zeros((tree.n_nodes, params.n_topics), dtype=np.int64)
-    _recount(token_indptr, topics, paths, doc_topic, edge_major, node_major, arrays.path_indptr, arrays.path_edges,
-             arrays.edge_parent)
-    return TreeGibbsState(token_indptr, token_words, topics, paths, doc_topic, edge_major.T, node_major.T, first_doc,
-                          params.alpha, sweeps_done)
+    group_major = np.zeros((arrays.n_groups, params.n_topics), dtype=np.int64)
+    _recount(token_indptr, topics, paths, doc_topic, edge_major, group_major, arrays.path_indptr, arrays.path_edges,
+             arrays.edge_group_indptr, arrays.member_group)
+    return TreeGibbsState(token_indptr, token_words, topics, paths, doc_topic, edge_major.T, group_major.T, first_doc,
+                          params.alpha, sweeps_done, params.normalization)
 
 
 def initial_state(
@@ -569,7 +661,7 @@ def initial_state(
     (6, 6)
     """
     token_indptr, token_words, first_doc = tokens_from_blocks(blocks, tree)
-    arrays = tree_arrays(tree)
+    arrays = tree_arrays(tree, params.normalization)
     topics = np.zeros(token_words.shape[0], dtype=np.int32)
     paths = np.zeros(token_words.shape[0], dtype=np.int32)
     _random_start(token_indptr, token_words, arrays.word_path_indptr, params.n_topics, params.seed, STREAM_GIBBS,
@@ -577,14 +669,23 @@ def initial_state(
     return state_from_assignments(token_indptr, token_words, topics, paths, tree, params, first_doc=first_doc)
 
 
-def _check_state(state: TreeGibbsState, tree: PriorTree, params: TreeGibbsParams | None = None) -> None:
-    if state.edge_topic_counts.shape[1] != tree.n_edges or state.node_topic_counts.shape[1] != tree.n_nodes:
+def _check_state(state: TreeGibbsState, tree: PriorTree, params: TreeGibbsParams | None = None) -> TreeArrays:
+    """The kernel view of ``tree`` under the state's normalization; raise if the state is not of this tree."""
+    if params is not None and params.normalization != state.normalization:
         raise InvalidParameterError(
-            f"the state counts {state.edge_topic_counts.shape[1]} edges and {state.node_topic_counts.shape[1]} nodes "
-            f"but the tree has {tree.n_edges} and {tree.n_nodes}; use the tree the state was started with"
+            f"params.normalization is {params.normalization!r} but the state was started with "
+            f"{state.normalization!r}: continue a chain with the normalization it was started with"
+        )
+    arrays = tree_arrays(tree, state.normalization)
+    if state.edge_topic_counts.shape[1] != tree.n_edges or state.group_topic_counts.shape[1] != arrays.n_groups:
+        raise InvalidParameterError(
+            f"the state counts {state.edge_topic_counts.shape[1]} edges and {state.group_topic_counts.shape[1]} "
+            f"{state.normalization!r} groups but the tree has {tree.n_edges} and {arrays.n_groups}; use the tree "
+            "the state was started with"
         )
     if params is not None and params.n_topics != state.n_topics:
         raise InvalidParameterError(f"params.n_topics is {params.n_topics} but the state has {state.n_topics} topics")
+    return arrays
 
 
 def optimize_doc_topic_prior(state: TreeGibbsState) -> FloatArray:
@@ -624,7 +725,7 @@ def run_sweeps(
     tree : PriorTree
         The tree the state was started with.
     params : TreeGibbsParams
-        Gives the seed; ``n_topics`` must equal the state's.
+        Gives the seed; ``n_topics`` and ``normalization`` must equal the state's.
     n_sweeps : int
         At least 0.
     optimize_every : int, default 0
@@ -645,14 +746,16 @@ def run_sweeps(
     Raises
     ------
     InvalidParameterError
-        Mismatched K or tree, or negative counts of sweeps.
+        Mismatched K, normalization or tree, or negative counts of sweeps.
 
     Notes
     -----
-    Zhai (2014), eq. 5.2: token t of document d is removed from the counts and (z, y) redrawn from
+    Zhai (2014), eq. 5.2 with normalization groups: token t of document d is removed from the counts
+    and (z, y) redrawn from
 
-        p(z = k, y = s) ∝ (N_dk + alpha_k) prod_{e in s} (N_ke + beta_e) / (N_k,parent(e) + B_parent(e))
+        p(z = k, y = s) ∝ (N_dk + alpha_k) prod_{e in s} (N_ke + beta_e) / (G_k,g(e,s) + B_g(e,s))
 
+    (under "node": g(e, s) = parent(e), the chapter's eq. 5.2)
     over the K x S_w pairs, laid out k-major (index ``k S_w + j`` for the j-th path of w), by inverse
     CDF with the t-th uniform of ``counter_key(seed, STREAM_GIBBS, sweeps_done + s + 1, first_doc + d)``
     in sweep s. A chain run in pieces equals the chain run at once. NumPy equivalent (plain loops, the
@@ -671,27 +774,27 @@ def run_sweeps(
     >>> run_sweeps(state, tree, params, 10).sweeps_done
     10
     """
-    _check_state(state, tree, params)
+    arrays = _check_state(state, tree, params)
     n_sweeps = parse_int("n_sweeps", n_sweeps, 0)
     optimize_every = parse_int("optimize_every", optimize_every, 0)
     burn_in = parse_int("burn_in", burn_in, 0)
-    arrays = tree_arrays(tree)
-    edge_prior, node_prior = _topic_priors(arrays, state.n_topics, tree, pseudo_counts)
+    edge_prior, group_prior = _topic_priors(arrays, state.n_topics, tree, pseudo_counts)
     topics, paths = state.topics.copy(), state.paths.copy()
     doc_topic = state.doc_topic_counts.copy()
     edge_topic = state.edge_topic_counts.T.copy()  # edge-major copies for the kernel
-    node_topic = state.node_topic_counts.T.copy()
+    group_topic = state.group_topic_counts.T.copy()
     alpha = np.array(state.doc_topic_prior, dtype=np.float64)
     weights = np.empty(state.n_topics * arrays.max_paths)
     for s in range(n_sweeps):
         sweep = state.sweeps_done + s + 1
-        _sweep(state.token_indptr, state.token_words, topics, paths, doc_topic, edge_topic, node_topic, alpha,
-               arrays.word_path_indptr, arrays.path_indptr, arrays.path_edges, arrays.edge_parent, edge_prior,
-               node_prior, params.seed, sweep, state.first_doc, weights)
+        _sweep(state.token_indptr, state.token_words, topics, paths, doc_topic, edge_topic, group_topic, alpha,
+               arrays.word_path_indptr, arrays.path_indptr, arrays.path_edges, arrays.pair_group,
+               arrays.edge_group_indptr, arrays.member_group, edge_prior, group_prior, params.seed, sweep,
+               state.first_doc, weights)
         if optimize_every and sweep > burn_in and (sweep - burn_in) % optimize_every == 0:
             _alpha_fixed_point(doc_topic, np.diff(state.token_indptr), alpha, HYPER_MAX_ITER, HYPER_TOL, HYPER_FLOOR)
     return TreeGibbsState(state.token_indptr, state.token_words, topics, paths, doc_topic, edge_topic.T,
-                          node_topic.T, state.first_doc, alpha, state.sweeps_done + n_sweeps)
+                          group_topic.T, state.first_doc, alpha, state.sweeps_done + n_sweeps, state.normalization)
 
 
 # ----------------------------------------------------------------------------- scores and read-outs
@@ -700,7 +803,7 @@ def run_sweeps(
 def token_conditional(
     state: TreeGibbsState, tree: PriorTree, token: int, *, pseudo_counts: FloatArray | None = None,
 ) -> FloatArray:
-    """The normalized conditional of eq. 5.2 for one token, its own (z, y) removed from the counts.
+    """The normalized conditional (eq. 5.2, with the state's groups) of one token, its own (z, y) removed.
 
     Parameters
     ----------
@@ -721,20 +824,19 @@ def token_conditional(
     InvalidParameterError
         ``token`` out of range or a state of another tree.
     """
-    _check_state(state, tree)
+    arrays = _check_state(state, tree)
     token = parse_int("token", token, 0, state.n_tokens)
-    arrays = tree_arrays(tree)
-    edge_prior, node_prior = _topic_priors(arrays, state.n_topics, tree, pseudo_counts)
+    edge_prior, group_prior = _topic_priors(arrays, state.n_topics, tree, pseudo_counts)
     d = int(np.searchsorted(state.token_indptr, token, side="right") - 1)
     doc_topic = state.doc_topic_counts.copy()
     edge_topic = state.edge_topic_counts.T.copy()
-    node_topic = state.node_topic_counts.T.copy()
-    _move(int(state.topics[token]), int(state.paths[token]), d, -1, doc_topic, edge_topic, node_topic,
-          arrays.path_indptr, arrays.path_edges, arrays.edge_parent)
+    group_topic = state.group_topic_counts.T.copy()
+    _move(int(state.topics[token]), int(state.paths[token]), d, -1, doc_topic, edge_topic, group_topic,
+          arrays.path_indptr, arrays.path_edges, arrays.edge_group_indptr, arrays.member_group)
     out = np.empty(state.n_topics * arrays.max_paths)
-    n_paths = _token_weights(d, int(state.token_words[token]), doc_topic, edge_topic, node_topic,
+    n_paths = _token_weights(d, int(state.token_words[token]), doc_topic, edge_topic, group_topic,
                              np.asarray(state.doc_topic_prior, np.float64), arrays.word_path_indptr,
-                             arrays.path_indptr, arrays.path_edges, arrays.edge_parent, edge_prior, node_prior, out)
+                             arrays.path_indptr, arrays.path_edges, arrays.pair_group, edge_prior, group_prior, out)
     weights = out[: state.n_topics * n_paths].reshape(state.n_topics, n_paths)
     return weights / weights.sum()
 
@@ -753,25 +855,65 @@ def joint_log_likelihood(state: TreeGibbsState, tree: PriorTree) -> float:
 
     Notes
     -----
-    One Dirichlet-multinomial per document and one per (topic, internal node) (w is fixed by y)::
+    One Dirichlet-multinomial per document and one per (topic, normalization group) (w is fixed by y)::
 
         sum_d [lgamma(A) - lgamma(N_d + A) + sum_k lgamma(N_dk + alpha_k) - lgamma(alpha_k)]
-        + sum_{k,i} [lgamma(B_i) - lgamma(N_ki + B_i) + sum_{e from i} lgamma(N_ke + beta_e) - lgamma(beta_e)]
+        + sum_{k,g} [lgamma(B_g) - lgamma(G_kg + B_g) + sum_{e in g} lgamma(N_ke + beta_e) - lgamma(beta_e)]
+
+    Under "node" (groups = internal nodes) this is the exact collapsed joint of the chapter's model.
+    Under "node_language" it is exact where no edge is in two groups: a flat multilingual tree (where
+    it is polylingual LDA's joint) or a tree whose concepts stay within one language. An edge with
+    leaves of several languages below it (root -> cross-lingual concept) enters the sum once per
+    group with its pooled count N_ke, and the sampler's conditional is not the ratio of two such
+    joints: the value is then a surrogate (a monitor of the chain, as the VB objective of that
+    normalization is), not the log-probability of a generative model.
     """
-    _check_state(state, tree)
-    arrays = tree_arrays(tree)
+    arrays = _check_state(state, tree)
     alpha = np.asarray(state.doc_topic_prior, dtype=np.float64)
     n_d = np.diff(state.token_indptr)
     doc = (state.n_docs * (gammaln(alpha.sum()) - gammaln(alpha).sum()) - gammaln(n_d + alpha.sum()).sum()
            + gammaln(state.doc_topic_counts + alpha).sum())
-    beta, big_b = arrays.edge_prior, arrays.node_prior_sum
-    topic = (state.n_topics * (gammaln(big_b).sum() - gammaln(beta).sum()) - gammaln(state.node_topic_counts + big_b).sum()
-             + gammaln(state.edge_topic_counts + beta).sum())
+    members, big_b = arrays.member_edge, arrays.group_prior_sum
+    beta = arrays.edge_prior[members]
+    topic = (state.n_topics * (gammaln(big_b).sum() - gammaln(beta).sum())
+             - gammaln(state.group_topic_counts + big_b).sum()
+             + gammaln(state.edge_topic_counts[:, members] + beta).sum())
     return float(doc + topic)
 
 
 def edge_posterior_mean(state: TreeGibbsState, tree: PriorTree) -> FloatArray:
-    """Posterior mean of pi per edge: ``(N_ke + beta_e) / (N_k,parent(e) + B_parent(e))``.
+    """Posterior mean of pi per member (e, g): ``(N_ke + beta_e) / (G_kg + B_g)``.
+
+    Parameters
+    ----------
+    state : TreeGibbsState
+    tree : PriorTree
+
+    Returns
+    -------
+    ndarray of shape (n_topics, n_members), float64
+        Under "node" a member is an edge: shape (n_topics, n_edges), the entries of a node's edges
+        sum to 1. Under "node_language", column m is edge ``member_edge[m]`` in group
+        ``member_group[m]`` (:func:`tree_arrays`; an edge with leaves of two languages below it has
+        two columns), and the entries of each group sum to 1.
+
+    Examples
+    --------
+    >>> from topicflow.models.tree_lda.tree import flat_tree
+    >>> tree, params = flat_tree(["en", "de"], [1, 1], 1.0), TreeGibbsParams(n_topics=1)
+    >>> state = state_from_assignments(np.array([0, 1]), np.array([0], np.int32), np.array([0]), np.array([0]),
+    ...                                tree, params)
+    >>> edge_posterior_mean(state, tree).tolist()
+    [[0.6666666666666666, 0.3333333333333333]]
+    """
+    arrays = _check_state(state, tree)
+    e, g = arrays.member_edge, arrays.member_group  # under "node": every edge once, in edge order
+    denominator = state.group_topic_counts[:, g] + arrays.group_prior_sum[g]
+    return np.asarray((state.edge_topic_counts[:, e] + arrays.edge_prior[e]) / denominator, dtype=np.float64)
+
+
+def edge_posterior_params(state: TreeGibbsState, tree: PriorTree) -> FloatArray:
+    """The Dirichlet parameters of pi given the counts, ``N_ke + beta_e``, in VB's lambda layout.
 
     Parameters
     ----------
@@ -781,26 +923,43 @@ def edge_posterior_mean(state: TreeGibbsState, tree: PriorTree) -> FloatArray:
     Returns
     -------
     ndarray of shape (n_topics, n_edges), float64
-        For every topic and internal node, the entries of the node's edges sum to 1.
+        As ``edge_var`` of :mod:`topicflow.models.tree_lda.vb`'s read-outs with
+        ``tree_vb_layout(tree, state.normalization)``: their group sums are ``G_kg + B_g``, so e.g.
+        ``vb.topic_word`` of it gives the same word distributions as :func:`topic_word_distribution`.
+
+    Examples
+    --------
+    >>> from topicflow.models.tree_lda.tree import flat_tree
+    >>> tree, params = flat_tree(["en"], [2], 0.5), TreeGibbsParams(n_topics=1)
+    >>> state = state_from_assignments(np.array([0, 1]), np.array([1], np.int32), np.array([0]), np.array([1]),
+    ...                                tree, params)
+    >>> edge_posterior_params(state, tree).tolist()
+    [[0.5, 1.5]]
     """
     _check_state(state, tree)
-    arrays = tree_arrays(tree)
-    denominator = state.node_topic_counts[:, arrays.edge_parent] + arrays.node_prior_sum[arrays.edge_parent]
-    return np.asarray((state.edge_topic_counts + arrays.edge_prior) / denominator, dtype=np.float64)
+    return np.asarray(state.edge_topic_counts + tree.edge_prior[None, :], dtype=np.float64)
 
 
-def path_probabilities(edge_topic: FloatArray, tree: PriorTree) -> FloatArray:
-    """Probability of every path under every topic: the product of its edges' pi.
+def path_probabilities(edge_topic: FloatArray, tree: PriorTree, normalization: TreeNormalization = "node") -> FloatArray:
+    """Probability of every path under every topic: the product of its edges' pi (in the path's groups).
 
     Parameters
     ----------
-    edge_topic : ndarray of shape (n_topics, n_edges), float64
-        The topics' pi, e.g. :func:`edge_posterior_mean`.
+    edge_topic : ndarray of shape (n_topics, n_members), float64
+        The topics' pi per member (e, g), e.g. :func:`edge_posterior_mean`: under "node" one column
+        per edge, (n_topics, n_edges).
     tree : PriorTree
+    normalization : {"node", "node_language"}, default "node"
+        The groups ``edge_topic``'s columns are members of; path s uses member (e, g(e, s)).
 
     Returns
     -------
     ndarray of shape (n_topics, n_paths), float64
+
+    Raises
+    ------
+    InvalidParameterError
+        ``edge_topic`` of another shape.
 
     Examples
     --------
@@ -809,9 +968,17 @@ def path_probabilities(edge_topic: FloatArray, tree: PriorTree) -> FloatArray:
     [[0.25, 0.75]]
     """
     edge_topic = np.asarray(edge_topic, dtype=np.float64)
-    if edge_topic.ndim != 2 or edge_topic.shape[1] != tree.n_edges:
-        raise InvalidParameterError(f"edge_topic must have shape (n_topics, {tree.n_edges}), got {edge_topic.shape!r}")
-    return tree.path_products(edge_topic[:, tree.path_edges])
+    if normalization == "node":
+        if edge_topic.ndim != 2 or edge_topic.shape[1] != tree.n_edges:
+            raise InvalidParameterError(
+                f"edge_topic must have shape (n_topics, {tree.n_edges}) (one column per edge), got {edge_topic.shape!r}")
+        return tree.path_products(edge_topic[:, tree.path_edges])
+    arrays = tree_arrays(tree, normalization)
+    if edge_topic.ndim != 2 or edge_topic.shape[1] != arrays.n_members:
+        raise InvalidParameterError(
+            f"edge_topic must have shape (n_topics, {arrays.n_members}) (one column per (edge, group) member of "
+            f"the {normalization!r} groups), got {edge_topic.shape!r}")
+    return tree.path_products(edge_topic[:, arrays.pair_member])
 
 
 def topic_word_distribution(state: TreeGibbsState, tree: PriorTree) -> dict[str, FloatArray]:
@@ -825,17 +992,21 @@ def topic_word_distribution(state: TreeGibbsState, tree: PriorTree) -> dict[str,
     Returns
     -------
     dict of str to ndarray of shape (n_topics, n_terms), float64
-        One entry per language of the tree; rows normalized within the language (the leaves of all
-        languages share one distribution per topic; a token's language is observed, so a language's
-        words are read given the language).
+        One entry per language of the tree; rows sum to 1 within each language.
 
     Notes
     -----
-    ``phi[k, w] = sum_{s in paths(w)} prod_{e in s} pi_ke`` with pi from :func:`edge_posterior_mean`,
-    divided by its sum over the language's words. For a flat monolingual tree this is LDA's
+    ``phi[k, w] = sum_{s in paths(w)} prod_{e in s} pi_k,(e, g(e,s))`` with pi from
+    :func:`edge_posterior_mean`, divided by its sum over the language's words. Under "node_language"
+    the paths of one language already sum to 1 (each of its groups is a distribution over the edges
+    toward its leaves) and the division only removes rounding; for a flat multilingual tree this is
+    polylingual LDA's ``(n_wk + beta_w) / (n_k,lang + sum of the language's beta)``. Under "node" the
+    tree also generates the language (the leaves of all languages share one distribution per topic)
+    and a language's words are read given the language; for a flat monolingual tree both are LDA's
     ``(n_wk + beta_w) / (n_k + sum beta)``.
     """
-    per_word = tree.word_sums(path_probabilities(edge_posterior_mean(state, tree), tree))
+    pi = edge_posterior_mean(state, tree)
+    per_word = tree.word_sums(path_probabilities(pi, tree, state.normalization))
     return {language: block / block.sum(axis=1, keepdims=True) for language, block in per_word.items()}
 
 
@@ -861,8 +1032,7 @@ def word_topic_counts(state: TreeGibbsState, tree: PriorTree) -> dict[str, IntAr
     >>> {lang: c.tolist() for lang, c in word_topic_counts(state, tree).items()}
     {'en': [[0, 1], [0, 1]], 'de': [[0], [1]]}
     """
-    _check_state(state, tree)
-    arrays = tree_arrays(tree)
+    arrays = _check_state(state, tree)
     counts = np.zeros((state.n_topics, int(arrays.word_offset[-1])), dtype=np.int64)
     np.add.at(counts, (state.topics.astype(np.int64), state.token_words.astype(np.int64)), 1)
     return {language: counts[:, arrays.word_offset[li]: arrays.word_offset[li + 1]].copy()
@@ -875,6 +1045,7 @@ def word_topic_counts(state: TreeGibbsState, tree: PriorTree) -> dict[str, IntAr
 def fold_in(
     blocks: DocBlock | Mapping[str, DocBlock], tree: PriorTree, edge_topic: FloatArray,
     doc_topic_prior: float | FloatArray, *, n_sweeps: int = 5, seed: int = 0,
+    normalization: TreeNormalization = "node",
 ) -> Int32Array:
     """Topic counts of held-out documents by Gibbs sampling over (z, y) with the topics fixed.
 
@@ -883,12 +1054,15 @@ def fold_in(
     blocks : DocBlock or mapping of str to DocBlock
         Held-out documents, one block per language (aligned).
     tree : PriorTree
-    edge_topic : ndarray of shape (n_topics, n_edges), float64
-        The topics' pi (e.g. :func:`edge_posterior_mean` of a trained state); finite and >= 0.
+    edge_topic : ndarray of shape (n_topics, n_members), float64
+        The topics' pi per (edge, group) member (e.g. :func:`edge_posterior_mean` of a trained state;
+        under "node" one column per edge); finite and >= 0.
     doc_topic_prior : float or ndarray of shape (n_topics,)
     n_sweeps : int, default 5
         Sweeps after the random start; 0 returns the random start's counts.
     seed : int, default 0
+    normalization : {"node", "node_language"}, default "node"
+        The groups of ``edge_topic``'s columns (the trained state's ``normalization``).
 
     Returns
     -------
@@ -903,7 +1077,7 @@ def fold_in(
     Notes
     -----
     The random start of :func:`initial_state` on ``STREAM_FOLD_IN`` (epoch 0); sweep s draws token t of
-    document g from ``p(k, s) ∝ (N_dk + alpha_k) prod_{e in s} pi_ke`` (k-major, inverse CDF) with
+    document g from ``p(k, s) ∝ (N_dk + alpha_k) prod_{e in s} pi_k,(e, g(e,s))`` (k-major, inverse CDF) with
     the t-th uniform of ``counter_key(seed, STREAM_FOLD_IN, s, g)``.
 
     Examples
@@ -916,22 +1090,26 @@ def fold_in(
     [[5, 0], [0, 3]]
     """
     pi = np.asarray(edge_topic, dtype=np.float64)
-    if pi.ndim != 2 or pi.shape[1] != tree.n_edges or not np.all(np.isfinite(pi)) or pi.min(initial=0) < 0:
+    if normalization not in TREE_NORMALIZATIONS:
+        raise InvalidParameterError(f"normalization must be one of {list(TREE_NORMALIZATIONS)}, got {normalization!r}")
+    arrays = tree_arrays(tree, normalization)
+    width = tree.n_edges if normalization == "node" else arrays.n_members
+    if pi.ndim != 2 or pi.shape[1] != width or not np.all(np.isfinite(pi)) or pi.min(initial=0) < 0:
         raise InvalidParameterError(
-            f"edge_topic must be finite, >= 0 and of shape (n_topics, {tree.n_edges}); got shape {pi.shape!r}"
+            f"edge_topic must be finite, >= 0 and of shape (n_topics, {width}) (one column per "
+            f"{'edge' if normalization == 'node' else 'member of the node_language groups'}); got shape {pi.shape!r}"
         )
     n_topics = pi.shape[0]
     alpha = parse_dirichlet_prior("doc_topic_prior", doc_topic_prior, n_topics)
     n_sweeps = parse_int("n_sweeps", n_sweeps, 0)
     seed = parse_int("seed", seed, 0, _MAX_SEED - 1)
     token_indptr, token_words, first_doc = tokens_from_blocks(blocks, tree)
-    arrays = tree_arrays(tree)
     topics = np.zeros(token_words.shape[0], dtype=np.int32)
     paths = np.zeros(token_words.shape[0], dtype=np.int32)
     _random_start(token_indptr, token_words, arrays.word_path_indptr, n_topics, seed, STREAM_FOLD_IN, first_doc,
                   topics, paths)
     out = np.zeros((token_indptr.shape[0] - 1, n_topics), dtype=np.int32)
-    path_topic = np.ascontiguousarray(path_probabilities(pi, tree).T)
+    path_topic = np.ascontiguousarray(path_probabilities(pi, tree, normalization).T)
     _fold_in_sweeps(token_indptr, token_words, topics, paths, out, alpha, arrays.word_path_indptr, path_topic,
                     seed, first_doc, n_sweeps, np.empty(n_topics * arrays.max_paths))
     return out
@@ -952,10 +1130,11 @@ def to_arrays(state: TreeGibbsState) -> tuple[dict[str, np.ndarray], dict[str, A
     arrays : dict of str to ndarray
         The fields named in :data:`STATE_ARRAYS`.
     meta : dict of str to Any
-        ``first_doc`` and ``sweeps_done``.
+        ``first_doc``, ``sweeps_done`` and ``normalization``.
     """
     arrays = {name: np.asarray(getattr(state, name)) for name in STATE_ARRAYS}
-    return arrays, {"first_doc": int(state.first_doc), "sweeps_done": int(state.sweeps_done)}
+    return arrays, {"first_doc": int(state.first_doc), "sweeps_done": int(state.sweeps_done),
+                    "normalization": state.normalization}
 
 
 def from_arrays(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> TreeGibbsState:
@@ -964,13 +1143,16 @@ def from_arrays(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> Tr
     Parameters
     ----------
     arrays : mapping of str to ndarray
-        Every name of :data:`STATE_ARRAYS`.
+        Every name of :data:`STATE_ARRAYS` (a snapshot of an earlier version, with ``node_topic_counts``
+        in the place of ``group_topic_counts``, is read as a "node" state).
     meta : mapping of str to Any
-        ``first_doc`` and ``sweeps_done``.
+        ``first_doc``, ``sweeps_done`` and ``normalization`` (default "node").
 
     Returns
     -------
     TreeGibbsState
     """
-    return TreeGibbsState(**{name: np.asarray(arrays[name]) for name in STATE_ARRAYS},
-                          first_doc=int(meta["first_doc"]), sweeps_done=int(meta["sweeps_done"]))
+    fields = {name: np.asarray(arrays[name if name in arrays or name != "group_topic_counts" else "node_topic_counts"])
+              for name in STATE_ARRAYS}
+    return TreeGibbsState(**fields, first_doc=int(meta["first_doc"]), sweeps_done=int(meta["sweeps_done"]),
+                          normalization=meta.get("normalization", "node"))

@@ -12,12 +12,12 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from topicflow import config as tf_config
-from topicflow._typing import AlphaMode, EStepKind, FloatArray, TreeNormalization
+from topicflow._typing import AlphaMode, FloatArray, TreeNormalization
 from topicflow.errors import InvalidParameterError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.models.common.dirichlet import newton_alpha, newton_symmetric_alpha
@@ -35,12 +35,22 @@ from topicflow.models.tree_lda.vb import (
     tree_vb_layout,
 )
 from topicflow.pipeline.cluster import compute, current_client
-from topicflow.pipeline.policies import has_converged
+from topicflow.pipeline.policies import CheckpointPolicy, has_converged
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
+from topicflow.pipeline.tree_lda.resume import (
+    check_store_matches_tree,
+    read_tree_checkpoint,
+    tree_digest,
+    write_tree_checkpoint,
+)
 from topicflow.pipeline.vb import IterationRecord, VBConfig, share
 from topicflow.tasks.estep import graph_token, map_estep, tree_merge
 
 log = logging.getLogger(__name__)
+
+#: Tree inference schemes (``TreeVBConfig.estep``, ``TreeLDA(inference=)``, ``fit --inference``).
+TreeInference = Literal["vb", "hybrid", "gibbs"]
+TREE_INFERENCE: tuple[str, ...] = ("vb", "hybrid", "gibbs")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,19 +64,24 @@ class TreeVBConfig:
         Dirichlet groups of the edges (:mod:`topicflow.models.tree_lda.vb`): ``node`` is the chapter's
         model (a flat tree = LDA over the stacked vocabularies), ``node_language`` normalizes per
         language under each node (a flat tree = polylingual LDA).
-    estep : {"vb", "hybrid"}
-        Dense coordinate ascent per document, or Gibbs sampling within VB with path draws at the
-        M-step (eq. 5.6).
+    estep : {"vb", "hybrid", "gibbs"}
+        The inference scheme: dense coordinate ascent per document, Gibbs sampling within VB with path
+        draws at the M-step (eq. 5.6), or collapsed Gibbs sampling of (z, y) (eq. 5.2; AD-LDA over the
+        shards, :mod:`topicflow.pipeline.tree_lda.gibbs`). ``gibbs`` keeps alpha fixed
+        (``doc_topic_prior_mode="fixed"``) and runs ``max_iter`` sweeps (no ELBO, so ``tol`` is unused).
     doc_topic_prior_mode : {"auto", "symmetric", "fixed"}
     doc_topic_prior : float or None
         Initial (or fixed) alpha_k; default 1 / n_topics.
     max_iter, tol, max_doc_iter, doc_tol, seed, burn_in, samples, hybrid_init, hybrid_alpha_stats, init_shape
-        As in :class:`topicflow.pipeline.vb.VBConfig`.
+        As in :class:`topicflow.pipeline.vb.VBConfig` (for ``gibbs``, ``max_iter`` counts sweeps and
+        ``max_doc_iter``, ``doc_tol`` are the fold-in settings of the saved model's readers).
+    sync_every : int, default 1
+        Gibbs: sweeps of every shard between two synchronizations of the edge counts (AD-LDA).
     """
 
     n_topics: int
     normalization: TreeNormalization = "node_language"
-    estep: EStepKind = "vb"
+    estep: TreeInference = "vb"
     doc_topic_prior_mode: AlphaMode = "auto"
     doc_topic_prior: float | None = None
     max_iter: int = 50
@@ -79,19 +94,30 @@ class TreeVBConfig:
     hybrid_init: str = "progressive"
     hybrid_alpha_stats: str = "mean"
     init_shape: float = 100.0
+    sync_every: int = 1
 
     def __post_init__(self) -> None:
         if self.normalization not in TREE_NORMALIZATIONS:
             raise InvalidParameterError(
                 f"normalization must be one of {list(TREE_NORMALIZATIONS)} (got {self.normalization!r})")
+        if self.estep not in TREE_INFERENCE:
+            raise InvalidParameterError(f"inference (estep) must be one of {list(TREE_INFERENCE)} (got {self.estep!r})")
+        if self.estep == "gibbs" and self.doc_topic_prior_mode != "fixed":
+            raise InvalidParameterError(
+                f"alpha {self.doc_topic_prior_mode!r} with inference 'gibbs': the tree Gibbs sampler keeps alpha "
+                "fixed; give a number (Zhai 2014, ch. 5: 0.01) or use inference 'vb' or 'hybrid' to learn it")
+        if isinstance(self.sync_every, bool) or not isinstance(self.sync_every, int) or self.sync_every < 1:
+            raise InvalidParameterError(f"sync_every must be an integer >= 1 (got {self.sync_every!r})")
         self.vb_config()  # validates the shared settings
 
     def vb_config(self) -> VBConfig:
-        """The LDA settings of the same E-step (selects and parameterizes the kernel)."""
+        """The LDA settings of the same E-step (selects and parameterizes the kernel; ``gibbs``: the VB
+        fold-in of the saved model)."""
         return VBConfig(
             n_topics=self.n_topics, doc_topic_prior_mode=self.doc_topic_prior_mode,
             doc_topic_prior=self.doc_topic_prior, max_iter=self.max_iter, tol=self.tol,
-            max_doc_iter=self.max_doc_iter, doc_tol=self.doc_tol, seed=self.seed, estep=self.estep,
+            max_doc_iter=self.max_doc_iter, doc_tol=self.doc_tol, seed=self.seed,
+            estep="vb" if self.estep == "gibbs" else self.estep,
             burn_in=self.burn_in, samples=self.samples, hybrid_init=self.hybrid_init,  # type: ignore[arg-type]
             hybrid_alpha_stats=self.hybrid_alpha_stats, init_shape=self.init_shape,  # type: ignore[arg-type]
         )
@@ -162,7 +188,16 @@ def tree_mstep(state: TreeLDAState, stats: EStepStats, layout: TreeVBLayout, con
     Returns
     -------
     TreeLDAState
+
+    Raises
+    ------
+    InvalidParameterError
+        ``config.estep`` is ``"gibbs"`` (the sampler has no M-step: fit it with
+        :func:`topicflow.pipeline.tree_lda.fit_gibbs_tree`).
     """
+    if config.estep == "gibbs":
+        raise InvalidParameterError("inference 'gibbs' is the collapsed sampler, which has no VB M-step: fit it with "
+                                    "topicflow.pipeline.tree_lda.fit_gibbs_tree (or TreeLDA(inference='gibbs'))")
     if config.estep == "hybrid":
         edge_var = mstep_tree_hybrid(stats, state.edge_var, layout, samples=config.samples, seed=config.seed,
                                      epoch=iteration)
@@ -187,6 +222,7 @@ def fit_batch_tree_vb(
     initial: FloatArray | None = None,
     progress: ProgressReporter = NO_PROGRESS,
     on_iteration: Callable[[IterationRecord, TreeLDAState], None] | None = None,
+    checkpoint: CheckpointPolicy | None = None,
 ) -> TreeFitResult:
     """Fit tree LDA (polylingual with several languages) by batch VB or hybrid VB on Dask.
 
@@ -205,6 +241,11 @@ def fit_batch_tree_vb(
     progress : ProgressReporter
     on_iteration : callable, optional
         ``on_iteration(record, state)`` after every M-step.
+    checkpoint : CheckpointPolicy, optional
+        Write lambda, alpha and the trace every ``checkpoint.every`` iterations
+        (:mod:`topicflow.pipeline.tree_lda.resume`); with ``checkpoint.resume``, continue from the
+        checkpoint found there (written for the same store, settings, tree and start): the result is
+        the uninterrupted run's, bit for bit.
 
     Returns
     -------
@@ -213,19 +254,12 @@ def fit_batch_tree_vb(
     Raises
     ------
     InvalidParameterError
-        The corpus' languages or vocabulary sizes differ from the tree's.
+        The corpus' languages or vocabulary sizes differ from the tree's, or the checkpoint to resume
+        from was written for another store, settings, tree or start.
     NumericalError
         The ELBO became non-finite.
     """
-    if tuple(corpus.languages) != tuple(tree.languages):
-        raise InvalidParameterError(
-            f"store {str(corpus.path)!r} has languages {list(corpus.languages)}, the prior tree "
-            f"{list(tree.languages)}; build the tree for this store (`topicflow tree build`)")
-    for lang, n_terms in zip(tree.languages, tree.n_terms):
-        if len(corpus.vocabulary(lang)) != n_terms:
-            raise InvalidParameterError(
-                f"language {lang!r}: store {str(corpus.path)!r} has {len(corpus.vocabulary(lang))} terms, the "
-                f"prior tree {n_terms}; rebuild the tree for this store (`topicflow tree build`)")
+    check_store_matches_tree(corpus, tree)
     client = current_client(client)
     split_every = split_every or int(tf_config.get("split-every", 8))
     layout = tree_vb_layout(tree, config.normalization)
@@ -240,7 +274,20 @@ def fit_batch_tree_vb(
     blocks = corpus.to_delayed_multi()
     n_tokens = corpus.n_tokens
     trace: list[IterationRecord] = []
-    iterations = progress.track(range(config.max_iter), total=config.max_iter, desc="fit", unit="iter")
+    fingerprint = {"method": "tree_batch", "settings": config.to_dict(), "corpus": corpus.token(),
+                   "split_every": split_every, "tree_and_start": tree_digest(tree, edge_var)}
+    start = 0
+    if checkpoint is not None and checkpoint.resume:
+        found = read_tree_checkpoint(checkpoint.path, fingerprint, layout)
+        if found is not None:
+            edge_var, alpha, saved = found
+            state = TreeLDAState(edge_var, alpha)
+            start = int(saved.position["iteration"]) + 1
+            trace = [IterationRecord(**record) for record in saved.trace]
+            log.info("resuming from %s after iteration %d", checkpoint.path, start - 1)
+    if has_converged([r.elbo for r in trace], config.tol):
+        start = config.max_iter
+    iterations = progress.track(range(start, config.max_iter), total=config.max_iter - start, desc="fit", unit="iter")
     for iteration in iterations:
         started = time.perf_counter()
         token = f"{run_token}-{iteration}"
@@ -260,6 +307,9 @@ def fit_batch_tree_vb(
                  iteration, elbo, record.elbo_per_token, record.alpha_sum, seconds)
         if on_iteration is not None:
             on_iteration(record, state)
+        if checkpoint is not None and checkpoint.due(iteration + 1):
+            write_tree_checkpoint(checkpoint.path, corpus, layout, state.edge_var, state.doc_topic_prior,
+                                  {"iteration": iteration}, [r.to_dict() for r in trace], fingerprint)
         if has_converged([r.elbo for r in trace], config.tol):
             break
     return TreeFitResult(state=state, layout=layout, trace=tuple(trace),

@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -53,12 +54,18 @@ from topicflow.models.tree_lda.gibbs import (
     TreeGibbsParams,
     TreeGibbsState,
     edge_posterior_mean,
+    edge_posterior_params,
     joint_log_likelihood,
     to_arrays,
     topic_word_distribution,
 )
 from topicflow.models.tree_lda.tree import PriorTree
+from topicflow.models.tree_lda.vb import tree_vb_layout
+from topicflow.pipeline.cluster import current_client
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
+from topicflow.pipeline.tree_lda.batch import TreeFitResult, TreeLDAState, TreeVBConfig
+from topicflow.pipeline.tree_lda.resume import check_store_matches_tree
+from topicflow.pipeline.vb import IterationRecord
 from topicflow.tasks.tree_gibbs import (
     ShardSummary,
     counts_only_state,
@@ -82,14 +89,16 @@ class TreeGibbsFit:
         Each shard's chain after the last round, in shard order.
     edge_topic_counts : ndarray of shape (n_topics, n_edges), int64
         The merged N_ke (sum over shards, at the last synchronization).
-    node_topic_counts : ndarray of shape (n_topics, n_nodes), int64
-        The merged N_ki.
+    node_topic_counts : ndarray of shape (n_topics, n_groups), int64
+        The merged group counts G_kg of the params' normalization (N_ki, one group per node, under "node").
     trace : tuple of float
         log p(w, z, y) of the merged chain after each round.
     trace_sweeps : tuple of int
         The sweep count (``sweeps_done``) at which each ``trace`` entry was taken.
     params : TreeGibbsParams
     tree : PriorTree
+    trace_seconds : tuple of float
+        Wall time of each round (its sweeps and the synchronization), seconds.
     """
 
     states: tuple[TreeGibbsState, ...]
@@ -99,6 +108,7 @@ class TreeGibbsFit:
     trace_sweeps: tuple[int, ...]
     params: TreeGibbsParams
     tree: PriorTree
+    trace_seconds: tuple[float, ...] = ()
 
     @property
     def sweeps_done(self) -> int:
@@ -112,7 +122,8 @@ class TreeGibbsFit:
         -------
         TreeGibbsState
         """
-        return counts_only_state(self.edge_topic_counts, self.node_topic_counts, self.states[0].doc_topic_prior)
+        return counts_only_state(self.edge_topic_counts, self.node_topic_counts, self.states[0].doc_topic_prior,
+                                 self.params.normalization)
 
     def edge_topic(self) -> FloatArray:
         """pi, the posterior mean per (topic, edge) of the merged counts.
@@ -298,16 +309,111 @@ def fit_tree_gibbs(
     single = len(states) == 1
     trace: list[float] = []
     trace_sweeps: list[int] = []
+    seconds: list[float] = []
     rounds = math.ceil(sweeps / sync_every)
     for index in progress.track(range(rounds), total=rounds, desc="tree Gibbs", unit="round"):
+        started = time.perf_counter()
         n_sweeps = min(sync_every, sweeps - index * sync_every)
         states = runner.sweep(states, n_sweeps, None if single else edge)
         summaries = runner.summaries(states)
         edge, node = _merge(summaries)
         alpha = params.alpha
-        topic_part = joint_log_likelihood(counts_only_state(edge, node, alpha), tree)
+        topic_part = joint_log_likelihood(counts_only_state(edge, node, alpha, params.normalization), tree)
         trace.append(float(sum(s.doc_log_likelihood for s in summaries) + topic_part))
         trace_sweeps.append(index * sync_every + n_sweeps)
+        seconds.append(time.perf_counter() - started)
     final = runner.gather(states)
     start = int(final[0].sweeps_done) - sweeps
-    return TreeGibbsFit(tuple(final), edge, node, tuple(trace), tuple(start + s for s in trace_sweeps), params, tree)
+    return TreeGibbsFit(tuple(final), edge, node, tuple(trace), tuple(start + s for s in trace_sweeps), params, tree,
+                        tuple(seconds))
+
+
+def gibbs_params(config: TreeVBConfig) -> TreeGibbsParams:
+    """The sampler's hyperparameters of a tree fit with ``estep="gibbs"``.
+
+    Parameters
+    ----------
+    config : TreeVBConfig
+        Its alpha (fixed), seed, number of topics and normalization.
+
+    Returns
+    -------
+    TreeGibbsParams
+    """
+    return TreeGibbsParams(n_topics=config.n_topics, doc_topic_prior=config.initial_alpha, seed=config.seed,
+                           normalization=config.normalization)
+
+
+def gibbs_fit_result(fit: TreeGibbsFit, config: TreeVBConfig) -> TreeFitResult:
+    """A Gibbs fit as the variational tree state every tree-model reader understands.
+
+    Parameters
+    ----------
+    fit : TreeGibbsFit
+    config : TreeVBConfig
+        The fit's settings (``normalization`` gives the layout, ``sync_every`` and ``max_iter`` the
+        sweeps of the first round).
+
+    Returns
+    -------
+    TreeFitResult
+        ``state.edge_var`` = N_ke + beta_e, the Dirichlet parameters of the collapsed chain's posterior
+        over each topic's edge probabilities given its merged assignments (so the saved topics are the
+        chain's posterior means, :meth:`TreeGibbsFit.edge_topic`); ``state.doc_topic_prior`` the
+        sampler's alpha. One :class:`~topicflow.pipeline.vb.IterationRecord` per round: ``iteration``
+        is the number of sweeps done, ``elbo`` the joint log-likelihood log p(w, z, y) of the merged
+        chain (not an ELBO), ``docs_capped`` 0. ``converged`` is False: a sampler has no convergence test.
+    """
+    tree = fit.tree
+    edge_var = edge_posterior_params(fit.merged_state(), tree)
+    alpha = np.array(fit.states[0].doc_topic_prior, dtype=np.float64)
+    n_tokens = sum(state.n_tokens for state in fit.states)
+    seconds = fit.trace_seconds or (0.0,) * len(fit.trace)
+    records = []
+    previous = fit.trace_sweeps[0] - min(config.sync_every, config.max_iter) if fit.trace_sweeps else 0
+    for log_lik, done, spent in zip(fit.trace, fit.trace_sweeps, seconds):
+        swept = n_tokens * (done - previous)
+        previous = done
+        records.append(IterationRecord(
+            iteration=int(done), elbo=float(log_lik), elbo_per_token=float(log_lik) / max(n_tokens, 1),
+            alpha_sum=float(alpha.sum()), eta=float(np.mean(tree.edge_prior)), seconds=float(spent),
+            tokens_per_second=swept / max(spent, 1e-9), docs_capped=0))
+    layout = tree_vb_layout(tree, config.normalization)
+    return TreeFitResult(state=TreeLDAState(edge_var, alpha), layout=layout, trace=tuple(records), converged=False)
+
+
+def fit_gibbs_tree(corpus: Corpus, tree: PriorTree, config: TreeVBConfig, *, client: Any = None,
+                   progress: ProgressReporter = NO_PROGRESS) -> TreeFitResult:
+    """Fit tree LDA by collapsed Gibbs sampling over the store's shards and return it as a tree-VB result.
+
+    Parameters
+    ----------
+    corpus : Corpus
+        One chain per shard (AD-LDA, :func:`fit_tree_gibbs`).
+    tree : PriorTree
+        Built for the corpus' vocabularies (check them with
+        :func:`topicflow.io.trees.check_tree_matches` first).
+    config : TreeVBConfig
+        ``estep="gibbs"``: ``max_iter`` sweeps, synchronized every ``sync_every``, fixed alpha.
+    client : distributed.Client, optional
+        The cluster (the chains live on its workers); None: Dask's threads in this process.
+    progress : ProgressReporter, optional
+
+    Returns
+    -------
+    TreeFitResult
+        See :func:`gibbs_fit_result`; save it with
+        ``tree_model(corpus, result, config, method="gibbs")``.
+
+    Raises
+    ------
+    InvalidParameterError
+        ``config.estep`` is not ``"gibbs"``, or the corpus does not fit the tree.
+    """
+    if config.estep != "gibbs":
+        raise InvalidParameterError(f"fit_gibbs_tree runs inference 'gibbs', not {config.estep!r}: use "
+                                    "fit_batch_tree_vb for 'vb' and 'hybrid'")
+    check_store_matches_tree(corpus, tree)
+    fit = fit_tree_gibbs(corpus, tree, gibbs_params(config), sweeps=config.max_iter, client=current_client(client),
+                         progress=progress, sync_every=config.sync_every)
+    return gibbs_fit_result(fit, config)
