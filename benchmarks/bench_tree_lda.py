@@ -9,9 +9,9 @@ tests the chapter's orderings with measures we can compute on the aligned Debian
 - four models, as in the chapter (all by :class:`topicflow.TreeLDA` or the tree Gibbs sampler):
   ``LDA`` (flat tree, each training pair split into two single-language documents), ``pLDA`` (flat tree,
   aligned documents), ``tLDA`` (dictionary tree, single-language documents), ``ptLDA`` (dictionary tree,
-  aligned documents); each by ``vb``, ``hybrid`` (normalization ``node_language``) and ``gibbs`` (the
-  tree Gibbs sampler, which has only the chapter's ``node`` normalization), plus ``ptLDA`` ``vb`` with
-  ``node``, and the anchor ``pLDA-anchor``: topicflow's own polylingual LDA (``topicflow.LDA`` on the
+  aligned documents); each by ``vb``, ``hybrid`` and ``gibbs`` (``TreeLDA(inference=...)``, normalization
+  ``node_language``: a flat tree is polylingual LDA), plus ``ptLDA`` by ``vb`` and ``gibbs`` with the
+  chapter's ``node`` normalization, and the anchor ``pLDA-anchor``: topicflow's own polylingual LDA (``topicflow.LDA`` on the
   aligned store; MALLET's polylingual model is not in the OS packages);
 - the measures, all on the held-out pairs: cross-language document matching (theta folded in from
   each side alone, nearest neighbour by Hellinger distance, precision at 1 and MRR in both directions,
@@ -240,43 +240,19 @@ def fit_vb(store: Any, tree: Any, k: int, seed: int, inference: str, normalizati
     return model.model_, time.perf_counter() - started, {"iterations": model.n_iter_, "converged": model.converged_}
 
 
-def fit_gibbs(store: Any, tree: Any, k: int, seed: int, args: argparse.Namespace,
+def fit_gibbs(store: Any, tree: Any, k: int, seed: int, normalization: str, args: argparse.Namespace,
               client: Any) -> tuple[Any, float, dict[str, Any]]:
-    """Tree collapsed Gibbs (AD-LDA over the store's shards); the saved model's edge lambda is beta + N_ke.
+    """Tree collapsed Gibbs, AD-LDA over the store's shards: ``TreeLDA(inference="gibbs")`` (lambda = beta + N_ke)."""
+    from topicflow.api.tree_lda import TreeLDA
 
-    Through ``TreeLDA(inference="gibbs")`` when it exists, else the driver and the conversion here.
-    """
-    if gibbs_in_estimator():
-        from topicflow.api.tree_lda import TreeLDA
-
-        estimator = TreeLDA(k, prior_tree=tree, inference="gibbs", normalization="node", alpha=args.alpha,
-                            max_iter=args.gibbs_sweeps, sync_every=args.sync_every, seed=seed)
-        started = time.perf_counter()
-        estimator.fit(store, client=client)
-        return estimator.model_, time.perf_counter() - started, {
-            "sweeps": args.gibbs_sweeps, "sync_every": args.sync_every, "via": "TreeLDA(inference='gibbs')"}
-    from topicflow.models.tree_lda.gibbs import TreeGibbsParams
-    from topicflow.models.tree_lda.vb import tree_vb_layout
-    from topicflow.pipeline.tree_lda import (
-        TreeFitResult,
-        TreeLDAState,
-        TreeVBConfig,
-        tree_model,
-    )
-    from topicflow.pipeline.tree_lda.gibbs import fit_tree_gibbs
-
+    if not gibbs_in_estimator():
+        raise SystemExit("this topicflow has no TreeLDA(inference='gibbs'); merge the tree-wiring branch")
+    estimator = TreeLDA(k, prior_tree=tree, inference="gibbs", normalization=normalization, alpha=args.alpha,
+                        max_iter=args.gibbs_sweeps, sync_every=args.sync_every, seed=seed)
     started = time.perf_counter()
-    fit = fit_tree_gibbs(store, tree, TreeGibbsParams(n_topics=k, doc_topic_prior=args.alpha, seed=seed),
-                         sweeps=args.gibbs_sweeps, client=client, sync_every=args.sync_every)
-    seconds = time.perf_counter() - started
-    # The posterior of pi given the final sample is Dir(beta + N_ke): its mean is fit.topic_word().
-    edge_var = np.asarray(tree.edge_prior, dtype=np.float64)[None, :] + fit.edge_topic_counts
-    config = TreeVBConfig(n_topics=k, normalization="node", doc_topic_prior_mode="fixed",
-                          doc_topic_prior=args.alpha, seed=seed)
-    result = TreeFitResult(TreeLDAState(edge_var, np.full(k, args.alpha)), tree_vb_layout(tree, "node"), (), True)
-    return tree_model(store, result, config, method="gibbs"), seconds, {
-        "sweeps": args.gibbs_sweeps, "sync_every": args.sync_every, "log_joint": float(fit.trace[-1]),
-        "via": "fit_tree_gibbs"}
+    estimator.fit(store, client=client)
+    return estimator.model_, time.perf_counter() - started, {
+        "sweeps": args.gibbs_sweeps, "sync_every": args.sync_every, "log_joint": float(estimator.trace_[-1].elbo)}
 
 
 def fit_anchor(store: Any, k: int, seed: int, args: argparse.Namespace, client: Any) -> tuple[Any, float, dict]:
@@ -330,11 +306,9 @@ MODELS = {"LDA": (0, "flat"), "pLDA": (100, "flat"), "tLDA": (0, "dict"), "ptLDA
 
 def systems(args: argparse.Namespace) -> list[tuple[str, str, str]]:
     """(model, inference, normalization) of the main comparison."""
-    out = [(m, inf, "node_language") for m in MODELS for inf in args.inference if inf != "gibbs"]
-    if "gibbs" in args.inference:
-        out += [(m, "gibbs", "node") for m in MODELS]
-    out += [("ptLDA", "vb", "node"), ("pLDA-anchor", "vb", "-")]
-    return out
+    out = [(m, inf, "node_language") for m in MODELS for inf in args.inference]
+    out += [("ptLDA", inf, "node") for inf in args.inference if inf != "hybrid"]
+    return out + [("pLDA-anchor", "vb", "-")]
 
 
 def run_one(data: dict[str, Any], model_name: str, inference: str, normalization: str, share: int | None, k: int,
@@ -348,7 +322,7 @@ def run_one(data: dict[str, Any], model_name: str, inference: str, normalization
         share = base_share if share is None else share
         store, tree = data["stores"][f"train-{share}"], data["trees"][(tree_kind, share)]
         if inference == "gibbs":
-            model, seconds, extra = fit_gibbs(store, tree, k, seed, args, client)
+            model, seconds, extra = fit_gibbs(store, tree, k, seed, normalization, args, client)
         else:
             model, seconds, extra = fit_vb(store, tree, k, seed, inference, normalization, args, client)
     row = {"model": model_name, "inference": inference, "normalization": normalization, "tree": tree_kind,
@@ -371,7 +345,7 @@ def timing_runs(args: argparse.Namespace, data: dict[str, Any], client: Any) -> 
     k = 10
     for inference in args.inference:
         if inference == "gibbs":
-            model, seconds, extra = fit_gibbs(store, tree, k, 0, args, client)
+            model, seconds, extra = fit_gibbs(store, tree, k, 0, "node_language", args, client)
             per_iteration = seconds / args.gibbs_sweeps
         else:
             model, seconds, extra = fit_vb(store, tree, k, 0, inference, "node_language", args, client)
@@ -396,8 +370,7 @@ def warm_up(data: dict[str, Any], args: argparse.Namespace, client: Any) -> None
     """One tiny fit and measure per inference, not recorded: numba compiles and worker imports happen here."""
     quick = argparse.Namespace(**{**vars(args), "max_iter": 1, "gibbs_sweeps": 2, "sync_every": 1})
     for inference in args.inference:
-        run_one(data, "ptLDA", inference, "node" if inference == "gibbs" else "node_language", None, 2, 0, quick,
-                client)
+        run_one(data, "ptLDA", inference, "node_language", None, 2, 0, quick, client)
     run_one(data, "pLDA-anchor", "vb", "-", None, 2, 0, quick, client)
 
 
@@ -525,8 +498,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                             if done:
                                 sweep.append(done[0])
                                 continue
-                            normalization = "node" if inference == "gibbs" else "node_language"
-                            row = run_one(data, model_name, inference, normalization, share, k, seed, args, client)
+                            row = run_one(data, model_name, inference, "node_language", share, k, seed, args, client)
                             row["sweep"] = True
                             emit(row)
                             sweep.append(row)
