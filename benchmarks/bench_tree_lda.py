@@ -439,6 +439,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--shares", type=int, nargs="+", default=[0, 25, 50, 100])
     parser.add_argument("--sweep-inference", nargs="+", default=["vb"])
     parser.add_argument("--copies", type=int, default=10, help="Replications of the training pairs for the timing.")
+    parser.add_argument("--no-main", action="store_true", help="Leave out the main comparison (e.g. a sweep only).")
     parser.add_argument("--no-sweep", action="store_true")
     parser.add_argument("--no-timing", action="store_true")
     parser.add_argument("--workers", type=int, default=2)
@@ -476,7 +477,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                          "frequent_terms_dropped": data["frequent_terms"],
                          "gibbs_in_estimator": gibbs_in_estimator(), "load_average": os.getloadavg(),
                          "cpus": os.cpu_count(), "settings": vars(args) | {"out": str(args.out)}}})
-        for k in args.topics:
+        for k in [] if args.no_main else args.topics:
             seeds = args.seeds if k == args.topics[0] else args.seeds[: args.large_k_seeds]
             for seed in seeds:
                 for model_name, inference, normalization in systems(args):
