@@ -34,7 +34,8 @@ def fitted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     paths = {"store": store, "tree": tree}
     for inference in ("vb", "hybrid", "gibbs"):
         settings = {"max_iter": 30} if inference == "gibbs" else {"max_iter": 6, "tol": 0.0}
-        TreeLDA(2, prior_tree=tree, inference=inference, seed=1, **settings).fit(store).save(tmp / inference)
+        TreeLDA(2, prior_tree=tree, inference=inference, normalization="node_language", seed=1,
+                **settings).fit(store).save(tmp / inference)
         paths[inference] = tmp / inference
     return paths
 

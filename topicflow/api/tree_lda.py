@@ -100,10 +100,11 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
     inference : {"vb", "hybrid", "gibbs"}, default "vb"
         Dense variational E-step, Gibbs sampling within VB (Mimno et al. 2012) with path draws, or
         collapsed Gibbs sampling (fixed alpha; ``max_iter`` sweeps).
-    normalization : {"node_language", "node"}, default "node_language"
-        ``node_language``: a Dirichlet per node and language (a flat tree is polylingual LDA);
-        ``node``: one per node, the chapter's model (a flat tree over several languages is LDA over the
-        stacked vocabularies). The same on a monolingual store.
+    normalization : {"node", "node_language"}, default "node"
+        ``node``: one Dirichlet per internal node, the chapter's model (eq. 5.1; a flat tree over several
+        languages is LDA over the stacked vocabularies); ``node_language``: one per node and language (a
+        flat tree is polylingual LDA exactly; with dictionary concepts a surrogate that pools both
+        languages' counts, which measured worse: docs/tree-lda.md). The same on a monolingual store.
     alpha : "auto", "symmetric" or float, optional
         Document-topic prior: learned asymmetric (Newton-Raphson), learned symmetric, or fixed. Default:
         "auto" for vb and hybrid; a fixed 1 / n_topics for gibbs (which only takes a number).
@@ -224,7 +225,7 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
 
     def __init__(
         self, n_topics: int = 10, *, prior_tree: Any = None, method: str = "batch", inference: str = "vb",
-        normalization: str = "node_language", alpha: str | float | None = None, alpha_init: float | None = None,
+        normalization: str = "node", alpha: str | float | None = None, alpha_init: float | None = None,
         max_iter: int | None = None, tol: float = 1e-4, max_doc_iter: int = 100, doc_tol: float = 1e-3,
         burn_in: int = 5, samples: int = 5, init_shape: float = 100.0, seed: int = 0, split_every: int | None = None,
         sync_every: int = 1, sparse: bool = False, batch_size: int = 256, tau0: float = 10.0, kappa: float = 0.7,

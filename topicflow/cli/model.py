@@ -241,9 +241,10 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
                    "pays off only at large K).")
 @click.option("--sync-every", default=1, show_default=True, type=click.IntRange(min=1),
               help="Tree LDA with --inference gibbs: sweeps of each shard's chain between synchronizations.")
-@click.option("--normalization", type=click.Choice(["node_language", "node"]), default="node_language",
+@click.option("--normalization", type=click.Choice(["node", "node_language"]), default="node",
               show_default=True,
-              help="Tree LDA: a Dirichlet per node and language (a flat tree is polylingual LDA), or per node.")
+              help="Tree LDA: one Dirichlet per node (the chapter's model), or per node and language (a flat "
+                   "tree is then polylingual LDA exactly).")
 @preset_option("fit")
 @cluster_options
 @reports_errors

@@ -83,7 +83,7 @@ class TreeVBConfig:
     """
 
     n_topics: int
-    normalization: TreeNormalization = "node_language"
+    normalization: TreeNormalization = "node"
     estep: TreeInference = "vb"
     doc_topic_prior_mode: AlphaMode = "auto"
     doc_topic_prior: float | None = None
