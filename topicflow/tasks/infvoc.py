@@ -20,7 +20,12 @@ import numpy as np
 from topicflow._typing import FloatArray, IntArray
 from topicflow.errors import InvalidParameterError
 from topicflow.models.common.blocks import OrderedBlock
-from topicflow.models.infvoc_lda import InfVocParams, InfVocStats, PreparedWeights, estep_documents
+from topicflow.models.infvoc_lda import (
+    InfVocParams,
+    InfVocStats,
+    PreparedWeights,
+    estep_documents,
+)
 from topicflow.tasks.reduce import tree_reduce
 
 

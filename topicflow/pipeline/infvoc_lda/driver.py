@@ -50,7 +50,10 @@ from topicflow.models.infvoc_lda import (
 from topicflow.models.infvoc_lda.g0 import CharNgramG0, log_g0
 from topicflow.pipeline.cluster import compute, current_client
 from topicflow.pipeline.infvoc_lda.config import InfVocPlan
-from topicflow.pipeline.infvoc_lda.model import read_infvoc_checkpoint, write_infvoc_checkpoint
+from topicflow.pipeline.infvoc_lda.model import (
+    read_infvoc_checkpoint,
+    write_infvoc_checkpoint,
+)
 from topicflow.pipeline.infvoc_lda.word_index import WordIndex
 from topicflow.pipeline.policies import CheckpointPolicy
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter

@@ -23,8 +23,17 @@ from topicflow.io.models.store import SavedModel
 from topicflow.models.infvoc_lda import InfVocParams
 from topicflow.pipeline.continuation import Continuation, Continuer, register_continuer
 from topicflow.pipeline.infvoc_lda.config import InfVocPlan
-from topicflow.pipeline.infvoc_lda.driver import InfVocResult, fit_infvoc, ordered_language
-from topicflow.pipeline.infvoc_lda.model import INFVOC_KIND, infvoc_model, saved_g0, saved_infvoc
+from topicflow.pipeline.infvoc_lda.driver import (
+    InfVocResult,
+    fit_infvoc,
+    ordered_language,
+)
+from topicflow.pipeline.infvoc_lda.model import (
+    INFVOC_KIND,
+    infvoc_model,
+    saved_g0,
+    saved_infvoc,
+)
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 
 
