@@ -91,6 +91,8 @@ def test_tracked_word_ranks_are_tos_positions(ordered_store: Path) -> None:
         where = np.flatnonzero(words == word)
         assert ranks["kakaka"][-1, k] == (int(where[0]) if where.size else -1)
     assert all(max(r.tos_sizes) <= PARAMS.truncation for r in result.trace if r.i % PARAMS.reorder_every == 0)
+    assert [r.n_scored for r in result.trace] == sorted(r.n_scored for r in result.trace)  # R only grows
+    assert result.trace[-1].n_scored == result.state.rank_words.shape[0]
 
 
 def test_continuing_from_a_state_equals_one_run(ordered_store: Path) -> None:

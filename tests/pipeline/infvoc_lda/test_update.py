@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -53,6 +54,17 @@ def test_update_from_the_command_line(ordered_store: Path, tmp_path: Path, local
     out = CliRunner().invoke(main, ["update", str(path), str(ordered_store), "--scheduler", address])
     assert out.exit_code == 0, out.output
     assert same_state(saved_infvoc(load_model(path))[1], fit_infvoc(Corpus.open(ordered_store), PARAMS, PLAN).state)
+
+
+def test_saved_model_reads_as_an_lda_model(ordered_store: Path, tmp_path: Path) -> None:
+    # The LDA view lets commands that read LDA models read an infvoc model.
+    path = fitted_on_first_half(ordered_store, tmp_path / "m")
+    out = CliRunner().invoke(main, ["topics", str(path)])
+    assert out.exit_code == 0, out.output
+    assert len(out.output.strip().splitlines()) == 3
+    _, state, index, _ = saved_infvoc(load_model(path))
+    view_words = set(index.strings(np.unique(state.tos_words)))
+    assert all(word in view_words for line in out.output.splitlines() for word in line.split(":")[1].split())
 
 
 def test_crashed_update_leaves_previous_version(ordered_store: Path, tmp_path: Path,
