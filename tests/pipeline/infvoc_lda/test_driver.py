@@ -1,6 +1,7 @@
 """The infvoc Dask driver against a plain loop over the pure functions, across schedulers and partitions."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,8 @@ from topicflow.errors import InvalidParameterError, OrderNotKeptError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.g0 import default_g0
 from topicflow.io.models.infvoc import read_doc_topics
+from topicflow.io.sources.base import FieldSpec
+from topicflow.io.tokenizer import PruneConfig
 from topicflow.models.infvoc_lda import InfVocParams, expected_topic_words
 from topicflow.pipeline.infvoc_lda import (
     InfVocPlan,
@@ -19,6 +22,7 @@ from topicflow.pipeline.infvoc_lda import (
     fit_infvoc,
     ordered_language,
 )
+from topicflow.pipeline.ingest.ingest import ingest_corpus
 
 PARAMS = InfVocParams(n_topics=3, truncation=12, reorder_every=2, burn_in=2, samples=2, seed=5)
 
@@ -118,6 +122,19 @@ def test_store_without_order_is_refused(plain_store: Path) -> None:
 def test_unknown_language_is_refused(ordered_store: Path) -> None:
     with pytest.raises(InvalidParameterError, match="no language 'xx'"):
         ordered_language(Corpus.open(ordered_store), "xx")
+
+
+def test_multilingual_store_needs_a_language(tmp_path: Path) -> None:
+    texts = topic_texts(12, seed=4)
+    src = tmp_path / "bi.jsonl"
+    src.write_text("".join(json.dumps({"id": f"d{i}", "en": t, "de": t.upper()}) + "\n" for i, t in enumerate(texts)))
+    ingest_corpus([src], tmp_path / "bi.zarr", fields=FieldSpec(lang_fields=(("en", "en"), ("de", "de"))),
+                  shard_size=6, prune=PruneConfig(min_df=2), keep_order=True)
+    corpus = Corpus.open(tmp_path / "bi.zarr")
+    with pytest.raises(InvalidParameterError, match="language="):
+        fit_infvoc(corpus, PARAMS)
+    result = fit_infvoc(corpus, PARAMS, InfVocPlan(batch_size=6), language="de", g0=None)
+    assert result.word_index.words == tuple(dict.fromkeys(" ".join(texts).split()))  # lowercased by the tokenizer
 
 
 def test_word_index_round_trip_and_refusals() -> None:
