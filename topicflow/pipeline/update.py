@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import topicflow.pipeline.collapsed  # (registers the "hdp" and "scvb0" continuations)
+import topicflow.pipeline.infvoc_lda  # noqa: F401  (registers the "infvoc" continuation)
 import topicflow.pipeline.streaming  # noqa: F401  (registers the "sgs" and "dsgs" continuations)
 import topicflow.pipeline.tree_lda  # noqa: F401  (registers the "tree_lda" continuation)
 from topicflow.errors import InvalidParameterError
