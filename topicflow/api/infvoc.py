@@ -147,7 +147,7 @@ class InfVocLDA(TopicModelEstimator):
         (``topicflow/data/g0_en``), False none (G0 = 1: the reference code, which disables it), a directory
         written by ``topicflow g0 train``, or a trained G0.
     alpha : float, optional
-        alpha^theta, the symmetric document-topic prior; default 1 / n_topics (sec. 7.5).
+        The symmetric document-topic prior alpha^theta; default 1 / n_topics (sec. 7.5).
     seed : int, default 0
     split_every : int, optional
         Fan-in of the statistics' tree merge.
@@ -367,7 +367,8 @@ class InfVocLDA(TopicModelEstimator):
         language = ordered_language(store, self.language)
         result = fit_infvoc(store, params, plan, shards=shards, client=client, split_every=self.split_every,
                             progress=progress, checkpoint=checkpoint, g0=driver_g0(self.g0),
-                            track_words=_parse_words(self.track_words), doc_topics=doc_topics,
+                            track_words=_parse_words(self.track_words),
+                            doc_topics=None if doc_topics is None else Path(doc_topics),
                             language=self.language)
         self.model_ = infvoc_result_model(store, result, params, plan, shards=shards, language=language)
         self._set_attributes_from_model()
@@ -472,7 +473,7 @@ class InfVocLDA(TopicModelEstimator):
         Returns
         -------
         dask.array.Array of shape (n_docs, n_topics), float64
-            theta_d = gamma_d / sum(gamma_d), gamma_d = alpha^theta + the last sweep's counts; one chunk
+            Rows theta_d = gamma_d / sum(gamma_d), gamma_d = alpha^theta + the last sweep's counts; one chunk
             per shard, nothing computed yet.
 
         Raises

@@ -204,7 +204,7 @@ def with_infvoc_readout(data: ReportData, model: SavedModel, *, n_words: int) ->
 
     params, state, index, position = saved_infvoc(model)
     source = (model.info.extra.get("infvoc") or {}).get("g0_source")
-    g0 = {None: "none (G0 = 1, as the reference code)", "default": "the shipped English G0"}.get(source, source)
+    g0 = {None: "none (G0 = 1, as the reference code)", "default": "the shipped English G0"}.get(source, str(source))
     facts = [(name, value) for name, value in data.facts if name not in ("sum of alpha", "topic-word prior eta")]
     at = next((i for i, (name, _) in enumerate(facts) if name == "method"), len(facts))
     facts[at:at + 1] = [
