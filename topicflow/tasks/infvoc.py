@@ -30,7 +30,7 @@ from topicflow.tasks.reduce import tree_reduce
 
 
 def slice_piece(block: OrderedBlock, start: int, stop: int) -> OrderedBlock:
-    """Rows ``start:stop`` of a shard's ordered block (module-level so it pickles).
+    """Return rows ``start:stop`` of a shard's ordered block (module-level so it pickles).
 
     Parameters
     ----------
@@ -126,7 +126,7 @@ def estep_piece(block: OrderedBlock, codes: IntArray, code_word_ids: IntArray, w
         Of the minibatch's words (shared).
     params : InfVocParams
     minibatch : int
-        i, the minibatch number (keys the random numbers).
+        The minibatch number i (keys the random numbers).
 
     Returns
     -------

@@ -84,6 +84,8 @@ class InfVocRecord:
         Size of the word index afterwards.
     tos_sizes : list of int
         T_k of every topic after the update (after the contraction when i mod U == 0).
+    n_scored : int
+        Entries of the ranking-score table R afterwards ((topic, word) pairs ever scored; it only grows).
     epsilon : float
         The step epsilon_i.
     docs_seen : int
@@ -102,6 +104,7 @@ class InfVocRecord:
     new_words: int
     n_words: int
     tos_sizes: list[int]
+    n_scored: int
     epsilon: float
     docs_seen: int
     seconds: float
@@ -410,7 +413,7 @@ def fit_infvoc(
         record = InfVocRecord(
             i=number, epoch=minibatch.epoch, minibatch=minibatch.index, docs=stats.n_docs, tokens=stats.n_tokens,
             new_words=len(index) - n_before, n_words=len(index), tos_sizes=state.tos_sizes().tolist(),
-            epsilon=epsilon, docs_seen=docs_seen, seconds=seconds, docs_per_second=stats.n_docs / max(seconds, 1e-9),
+            n_scored=int(state.rank_words.shape[0]), epsilon=epsilon, docs_seen=docs_seen, seconds=seconds, docs_per_second=stats.n_docs / max(seconds, 1e-9),
             tokens_per_second=stats.n_tokens / max(seconds, 1e-9),
             word_ranks=track_ranks(state, index, list(track_words)) if track_words else None,
         )

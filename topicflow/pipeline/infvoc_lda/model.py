@@ -78,7 +78,7 @@ def lda_view(state: InfVocState, word_index: WordIndex, params: InfVocParams) ->
     state : InfVocState
     word_index : WordIndex
     params : InfVocParams
-        alpha^theta becomes the view's doc_topic_prior.
+        Its alpha^theta becomes the view's doc_topic_prior.
 
     Returns
     -------

@@ -1,0 +1,103 @@
+"""`topicflow update` of an infvoc model: the stream continues over the unseen shards."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from tests.pipeline.infvoc_lda.reference import same_state
+from tests.pipeline.infvoc_lda.stores import topic_texts, write_store
+from topicflow.cli import main
+from topicflow.errors import OrderNotKeptError
+from topicflow.io.corpus.reader import Corpus
+from topicflow.io.models.store import load_model, save_model
+from topicflow.models.infvoc_lda import InfVocParams
+from topicflow.pipeline.continuation import CONTINUERS
+from topicflow.pipeline.infvoc_lda import (
+    InfVocPlan,
+    continue_infvoc,
+    fit_infvoc,
+    infvoc_result_model,
+    saved_infvoc,
+)
+from topicflow.pipeline.update import update_model
+
+PARAMS = InfVocParams(n_topics=3, truncation=12, reorder_every=2, burn_in=2, samples=2, seed=5)
+PLAN = InfVocPlan(batch_size=16, pieces=3, min_piece_docs=4)
+
+
+def fitted_on_first_half(store: Path, path: Path) -> Path:
+    corpus = Corpus.open(store)
+    result = fit_infvoc(corpus, PARAMS, PLAN, shards=[0, 1])
+    save_model(path, infvoc_result_model(corpus, result, PARAMS, PLAN, shards=[0, 1]))
+    return path
+
+
+def test_update_equals_one_pass(ordered_store: Path, tmp_path: Path, client: object) -> None:
+    path = fitted_on_first_half(ordered_store, tmp_path / "m")
+    done = update_model(path, Corpus.open(ordered_store), client=client)
+    assert (done.version, done.new_docs, done.minibatches) == (2, 48, 3)
+    whole = fit_infvoc(Corpus.open(ordered_store), PARAMS, PLAN)
+    model = load_model(path)
+    _, state, index, position = saved_infvoc(model)
+    assert same_state(state, whole.state) and index == whole.word_index
+    assert (position.i, position.docs_seen, position.plan) == (6, 96, PLAN)
+    assert [r["i"] for r in model.info.trace] == [1, 2, 3, 4, 5, 6]
+    assert update_model(path, Corpus.open(ordered_store)).version is None  # nothing new
+
+
+def test_update_from_the_command_line(ordered_store: Path, tmp_path: Path, local_cluster: object) -> None:
+    path = fitted_on_first_half(ordered_store, tmp_path / "m")
+    address = local_cluster.scheduler_address  # type: ignore[attr-defined]
+    out = CliRunner().invoke(main, ["update", str(path), str(ordered_store), "--scheduler", address])
+    assert out.exit_code == 0, out.output
+    assert same_state(saved_infvoc(load_model(path))[1], fit_infvoc(Corpus.open(ordered_store), PARAMS, PLAN).state)
+
+
+def test_saved_model_reads_as_an_lda_model(ordered_store: Path, tmp_path: Path) -> None:
+    # The LDA view lets commands that read LDA models read an infvoc model.
+    path = fitted_on_first_half(ordered_store, tmp_path / "m")
+    out = CliRunner().invoke(main, ["topics", str(path)])
+    assert out.exit_code == 0, out.output
+    assert len(out.output.strip().splitlines()) == 3
+    _, state, index, _ = saved_infvoc(load_model(path))
+    view_words = set(index.strings(np.unique(state.tos_words)))
+    assert all(word in view_words for line in out.output.splitlines() for word in line.split(":")[1].split())
+
+
+def test_crashed_update_leaves_previous_version(ordered_store: Path, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    path = fitted_on_first_half(ordered_store, tmp_path / "m")
+    before = saved_infvoc(load_model(path))[1]
+    import topicflow.pipeline.infvoc_lda.driver as driver
+
+    calls = []
+    real = driver.update_minibatch
+
+    def failing(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("injected crash in the second minibatch")
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(driver, "update_minibatch", failing)
+    with pytest.raises(RuntimeError, match="injected"):
+        update_model(path, Corpus.open(ordered_store))
+    model = load_model(path)
+    assert model.version == 1 and same_state(saved_infvoc(model)[1], before)
+    monkeypatch.setattr(driver, "update_minibatch", real)
+    assert update_model(path, Corpus.open(ordered_store)).version == 2  # rerunning redoes the work
+
+
+def test_update_with_a_store_without_order_is_refused(tmp_path: Path) -> None:
+    store = write_store(tmp_path, topic_texts(24, seed=3), shard_size=12, name="o")
+    corpus = Corpus.open(store)
+    result = fit_infvoc(corpus, PARAMS, PLAN, shards=[0])
+    save_model(tmp_path / "m", infvoc_result_model(corpus, result, PARAMS, PLAN, shards=[0]))
+    plain = write_store(tmp_path, topic_texts(24, seed=3), shard_size=12, keep_order=False, name="p")
+    with pytest.raises(OrderNotKeptError, match="--keep-order"):
+        continue_infvoc(load_model(tmp_path / "m"), Corpus.open(plain), shards=[1])
+    with pytest.raises(OrderNotKeptError, match="--keep-order"):
+        CONTINUERS["infvoc"].check(load_model(tmp_path / "m"), Corpus.open(plain), tmp_path / "m")
