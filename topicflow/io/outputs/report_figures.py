@@ -293,6 +293,8 @@ def rank_history_png(x: Sequence[float], series: Sequence[tuple[str, Sequence[fl
                   marker="o" if len(xs) <= 30 else None, markersize=3)
     axes.set_yscale("log")
     axes.set_ylim(top * 1.5, 0.8)  # rank 1 on top
+    if xs.size:
+        axes.set_xlim(float(xs.min()) - 0.5, float(xs.max()) + 0.5)  # the whole stream, before a word appears too
     axes.set_xlabel("minibatch", fontsize=8, color=INK)
     axes.set_ylabel("rank in the topic (1 = first)", fontsize=8, color=INK)
     axes.grid(True, color=GRID, linewidth=0.6)
