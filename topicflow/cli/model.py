@@ -142,8 +142,8 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @click.option("--topics", "n_topics", default=None, type=click.IntRange(min=1),
               help="Number of topics K (required unless --preset sets it).")
 @click.option("--family", type=click.Choice(choices(Family)), default=None,
-              help="Model family: lda, or hdp (the hierarchical Dirichlet process, docs/hdp.md) [default: the "
-                   "method's; lda without --method]")
+              help="Model family: lda, or hdp (the hierarchical Dirichlet process, docs/hdp.md), or infvoc (online "
+                   "LDA with an infinite vocabulary, docs/infvoc.md) [default: the method's; lda without --method]")
 @click.option("--method", type=click.Choice(FIT_METHODS), default=None,
               help="LDA: batch VB (Mr. LDA), online VB over minibatches (Hoffman et al. 2010), streaming VB "
                    "(svb: each minibatch fitted by batch VB with the posterior so far as its prior; "
@@ -151,7 +151,8 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
                    "(Bleier's practical collapsed stochastic VB) or pcvb0 (Sato et al.'s batch collapsed VB). "
                    "[default: batch for lda, pcsvb0 for hdp]")
 @click.option("--truncation", default=None, type=click.IntRange(min=2),
-              help="HDP: truncation T, the number of sticks (not of topics; Bleier: 200)  [default: 200]")
+              help="HDP: truncation T, the number of sticks (not of topics; Bleier: 200)  [default: 200]. infvoc: "
+                   "T, the words each topic's TOS keeps at a contraction  [default: 1000]")
 @click.option("--clumping", is_flag=True,
               help="HDP: one update per distinct term of a document, scaled by its count (Bleier sec. 5); pcvb0 keeps "
                    "one q per distinct term instead of one per token.")
@@ -191,8 +192,8 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @click.option("--batch-size", default=None, type=click.IntRange(min=1),
               help="Online and svb: documents per minibatch S [default: 256]. pcsvb0 and scvb0: documents per "
                    "minibatch [default: none, word by word].")
-@click.option("--tau0", default=10.0, show_default=True, type=float, help="Online: delay of the step sizes (tau0 + t)^-kappa.")
-@click.option("--kappa", default=0.7, show_default=True, type=float, help="Online: forgetting rate, in [0, 1].")
+@click.option("--tau0", default=10.0, show_default=True, type=float, help="Online: delay of the step sizes (tau0 + t)^-kappa (infvoc: 64 when not given).")
+@click.option("--kappa", default=0.7, show_default=True, type=float, help="Online: forgetting rate, in [0, 1] (infvoc: 0.8 when not given).")
 @click.option("--passes", default=None, type=click.IntRange(min=1),
               help="Online, pcsvb0, pcvb0, scvb0: passes over the corpus  [default: 1 online, 30 otherwise]")
 @click.option("--shuffle-window", default=0, show_default=True, type=click.IntRange(min=0),
