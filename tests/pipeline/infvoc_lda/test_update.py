@@ -1,6 +1,7 @@
 """`topicflow update` of an infvoc model: the stream continues over the unseen shards."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -13,19 +14,23 @@ from topicflow.cli import main
 from topicflow.errors import OrderNotKeptError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.store import load_model, save_model
-from topicflow.models.infvoc_lda import InfVocParams
+from topicflow.models.infvoc_lda import InfVocParams, InfVocState, top_words
 from topicflow.pipeline.continuation import CONTINUERS
 from topicflow.pipeline.infvoc_lda import (
     InfVocPlan,
+    WordIndex,
     continue_infvoc,
     fit_infvoc,
     infvoc_result_model,
     saved_infvoc,
 )
+from topicflow.pipeline.ingest.append import append_corpus
 from topicflow.pipeline.update import update_model
+from topicflow.pipeline.vb import OnlineConfig
 
 PARAMS = InfVocParams(n_topics=3, truncation=12, reorder_every=2, burn_in=2, samples=2, seed=5)
 PLAN = InfVocPlan(batch_size=16, pieces=3, min_piece_docs=4)
+PLANTED = InfVocParams(n_topics=3, stick_concentration=5.0, truncation=12, reorder_every=2, seed=5)
 
 
 def fitted_on_first_half(store: Path, path: Path) -> Path:
@@ -101,3 +106,50 @@ def test_update_with_a_store_without_order_is_refused(tmp_path: Path) -> None:
         continue_infvoc(load_model(tmp_path / "m"), Corpus.open(plain), shards=[1])
     with pytest.raises(OrderNotKeptError, match="--keep-order"):
         CONTINUERS["infvoc"].check(load_model(tmp_path / "m"), Corpus.open(plain), tmp_path / "m")
+
+
+def planted_texts(n_docs: int, *, seed: int) -> list[str]:
+    """Documents of one topic each; the first topic's also hold the new word 'zorblat' five times."""
+    rng = np.random.default_rng(seed)
+    texts = []
+    for d in range(n_docs):
+        words = topic_texts(1, seed=seed * 1000 + d, n_topics=3)[0].split()
+        block = [w for w in words if w[:2] == ["ka", "lo", "mi"][d % 3]] or words
+        chosen = [block[int(j)] for j in rng.integers(len(block), size=20)]
+        texts.append(" ".join(chosen + (["zorblat"] * 5 if d % 3 == 0 else [])))
+    return texts
+
+
+
+def update_after_append(tmp_path: Path, promote: int | None) -> tuple[InfVocState, WordIndex]:
+    """Fit on 48 documents, append 48 with the new word 'zorblat' (promoted to a term or not), update."""
+    first = [" ".join(w for w in t.split() if w != "zorblat") for t in planted_texts(48, seed=7)]
+    store = write_store(tmp_path, first, shard_size=24, name=f"base{promote}")
+    plan = InfVocPlan(batch_size=12)
+    corpus = Corpus.open(store)
+    result = fit_infvoc(corpus, PLANTED, plan, g0=None)
+    save_model(tmp_path / f"m{promote}", infvoc_result_model(corpus, result, PLANTED, plan))
+    extra = tmp_path / "more.jsonl"
+    extra.write_text("".join(json.dumps({"id": f"n{i}", "text": t}) + "\n"
+                             for i, t in enumerate(planted_texts(48, seed=8))))
+    append_corpus(store, [extra], promote_min_df=promote)
+    grown = Corpus.open(store)
+    assert ("zorblat" in set(grown.vocabulary().terms)) == (promote is not None)
+    update_model(tmp_path / f"m{promote}", grown, online=OnlineConfig(batch_size=12))
+    _, state, index, position = saved_infvoc(load_model(tmp_path / f"m{promote}"))
+    assert (position.i, position.docs_seen) == (8, 96)
+    return state, index
+
+
+def test_planted_new_word_of_appended_documents_enters_its_topic(tmp_path: Path) -> None:
+    # The appended documents hold a string the store never saw (out of vocabulary, or promoted to a new
+    # term): the update maps it through its string, so both stores give the same model, and the word
+    # reaches the top 10 of the topic of its documents (spec 3.11).
+    state, index = update_after_append(tmp_path, None)
+    promoted_state, promoted_index = update_after_append(tmp_path, 2)
+    assert same_state(state, promoted_state) and index == promoted_index
+    zorblat = int(index.ids(["zorblat"])[0])
+    tops = [index.strings(words) for words, _ in top_words(state, 10)]
+    ka_topic = max(tops, key=lambda top: sum(word.startswith("ka") for word in top))
+    assert zorblat >= 0 and sum(word.startswith("ka") for word in ka_topic) >= 5
+    assert "zorblat" in ka_topic  # in the top 10 of the topic of the documents that hold it
