@@ -25,6 +25,7 @@ from topicflow._typing import (
 )
 from topicflow.api._collapsed import PAPER_STEP_POWER, parse_step
 from topicflow.api.hdp import HDP, hdp_topics
+from topicflow.api.infvoc import InfVocLDA, topic_words_with_ranks
 from topicflow.api.lda import LDA
 from topicflow.api.tree_lda import TreeLDA
 from topicflow.cli._aliases import renamed_options
@@ -52,7 +53,13 @@ from topicflow.pipeline.evaluation.heldout import (
     HeldoutResult,
     heldout_likelihood,
 )
-from topicflow.pipeline.presets import TREE_PRESETS, is_tree_preset
+from topicflow.pipeline.infvoc_lda import is_infvoc_model
+from topicflow.pipeline.presets import (
+    INFVOC_PRESETS,
+    TREE_PRESETS,
+    is_infvoc_preset,
+    is_tree_preset,
+)
 from topicflow.pipeline.progress import TqdmProgress
 from topicflow.pipeline.tree_lda import is_tree_model
 from topicflow.pipeline.tree_lda.readout import (
@@ -135,8 +142,8 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @click.option("--topics", "n_topics", default=None, type=click.IntRange(min=1),
               help="Number of topics K (required unless --preset sets it).")
 @click.option("--family", type=click.Choice(choices(Family)), default=None,
-              help="Model family: lda, or hdp (the hierarchical Dirichlet process, docs/hdp.md) [default: the "
-                   "method's; lda without --method]")
+              help="Model family: lda, or hdp (the hierarchical Dirichlet process, docs/hdp.md), or infvoc (online "
+                   "LDA with an infinite vocabulary, docs/infvoc.md) [default: the method's; lda without --method]")
 @click.option("--method", type=click.Choice(FIT_METHODS), default=None,
               help="LDA: batch VB (Mr. LDA), online VB over minibatches (Hoffman et al. 2010), streaming VB "
                    "(svb: each minibatch fitted by batch VB with the posterior so far as its prior; "
@@ -144,7 +151,8 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
                    "(Bleier's practical collapsed stochastic VB) or pcvb0 (Sato et al.'s batch collapsed VB). "
                    "[default: batch for lda, pcsvb0 for hdp]")
 @click.option("--truncation", default=None, type=click.IntRange(min=2),
-              help="HDP: truncation T, the number of sticks (not of topics; Bleier: 200)  [default: 200]")
+              help="HDP: truncation T, the number of sticks (not of topics; Bleier: 200)  [default: 200]. infvoc: "
+                   "T, the words each topic's TOS keeps at a contraction  [default: 1000]")
 @click.option("--clumping", is_flag=True,
               help="HDP: one update per distinct term of a document, scaled by its count (Bleier sec. 5); pcvb0 keeps "
                    "one q per distinct term instead of one per token.")
@@ -184,8 +192,8 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @click.option("--batch-size", default=None, type=click.IntRange(min=1),
               help="Online and svb: documents per minibatch S [default: 256]. pcsvb0 and scvb0: documents per "
                    "minibatch [default: none, word by word].")
-@click.option("--tau0", default=10.0, show_default=True, type=float, help="Online: delay of the step sizes (tau0 + t)^-kappa.")
-@click.option("--kappa", default=0.7, show_default=True, type=float, help="Online: forgetting rate, in [0, 1].")
+@click.option("--tau0", default=10.0, show_default=True, type=float, help="Online: delay of the step sizes (tau0 + t)^-kappa (infvoc: 64 when not given).")
+@click.option("--kappa", default=0.7, show_default=True, type=float, help="Online: forgetting rate, in [0, 1] (infvoc: 0.8 when not given).")
 @click.option("--passes", default=None, type=click.IntRange(min=1),
               help="Online, pcsvb0, pcvb0, scvb0: passes over the corpus  [default: 1 online, 30 otherwise]")
 @click.option("--shuffle-window", default=0, show_default=True, type=click.IntRange(min=0),
@@ -245,6 +253,22 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
               show_default=True,
               help="Tree LDA: one Dirichlet per node (the chapter's model), or per node and language (a flat "
                    "tree is then polylingual LDA exactly).")
+@click.option("--alpha-beta", default=None, type=click.FloatRange(min=0, min_open=True),
+              help="infvoc: stick concentration alpha^beta of every topic's DP (Zhai 2014, ch. 7: 1k-5k)  "
+                   "[default: 1000]")
+@click.option("--reorder-every", default=None, type=click.IntRange(min=1),
+              help="infvoc: U, minibatches between two reorderings and contractions of the TOS  [default: 10]")
+@click.option("--new-word-nu", type=click.Choice(["one", "prior"]), default=None,
+              help="infvoc: nu2 of a word appended to a TOS: 1 (the chapter) or alpha^beta  [default: one]")
+@click.option("--unseen-weight", type=click.Choice(["remaining", "g0"]), default=None,
+              help="infvoc: E-step weight of a word outside a topic's TOS: the remaining stick (eq. 7.4) or "
+                   "the G0 variant  [default: remaining]")
+@click.option("--g0", "g0_path", default=None, type=click.Path(file_okay=False),
+              help="infvoc: the G0 of the ranking scores (`topicflow g0 train`)  [default: the shipped English G0]")
+@click.option("--no-g0", is_flag=True, help="infvoc: rank without G0 (G0 = 1), as the reference code.")
+@click.option("--track-words", default=None, metavar="W1,W2,...",
+              help="infvoc: record these words' TOS ranks after every minibatch (the chapter's Figure 7.1, "
+                   "charted by `topicflow report`).")
 @preset_option("fit")
 @cluster_options
 @reports_errors
@@ -262,14 +286,20 @@ def fit(store: str, model_path: str, n_topics: int | None, family: str | None, m
         checkpoint_every: int | None,
         checkpoint_path: str | None, resume: bool, doc_topics: str | None, split_every: int | None,
         overwrite: bool, prior_tree: str | None, inference: str, sparse_gibbs: bool, sync_every: int,
-        normalization: str,
+        normalization: str, alpha_beta: float | None, reorder_every: int | None, new_word_nu: str | None,
+        unseen_weight: str | None, g0_path: str | None, no_g0: bool, track_words: str | None,
         preset: str | None, cluster: ClusterConfig) -> None:
     """Fit LDA (polylingual LDA for a multilingual STORE) by batch, online or streaming variational Bayes or
     SCVB0, or the HDP (--family hdp) by PCSVB0 or PCVB0, or tree LDA (--prior-tree TREE) by batch VB or
-    hybrid inference or collapsed Gibbs sampling.
+    hybrid inference or collapsed Gibbs sampling, or online LDA with an infinite vocabulary (--family infvoc,
+    on a store ingested with --keep-order).
 
     With --preset, a paper's settings fill every option you do not type.
     """
+    if family == "infvoc" or is_infvoc_preset(preset):
+        fit_infvoc(store, model_path, click.get_current_context().params, cluster=cluster)
+        return
+    refuse_infvoc_options()
     if prior_tree is not None or family == "tree_lda" or is_tree_preset(preset):
         fit_tree(store, model_path, prior_tree, click.get_current_context().params, cluster=cluster)
         return
@@ -581,6 +611,185 @@ def fit_tree(store: str, model_path: str, prior_tree: str | None, params: Any, *
             click.echo(f"wrote document topics of {written} documents to {doc_topics}", err=True)
 
 
+#: ``fit`` options infinite-vocabulary LDA reads (every other typed option is refused with --family infvoc).
+INFVOC_OPTIONS = frozenset({"store", "model_path", "n_topics", "family", "alpha_beta", "truncation", "reorder_every",
+                            "batch_size", "tau0", "kappa", "passes", "shuffle_window", "burn_in", "samples",
+                            "new_word_nu", "unseen_weight", "g0_path", "no_g0", "doc_topic_prior", "seed",
+                            "split_every", "track_words", "checkpoint_every", "checkpoint_path", "resume",
+                            "doc_topics", "overwrite", "preset"})
+#: ``fit`` options only infvoc reads (refused without --family infvoc).
+INFVOC_ONLY_OPTIONS = ("alpha_beta", "reorder_every", "new_word_nu", "unseen_weight", "g0_path", "no_g0",
+                       "track_words")
+#: The click parameter of an InfVocLDA setting whose API name differs.
+INFVOC_OPTION_OF = {"alpha": "doc_topic_prior", "g0": "g0_path"}
+
+
+def refuse_infvoc_options() -> None:
+    """Refuse the infvoc-only options (``--alpha-beta``, ``--g0``, ...) typed without ``--family infvoc``.
+
+    Raises
+    ------
+    click.UsageError
+        Naming the options.
+    """
+    typed = [name for name in INFVOC_ONLY_OPTIONS if _typed(name)]
+    if typed:
+        options = ", ".join(_option(name) for name in typed)
+        raise click.UsageError(f"{options} apply to infinite-vocabulary LDA only: add --family infvoc (on a store "
+                               "ingested with --keep-order), or drop them")
+
+
+def infvoc_settings(params: Any) -> dict[str, Any]:
+    """The :class:`topicflow.InfVocLDA` settings of ``fit --family infvoc``: typed options, then the preset's.
+
+    Parameters
+    ----------
+    params : mapping
+        The ``fit`` command's parameters (click names), from the click context.
+
+    Returns
+    -------
+    dict
+        Keyword settings of InfVocLDA. Options left untyped keep InfVocLDA's defaults (the chapter's
+        tau0 = 64 and kappa = 0.8, not online LDA's 10 and 0.7), unless the preset sets them.
+
+    Raises
+    ------
+    click.UsageError
+        Options infvoc does not read, a preset of another family, --g0 with --no-g0, or a
+        --doc-topic-prior that is not a number.
+    """
+    preset = params.get("preset")
+    if preset is not None and not is_infvoc_preset(preset):
+        raise click.UsageError(f"--preset {preset} is not an infvoc preset: use one of "
+                               f"{', '.join(sorted(n for n, _ in INFVOC_PRESETS))}, or drop --family infvoc")
+    refused = [name for name in params if name not in INFVOC_OPTIONS | _CLUSTER_PARAMS and _typed(name)]
+    if refused:
+        raise click.UsageError(f"{', '.join(_option(name) for name in refused)} given with --family infvoc, which "
+                               f"does not use {'it' if len(refused) == 1 else 'them'}: infvoc is online hybrid "
+                               "inference over minibatches (--batch-size, --tau0, --kappa, --passes, --burn-in, "
+                               "--samples) with the TOS options (--alpha-beta, --truncation, --reorder-every); "
+                               "drop them (docs/infvoc.md lists the options)")
+    if params["g0_path"] is not None and params["no_g0"]:
+        raise click.UsageError("--g0 G0 and --no-g0 contradict each other: give one (neither: the shipped English G0)")
+    values: dict[str, Any] = {"family": "infvoc"}
+    for name in ("n_topics", "alpha_beta", "truncation", "reorder_every", "batch_size", "tau0", "kappa", "passes",
+                 "shuffle_window", "burn_in", "samples", "new_word_nu", "unseen_weight", "seed", "split_every"):
+        if _typed(name) or (name == "n_topics" and params[name] is not None):
+            values[name] = params[name]
+    if _typed("doc_topic_prior"):
+        try:
+            values["alpha"] = float(params["doc_topic_prior"])
+        except ValueError:
+            raise click.UsageError(f"--doc-topic-prior {params['doc_topic_prior']} with --family infvoc: infvoc's "
+                                   "alpha^theta is a fixed number (default 1/K, the chapter's)") from None
+    if params["no_g0"]:
+        values["g0"] = False
+    elif params["g0_path"] is not None:
+        values["g0"] = params["g0_path"]
+    if params["track_words"]:
+        values["track_words"] = tuple(w.strip() for w in params["track_words"].split(",") if w.strip())
+    settings: dict[str, Any] = {}
+    if preset is not None:
+        from topicflow.pipeline.presets import get_preset
+
+        settings.update(get_preset(preset, "fit").settings)
+    settings.update(values)
+    settings.pop("family")
+    return settings
+
+
+def fit_infvoc(store: str, model_path: str, params: Any, *, cluster: ClusterConfig) -> None:
+    """``topicflow fit --family infvoc``: stream the store through :class:`topicflow.InfVocLDA` and save it.
+
+    Parameters
+    ----------
+    store, model_path : str
+        The command's paths.
+    params : mapping
+        Every parameter of the ``fit`` command (click names); see :func:`infvoc_settings`.
+    cluster : ClusterConfig
+
+    Raises
+    ------
+    click.UsageError
+        No ``--topics`` (nor a preset), or options infvoc does not read.
+    OrderNotKeptError
+        The store was ingested without ``--keep-order`` (before a cluster starts).
+    """
+    from topicflow.io._atomic import check_output_path
+    from topicflow.pipeline.infvoc_lda import ordered_language
+
+    settings = infvoc_settings(params)
+    if settings.get("n_topics") is None:
+        raise click.UsageError("Missing option '--topics' (or a --preset that sets it).")
+    doc_topics, overwrite, resume = params["doc_topics"], params["overwrite"], params["resume"]
+    estimator = InfVocLDA(**settings)
+    infvoc_params = estimator.params()  # validate before starting a cluster
+    estimator._check_g0_setting(infvoc_params)
+    corpus = Corpus.open(store)
+    ordered_language(corpus, estimator.language)
+    check_output_path(Path(model_path), overwrite=overwrite, what="model")
+    if doc_topics and not resume:
+        check_output_path(Path(doc_topics), overwrite=overwrite, what="doc-topics output")
+    checkpoint = None
+    if params["checkpoint_every"] or resume:
+        from topicflow.io.models.checkpoint import default_checkpoint_path
+        from topicflow.pipeline.policies import CheckpointPolicy
+
+        path = Path(params["checkpoint_path"]) if params["checkpoint_path"] else default_checkpoint_path(
+            Path(model_path))
+        checkpoint = CheckpointPolicy(path, every=params["checkpoint_every"] or 1, resume=resume)
+        if resume and (path / "latest.json").exists():
+            click.echo(f"resuming from checkpoint {path}", err=True)
+    g0 = ("none" if estimator.g0 is False else "shipped English G0" if estimator.g0 is None else str(estimator.g0))
+    click.echo(f"fitting infvoc K={infvoc_params.n_topics} (alpha^beta {infvoc_params.stick_concentration:g}, "
+               f"T={infvoc_params.truncation}, U={infvoc_params.reorder_every}, S={estimator.batch_size}, "
+               f"tau0 {infvoc_params.step.tau0:g}, kappa {infvoc_params.step.kappa:g}, G0: {g0}) on {corpus!r}",
+               err=True)
+    with connect(cluster) as client:
+        click.echo(f"dashboard: {client.dashboard_link}", err=True)
+        started = time.perf_counter()
+        estimator.fit(corpus, client=client, progress=progress_reporter(), checkpoint=checkpoint,
+                      doc_topics=doc_topics)
+        for line in infvoc_trace_lines(estimator.trace_):
+            click.echo(line, err=True)
+        estimator.save(model_path, overwrite=overwrite)
+        if checkpoint is not None:
+            from topicflow.io.models.checkpoint import remove_checkpoint
+
+            remove_checkpoint(checkpoint.path)
+        click.echo(f"saved model to {model_path} ({estimator.n_iter_} minibatches, {estimator.n_docs_seen_} documents, "
+                   f"{estimator.n_words_:,} words seen, TOS sizes {int(estimator.tos_sizes_.min())}-"
+                   f"{int(estimator.tos_sizes_.max())}, {time.perf_counter() - started:.1f} s)", err=True)
+        if doc_topics:
+            click.echo(f"wrote the online pass's document topics (spec P9) to {doc_topics}; read them with "
+                       "topicflow.io.models.infvoc.read_doc_topics", err=True)
+
+
+def infvoc_trace_lines(records: list[Any]) -> list[str]:
+    """About 20 lines of an infvoc fit's trace, and its throughput.
+
+    Parameters
+    ----------
+    records : list of InfVocRecord
+
+    Returns
+    -------
+    list of str
+    """
+    every = max(1, len(records) // 20)
+    lines = [f"minibatch {r.i:5d}  docs seen {r.docs_seen:8d}  new words {r.new_words:6d}  words {r.n_words:8d}  "
+             f"TOS {min(r.tos_sizes)}-{max(r.tos_sizes)}  epsilon {r.epsilon:.4f}"
+             for n, r in enumerate(records) if n % every == 0 or n == len(records) - 1]
+    seconds = sum(r.seconds for r in records)
+    docs = sum(r.docs for r in records)
+    tokens = sum(r.tokens for r in records)
+    lines.append(f"{len(records)} minibatches, {docs} documents in {seconds:.1f} s: {docs / max(seconds, 1e-9):,.0f} "
+                 f"docs/s, {tokens / max(seconds, 1e-9):,.0f} tokens/s")
+    return lines
+
+
 def resolve_family(family: str | None, method: str | None) -> tuple[str, str]:
     """The family and method of ``fit`` from what was given: a method implies its family.
 
@@ -648,8 +857,8 @@ def refuse_options_of_other_methods(family: str, method: str) -> None:
 
 
 def _option(name: str) -> str:
-    return {"n_topics": "--topics", "test_store": "--test", "seed_words": "--seed-words", "sparse_gibbs": "--sparse"}.get(
-        name, "--" + name.replace("_", "-"))
+    return {"n_topics": "--topics", "test_store": "--test", "seed_words": "--seed-words", "sparse_gibbs": "--sparse",
+            "g0_path": "--g0"}.get(name, "--" + name.replace("_", "-"))
 
 
 def hdp_estimator_values(values: dict[str, Any]) -> dict[str, Any]:
@@ -845,12 +1054,20 @@ def topics(model_path: str, top: int, all_topics: bool, paths: bool | None, n_co
     """Print each topic's top terms (side by side per language), by decreasing alpha.
 
     An HDP model shows its topics in use (by stick weight, with their share of the tokens) and how many
-    they are of the truncation. A tree model (ptLDA / tLDA) shows, per language, each top word's
+    they are of the truncation. An infvoc model shows each topic's top words by E[beta] with their
+    rank in the topic's truncation ordered set (TOS) and the TOS size. A tree model (ptLDA / tLDA) shows, per language, each top word's
     probability and the concepts it comes through, then the topic's top concepts (--no-paths: the
     words alone).
     """
-    listing = format_topics(model_path, top, all_topics=all_topics)
     model = load_model(Path(model_path))
+    if is_infvoc_model(model):
+        if paths:
+            raise click.UsageError(f"--paths shows the concept paths of a tree model; {model_path!r} is an infvoc model")
+        infvoc = infvoc_listing(model, top)
+        click.echo(json.dumps(infvoc, indent=2, ensure_ascii=False) if fmt == "json"
+                   else "\n".join(infvoc_topic_lines(infvoc)))
+        return
+    listing = format_topics(model_path, top, all_topics=all_topics)
     if paths and not is_tree_model(model):
         raise click.UsageError(f"--paths shows the concept paths of a tree model; {model_path!r} is a "
                                f"{model.info.family!r} model")
@@ -877,6 +1094,62 @@ def topics(model_path: str, top: int, all_topics: bool, paths: bool | None, n_co
             click.echo(f"{entry['name']} (alpha {entry['alpha']:.3f})")
             for lang, column in zip(langs, columns):
                 click.echo(f"    [{lang}] {column}")
+
+
+def infvoc_listing(model: Any, top: int) -> dict[str, Any]:
+    """The topics of an infvoc model as JSON-able data: top words with probability and TOS rank.
+
+    Parameters
+    ----------
+    model : SavedModel
+        A model of the infvoc family.
+    top : int
+        Words per topic.
+
+    Returns
+    -------
+    dict
+        ``family`` ("infvoc"), ``languages`` (["default"]), ``n_words`` (strings seen), ``minibatches``,
+        ``docs_seen``, ``g0`` (where the ranking's G0 came from, or None), ``truncation`` (T),
+        ``reorder_every`` (U) and ``topics``: per topic (in topic order) its ``topic``, ``name``,
+        ``alpha``, ``tos_size`` and under ``default`` its words as ``term``, ``p`` (E[beta_kt]) and
+        ``rank`` (TOS position + 1).
+    """
+    from topicflow.pipeline.infvoc_lda import saved_infvoc
+
+    params, state, index, position = saved_infvoc(model)
+    sizes = state.tos_sizes()
+    topics = []
+    for k, words in enumerate(topic_words_with_ranks(state, index, top)):
+        topics.append({"topic": k, "name": f"topic-{k}", "alpha": params.alpha, "tos_size": int(sizes[k]),
+                       "default": [{"term": w, "p": p, "rank": r} for w, p, r in words]})
+    payload = model.info.extra.get("infvoc") or {}
+    return {"family": "infvoc", "languages": ["default"], "n_words": len(index), "minibatches": position.i,
+            "docs_seen": position.docs_seen, "g0": payload.get("g0_source"), "truncation": params.truncation,
+            "reorder_every": params.reorder_every, "topics": topics}
+
+
+def infvoc_topic_lines(listing: dict[str, Any]) -> list[str]:
+    """The text of ``topicflow topics`` for an infvoc model (:func:`infvoc_listing`).
+
+    Parameters
+    ----------
+    listing : dict
+
+    Returns
+    -------
+    list of str
+        A header (words seen, minibatches, G0), then per topic ``topic-k (TOS n): word p #rank ...``.
+    """
+    g0 = {None: "none", "default": "the shipped English G0"}.get(listing["g0"], listing["g0"])
+    lines = [f"infvoc model: {listing['n_words']:,} words seen in {listing['docs_seen']:,} documents "
+             f"({listing['minibatches']} minibatches); T={listing['truncation']}, U={listing['reorder_every']}, "
+             f"G0: {g0}. Each word: E[beta] and #rank in the topic's TOS (1 = first)"]
+    width = max((len(t["name"]) for t in listing["topics"]), default=0)
+    for entry in listing["topics"]:
+        words = "  ".join(f"{w['term']} {w['p']:.4f} #{w['rank']}" for w in entry["default"])
+        lines.append(f"{entry['name']:>{width}} (TOS {entry['tos_size']:,}): {words}")
+    return lines
 
 
 def tree_topic_lines(listing: dict[str, Any]) -> list[str]:

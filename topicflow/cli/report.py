@@ -17,9 +17,11 @@ from topicflow.io.models.store import SavedModel, load_model
 from topicflow.io.outputs.report import (
     ReportData,
     TopicWords,
+    TracePanel,
     render_report,
     write_report,
 )
+from topicflow.io.outputs.report_figures import figure_size, rank_history_png
 from topicflow.metrics.confirmation import arithmetic_mean
 from topicflow.metrics.topic_coherence import resolve_measure
 from topicflow.pipeline.cluster import ClusterConfig, connect
@@ -29,6 +31,7 @@ from topicflow.pipeline.evaluation.report import (
     coherence_summary,
     topic_cards,
 )
+from topicflow.pipeline.infvoc_lda import is_infvoc_model
 from topicflow.pipeline.progress import ProgressReporter
 from topicflow.pipeline.tree_lda import is_tree_model
 from topicflow.pipeline.tree_lda.readout import topic_concept_weights, tree_facts
@@ -69,12 +72,16 @@ def report(model_path: str, store: str | None, out: str, measure: str | None, co
     """Write an HTML report of MODEL: topics (top words, size, coherence, examples), trace, evolution.
 
     An HDP model's report shows its topics in use (--all-topics: every topic of the truncation). A tree
-    model's report names its prior tree and charts each topic's top concepts beside its words.
+    model's report names its prior tree and charts each topic's top concepts beside its words. An infvoc
+    model's report shows each top word's rank in its topic's truncation ordered set, the growth of the
+    vocabulary along the stream and, for the words tracked at fit time (`fit --track-words`), their rank
+    across minibatches (the chapter's Figure 7.1).
     """
     check_output_path(Path(out), overwrite=overwrite, what="report")
     saved = load_model(Path(model_path))
     in_use = None if all_topics or saved.info.family != "hdp" else hdp_topics(saved)
     tree = saved if is_tree_model(saved) else None
+    infvoc = saved if is_infvoc_model(saved) else None
     options = ReportOptions(top_words=top_words, examples=examples, snippet_words=snippet_words,
                             evolution_threshold=evolution_threshold, max_versions=max_versions)
     progress = progress_reporter()
@@ -86,7 +93,7 @@ def report(model_path: str, store: str | None, out: str, measure: str | None, co
         data = build_report(model_path, options=options, progress=progress,
                             coherence_note="Coherence was not computed: give a reference store with "
                                            "`topicflow report MODEL --corpus STORE`.")
-        cards = _write(data, in_use, out, client=None, progress=progress, tree=tree)
+        cards = _write(data, in_use, out, client=None, progress=progress, tree=tree, infvoc=infvoc)
     else:
         corpus = Corpus.open(store)
         measure = measure or "u_mass"
@@ -106,7 +113,7 @@ def report(model_path: str, store: str | None, out: str, measure: str | None, co
                                            window=window, client=client)
             data = build_report(model_path, corpus, coherence=scores, options=options, client=client,
                                 progress=progress, coherence_note="Coherence was not computed (--coherence none).")
-            cards = _write(data, in_use, out, client=client, progress=progress, tree=tree)
+            cards = _write(data, in_use, out, client=client, progress=progress, tree=tree, infvoc=infvoc)
     shown = f"{cards} topics" if in_use is None else f"{in_use.headline()}"
     click.echo(f"wrote report of {shown} to {out} ({time.perf_counter() - started:.1f} s)", err=True)
 
@@ -172,15 +179,131 @@ def with_tree_readout(data: ReportData, model: SavedModel) -> ReportData:
     return replace(data, facts=tuple(facts), topics=topics, notes=(*data.notes, note))
 
 
+def with_infvoc_readout(data: ReportData, model: SavedModel, *, n_words: int) -> ReportData:
+    """The report of an infvoc model: its settings in the facts, ranked words, the stream's trace, a note.
+
+    Parameters
+    ----------
+    data : ReportData
+        The report as for any model (the infvoc model read through its LDA view).
+    model : SavedModel
+        The infvoc model.
+    n_words : int
+        Words shown per topic.
+
+    Returns
+    -------
+    ReportData
+        The method line names infinite-vocabulary online LDA and the facts add alpha^beta, T, U, the G0
+        and the words seen; each topic's words are its top words by E[beta] (the model's own, not the
+        view's) labelled with their TOS rank; the trace charts the words seen, the new words and the
+        mean TOS size per minibatch; a note says how to read them.
+    """
+    from topicflow.api.infvoc import topic_words_with_ranks
+    from topicflow.pipeline.infvoc_lda import saved_infvoc
+
+    params, state, index, position = saved_infvoc(model)
+    source = (model.info.extra.get("infvoc") or {}).get("g0_source")
+    g0 = {None: "none (G0 = 1, as the reference code)", "default": "the shipped English G0"}.get(source, str(source))
+    facts = [(name, value) for name, value in data.facts if name not in ("sum of alpha", "topic-word prior eta")]
+    at = next((i for i, (name, _) in enumerate(facts) if name == "method"), len(facts))
+    facts[at:at + 1] = [
+        ("method", "online LDA with an infinite vocabulary (infvoc; Zhai 2014, ch. 7), hybrid E-step"),
+        ("stream", f"{position.i} minibatches of {position.plan.batch_size} documents, {position.docs_seen:,} "
+                   f"documents; epsilon_i = ({params.step.tau0:g} + i)^-{params.step.kappa:g}"),
+        ("truncation", f"alpha^beta {params.stick_concentration:g}, T = {params.truncation}, U = "
+                       f"{params.reorder_every}; TOS sizes {int(state.tos_sizes().min()):,}-"
+                       f"{int(state.tos_sizes().max()):,}"),
+        ("words seen", f"{len(index):,} strings (the LDA view holds {len(model.vocabularies['default']):,})"),
+        ("G0", g0), ("alpha^theta", f"{params.alpha:g}"),
+    ]
+    ranked = topic_words_with_ranks(state, index, n_words)
+    topics = tuple(replace(topic, words=(TopicWords(
+        "E[beta]", tuple(f"{w} #{r}" for w, _, r in ranked[topic.index]),
+        tuple(p for _, p, _ in ranked[topic.index])),)) for topic in data.topics)
+    records = list(model.info.trace)
+    x = tuple(float(r["i"]) for r in records)
+    trace = (
+        TracePanel("minibatch", "words seen", x, tuple(float(r["n_words"]) for r in records)),
+        TracePanel("minibatch", "new words in the minibatch", x, tuple(float(r["new_words"]) for r in records)),
+        TracePanel("minibatch", "mean TOS size", x,
+                   tuple(float(sum(r["tos_sizes"]) / max(len(r["tos_sizes"]), 1)) for r in records)),
+    ) if records else ()
+    tracked = sorted({w for r in records for w in (r.get("word_ranks") or {})})
+    note = ("Infinite vocabulary", (
+        "Each topic is a Dirichlet process over all strings, truncated to an ordered set of words (TOS) that grows "
+        "with every minibatch and is re-sorted by the ranking score R and cut to T words every U minibatches. A "
+        "topic's words are its most probable by E[beta] (the stick expectations), each with its rank in the TOS "
+        "(#1 = first). " + (
+            f"The rank charts follow the words tracked at fit time ({', '.join(tracked)}) across minibatches, as the "
+            "chapter's Figure 7.1: each word is charted in the topic where it ends best ranked; a gap means the word "
+            "was not in the TOS (not seen yet, or dropped at a contraction)." if tracked else
+            "No words were tracked at fit time: `topicflow fit --family infvoc --track-words w1,w2` records their "
+            "ranks after every minibatch, and this report then charts them (the chapter's Figure 7.1).")
+        + " Sizes, examples and coherence read the model's LDA view (docs/infvoc.md)."))
+    return replace(data, facts=tuple(facts), topics=topics, trace=trace,
+                   trace_note="Per minibatch: the strings seen so far, the new ones, and the mean TOS size.",
+                   notes=(*data.notes, note))
+
+
+def rank_charts(model: SavedModel) -> dict[int, str]:
+    """Figure 7.1 per topic: the tracked words' TOS ranks across minibatches, as ``<figure>`` HTML.
+
+    Parameters
+    ----------
+    model : SavedModel
+        An infvoc model whose trace recorded tracked words.
+
+    Returns
+    -------
+    dict of int to str
+        Topic index -> a figure with one line per tracked word whose final rank is best in that topic
+        (the words tracked in no TOS at the end are charted in the topic where they were best ranked last).
+    """
+    import base64
+    import html
+
+    import numpy as np
+
+    from topicflow.api.infvoc import word_rank_history
+    from topicflow.pipeline.infvoc_lda import InfVocRecord
+
+    records = [InfVocRecord(**r) for r in model.info.trace]
+    history = word_rank_history(records)
+    x = [float(r.i) for r in records if r.word_ranks]
+    by_topic: dict[int, list[tuple[str, list[float]]]] = {}
+    for word, ranks in history.items():
+        present = [row for row in ranks if np.any(row > 0)]
+        last = present[-1] if present else ranks[-1]
+        k = int(np.argmin(np.where(last > 0, last, np.iinfo(np.int64).max)))
+        by_topic.setdefault(k, []).append((f"{word} (#{int(ranks[-1, k]) or '-'})", ranks[:, k].astype(float).tolist()))
+    charts = {}
+    for k, series in by_topic.items():
+        png = rank_history_png(x, series, title=f"topic-{k}: rank of tracked words")
+        width, height = figure_size(png)
+        alt = html.escape(f"rank of {', '.join(label for label, _ in series)} in topic-{k} across minibatches")
+        charts[k] = (f'<h4>Rank across minibatches (Fig. 7.1)</h4><figure><img class="rank-chart" '
+                     f'src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}" width="{width}" '
+                     f'height="{height}" alt="{alt}"></figure>')
+    return charts
+
+
 def _write(data: ReportData, in_use: HDPTopics | None, out: str, *, client: object, progress: ProgressReporter,
-           tree: SavedModel | None = None) -> int:
+           tree: SavedModel | None = None, infvoc: SavedModel | None = None) -> int:
     """Render and write the report (only the topics in use of an HDP model; the tree read-out of a tree
-    model); return the topics shown."""
+    model; the ranks of an infvoc model); return the topics shown."""
     if tree is not None:
         data = with_tree_readout(data, tree)
+    if infvoc is not None:
+        data = with_infvoc_readout(data, infvoc, n_words=max((len(w.terms) for t in data.topics for w in t.words),
+                                                              default=12))
     if in_use is not None:
         data = only_topics_in_use(data, in_use)
     cards = topic_cards(data, client=client, progress=progress)
+    if infvoc is not None:
+        charts = rank_charts(infvoc)
+        cards = [card.replace("</article>", charts[topic.index] + "</article>") if topic.index in charts else card
+                 for card, topic in zip(cards, data.topics)]
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     write_report(Path(out), render_report(data, topic_cards=cards))
     return len(data.topics)

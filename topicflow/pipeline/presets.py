@@ -175,8 +175,53 @@ TREE_PRESETS: dict[tuple[str, str], Preset] = _entries(
 )
 
 
+#: Infinite-vocabulary LDA presets (``topicflow fit --family infvoc --preset NAME``, ``InfVocLDA.from_preset``):
+#: keyword settings of :class:`topicflow.api.infvoc.InfVocLDA` plus ``family="infvoc"``, kept apart from
+#: :data:`PRESETS` for the same reason as :data:`TREE_PRESETS` (they are checked against InfVocLDA in
+#: tests/api/test_infvoc.py). alpha^theta is left unset: the estimator's default is 1/K (sec. 7.5), so it
+#: follows an overridden K.
+INFVOC_PRESETS: dict[tuple[str, str], Preset] = _entries(
+    Preset(
+        name="zhai2014-infvoc", command="fit",
+        settings=dict(family="infvoc", n_topics=50, alpha_beta=3000.0, truncation=40000, reorder_every=10,
+                      batch_size=155, tau0=64.0, kappa=0.6, burn_in=5, samples=5),
+        source="Zhai 2014 (dissertation), chapter 7: Table 7.1 (20 Newsgroups, K = 50, S = 155, alpha^beta = 3k, "
+               "T = 40k, U = 10, tau0 = 64, kappa = 0.6), sec. 7.5 (alpha^theta = 1/K; hybrid E-step with 10 "
+               "samples after 5 burn-in, read as B = 5 discarded and M = 5 kept sweeps: spec pitfall P7)",
+        description="infvoc as chapter 7's 20 Newsgroups classification runs it: K=50, S=155, alpha^beta 3000, "
+                    "T=40000, U=10, tau0 64, kappa 0.6, alpha^theta 1/K, 5 burn-in and 5 kept sweeps; one pass in "
+                    "store order (ingest the documents sorted by date).",
+    ),
+    Preset(
+        name="zhai2014-infvoc-denews", command="fit",
+        settings=dict(family="infvoc", n_topics=10, alpha_beta=2000.0, truncation=4000, reorder_every=20,
+                      batch_size=245, tau0=64.0, kappa=0.6, burn_in=5, samples=5),
+        source="Zhai 2014 (dissertation), chapter 7: Fig. 7.6(a) (de-news, K = 10, S = 245, tau0 = 64, kappa = "
+               "0.6) with the top of footnote 4's grid (alpha^beta in {1k, 2k}: 2k; T in {3k, 4k}: 4k; U in "
+               "{10, 20}: 20, since sec. 7.5 finds that a larger U helps); the grid point chosen for the figure is "
+               "not printed",
+        description="infvoc on de-news-sized corpora as Fig. 7.6(a): K=10, S=245, alpha^beta 2000, T=4000, "
+                    "U=20, tau0 64, kappa 0.6, alpha^theta 1/K, 5 burn-in and 5 kept sweeps.",
+    ),
+)
+
+
 def _all_presets() -> dict[tuple[str, str], Preset]:
-    return {**PRESETS, **TREE_PRESETS}
+    return {**PRESETS, **TREE_PRESETS, **INFVOC_PRESETS}
+
+
+def is_infvoc_preset(name: str | None) -> bool:
+    """Whether ``name`` is an infinite-vocabulary LDA preset of ``fit`` (:data:`INFVOC_PRESETS`).
+
+    Parameters
+    ----------
+    name : str or None
+
+    Returns
+    -------
+    bool
+    """
+    return (name, "fit") in INFVOC_PRESETS
 
 
 def is_tree_preset(name: str | None) -> bool:

@@ -257,3 +257,52 @@ def evolution_png(distances: np.ndarray, row_labels: Sequence[str], column_label
     bar.ax.tick_params(labelsize=7)
     figure.tight_layout(pad=0.4)
     return _png(figure)
+
+
+def rank_history_png(x: Sequence[float], series: Sequence[tuple[str, Sequence[float]]], *, title: str = "") -> bytes:
+    """Draw words' ranks in one topic against minibatches, rank 1 on top, log scale (Zhai 2014, Fig. 7.1).
+
+    Parameters
+    ----------
+    x : sequence of float
+        The minibatch number of each point.
+    series : sequence of (str, sequence of float)
+        Per word: its label and its rank after each minibatch (1 = first; NaN or 0 where the word is
+        not in the topic's truncation ordered set, drawn as a gap).
+    title : str, optional
+        Shown above the panel.
+
+    Returns
+    -------
+    bytes
+        A PNG.
+    """
+    from matplotlib.ticker import MaxNLocator
+
+    figure = _figure(4.4, 2.6)
+    axes = figure.add_subplot(1, 1, 1)
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    xs = np.asarray(x, dtype=float)
+    top = 1.0
+    for index, (label, ranks) in enumerate(series):
+        ys = np.asarray(ranks, dtype=float)
+        ys = np.where(ys > 0, ys, np.nan)
+        if np.any(np.isfinite(ys)):
+            top = max(top, float(np.nanmax(ys)))
+        axes.plot(xs, ys, color=PALETTE[index % len(PALETTE)], linewidth=1.4, label=label,
+                  marker="o" if len(xs) <= 30 else None, markersize=3)
+    axes.set_yscale("log")
+    axes.set_ylim(top * 1.5, 0.8)  # rank 1 on top
+    if xs.size:
+        axes.set_xlim(float(xs.min()) - 0.5, float(xs.max()) + 0.5)  # the whole stream, before a word appears too
+    axes.set_xlabel("minibatch", fontsize=8, color=INK)
+    axes.set_ylabel("rank in the topic (1 = first)", fontsize=8, color=INK)
+    axes.grid(True, color=GRID, linewidth=0.6)
+    axes.set_axisbelow(True)
+    if series:
+        axes.legend(fontsize=7, frameon=False, loc="best")
+    if title:
+        axes.set_title(title, fontsize=9, color=INK)
+    _style(axes)
+    figure.tight_layout(pad=0.5)
+    return _png(figure)
