@@ -153,7 +153,7 @@ class InfVocLDA(TopicModelEstimator):
         Fan-in of the statistics' tree merge.
     track_words : list or tuple of str, default ()
         Words whose TOS rank in every topic is recorded after each minibatch (Figure 7.1;
-        :attr:`word_ranks_`, and the rank chart of ``topicflow report``).
+        ``word_ranks_``, and the rank chart of ``topicflow report``).
     shuffle_window : int, default 0
         Visit documents in a random order within windows of this many (0: store order, the chapter's).
     language : str, optional
@@ -168,7 +168,7 @@ class InfVocLDA(TopicModelEstimator):
     word_index_ : WordIndex
         Every string seen, in first-seen order (word id = position).
     components_ : ndarray of shape (n_topics, n_view)
-        The LDA view's lambda over :attr:`view_terms_` (an approximation: docs/infvoc.md).
+        The LDA view's lambda over ``view_terms_`` (an approximation: docs/infvoc.md).
     view_terms_ : list of str
         The words in some topic's TOS, in first-seen order.
     doc_topic_prior_ : ndarray of shape (n_topics,)
@@ -296,7 +296,7 @@ class InfVocLDA(TopicModelEstimator):
         )
 
     def plan(self) -> InfVocPlan:
-        """The minibatch plan (|S|, passes, shuffle window; D = the store's size).
+        """The minibatch plan (the size of S, passes, shuffle window; D = the store's size).
 
         Returns
         -------
