@@ -17,10 +17,11 @@ from topicflow.errors import (
     StoreExistsError,
     StoreNotFoundError,
 )
+from topicflow.io._bundle import npz_bytes
 from topicflow.io.g0 import (
+    ARRAY_NAMES,
     ARRAYS_FILE,
     HEADER_FILE,
-    _npz_bytes,
     default_g0,
     default_g0_info,
     read_g0,
@@ -37,6 +38,10 @@ WORDS = ["cat", "cart", "care", "dog", "dart", "water", "later", "mother", "othe
 @pytest.fixture()
 def g0() -> CharNgramG0:
     return train_g0(WORDS, min_length=3, max_length=8)
+
+
+def _npz_bytes(arrays: dict) -> bytes:  # the bundle's writer, with the G0 members
+    return npz_bytes(arrays, ARRAY_NAMES)
 
 
 def test_round_trip_keeps_everything(tmp_path: Path, g0: CharNgramG0) -> None:

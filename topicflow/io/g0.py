@@ -16,33 +16,26 @@ probabilities are re-derived from the counts, never stored.
 from __future__ import annotations
 
 import functools
-import hashlib
-import io
-import json
 import os
-import shutil
-import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from topicflow.errors import (
-    CorpusFormatError,
-    FormatVersionError,
     InputError,
     InvalidParameterError,
     StoreNotFoundError,
 )
-from topicflow.io._atomic import (
-    atomic_write_bytes,
-    atomic_write_json,
-    check_output_path,
-    commit_directory,
-    temporary_sibling,
+from topicflow.io._atomic import check_output_path
+from topicflow.io._bundle import (
+    ARRAYS_FILE,
+    BundleKind,
+    parse_header,
+    read_arrays,
+    read_header,
+    write_bundle,
 )
 from topicflow.models.infvoc_lda.g0 import (
     DEFAULT_MAX_LENGTH,
@@ -58,8 +51,14 @@ from topicflow.models.infvoc_lda.g0 import (
 G0_FORMAT = "topicflow-g0"
 G0_FORMAT_VERSION = 1
 HEADER_FILE = "g0.json"
-ARRAYS_FILE = "arrays.npz"
 ARRAY_NAMES: tuple[str, ...] = ("counts", "length_counts", "log_zeta")
+#: The bundle a G0 is saved as (:mod:`topicflow.io._bundle`).
+G0_BUNDLE = BundleKind(
+    format=G0_FORMAT, version=G0_FORMAT_VERSION, header_file=HEADER_FILE, noun="G0",
+    make="train one with `topicflow g0 train WORDS.txt --out G0`",
+    remake="Retrain it with `topicflow g0 train WORDS.txt --out G0 --overwrite`.", command="topicflow g0 train",
+    array_names=ARRAY_NAMES,
+)
 #: The shipped English G0: ``topicflow/data/g0_en/`` (trained by ``topicflow g0 train`` on Debian's
 #: wamerican word list; see ``topicflow/data/g0_en/SOURCE.md``).
 DEFAULT_G0_RESOURCE = ("data", "g0_en")
@@ -244,21 +243,6 @@ def _settings(g0: CharNgramG0) -> dict[str, Any]:
             "lowercase": g0.lowercase, "length_fit": g0.length_fit}
 
 
-def _npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
-    """An uncompressed .npz with fixed member timestamps, so the same G0 gives the same bytes."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
-        for name in ARRAY_NAMES:
-            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
-            with archive.open(info, "w") as member:
-                np.lib.format.write_array(member, np.ascontiguousarray(arrays[name]), allow_pickle=False)
-    return buffer.getvalue()
-
-
-def _array_digest(array: np.ndarray) -> str:
-    return "sha256:" + hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()
-
-
 def write_g0(path: str | os.PathLike[str], g0: CharNgramG0, *, coverage: WordListCoverage | None = None,
              overwrite: bool = False) -> G0Info:
     """Save ``g0`` as a G0 directory, atomically.
@@ -287,44 +271,9 @@ def write_g0(path: str | os.PathLike[str], g0: CharNgramG0, *, coverage: WordLis
     arrays = {"counts": g0.counts, "length_counts": g0.length_counts, "log_zeta": g0.log_zeta}
     info = G0Info(path=str(path), settings=_settings(g0), charset=g0.charset, coverage=coverage,
                   zeta=[float(z) for z in g0.zeta])
-    header = {
-        "format": G0_FORMAT, "format_version": G0_FORMAT_VERSION, "settings": info.settings, "charset": g0.charset,
-        "coverage": coverage.to_dict(), "zeta": info.zeta,
-        "arrays": {name: {"dtype": str(a.dtype), "shape": list(a.shape), "sha256": _array_digest(a)}
-                   for name, a in arrays.items()},
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temporary_sibling(path)
-    tmp.mkdir()
-    try:
-        atomic_write_bytes(tmp / ARRAYS_FILE, _npz_bytes(arrays))
-        atomic_write_json(tmp / HEADER_FILE, header)
-        commit_directory(tmp, path, overwrite=overwrite)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+    header = {"settings": info.settings, "charset": g0.charset, "coverage": coverage.to_dict(), "zeta": info.zeta}
+    write_bundle(path, G0_BUNDLE, header, arrays, overwrite=overwrite)
     return info
-
-
-def _damaged(where: str, what: str) -> CorpusFormatError:
-    return CorpusFormatError(f"G0 {where!r} is damaged: {what}. Retrain it with "
-                             "`topicflow g0 train WORDS.txt --out G0 --overwrite`.", path=where)
-
-
-def _parse_header(where: str, data: bytes) -> dict[str, Any]:
-    try:
-        header = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _damaged(where, f"{HEADER_FILE} is not valid JSON ({exc})") from exc
-    if not isinstance(header, dict) or header.get("format") != G0_FORMAT:
-        found = header.get("format") if isinstance(header, dict) else None
-        raise CorpusFormatError(f"{where!r} is not a G0 (format {found!r} in {HEADER_FILE}, expected {G0_FORMAT!r}); "
-                                "pass a directory written by `topicflow g0 train`.", path=where)
-    version = header.get("format_version")
-    if not isinstance(version, int) or version > G0_FORMAT_VERSION:
-        raise FormatVersionError(f"G0 {where!r} has format version {version!r}; this topicflow reads up to "
-                                 f"{G0_FORMAT_VERSION}. Upgrade topicflow or retrain the G0.", path=where)
-    return header
 
 
 def _info_of(where: str, header: Mapping[str, Any]) -> G0Info:
@@ -339,27 +288,12 @@ def _info_of(where: str, header: Mapping[str, Any]) -> G0Info:
                       zeta=[float(z) for z in header.get("zeta") or []],
                       format_version=int(header["format_version"]))
     except (KeyError, TypeError, ValueError) as exc:
-        raise _damaged(where, f"{HEADER_FILE} lacks or garbles a field ({exc!r})") from exc
+        raise G0_BUNDLE.damaged(where, f"{HEADER_FILE} lacks or garbles a field ({exc!r})") from exc
 
 
-def _g0_of(where: str, header: Mapping[str, Any], npz: bytes) -> tuple[CharNgramG0, G0Info]:
+def _g0_of(where: str, header: Mapping[str, Any], npz: Path | bytes) -> tuple[CharNgramG0, G0Info]:
     info = _info_of(where, header)
-    described = header.get("arrays")
-    if not isinstance(described, dict) or set(described) != set(ARRAY_NAMES):
-        raise _damaged(where, f"{HEADER_FILE} does not describe the arrays {list(ARRAY_NAMES)}")
-    try:
-        with np.load(io.BytesIO(npz), allow_pickle=False) as archive:
-            arrays = {name: archive[name] for name in ARRAY_NAMES}
-    except (KeyError, ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:
-        raise _damaged(where, f"{ARRAYS_FILE} cannot be read ({exc})") from exc
-    for name in ARRAY_NAMES:
-        want, got = described[name], arrays[name]
-        if not isinstance(want, dict) or str(got.dtype) != want.get("dtype") or list(got.shape) != want.get("shape"):
-            raise _damaged(where, f"array {name} in {ARRAYS_FILE} is {got.dtype}{list(got.shape)}, the header says "
-                                  f"{want.get('dtype') if isinstance(want, dict) else want}"
-                                  f"{want.get('shape') if isinstance(want, dict) else ''}")
-        if _array_digest(got) != want.get("sha256"):
-            raise _damaged(where, f"array {name} in {ARRAYS_FILE} does not match its checksum")
+    arrays = read_arrays(where, G0_BUNDLE, header, npz)
     s, cov = info.settings, info.coverage
     try:
         g0 = CharNgramG0.from_counts(charset=info.charset, order=s["order"], smoothing=s["smoothing"],
@@ -367,24 +301,8 @@ def _g0_of(where: str, header: Mapping[str, Any], npz: bytes) -> tuple[CharNgram
                                      lowercase=bool(s["lowercase"]), length_fit=s["length_fit"], **arrays,
                                      n_too_short=cov.too_short, n_too_long=cov.too_long)
     except InvalidParameterError as exc:
-        raise _damaged(where, str(exc)) from exc
+        raise G0_BUNDLE.damaged(where, str(exc)) from exc
     return g0, info
-
-
-def _read_parts(path: Path) -> tuple[dict[str, Any], bytes]:
-    if not path.exists():
-        raise StoreNotFoundError(f"no G0 at {str(path)!r}; train one with `topicflow g0 train WORDS.txt --out G0`.",
-                                 path=str(path))
-    header_path = path / HEADER_FILE
-    if not header_path.is_file():
-        raise CorpusFormatError(f"{str(path)!r} is not a G0 (no {HEADER_FILE}); pass a directory written by "
-                                "`topicflow g0 train`.", path=str(path))
-    header = _parse_header(str(path), header_path.read_bytes())
-    try:
-        npz = (path / ARRAYS_FILE).read_bytes()
-    except FileNotFoundError as exc:
-        raise _damaged(str(path), f"{ARRAYS_FILE} is missing") from exc
-    return header, npz
 
 
 def read_g0_info(path: str | os.PathLike[str]) -> G0Info:
@@ -409,14 +327,7 @@ def read_g0_info(path: str | os.PathLike[str]) -> G0Info:
         Written by a newer topicflow.
     """
     path = Path(path)
-    if not path.exists():
-        raise StoreNotFoundError(f"no G0 at {str(path)!r}; train one with `topicflow g0 train WORDS.txt --out G0`.",
-                                 path=str(path))
-    header_path = path / HEADER_FILE
-    if not header_path.is_file():
-        raise CorpusFormatError(f"{str(path)!r} is not a G0 (no {HEADER_FILE}); pass a directory written by "
-                                "`topicflow g0 train`.", path=str(path))
-    return _info_of(str(path), _parse_header(str(path), header_path.read_bytes()))
+    return _info_of(str(path), read_header(path, G0_BUNDLE))
 
 
 def read_g0(path: str | os.PathLike[str]) -> tuple[CharNgramG0, G0Info]:
@@ -442,8 +353,7 @@ def read_g0(path: str | os.PathLike[str]) -> tuple[CharNgramG0, G0Info]:
         Written by a newer topicflow.
     """
     path = Path(path)
-    header, npz = _read_parts(path)
-    return _g0_of(str(path), header, npz)
+    return _g0_of(str(path), read_header(path, G0_BUNDLE), path / ARRAYS_FILE)
 
 
 @functools.lru_cache(maxsize=1)
@@ -457,7 +367,7 @@ def _default_g0() -> tuple[CharNgramG0, G0Info]:
         raise StoreNotFoundError(f"the packaged G0 {where!r} is missing from this installation ({exc}); reinstall "
                                  "topicflow, or train one with `topicflow g0 train WORDS.txt --out G0`.",
                                  path=where) from exc
-    return _g0_of(where, _parse_header(where, header_bytes), npz)
+    return _g0_of(where, parse_header(where, G0_BUNDLE, header_bytes), npz)
 
 
 def default_g0() -> CharNgramG0:

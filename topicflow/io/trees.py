@@ -14,32 +14,27 @@ belongs to a store's vocabularies before a fit uses it.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
-import shutil
-import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from topicflow.errors import (
-    CorpusFormatError,
-    FormatVersionError,
     InputError,
     InvalidParameterError,
-    StoreNotFoundError,
     VocabularyMismatchError,
 )
 from topicflow.io._atomic import (
-    atomic_write_bytes,
-    atomic_write_json,
     check_output_path,
-    commit_directory,
-    temporary_sibling,
+)
+from topicflow.io._bundle import (
+    ARRAYS_FILE,
+    BundleKind,
+    read_arrays,
+    read_header,
+    write_bundle,
 )
 from topicflow.io.corpus.reader import Corpus, as_corpus
 from topicflow.io.tokenizer import TokenizerConfig, make_tokenizer
@@ -59,12 +54,18 @@ from topicflow.models.tree_lda.tree import PriorTree
 TREE_FORMAT = "topicflow-prior-tree"
 TREE_FORMAT_VERSION = 1
 HEADER_FILE = "tree.json"
-ARRAYS_FILE = "arrays.npz"
 #: The PriorTree arrays stored in ``arrays.npz`` (all int64 but ``edge_prior``, float64).
 ARRAY_NAMES: tuple[str, ...] = ("edge_parent", "edge_child", "edge_prior", "path_indptr", "path_edges",
                                 "path_language", "path_term")
 #: Dictionary and hierarchy file formats of :func:`build_tree_for_store`.
 SOURCE_FORMATS: tuple[str, ...] = ("tsv", "json")
+#: The bundle a prior tree is saved as (:mod:`topicflow.io._bundle`).
+TREE_BUNDLE = BundleKind(
+    format=TREE_FORMAT, version=TREE_FORMAT_VERSION, header_file=HEADER_FILE, noun="prior tree",
+    make="build one with `topicflow tree build`",
+    remake="Rebuild it with `topicflow tree build DICT --store STORE --out TREE --overwrite`.",
+    command="topicflow tree build", array_names=ARRAY_NAMES,
+)
 
 
 @dataclass(frozen=True)
@@ -368,21 +369,6 @@ def build_tree_for_store(
 # ------------------------------------------------------------------------------------------ write / read
 
 
-def _npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
-    """An uncompressed .npz with fixed member timestamps, so the same tree gives the same bytes."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
-        for name in ARRAY_NAMES:
-            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
-            with archive.open(info, "w") as member:
-                np.lib.format.write_array(member, np.ascontiguousarray(arrays[name]), allow_pickle=False)
-    return buffer.getvalue()
-
-
-def _array_digest(array: np.ndarray) -> str:
-    return "sha256:" + hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()
-
-
 def write_tree(
     path: str | os.PathLike[str],
     tree: PriorTree,
@@ -430,54 +416,12 @@ def write_tree(
                     settings=dict(settings or {}), coverage=coverage or TreeCoverage(), n_nodes=tree.n_nodes,
                     n_edges=tree.n_edges, n_paths=tree.n_paths)
     header = {
-        "format": TREE_FORMAT, "format_version": TREE_FORMAT_VERSION, "languages": list(tree.languages),
-        "n_terms": list(tree.n_terms), "vocab_checksums": info.vocab_checksums, "store": store,
-        "settings": info.settings, "coverage": info.coverage.to_dict(), "n_nodes": tree.n_nodes,
+        "languages": list(tree.languages), "n_terms": list(tree.n_terms), "vocab_checksums": info.vocab_checksums,
+        "store": store, "settings": info.settings, "coverage": info.coverage.to_dict(), "n_nodes": tree.n_nodes,
         "n_edges": tree.n_edges, "n_paths": tree.n_paths, "node_names": list(tree.node_names),
-        "arrays": {name: {"dtype": str(np.asarray(a).dtype), "shape": list(np.shape(a)), "sha256": _array_digest(a)}
-                   for name, a in arrays.items()},
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temporary_sibling(path)
-    tmp.mkdir()
-    try:
-        atomic_write_bytes(tmp / ARRAYS_FILE, _npz_bytes(arrays))
-        atomic_write_json(tmp / HEADER_FILE, header)
-        commit_directory(tmp, path, overwrite=overwrite)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+    write_bundle(path, TREE_BUNDLE, header, arrays, overwrite=overwrite)
     return info
-
-
-def _damaged(path: Path, what: str) -> CorpusFormatError:
-    return CorpusFormatError(f"prior tree {str(path)!r} is damaged: {what}. Rebuild it with "
-                             "`topicflow tree build DICT --store STORE --out TREE --overwrite`.", path=str(path))
-
-
-def _read_header(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        raise StoreNotFoundError(f"no prior tree at {str(path)!r}; build one with `topicflow tree build`.",
-                                 path=str(path))
-    header_path = path / HEADER_FILE
-    if not header_path.is_file():
-        raise CorpusFormatError(f"{str(path)!r} is not a prior tree (no {HEADER_FILE}); pass a directory written by "
-                                "`topicflow tree build`.", path=str(path))
-    try:
-        header = json.loads(header_path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _damaged(path, f"{HEADER_FILE} is not valid JSON ({exc})") from exc
-    if not isinstance(header, dict) or header.get("format") != TREE_FORMAT:
-        found = header.get("format") if isinstance(header, dict) else None
-        raise CorpusFormatError(f"{str(header_path)!r} is not a prior tree file (format {found!r}, expected "
-                                f"{TREE_FORMAT!r}); pass a directory written by `topicflow tree build`.",
-                                path=str(path))
-    version = header.get("format_version")
-    if not isinstance(version, int) or version > TREE_FORMAT_VERSION:
-        raise FormatVersionError(f"prior tree {str(path)!r} has format version {version!r}; this topicflow reads "
-                                 f"up to {TREE_FORMAT_VERSION}. Upgrade topicflow or rebuild the tree.",
-                                 path=str(path))
-    return header
 
 
 def _info_of(path: Path, header: Mapping[str, Any]) -> TreeInfo:
@@ -492,7 +436,7 @@ def _info_of(path: Path, header: Mapping[str, Any]) -> TreeInfo:
             format_version=int(header["format_version"]),
         )
     except (KeyError, TypeError, ValueError) as exc:
-        raise _damaged(path, f"{HEADER_FILE} lacks or garbles a field ({exc!r})") from exc
+        raise TREE_BUNDLE.damaged(path, f"{HEADER_FILE} lacks or garbles a field ({exc!r})") from exc
 
 
 def read_tree_info(path: str | os.PathLike[str]) -> TreeInfo:
@@ -517,7 +461,7 @@ def read_tree_info(path: str | os.PathLike[str]) -> TreeInfo:
         Written by a newer topicflow.
     """
     path = Path(path)
-    return _info_of(path, _read_header(path))
+    return _info_of(path, read_header(path, TREE_BUNDLE))
 
 
 def read_tree(path: str | os.PathLike[str]) -> tuple[PriorTree, TreeInfo]:
@@ -543,33 +487,17 @@ def read_tree(path: str | os.PathLike[str]) -> tuple[PriorTree, TreeInfo]:
         Written by a newer topicflow.
     """
     path = Path(path)
-    header = _read_header(path)
+    header = read_header(path, TREE_BUNDLE)
     info = _info_of(path, header)
-    described = header.get("arrays")
-    if not isinstance(described, dict) or set(described) != set(ARRAY_NAMES):
-        raise _damaged(path, f"{HEADER_FILE} does not describe the arrays {list(ARRAY_NAMES)}")
-    try:
-        with np.load(path / ARRAYS_FILE, allow_pickle=False) as archive:
-            arrays = {name: archive[name] for name in ARRAY_NAMES}
-    except FileNotFoundError as exc:
-        raise _damaged(path, f"{ARRAYS_FILE} is missing") from exc
-    except (KeyError, ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:
-        raise _damaged(path, f"{ARRAYS_FILE} cannot be read ({exc})") from exc
-    for name in ARRAY_NAMES:
-        want, got = described[name], arrays[name]
-        if str(got.dtype) != want.get("dtype") or list(got.shape) != want.get("shape"):
-            raise _damaged(path, f"array {name} in {ARRAYS_FILE} is {got.dtype}{list(got.shape)}, the header says "
-                                 f"{want.get('dtype')}{want.get('shape')}")
-        if _array_digest(got) != want.get("sha256"):
-            raise _damaged(path, f"array {name} in {ARRAYS_FILE} does not match its checksum")
+    arrays = read_arrays(path, TREE_BUNDLE, header, path / ARRAYS_FILE)
     names = header.get("node_names")
     if not isinstance(names, list):
-        raise _damaged(path, f"{HEADER_FILE} has no node_names list")
+        raise TREE_BUNDLE.damaged(path, f"{HEADER_FILE} has no node_names list")
     try:  # PriorTree validates its structure (tree_problems)
         tree = PriorTree(languages=info.languages, n_terms=info.n_terms, node_names=tuple(str(n) for n in names),
                          **arrays)
     except (InvalidParameterError, IndexError, ValueError) as exc:
-        raise _damaged(path, str(exc)) from exc
+        raise TREE_BUNDLE.damaged(path, str(exc)) from exc
     return tree, info
 
 
