@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -445,6 +446,12 @@ def _typed(name: str) -> bool:
     return source not in (None, click.core.ParameterSource.DEFAULT)
 
 
+def _refuse_typed(names: Sequence[str], why: str) -> None:
+    typed = [name for name in names if _typed(name)]
+    if typed:
+        raise click.UsageError(f"{', '.join(_option(name) for name in typed)} {why}")
+
+
 def refuse_tree_options() -> None:
     """Refuse ``--inference``, ``--normalization`` and ``--sync-every`` typed without ``--prior-tree``.
 
@@ -453,11 +460,8 @@ def refuse_tree_options() -> None:
     click.UsageError
         Naming the options.
     """
-    typed = [name for name in TREE_ONLY_OPTIONS if _typed(name)]
-    if typed:
-        options = ", ".join(_option(name) for name in typed)
-        raise click.UsageError(f"{options} apply to tree LDA only: give --prior-tree TREE (or drop them; LDA's "
-                               "E-step is chosen by --estep)")
+    _refuse_typed(TREE_ONLY_OPTIONS, "apply to tree LDA only: give --prior-tree TREE (or drop them; LDA's E-step "
+                                     "is chosen by --estep)")
 
 
 def tree_settings(params: Any) -> dict[str, Any]:
@@ -632,11 +636,8 @@ def refuse_infvoc_options() -> None:
     click.UsageError
         Naming the options.
     """
-    typed = [name for name in INFVOC_ONLY_OPTIONS if _typed(name)]
-    if typed:
-        options = ", ".join(_option(name) for name in typed)
-        raise click.UsageError(f"{options} apply to infinite-vocabulary LDA only: add --family infvoc (on a store "
-                               "ingested with --keep-order), or drop them")
+    _refuse_typed(INFVOC_ONLY_OPTIONS, "apply to infinite-vocabulary LDA only: add --family infvoc (on a store "
+                                       "ingested with --keep-order), or drop them")
 
 
 def infvoc_settings(params: Any) -> dict[str, Any]:
