@@ -38,7 +38,7 @@ Measures:
   stratified CV, seed 0. infvoc: the online pass's vectors (``fit(doc_topics=...)``, spec P9). fixvoc: LDA
   offers no online-pass vectors, so ``transform`` of each checkpoint's documents by the model right after
   it has been trained on them (``online``) and, separately, the final model's ``transform`` of all documents
-  (``final``);
+  (``final``); infvoc's ``final`` is ``InfVocLDA.transform`` (fold-in with the final sticks fixed);
 - documents per second of the whole stream (wall time of the ``partial_fit`` calls; infvoc: of one
   ``fit`` with ``doc_topics``, which is a second run after the checkpointed one).
 
@@ -265,7 +265,9 @@ def run_infvoc(args: argparse.Namespace, store: Path, sizes: list[int], ref: Ref
     theta = np.zeros_like(dt["doc_topic"])
     theta[np.asarray(dt["doc"], np.int64)] = dt["doc_topic"]
     same = [[w for w, _p, _r in topic] for topic in model2.top_terms(10)] == final_tops
-    return {"curve": curve, "acc_online": accuracy(theta, labels), "acc_final": None, "fit_seconds": seconds,
+    refit = np.asarray(model2.transform(str(store), client=client).compute())
+    return {"curve": curve, "acc_online": accuracy(theta, labels), "acc_final": accuracy(refit, labels),
+            "fit_seconds": seconds,
             "top_words": [" ".join(t) for t in final_tops], "rerun_same_topics": same,
             "n_words_seen": int(getattr(model2, "n_words_", 0) or 0)}
 
@@ -334,7 +336,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.topics, args.batch_size, args.every = 5, 50, 5
 
+    import warnings
+
     from distributed import Client, LocalCluster
+
+    warnings.filterwarnings("ignore", message="Sending large graph")
 
     store = make_store(args)
     docs, ids, sizes = read_stream(store)
@@ -349,9 +355,10 @@ def main(argv: list[str] | None = None) -> int:
                   if w.strip() and not w.startswith("#")]
     dictionary = list(dict.fromkeys(dictionary))
     n_types = len(ref.index)
+    majority = Counter(labels).most_common(1)[0][1] / len(labels)
     in_dict = len(set(ref.index) & set(dictionary))
     header = {"corpus": "labeled_fortunes", "order": args.order, "docs": len(docs), "types": n_types,
-              "types_in_dict": in_dict, "tokens": sum(len(d) for d in docs), "K": args.topics,
+              "types_in_dict": in_dict, "tokens": sum(len(d) for d in docs), "majority": majority, "K": args.topics,
               "S": args.batch_size, "minibatches": sum(-(-s // args.batch_size) for s in sizes),
               "kappa": args.kappa, "alpha_beta": args.alpha_beta, "T": args.truncation, "U": args.reorder_every}
     print(json.dumps({"header": header}), flush=True)
@@ -386,7 +393,8 @@ def print_tables(results: list[dict[str, Any]]) -> None:
         return
     h = results[0]
     print(f"\n{h['corpus']} ({h['order']} order): {h['docs']} docs, {h['types']} types "
-          f"({h['types_in_dict']} in the word list), K={h['K']}, S={h['S']}, {h['minibatches']} minibatches\n")
+          f"({h['types_in_dict']} in the word list), K={h['K']}, S={h['S']}, {h['minibatches']} minibatches; "
+          f"majority-label accuracy {100 * h['majority']:.1f}%\n")
     print("| arm | vocabulary | acc online % | acc final % | PMI last | NPMI last | docs/s |")
     print("|---|---|---|---|---|---|---|")
     for r in results:
