@@ -88,12 +88,27 @@ def make_store(args: argparse.Namespace) -> Path:
         for row in rows:
             handle.write(json.dumps(row) + "\n")
     store = work / f"fortunes-{args.order}.zarr"
-    if store.exists():
-        shutil.rmtree(store)
     exe = Path(sys.executable).with_name("topicflow")
-    subprocess.run([str(exe), "ingest", str(src), "--out", str(store), "--keep-order", "--min-df", "1",
-                    "--min-length", "3", "--shard-size", str(args.every * args.batch_size), "--label-field",
-                    "label", "--id-field", "id"], check=True, stdout=subprocess.DEVNULL)
+
+    def ingest() -> None:
+        if store.exists():
+            shutil.rmtree(store)
+        subprocess.run([str(exe), "ingest", str(src), "--out", str(store), "--keep-order", "--min-df", "1",
+                        "--min-length", "3", "--shard-size", str(args.every * args.batch_size), "--label-field",
+                        "label", "--id-field", "id"], check=True, stdout=subprocess.DEVNULL)
+
+    # Ingest drops documents left without tokens; drop them from the JSONL first and ingest again, so that
+    # every shard holds exactly every * S documents and the per-shard checkpoints cut the stream at the
+    # same minibatch boundaries as one fit over the whole store.
+    ingest()
+    from topicflow.io.corpus.reader import as_corpus
+
+    kept = {str(i) for i in as_corpus(str(store)).doc_ids()}
+    rows = [row for row in rows if str(row["id"]) in kept]
+    with open(src, "w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row) + "\n")
+    ingest()
     return store
 
 
