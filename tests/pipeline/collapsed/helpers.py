@@ -17,7 +17,8 @@ from topicflow.models.hdp.params import HDPParams
 from topicflow.models.hdp.state import HDPState
 from topicflow.pipeline.collapsed import CollapsedConfig
 from topicflow.pipeline.collapsed.model import OPS
-from topicflow.pipeline.collapsed.stochastic import plan_minibatches, plan_settings
+from topicflow.pipeline.collapsed.stochastic import plan_settings
+from topicflow.pipeline.vb import plan_minibatches
 from topicflow.tasks.collapsed import merge_stats
 from topicflow.tasks.reduce import tree_reduce_now
 from topicflow.testing.corpora import draw_planted_corpus, write_test_store

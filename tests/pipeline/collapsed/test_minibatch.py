@@ -16,7 +16,8 @@ from tests.pipeline.collapsed.helpers import (
 )
 from topicflow.io.corpus.reader import Corpus
 from topicflow.pipeline.collapsed import fit_collapsed
-from topicflow.pipeline.collapsed.stochastic import Plan, plan_minibatches
+from topicflow.pipeline.collapsed.stochastic import Plan
+from topicflow.pipeline.vb import plan_minibatches
 
 
 @pytest.fixture(scope="module")

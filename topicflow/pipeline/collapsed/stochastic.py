@@ -24,7 +24,7 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -49,7 +49,10 @@ from topicflow.pipeline.collapsed.model import (
 from topicflow.pipeline.evaluation import heldout_likelihood
 from topicflow.pipeline.policies import CheckpointPolicy
 from topicflow.pipeline.progress import ProgressReporter
-from topicflow.pipeline.vb import Minibatch, plan_minibatches, share
+from topicflow.pipeline.vb import (
+    resumed_minibatches,
+    share,
+)
 from topicflow.tasks.collapsed import map_local_minibatch, tree_merge_stats
 from topicflow.tasks.estep import graph_token
 
@@ -105,32 +108,6 @@ def plan_settings(config: CollapsedConfig, batch_size: int) -> Plan:
     if pieces < 1 or min_docs < 1:
         raise InvalidParameterError(f"pieces and min_piece_docs must be at least 1, got {pieces!r} and {min_docs!r}")
     return Plan(batch_size, max(math.ceil(batch_size / pieces), min(batch_size, min_docs)), config.shuffle_window)
-
-
-def planned_units(shard_sizes: Sequence[int], shards: Sequence[int], plan: Plan, *, seed: int, passes: int,
-                  done: tuple[int, int]) -> Iterator[Minibatch]:
-    """The minibatches of ``passes`` passes over ``shards``, after the last one done (``(pass, index)``).
-
-    Parameters
-    ----------
-    shard_sizes : sequence of int
-        Documents of every shard of the store.
-    shards : sequence of int
-        Store indices to visit, in store order.
-    plan : Plan
-    seed : int
-    passes : int
-    done : (int, int)
-        ``(pass, minibatch index)`` of the last minibatch already processed; ``(0, -1)`` for none.
-
-    Yields
-    ------
-    Minibatch
-    """
-    for epoch in range(passes):
-        for minibatch in plan_minibatches(shard_sizes, shards, plan, seed=seed, epoch=epoch):
-            if (epoch, minibatch.index) > done:
-                yield minibatch
 
 
 def state_summary(state: HDPState, config: CollapsedConfig) -> dict[str, Any]:
@@ -394,8 +371,8 @@ def run_minibatches(run: StreamRun, state: HDPState) -> HDPState:
     blocks = dict(zip(run.shards, run.corpus.to_delayed(run.language, shards=run.shards)))
     run_token = graph_token(run.corpus.token(), config_to_dict(config), run.shards, run.split_every)
     per_pass = math.ceil(run.n_docs / config.batch_size)
-    remaining = run.passes * per_pass - (run.done[0] * per_pass + run.done[1] + 1)
-    units = planned_units(run.shard_sizes, run.shards, plan, seed=params.seed, passes=run.passes, done=run.done)
+    units, remaining = resumed_minibatches(run.shard_sizes, run.shards, plan, seed=params.seed, passes=run.passes,
+                                           done=run.done)
     for minibatch in run.progress.track(units, total=remaining, desc=config.method, unit="batch"):
         started = time.perf_counter()
         token = f"{run_token}-{minibatch.epoch}-{minibatch.index}"

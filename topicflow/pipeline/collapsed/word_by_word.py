@@ -29,7 +29,8 @@ from topicflow.models.lda.state import LDAState
 from topicflow.pipeline.collapsed.actor import CollapsedActor, doc_state_rows
 from topicflow.pipeline.collapsed.config import CollapsedConfig
 from topicflow.pipeline.collapsed.model import OPS, raw_arrays, state_from_raw
-from topicflow.pipeline.collapsed.stochastic import Plan, StreamRun, planned_units
+from topicflow.pipeline.collapsed.stochastic import Plan, StreamRun
+from topicflow.pipeline.vb import resumed_minibatches
 
 #: Documents per call of the actor. Each call costs a round trip to the worker, which on short documents
 #: (the KJV verses: 10 tokens) cost more than the token updates at 64 documents per call.
@@ -128,9 +129,8 @@ def run_word_by_word(run: StreamRun, state: HDPState) -> HDPState:
     try:
         plan = Plan(FEED_DOCS, RUN_DOCS, config.shuffle_window)
         per_pass = math.ceil(run.n_docs / FEED_DOCS)
-        remaining = run.passes * per_pass - (run.done[0] * per_pass + run.done[1] + 1)
-        units = planned_units(run.shard_sizes, run.shards, plan, seed=config.params.seed, passes=run.passes,
-                              done=run.done)
+        units, remaining = resumed_minibatches(run.shard_sizes, run.shards, plan, seed=config.params.seed,
+                                               passes=run.passes, done=run.done)
         docs_seen = int(state.docs_seen)
         for feed in run.progress.track(units, total=remaining, desc=config.method, unit="feed"):
             end_of_pass = feed.index == per_pass - 1

@@ -57,7 +57,7 @@ from topicflow.pipeline.infvoc_lda.model import (
 from topicflow.pipeline.infvoc_lda.word_index import WordIndex
 from topicflow.pipeline.policies import CheckpointPolicy
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
-from topicflow.pipeline.vb import plan_minibatches, share
+from topicflow.pipeline.vb import resumed_minibatches, share
 from topicflow.tasks.estep import graph_token
 from topicflow.tasks.infvoc import map_codes, map_estep, map_pieces
 
@@ -375,14 +375,8 @@ def fit_infvoc(
     blocks = corpus.to_delayed_ordered(lang)
     n_docs = sum(shard_sizes[s] for s in shards)
     writer = None if doc_topics is None else DocTopicWriter(doc_topics, plan.passes * n_docs, params.n_topics)
-    per_pass = -(-n_docs // plan.batch_size)
-    minibatches = (
-        minibatch
-        for epoch in range(plan.passes)
-        for minibatch in plan_minibatches(shard_sizes, shards, plan, seed=params.seed, epoch=epoch)
-        if (epoch, minibatch.index) > done
-    )
-    remaining = plan.passes * per_pass - (done[0] * per_pass + done[1] + 1)
+    minibatches, remaining = resumed_minibatches(shard_sizes, shards, plan, seed=params.seed, passes=plan.passes,
+                                                 done=done)
     for minibatch in progress.track(minibatches, total=remaining, desc="infvoc", unit="batch"):
         started = time.perf_counter()
         number = state.n_updates + 1

@@ -61,7 +61,12 @@ from topicflow.pipeline.tree_lda.resume import (
     tree_digest,
     write_tree_checkpoint,
 )
-from topicflow.pipeline.vb import MinibatchRecord, OnlineConfig, plan_minibatches, share
+from topicflow.pipeline.vb import (
+    MinibatchRecord,
+    OnlineConfig,
+    resumed_minibatches,
+    share,
+)
 from topicflow.tasks.estep import graph_token, map_piece_estep, tree_merge
 
 log = logging.getLogger(__name__)
@@ -213,15 +218,8 @@ def fit_online_tree(
             log.info("resuming from %s at pass %d after minibatch %d", checkpoint.path, *done)
     params = config.vb_config().estep_params(online=True)
     blocks = corpus.to_delayed_multi()
-    n_docs = sum(shard_sizes[s] for s in shards)
-    per_pass = math.ceil(n_docs / online.batch_size)
-    plan = (
-        minibatch
-        for epoch in range(online.passes)
-        for minibatch in plan_minibatches(shard_sizes, shards, online, seed=config.seed, epoch=epoch)
-        if (epoch, minibatch.index) > done
-    )
-    remaining = online.passes * per_pass - (done[0] * per_pass + done[1] + 1)
+    plan, remaining = resumed_minibatches(shard_sizes, shards, online, seed=config.seed, passes=online.passes,
+                                          done=done)
     for minibatch in progress.track(plan, total=remaining, desc="online", unit="batch"):
         started = time.perf_counter()
         rho = schedule.rho(t)

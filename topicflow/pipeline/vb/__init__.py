@@ -26,8 +26,9 @@ from topicflow.pipeline.vb.online import (
     MinibatchRecord,
     OnlineConfig,
     plan_minibatches,
+    resumed_minibatches,
 )
 from topicflow.pipeline.vb.svb import SVBConfig, fit_svb
 
 __all__ = ["FitResult", "IterationRecord", "Minibatch", "MinibatchPlan", "MinibatchRecord", "OnlineConfig", "SVBConfig", "VBConfig", "fit_batch_vb", "fit_svb",
-           "fold_in_params", "model_blocks", "model_token", "oov_token_count", "plan_minibatches", "share", "term_maps"]
+           "fold_in_params", "model_blocks", "model_token", "oov_token_count", "plan_minibatches", "resumed_minibatches", "share", "term_maps"]

@@ -197,6 +197,46 @@ def plan_minibatches(
         yield Minibatch(epoch, index, _pieces(pending, bounds, shards, run))
 
 
+def resumed_minibatches(
+    shard_sizes: Sequence[int], shards: Sequence[int], config: MinibatchPlan, *, seed: int, passes: int,
+    done: tuple[int, int] = (0, -1),
+) -> tuple[Iterator[Minibatch], int]:
+    """The minibatches of ``passes`` passes over ``shards`` after the last one done, and how many they are.
+
+    Every driver that streams minibatches (online VB, tree online VB, infvoc, the collapsed methods)
+    resumes a checkpoint through this one plan.
+
+    Parameters
+    ----------
+    shard_sizes : sequence of int
+        Documents of every shard of the store.
+    shards : sequence of int
+        Store indices to visit, in store order.
+    config : MinibatchPlan
+    seed : int
+        Seed of the shuffles (pass ``epoch`` draws its own).
+    passes : int
+    done : (int, int), default (0, -1)
+        ``(pass, minibatch index)`` of the last minibatch already processed; ``(0, -1)`` for none.
+
+    Returns
+    -------
+    minibatches : iterator of Minibatch
+    remaining : int
+        How many the iterator yields (for progress bars).
+    """
+    n_docs = sum(int(shard_sizes[s]) for s in shards)
+    per_pass = math.ceil(n_docs / config.batch_size)
+    remaining = passes * per_pass - (done[0] * per_pass + done[1] + 1)
+    minibatches = (
+        minibatch
+        for epoch in range(passes)
+        for minibatch in plan_minibatches(shard_sizes, shards, config, seed=seed, epoch=epoch)
+        if (epoch, minibatch.index) > done
+    )
+    return minibatches, remaining
+
+
 def _shuffled_runs(n_docs: int, window: int, run: int, *, seed: int, epoch: int) -> Iterator[tuple[int, int]]:
     for w, lo in enumerate(range(0, n_docs, window)):
         hi = min(n_docs, lo + window)
@@ -380,15 +420,8 @@ def fit_online(
             log.info("resuming from %s at pass %d after minibatch %d", checkpoint.path, *done)
     runner = MinibatchRunner(corpus, online, client)
     params = config.estep_params(online=True)
-    n_docs = sum(shard_sizes[s] for s in shards)
-    per_pass = math.ceil(n_docs / online.batch_size)
-    plan = (
-        minibatch
-        for epoch in range(online.passes)
-        for minibatch in plan_minibatches(shard_sizes, shards, online, seed=config.seed, epoch=epoch)
-        if (epoch, minibatch.index) > done
-    )
-    remaining = online.passes * per_pass - (done[0] * per_pass + done[1] + 1)
+    plan, remaining = resumed_minibatches(shard_sizes, shards, online, seed=config.seed, passes=online.passes,
+                                          done=done)
     try:
         for minibatch, upcoming in progress.track(with_next(plan), total=remaining, desc="online", unit="batch"):
             epoch = minibatch.epoch
