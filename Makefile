@@ -59,7 +59,7 @@ demo: $(STAMP)
 	$(BIN)/python -m topicflow.cli.demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) $(TESTS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup $(TESTS)
 
 # The documentation site (docs/conf.py): warnings are errors, every reference must resolve (-n), and the
 # notebooks run at build time (cached in build/docs/.jupyter_cache). See docs/development.md.

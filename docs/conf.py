@@ -6,6 +6,8 @@ directory. Nothing is written inside the repository tree except under ``build/``
 """
 from __future__ import annotations
 
+import json
+import os
 import sys
 from pathlib import Path
 
@@ -114,3 +116,10 @@ INIT_DOCS = 20
 WORKERS = 2
 """,
 }
+
+# tests/test_docs.py builds the site once with the still smaller values of tests/test_notebooks.py (a JSON
+# file named by this variable, one entry per notebook), so that each notebook runs once in the test suite:
+# the notebook tests then read the outputs from the built pages.
+if os.environ.get("TOPICFLOW_DOCS_NOTEBOOK_PARAMETERS"):
+    topicflow_notebook_parameters = json.loads(
+        Path(os.environ["TOPICFLOW_DOCS_NOTEBOOK_PARAMETERS"]).read_text(encoding="utf-8"))

@@ -33,3 +33,11 @@ def client(request: pytest.FixtureRequest, local_cluster: object) -> Iterator[ob
 
     with Client(local_cluster) as connected:  # type: ignore[arg-type]
         yield connected
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory: pytest.TempPathFactory) -> object:
+    """The documentation site, built once per session (tests/docs_site.py); its tests share one xdist group."""
+    from tests.docs_site import build_site
+
+    return build_site(tmp_path_factory.mktemp("docs"))

@@ -1,7 +1,8 @@
 """The documentation site builds with warnings as errors, and its key pages hold what they should.
 
-One build per session (``make docs``'s command, into a temporary directory): it runs the notebooks, so
-it takes about a minute; the page checks then only read its HTML. The helpers of the Sphinx extension
+One build per session (``make docs``'s command, into a temporary directory, by the ``site`` fixture of
+tests/conftest.py, which tests/test_notebooks.py shares): it runs the notebooks; the page checks then
+only read its HTML. The helpers of the Sphinx extension
 (docs/_ext/topicflow_docs.py) that decide what is documented and which references may stay without a
 link are checked directly.
 """
@@ -10,54 +11,14 @@ from __future__ import annotations
 import html
 import importlib.util
 import re
-import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-from topicflow.testing.faults import HANG_GUARD_SECONDS
+from tests.docs_site import DOCS, GROUP, NOTEBOOK_PARAMETERS, ROOT, Site
 
-ROOT = Path(__file__).resolve().parents[1]
-DOCS = ROOT / "docs"
-#: The trees a build could write into by mistake (its own output goes to the temporary directory).
-WATCHED = (DOCS, ROOT / "notebooks", ROOT / "benchmarks", ROOT / "README.md")
-
-
-@dataclass(frozen=True)
-class Site:
-    html: Path
-    files_before: frozenset[str]
-    files_after: frozenset[str]
-
-    def page(self, name: str) -> str:
-        path = self.html / f"{name}.html"
-        assert path.is_file(), f"{name}.html was not built"
-        return path.read_text(encoding="utf-8")
-
-
-def _files() -> frozenset[str]:
-    found = set()
-    for top in WATCHED:
-        paths = top.rglob("*") if top.is_dir() else [top]
-        found |= {str(p.relative_to(ROOT)) for p in paths if "__pycache__" not in p.parts}
-    return frozenset(found)
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Site:
-    out = tmp_path_factory.mktemp("docs")
-    before = _files()
-    # The command of `make docs`: -W (warnings are errors), -n (every reference must resolve).
-    command = [sys.executable, "-m", "sphinx", "-b", "html", "-n", "-W", "--keep-going", "-q",
-               "-d", str(out / "doctrees"), str(DOCS), str(out / "html")]
-    # The timeout is a hang guard only (the build takes about a minute).
-    result = subprocess.run(command, check=False, cwd=ROOT, capture_output=True, text=True, timeout=4 * HANG_GUARD_SECONDS)
-    if result.returncode != 0:
-        pytest.fail(f"the documentation build failed (exit {result.returncode}):\n{result.stderr[-6000:]}")
-    return Site(out / "html", before, _files())
+pytestmark = GROUP
 
 
 def _text(page: str) -> str:
@@ -166,8 +127,9 @@ def test_notebook_pages_show_their_outputs(site: Site, name: str, printed: str) 
     assert 'class="cell_output' in page and printed in page
     images = re.findall(r'<img [^>]*src="\.\./(_images/[^"]+\.png)"', page)
     assert images and all((site.html / image).is_file() for image in images)
-    # The site runs the notebook with the docs-size parameters (docs/conf.py), and shows them.
-    assert "the documentation site runs this notebook with these smaller values" in page
+    # The site runs the notebook with the parameters it was given (here the tests' own), and shows them.
+    first = NOTEBOOK_PARAMETERS[name].splitlines()[0]
+    assert html.escape(first, quote=False) in page or first in _text(page)
 
 
 @pytest.mark.slow
