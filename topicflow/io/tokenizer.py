@@ -5,6 +5,16 @@ term statistics that the ingest graph tree-reduces (:class:`TermCounts`), and ho
 (:class:`PruneConfig`, :func:`prune_vocabulary`). It does no I/O beyond reading stop-word files and
 never touches Dask.
 
+Two tokenizers give the same tokens: :func:`tokenize` (Python ``re`` on one text) and
+:func:`tokenize_batch` (many texts at once, dictionary-encoded). For the default token pattern and
+its equivalents (:data:`RUN_PATTERNS`) the batch tokenizer runs vectorized over the UTF-8 bytes of
+the whole batch (NumPy for the word-character runs, pyarrow for the dictionary encoding and the
+stop words) and stays exact by construction: lowercasing is Python's own ``str.lower`` (full case
+mapping: ``'İ'`` -> ``'i̇'``, final sigma) and a character is a word character exactly when
+Python's ``re`` says ``\\w`` matches it (decided per distinct non-ASCII character by ``re`` itself,
+never by another Unicode table). Any other pattern, and text that cannot be encoded as UTF-8 (lone
+surrogates), goes through the Python tokenizer.
+
 Glossary: ``doc_freq`` number of documents containing a term; ``corpus_freq`` number of occurrences
 of a term; ``n_docs`` documents that have text in the language.
 """
@@ -16,13 +26,24 @@ from collections import Counter
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from topicflow.errors import InputError, InvalidParameterError
 from topicflow.models.common.vocabulary import Vocabulary
 
 #: Default token pattern: maximal runs of word characters (letters, digits, underscore).
 DEFAULT_TOKEN_PATTERN = r"(?u)\b\w+\b"
+
+#: Token patterns whose matches are the maximal runs of ``\w`` characters of at least the given
+#: length (``re.findall`` semantics); :func:`tokenize_batch` runs these vectorized.
+RUN_PATTERNS: dict[str, int] = {
+    DEFAULT_TOKEN_PATTERN: 1, r"\b\w+\b": 1, r"\w+": 1, r"(?u)\w+": 1,
+    r"(?u)\b\w\w+\b": 2, r"\b\w\w+\b": 2, r"\w\w+": 2, r"(?u)\w\w+": 2,
+}
 
 
 def load_builtin_stop_words(name: str) -> tuple[str, ...]:
@@ -194,6 +215,185 @@ def tokenize(text: str, config: TokenizerConfig) -> list[str]:
     ['dog', 'dog']
     """
     return make_tokenizer(config)(text)
+
+
+@dataclass(frozen=True, slots=True)
+class TokenBatch:
+    """The tokens of a batch of texts, dictionary-encoded (what :func:`tokenize_batch` returns).
+
+    Attributes
+    ----------
+    terms : ndarray of shape (n_distinct,), object (str)
+        Distinct tokens of the batch, in order of first appearance.
+    token_ids : ndarray of shape (n_tokens,), int32
+        Every token of every text in text order, as its position in ``terms``.
+    indptr : ndarray of shape (n_texts + 1,), int64
+        Text ``i`` has the tokens ``token_ids[indptr[i]:indptr[i + 1]]``.
+
+    Examples
+    --------
+    >>> batch = tokenize_batch(["a dog, a Dog", "cat dog"], TokenizerConfig())
+    >>> batch.terms.tolist(), batch.token_ids.tolist(), batch.indptr.tolist()
+    (['dog', 'cat'], [0, 0, 1, 0], [0, 2, 4])
+    >>> batch.tokens(1)
+    ['cat', 'dog']
+    """
+
+    terms: np.ndarray
+    token_ids: np.ndarray
+    indptr: np.ndarray
+
+    @property
+    def n_texts(self) -> int:
+        return len(self.indptr) - 1
+
+    def tokens(self, i: int) -> list[str]:
+        """The tokens of text ``i``, as :func:`tokenize` gives them."""
+        return self.terms[self.token_ids[self.indptr[i]:self.indptr[i + 1]]].tolist()
+
+    def bags(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per-text term counts: ``(indptr int64, term positions int32, counts int32)``, sorted per text.
+
+        Notes
+        -----
+        NumPy equivalent: for each text, ``np.unique(token_ids[indptr[i]:indptr[i + 1]], return_counts=True)``.
+        """
+        n_terms = max(len(self.terms), 1)
+        doc = np.repeat(np.arange(self.n_texts, dtype=np.int64), np.diff(self.indptr))
+        keys, counts = np.unique(doc * n_terms + self.token_ids, return_counts=True)
+        indptr = np.searchsorted(keys, np.arange(self.n_texts + 1, dtype=np.int64) * n_terms).astype(np.int64)
+        return indptr, (keys % n_terms).astype(np.int32), counts.astype(np.int32)
+
+
+def tokenize_batch(texts: Sequence[str], config: TokenizerConfig) -> TokenBatch:
+    """Tokenize many texts at once; text ``i`` gets exactly the tokens ``tokenize(texts[i], config)``.
+
+    Vectorized for the patterns of :data:`RUN_PATTERNS`; the Python tokenizer otherwise, or when a
+    text cannot be encoded as UTF-8 (a lone surrogate).
+
+    Parameters
+    ----------
+    texts : sequence of str
+    config : TokenizerConfig
+
+    Returns
+    -------
+    TokenBatch
+        Terms in order of first appearance over the batch; the same whichever path ran.
+    """
+    min_run = RUN_PATTERNS.get(config.token_pattern)
+    if min_run is not None:
+        lowered = [t.lower() for t in texts] if config.lowercase else list(texts)
+        try:
+            encoded = [t.encode("utf-8") for t in lowered]
+        except UnicodeEncodeError:
+            pass
+        else:
+            return _tokenize_utf8(encoded, max(min_run, config.min_length), _stop_word_array(config.stop_words))
+    return _tokenize_python(texts, config)
+
+
+def _tokenize_python(texts: Sequence[str], config: TokenizerConfig) -> TokenBatch:
+    run = make_tokenizer(config)
+    index: dict[str, int] = {}
+    ids: list[int] = []
+    indptr = [0]
+    for text in texts:
+        ids.extend([index.setdefault(t, len(index)) for t in run(text)])
+        indptr.append(len(ids))
+    return TokenBatch(np.array(list(index) or [], dtype=object), np.asarray(ids, np.int32),
+                      np.asarray(indptr, np.int64))
+
+
+@functools.lru_cache(maxsize=8)
+def _stop_word_array(words: tuple[str, ...]) -> pa.Array | None:
+    return pa.array(words, pa.string()) if words else None
+
+
+#: Word characters among the ASCII bytes (Python's ``\w`` on ASCII: letters, digits, underscore).
+_ASCII_WORD = np.zeros(256, np.bool_)
+_ASCII_WORD[[ord(c) for c in map(chr, range(128)) if re.fullmatch(r"\w", c)]] = True
+_WORD_CHAR = re.compile(r"\w")
+#: Non-ASCII code points seen so far and whether Python's ``re`` takes them for ``\w``.
+_NON_ASCII_WORD: dict[int, bool] = {}
+
+
+def _is_word(code_points: np.ndarray) -> np.ndarray:
+    """Whether each code point is a ``\\w`` character for Python's ``re`` (asked once per code point)."""
+    distinct, inverse = np.unique(code_points, return_inverse=True)
+    known = _NON_ASCII_WORD
+    for cp in distinct.tolist():
+        if cp not in known:
+            known[cp] = _WORD_CHAR.fullmatch(chr(cp)) is not None
+    return np.array([known[cp] for cp in distinct.tolist()], np.bool_)[inverse]
+
+
+def _word_bytes(data: np.ndarray) -> np.ndarray:
+    """Per byte of valid UTF-8: whether it belongs to a word character (all bytes of a character agree)."""
+    word = _ASCII_WORD[data]
+    lead = np.flatnonzero(data >= 0xC0)
+    if not len(lead):
+        return word
+    last = len(data) - 1
+    b0 = data[lead].astype(np.int64)
+    b1, b2, b3 = (data[np.minimum(lead + k, last)].astype(np.int64) & 0x3F for k in (1, 2, 3))
+    width = 2 + (b0 >= 0xE0) + (b0 >= 0xF0)
+    code_points = np.where(width == 2, ((b0 & 0x1F) << 6) | b1,
+                           np.where(width == 3, ((b0 & 0x0F) << 12) | (b1 << 6) | b2,
+                                    ((b0 & 0x07) << 18) | (b1 << 12) | (b2 << 6) | b3))
+    is_word = _is_word(code_points)
+    for k in range(4):
+        at = width > k
+        word[lead[at] + k] = is_word[at]
+    return word
+
+
+def _tokenize_utf8(encoded: list[bytes], min_chars: int, stop_words: pa.Array | None) -> TokenBatch:
+    """Maximal runs of word characters of at least ``min_chars`` characters, minus stop words.
+
+    Notes
+    -----
+    Equivalent to ``[t for t in re.findall(r"\\w+", text) if len(t) >= min_chars and t not in stop]``
+    per text. The texts are joined; a segment is a maximal run of bytes of equal word-ness that
+    does not cross a text boundary; the word segments are cut out of the joined bytes as one
+    Arrow string array (no copy), filtered and dictionary-encoded.
+    """
+    text_starts = np.zeros(len(encoded) + 1, np.int64)
+    np.cumsum([len(e) for e in encoded], out=text_starts[1:])
+    joined = b"".join(encoded)
+    data = np.frombuffer(joined, np.uint8)
+    word = _word_bytes(data)
+    change = np.empty(len(data) + 1, np.bool_)
+    change[0] = change[-1] = True
+    np.not_equal(word[1:], word[:-1], out=change[1:-1])
+    change[text_starts[:-1]] = True
+    bounds = np.flatnonzero(change)
+    starts, n_bytes = bounds[:-1], np.diff(bounds)
+    n_chars = n_bytes
+    if len(data) and data.max() >= 0x80:
+        continuation = np.zeros(len(data) + 1, np.int64)
+        np.cumsum((data & 0xC0) == 0x80, out=continuation[1:])
+        n_chars = n_bytes - np.diff(continuation[bounds])
+    keep = word[starts] & (n_chars >= min_chars) if len(data) else np.zeros(0, np.bool_)
+    large = len(data) >= 2**31
+    segments = pa.Array.from_buffers(
+        pa.large_string() if large else pa.string(), len(starts),
+        [None, pa.py_buffer(bounds.astype(np.int64 if large else np.int32)), pa.py_buffer(joined)])
+    tokens = segments.filter(pa.array(keep))
+    encoded_tokens = pc.dictionary_encode(tokens)
+    token_ids = encoded_tokens.indices.to_numpy().astype(np.int32)
+    terms = encoded_tokens.dictionary
+    token_starts = starts[keep]
+    if stop_words is not None and len(terms):
+        stop = pc.is_in(terms, value_set=stop_words).to_numpy(zero_copy_only=False)
+        if stop.any():
+            kept = ~stop[token_ids]
+            renumber = np.cumsum(~stop, dtype=np.int64) - 1
+            token_ids = renumber[token_ids[kept]].astype(np.int32)
+            token_starts = token_starts[kept]
+            terms = terms.filter(pa.array(~stop))
+    indptr = np.searchsorted(token_starts, text_starts).astype(np.int64)
+    return TokenBatch(np.asarray(terms.to_numpy(zero_copy_only=False), dtype=object), token_ids, indptr)
 
 
 @dataclass(frozen=True, slots=True)
