@@ -354,9 +354,10 @@ def _tokenize_utf8(encoded: list[bytes], min_chars: int, stop_words: pa.Array | 
     Notes
     -----
     Equivalent to ``[t for t in re.findall(r"\\w+", text) if len(t) >= min_chars and t not in stop]``
-    per text. The texts are joined; a segment is a maximal run of bytes of equal word-ness that
-    does not cross a text boundary; the word segments are cut out of the joined bytes as one
-    Arrow string array (no copy), filtered and dictionary-encoded.
+    per text. The texts are joined and cut into segments, the maximal runs of bytes of equal
+    word-ness that do not cross a text boundary; the segments are one Arrow string array over the
+    joined bytes (no copy), dictionary-encoded at once, and whether a segment is a token (a word run,
+    long enough, not a stop word) is decided once per distinct segment.
     """
     text_starts = np.zeros(len(encoded) + 1, np.int64)
     np.cumsum([len(e) for e in encoded], out=text_starts[1:])
@@ -367,33 +368,34 @@ def _tokenize_utf8(encoded: list[bytes], min_chars: int, stop_words: pa.Array | 
     change[0] = change[-1] = True
     np.not_equal(word[1:], word[:-1], out=change[1:-1])
     change[text_starts[:-1]] = True
-    bounds = np.flatnonzero(change)
-    starts, n_bytes = bounds[:-1], np.diff(bounds)
-    n_chars = n_bytes
-    if len(data) and data.max() >= 0x80:
-        continuation = np.zeros(len(data) + 1, np.int64)
-        np.cumsum((data & 0xC0) == 0x80, out=continuation[1:])
-        n_chars = n_bytes - np.diff(continuation[bounds])
-    keep = word[starts] & (n_chars >= min_chars) if len(data) else np.zeros(0, np.bool_)
-    large = len(data) >= 2**31
-    segments = pa.Array.from_buffers(
-        pa.large_string() if large else pa.string(), len(starts),
-        [None, pa.py_buffer(bounds.astype(np.int64 if large else np.int32)), pa.py_buffer(joined)])
-    tokens = segments.filter(pa.array(keep))
-    encoded_tokens = pc.dictionary_encode(tokens)
-    token_ids = encoded_tokens.indices.to_numpy().astype(np.int32)
-    terms = encoded_tokens.dictionary
-    token_starts = starts[keep]
-    if stop_words is not None and len(terms):
-        stop = pc.is_in(terms, value_set=stop_words).to_numpy(zero_copy_only=False)
-        if stop.any():
-            kept = ~stop[token_ids]
-            renumber = np.cumsum(~stop, dtype=np.int64) - 1
-            token_ids = renumber[token_ids[kept]].astype(np.int32)
-            token_starts = token_starts[kept]
-            terms = terms.filter(pa.array(~stop))
-    indptr = np.searchsorted(token_starts, text_starts).astype(np.int64)
+    large = len(data) >= 2**31 - 1
+    bounds = np.flatnonzero(change).astype(np.int64 if large else np.int32)
+    segments = pa.Array.from_buffers(pa.large_string() if large else pa.string(), len(bounds) - 1,
+                                     [None, pa.py_buffer(bounds), pa.py_buffer(joined)])
+    encoded_segments = pc.dictionary_encode(segments)
+    distinct = encoded_segments.dictionary
+    is_token = _is_word_run(distinct) & (pc.utf8_length(distinct).to_numpy(zero_copy_only=False) >= min_chars)
+    if stop_words is not None:
+        is_token &= ~pc.is_in(distinct, value_set=stop_words).to_numpy(zero_copy_only=False)
+    segment_ids = encoded_segments.indices.to_numpy(zero_copy_only=False)
+    token_segments = np.flatnonzero(is_token[segment_ids])
+    renumber = (np.cumsum(is_token, dtype=np.int64) - 1).astype(np.int32)
+    token_ids = renumber[segment_ids[token_segments]]
+    # Segment index of each text start (every text start is a segment bound), then tokens before it.
+    indptr = np.searchsorted(token_segments, np.searchsorted(bounds, text_starts)).astype(np.int64)
+    terms = distinct.filter(pa.array(is_token))
     return TokenBatch(np.asarray(terms.to_numpy(zero_copy_only=False), dtype=object), token_ids, indptr)
+
+
+def _is_word_run(distinct: pa.Array) -> np.ndarray:
+    """Whether each (non-empty) segment is a run of word characters, judged by its first character."""
+    offsets = np.frombuffer(distinct.buffers()[1], np.int64 if pa.types.is_large_string(distinct.type) else np.int32,
+                            len(distinct) + 1, distinct.offset * (8 if pa.types.is_large_string(distinct.type) else 4))
+    data = distinct.buffers()[2]
+    chars = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
+    if not len(distinct):
+        return np.zeros(0, np.bool_)
+    return _word_bytes(chars)[offsets[:-1]]
 
 
 @dataclass(frozen=True, slots=True)
