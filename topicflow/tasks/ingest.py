@@ -412,7 +412,9 @@ def _provisional_to_vocab(terms: np.ndarray, index: Mapping[str, int]) -> np.nda
     return np.fromiter((get(t, -1) for t in terms.tolist()), np.int64, len(terms))
 
 
-def _encode_bags(tokens: LanguageTokens, vocab_ids: np.ndarray, kept: np.ndarray) -> tuple[np.ndarray, ...]:
+def _encode_bags(
+    tokens: LanguageTokens, vocab_ids: np.ndarray, kept: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """CSR ``(indptr, term_ids, counts)`` of the ``kept`` records in vocabulary ids, sorted per document.
 
     Notes
@@ -433,7 +435,9 @@ def _encode_bags(tokens: LanguageTokens, vocab_ids: np.ndarray, kept: np.ndarray
     return out_indptr, ids[select][order].astype(np.int32), counts[select][order].astype(np.int32)
 
 
-def _encode_order(tokens: LanguageTokens, vocab_ids: np.ndarray, kept: np.ndarray) -> tuple[np.ndarray, ...]:
+def _encode_order(
+    tokens: LanguageTokens, vocab_ids: np.ndarray, kept: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The ordered-token layer ``(indptr, tokens, oov_terms)`` of the kept records (as :class:`OrderEncoder`)."""
     batch = tokens.tokens
     lengths = np.diff(batch.indptr)
