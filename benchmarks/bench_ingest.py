@@ -125,6 +125,113 @@ def run_cli_child(args: argparse.Namespace) -> None:
     print(json.dumps({"n_tokens": n_tokens, "n_docs": sum(s["n_docs"] for s in manifest["shards"])}))
 
 
+def stage_cpu_seconds(src: Path, work: Path, n_partitions: int, shard_size: int, repeat: int) -> dict[str, float]:
+    """CPU seconds of each stage of ingest on the first ``n_partitions`` partitions, serially in this process.
+
+    One-pass route: ``read`` (records only), ``tokenize pass`` (read + tokenize + count + save the
+    tokens), ``write pass`` (remap + write the shards), of which ``zarr writes`` (``write_shard``
+    alone on the same arrays); two-pass route (append's, and ingest's before): ``count pass`` and
+    ``re-tokenize + write pass``; and CountVectorizer on the same documents. Best of ``repeat``.
+    Process CPU time is far less sensitive than wall time to other jobs on a shared machine.
+    """
+    import shutil
+    import time
+
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    from topicflow.io.corpus.writer import init_store, write_vocabulary
+    from topicflow.io.sources import discover_partitions
+    from topicflow.io.sources.base import FieldSpec
+    from topicflow.io.tokenizer import (
+        PruneConfig,
+        TokenizerConfig,
+        load_builtin_stop_words,
+        prune_vocabulary,
+    )
+    from topicflow.tasks.ingest import (
+        count_partition,
+        iter_records,
+        load_vocab_index,
+        merge_summaries,
+        tokenize_partition,
+        write_partition,
+        write_tokenized,
+    )
+
+    fields, tokenizer = FieldSpec(), TokenizerConfig()
+    partitions = discover_partitions([src], fields, shard_size)[1][:n_partitions]
+    scratch = work / "stages"
+    shutil.rmtree(scratch, ignore_errors=True)
+    init_store(scratch / "store")
+    saved = {p.index: str(scratch / f"tokens-{p.index}") for p in partitions}
+    summary = merge_summaries(*(tokenize_partition(p, fields, tokenizer, "raise", saved[p.index]) for p in partitions))
+    write_vocabulary(scratch / "store" / "vocab" / "default", prune_vocabulary(summary.counts.get("default"),
+                                                                               PruneConfig()))
+    index = load_vocab_index(str(scratch / "store"), fields.languages)
+    best: dict[str, float] = {}
+
+    def timed(name: str, run: Any) -> None:
+        started = time.process_time()
+        run()
+        best[name] = min(best.get(name, float("inf")), time.process_time() - started)
+
+    def write_new() -> None:
+        for p in partitions:
+            write_tokenized(saved[p.index], fields, index, str(scratch / "new" / str(p.index)), p.index,
+                            frozenset(), "all_terms_pruned")
+
+    def write_old() -> None:
+        for p in partitions:
+            write_partition(p, fields, tokenizer, "raise", index, str(scratch / "old" / str(p.index)), frozenset(),
+                            "all_terms_pruned")
+
+    n_lines = sum(p.stop - p.start > 0 for p in partitions) * shard_size
+
+    def count_vectorizer() -> None:  # as the anchor reads: json.loads per line
+        with open(src, encoding="utf-8") as handle:
+            texts = [json.loads(line)["text"] for _, line in zip(range(n_lines), handle)]
+        CountVectorizer(token_pattern=r"(?u)\b\w\w+\b", stop_words=list(load_builtin_stop_words("english"))
+                        ).fit_transform(texts)
+
+    for _ in range(max(1, repeat)):
+        for name in ("new", "old"):
+            shutil.rmtree(scratch / name, ignore_errors=True)
+        timed("read", lambda: [list(iter_records(p, fields, "raise")) for p in partitions])
+        timed("tokenize pass", lambda: [tokenize_partition(p, fields, tokenizer, "raise", saved[p.index])
+                                        for p in partitions])
+        timed("write pass", write_new)
+        timed("two-pass: count pass", lambda: [count_partition(p, fields, tokenizer, "raise") for p in partitions])
+        timed("two-pass: re-tokenize + write pass", write_old)
+        timed("sklearn CountVectorizer (read + count)", count_vectorizer)
+    best["zarr writes (part of both write passes)"] = _zarr_seconds(scratch, repeat)
+    shutil.rmtree(scratch, ignore_errors=True)
+    return best
+
+
+def _zarr_seconds(scratch: Path, repeat: int) -> float:
+    """CPU seconds of ``write_shard`` alone, rewriting the shards the two-pass write produced in ``old/``."""
+    import shutil
+    import time
+
+    import zarr
+
+    from topicflow.io.corpus.writer import write_shard
+
+    arrays = []
+    for group in sorted((scratch / "old").iterdir()):
+        root = zarr.open_group(str(group), mode="r")
+        bags = {"default": tuple(np.asarray(root[f"default/{n}"][:]) for n in ("indptr", "term_ids", "counts"))}
+        arrays.append((bags, np.asarray(root["doc_ids"][:], dtype=object)))
+    best = float("inf")
+    for _ in range(max(1, repeat)):
+        shutil.rmtree(scratch / "zarr", ignore_errors=True)
+        started = time.process_time()
+        for i, (bags, doc_ids) in enumerate(arrays):
+            write_shard(scratch / "zarr" / str(i), bags, doc_ids)
+        best = min(best, time.process_time() - started)
+    return best
+
+
 def run_real(args: argparse.Namespace, work: Path) -> None:
     """Real text: the whole ``topicflow ingest`` command against CountVectorizer (see the module docstring)."""
     src = work / f"real-{args.real_mb:g}mb.jsonl"
@@ -157,6 +264,14 @@ def run_real(args: argparse.Namespace, work: Path) -> None:
     ours, anchor = best["topicflow ingest"], best["sklearn CountVectorizer"]
     print(f"same tokens counted: {ours['n_tokens'] == anchor['n_tokens']}; topicflow / CountVectorizer wall time "
           f"x{ours['wall_s'] / anchor['wall_s']:.2f}, CPU time x{ours['cpu_s'] / anchor['cpu_s']:.2f}")
+    if args.stages:
+        stages = stage_cpu_seconds(src, work, args.stages, args.shard_size, max(3, args.repeat))
+        mb = sum(len(line) for _, line in zip(range(args.stages * args.shard_size), open(src, "rb"))) / 1e6
+        print(json.dumps({"stages_partitions": args.stages, "stages_mb": mb, "cpu_seconds": stages}, indent=2))
+        print(f"CPU seconds per stage, first {args.stages} partitions ({mb:.1f} MB), serial, best of "
+              f"{max(3, args.repeat)}:")
+        for name, seconds in stages.items():
+            print(f"  {name:<42} {seconds:>6.2f} s  {mb / seconds:>6.1f} MB/s")
 
 
 def run_child(args: argparse.Namespace) -> None:
@@ -259,6 +374,8 @@ def main() -> None:
     parser.add_argument("--real", action="store_true",
                         help="real text: whole `topicflow ingest` command vs CountVectorizer (see above)")
     parser.add_argument("--real-mb", type=float, default=186.0, help="size of the real-text input in MB")
+    parser.add_argument("--stages", type=int, default=0,
+                        help="with --real: also CPU seconds per ingest stage on this many partitions (serial)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--cli-child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--sklearn-child", default=None, help=argparse.SUPPRESS)

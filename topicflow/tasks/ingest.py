@@ -462,7 +462,8 @@ def write_tokenized(
     """Pass 3 of ingest on one partition: encode the tokens saved at ``path`` and write one shard.
 
     The shard, its checksum and the dropped counts are exactly those of :func:`write_partition` on the
-    same partition; the provisional file is removed afterwards.
+    same partition. The provisional file is left in place (a task run again after a lost worker
+    finds it); the driver removes them all once every shard is written.
     """
     saved = TokenizedPartition.load(path)
     n_records = len(saved.doc_ids)
@@ -479,7 +480,6 @@ def write_tokenized(
     kept = listed & in_vocab
     n_no_tokens = int((listed & ~any_token).sum())
     dropped = Counter({"no_tokens": n_no_tokens, drop_reason: int((listed & any_token & ~in_vocab).sum())})
-    os.remove(path)
     if not kept.any():
         return ShardWritten(partition, shard_dir, 0, {}, None, dict(+dropped))
     rows = np.flatnonzero(kept).tolist()

@@ -397,6 +397,8 @@ def ingest_corpus(
             map_write_tokenized(partitions, fields, store=str(tmp), paths=token_paths, shard_dirs=shard_dirs,
                                 skip=skip, drop_reason="all_terms_pruned", keep_order=keep_order),
             client=client, progress=progress, desc="writing shards", unit="shard")
+        for path in token_paths.values():
+            Path(path).unlink(missing_ok=True)
         manifest = Manifest(languages=fields.languages, tokenizer=tokenizer.to_dict(), shard_size=size,
                             has_labels=fields.has_labels, has_timestamps=fields.has_timestamps,
                             has_order=keep_order)
