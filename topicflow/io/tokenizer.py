@@ -260,9 +260,9 @@ class TokenBatch:
         """
         n_terms = max(len(self.terms), 1)
         # int32 keys sort faster; a partition's (text, term) pairs nearly always fit.
-        key_type = np.int32 if (self.n_texts + 1) * n_terms < 2**31 else np.int64
-        doc = np.repeat(np.arange(self.n_texts, dtype=key_type), np.diff(self.indptr))
-        keys, counts = np.unique(doc * key_type(n_terms) + self.token_ids.astype(key_type), return_counts=True)
+        key_type = np.dtype(np.int32 if (self.n_texts + 1) * n_terms < 2**31 else np.int64)
+        doc: np.ndarray = np.repeat(np.arange(self.n_texts, dtype=key_type), np.diff(self.indptr))
+        keys, counts = np.unique(doc * n_terms + self.token_ids.astype(key_type), return_counts=True)
         indptr = np.searchsorted(keys, np.arange(self.n_texts + 1, dtype=np.int64) * n_terms).astype(np.int64)
         return indptr, (keys % n_terms).astype(np.int32), counts.astype(np.int32)
 
