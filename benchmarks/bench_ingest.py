@@ -12,10 +12,22 @@ With ``--keep-order`` every size is ingested twice, without and with the ordered
 reported), and the table adds the store size on disk, the size of the ``order/`` groups and the
 overhead of the layer in time and bytes.
 
+With ``--real`` it measures real text instead (issue 22 part 5): a JSON Lines file of about
+``--real-mb`` MB made by repeating the dev corpora ``bible_kjv.jsonl`` and ``labeled_fortunes.jsonl``
+(from ``~/.cache/topicflow-dev-corpora``, built by ``/work/shared/corpora/build-dev-corpora.sh``)
+with distinct ids, ingested by the whole ``topicflow ingest`` command (a fresh process: imports,
+local cluster of ``--workers`` processes, both passes, commit), next to the anchor: scikit-learn's
+``CountVectorizer`` in one process, reading the same JSONL (``json.loads`` per line) and counting
+with the same tokens as topicflow's default tokenizer (lowercase, ``\\b\\w\\w+\\b``, i.e. runs of word
+characters of length >= 2, and topicflow's English stop words). Wall time of each command and peak
+RSS of its process tree, best of ``--repeat``, the two arms alternating. The token totals of the
+two must agree (printed), which checks that they count the same tokens.
+
 Usage::
 
     .venv/bin/python benchmarks/bench_ingest.py --base-docs 20000 --workers 2
     .venv/bin/python benchmarks/bench_ingest.py --base-docs 20000 --scales 1,4 --keep-order --min-df 2 --repeat 3
+    .venv/bin/python benchmarks/bench_ingest.py --real --real-mb 186 --workers 2 --repeat 3
 """
 from __future__ import annotations
 
@@ -60,6 +72,206 @@ def write_corpus(path: Path, n_docs: int, words: list[str], mean_length: int, se
                 text = " ".join(tokens[offsets[i]:offsets[i + 1]])
                 handle.write(json.dumps({"id": f"doc-{start + i}", "text": text}) + "\n")
     return path.stat().st_size
+
+
+DEV_CORPORA = Path.home() / ".cache" / "topicflow-dev-corpora"
+REAL_SOURCES = ("bible_kjv.jsonl", "labeled_fortunes.jsonl")
+
+
+def write_real_corpus(path: Path, target_mb: float, corpora: Path = DEV_CORPORA) -> tuple[int, int]:
+    """Repeat the real dev corpora (with distinct ids ``r<k>:<id>``) up to ``target_mb``; (docs, bytes)."""
+    texts = []
+    for name in REAL_SOURCES:
+        with open(corpora / name, encoding="utf-8") as handle:
+            texts.extend((row["id"], row["text"]) for row in map(json.loads, handle))
+    n_docs = 0
+    with open(path, "w", encoding="utf-8") as handle:
+        copy = 0
+        while handle.tell() < target_mb * 1e6:
+            for doc_id, text in texts:
+                handle.write(json.dumps({"id": f"r{copy}:{doc_id}", "text": text}) + "\n")
+            n_docs += len(texts)
+            copy += 1
+    return n_docs, path.stat().st_size
+
+
+def run_sklearn_child(args: argparse.Namespace) -> None:
+    """The anchor: CountVectorizer with topicflow's default tokens, one process, over the same JSONL."""
+    import time
+
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    from topicflow.io.tokenizer import load_builtin_stop_words
+
+    started = time.perf_counter()
+    with open(args.sklearn_child, encoding="utf-8") as handle:
+        texts = [json.loads(line)["text"] for line in handle if line.strip()]
+    vectorizer = CountVectorizer(lowercase=True, token_pattern=r"(?u)\b\w\w+\b",
+                                 stop_words=list(load_builtin_stop_words("english")))
+    counts = vectorizer.fit_transform(texts)
+    print(json.dumps({"n_tokens": int(counts.sum()), "vocab": len(vectorizer.vocabulary_),
+                      "elapsed": time.perf_counter() - started}))
+
+
+def run_cli_child(args: argparse.Namespace) -> None:
+    """``topicflow ingest`` exactly as a user runs it (the console script's ``main``), then its totals."""
+    from topicflow.cli import main
+
+    main(["ingest", args.cli_child, "--out", args.out, "--overwrite", "--workers", str(args.workers),
+          "--shard-size", str(args.shard_size)] + (["--memory-limit", args.memory_limit] if args.memory_limit else []),
+         standalone_mode=False)
+    manifest = json.loads((Path(args.out) / "manifest.json").read_text())
+    n_tokens = sum(s["n_tokens"]["default"] for s in manifest["shards"])
+    print(json.dumps({"n_tokens": n_tokens, "n_docs": sum(s["n_docs"] for s in manifest["shards"])}))
+
+
+def stage_cpu_seconds(src: Path, work: Path, n_partitions: int, shard_size: int, repeat: int) -> dict[str, float]:
+    """CPU seconds of each stage of ingest on the first ``n_partitions`` partitions, serially in this process.
+
+    One-pass route: ``read`` (records only), ``tokenize pass`` (read + tokenize + count + save the
+    tokens), ``write pass`` (remap + write the shards), of which ``zarr writes`` (``write_shard``
+    alone on the same arrays); two-pass route (append's, and ingest's before): ``count pass`` and
+    ``re-tokenize + write pass``; and CountVectorizer on the same documents. Best of ``repeat``.
+    Process CPU time is far less sensitive than wall time to other jobs on a shared machine.
+    """
+    import shutil
+    import time
+
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    from topicflow.io.corpus.writer import init_store, write_vocabulary
+    from topicflow.io.sources import discover_partitions
+    from topicflow.io.sources.base import FieldSpec
+    from topicflow.io.tokenizer import (
+        PruneConfig,
+        TokenizerConfig,
+        load_builtin_stop_words,
+        prune_vocabulary,
+    )
+    from topicflow.tasks.ingest import (
+        count_partition,
+        iter_records,
+        load_vocab_index,
+        merge_summaries,
+        tokenize_partition,
+        write_partition,
+        write_tokenized,
+    )
+
+    fields, tokenizer = FieldSpec(), TokenizerConfig()
+    partitions = discover_partitions([src], fields, shard_size)[1][:n_partitions]
+    scratch = work / "stages"
+    shutil.rmtree(scratch, ignore_errors=True)
+    init_store(scratch / "store")
+    saved = {p.index: str(scratch / f"tokens-{p.index}") for p in partitions}
+    summary = merge_summaries(*(tokenize_partition(p, fields, tokenizer, "raise", saved[p.index]) for p in partitions))
+    write_vocabulary(scratch / "store" / "vocab" / "default", prune_vocabulary(summary.counts.get("default"),
+                                                                               PruneConfig()))
+    index = load_vocab_index(str(scratch / "store"), fields.languages)
+    best: dict[str, float] = {}
+
+    def timed(name: str, run: Any) -> None:
+        started = time.process_time()
+        run()
+        best[name] = min(best.get(name, float("inf")), time.process_time() - started)
+
+    def write_new() -> None:
+        for p in partitions:
+            write_tokenized(saved[p.index], fields, index, str(scratch / "new" / str(p.index)), p.index,
+                            frozenset(), "all_terms_pruned")
+
+    def write_old() -> None:
+        for p in partitions:
+            write_partition(p, fields, tokenizer, "raise", index, str(scratch / "old" / str(p.index)), frozenset(),
+                            "all_terms_pruned")
+
+    n_lines = sum(p.stop - p.start > 0 for p in partitions) * shard_size
+
+    def count_vectorizer() -> None:  # as the anchor reads: json.loads per line
+        with open(src, encoding="utf-8") as handle:
+            texts = [json.loads(line)["text"] for _, line in zip(range(n_lines), handle)]
+        CountVectorizer(token_pattern=r"(?u)\b\w\w+\b", stop_words=list(load_builtin_stop_words("english"))
+                        ).fit_transform(texts)
+
+    for _ in range(max(1, repeat)):
+        for name in ("new", "old"):
+            shutil.rmtree(scratch / name, ignore_errors=True)
+        timed("read", lambda: [list(iter_records(p, fields, "raise")) for p in partitions])
+        timed("tokenize pass", lambda: [tokenize_partition(p, fields, tokenizer, "raise", saved[p.index])
+                                        for p in partitions])
+        timed("write pass", write_new)
+        timed("two-pass: count pass", lambda: [count_partition(p, fields, tokenizer, "raise") for p in partitions])
+        timed("two-pass: re-tokenize + write pass", write_old)
+        timed("sklearn CountVectorizer (read + count)", count_vectorizer)
+    best["zarr writes (part of both write passes)"] = _zarr_seconds(scratch, repeat)
+    shutil.rmtree(scratch, ignore_errors=True)
+    return best
+
+
+def _zarr_seconds(scratch: Path, repeat: int) -> float:
+    """CPU seconds of ``write_shard`` alone, rewriting the shards the two-pass write produced in ``old/``."""
+    import shutil
+    import time
+
+    import zarr
+
+    from topicflow.io.corpus.writer import write_shard
+
+    arrays = []
+    for group in sorted((scratch / "old").iterdir()):
+        root = zarr.open_group(str(group), mode="r")
+        bags = {"default": tuple(np.asarray(root[f"default/{n}"][:]) for n in ("indptr", "term_ids", "counts"))}
+        arrays.append((bags, np.asarray(root["doc_ids"][:], dtype=object)))
+    best = float("inf")
+    for _ in range(max(1, repeat)):
+        shutil.rmtree(scratch / "zarr", ignore_errors=True)
+        started = time.process_time()
+        for i, (bags, doc_ids) in enumerate(arrays):
+            write_shard(scratch / "zarr" / str(i), bags, doc_ids)
+        best = min(best, time.process_time() - started)
+    return best
+
+
+def run_real(args: argparse.Namespace, work: Path) -> None:
+    """Real text: the whole ``topicflow ingest`` command against CountVectorizer (see the module docstring)."""
+    src = work / f"real-{args.real_mb:g}mb.jsonl"
+    n_docs, n_bytes = write_real_corpus(src, args.real_mb)
+    script = os.path.abspath(__file__)
+    arms = {
+        "topicflow ingest": [sys.executable, script, "--cli-child", str(src), "--out", str(work / "real.zarr"),
+                             "--workers", str(args.workers), "--shard-size", str(args.shard_size)]
+                            + (["--memory-limit", args.memory_limit] if args.memory_limit else []),
+        "sklearn CountVectorizer": [sys.executable, script, "--sklearn-child", str(src)],
+    }
+    measure(arms["topicflow ingest"])  # warm-up: file-system cache, .pyc files
+    best: dict[str, dict[str, Any]] = {}
+    for _ in range(max(1, args.repeat)):
+        for name, cmd in arms.items():
+            result, wall, peak_mb, cpu = measure_with_cpu(cmd)
+            if name not in best or wall < best[name]["wall_s"]:
+                best[name] = {"tool": name, "input_mb": n_bytes / 1e6, "n_docs": n_docs,
+                              "n_tokens": result["n_tokens"], "wall_s": wall, "mb_per_s": n_bytes / 1e6 / wall,
+                              "cpu_s": cpu,
+                              "peak_rss_mb": peak_mb, "processes": f"{args.workers} workers + driver"
+                              if name.startswith("topicflow") else "1"}
+    rows = list(best.values())
+    print(json.dumps(rows, indent=2))
+    print(f"{'tool':<24} {'input MB':>9} {'docs':>9} {'tokens':>12} {'wall s':>7} {'MB/s':>6} {'CPU s':>7} "
+          f"{'peak RSS MB':>12}")
+    for r in rows:
+        print(f"{r['tool']:<24} {r['input_mb']:>9.1f} {r['n_docs']:>9,} {r['n_tokens']:>12,} {r['wall_s']:>7.1f} "
+              f"{r['mb_per_s']:>6.1f} {r['cpu_s']:>7.1f} {r['peak_rss_mb']:>12,.0f}")
+    ours, anchor = best["topicflow ingest"], best["sklearn CountVectorizer"]
+    print(f"same tokens counted: {ours['n_tokens'] == anchor['n_tokens']}; topicflow / CountVectorizer wall time "
+          f"x{ours['wall_s'] / anchor['wall_s']:.2f}, CPU time x{ours['cpu_s'] / anchor['cpu_s']:.2f}")
+    if args.stages:
+        stages = stage_cpu_seconds(src, work, args.stages, args.shard_size, max(3, args.repeat))
+        mb = sum(len(line) for _, line in zip(range(args.stages * args.shard_size), open(src, "rb"))) / 1e6
+        print(json.dumps({"stages_partitions": args.stages, "stages_mb": mb, "cpu_seconds": stages}, indent=2))
+        print(f"CPU seconds per stage, first {args.stages} partitions ({mb:.1f} MB), serial, best of "
+              f"{max(3, args.repeat)}:")
+        for name, seconds in stages.items():
+            print(f"  {name:<42} {seconds:>6.2f} s  {mb / seconds:>6.1f} MB/s")
 
 
 def run_child(args: argparse.Namespace) -> None:
@@ -129,6 +341,22 @@ def measure(command: list[str]) -> tuple[dict[str, Any], float, float]:
     return measure_process_tree(command, what="ingest")
 
 
+def measure_with_cpu(command: list[str]) -> tuple[dict[str, Any], float, float, float]:
+    """:func:`measure` plus the CPU seconds (user + system) of the whole process tree.
+
+    ``RUSAGE_CHILDREN`` covers every descendant that was reaped (Dask's nannies join their worker
+    processes), so the difference around the run is the tree's CPU time: much less sensitive to
+    other jobs on a shared machine than wall time.
+    """
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    result, wall, peak_mb = measure(command)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return result, wall, peak_mb, cpu
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--base-docs", type=int, default=20_000, help="documents at scale 1x")
@@ -143,16 +371,32 @@ def main() -> None:
     parser.add_argument("--keep-order", action="store_true",
                         help="also ingest every size with --keep-order and report the overhead")
     parser.add_argument("--repeat", type=int, default=1, help="runs per size and arm (best time reported)")
+    parser.add_argument("--real", action="store_true",
+                        help="real text: whole `topicflow ingest` command vs CountVectorizer (see above)")
+    parser.add_argument("--real-mb", type=float, default=186.0, help="size of the real-text input in MB")
+    parser.add_argument("--stages", type=int, default=0,
+                        help="with --real: also CPU seconds per ingest stage on this many partitions (serial)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--cli-child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--sklearn-child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--child-keep-order", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--out", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         run_child(args)
         return
+    if args.cli_child:
+        run_cli_child(args)
+        return
+    if args.sklearn_child:
+        run_sklearn_child(args)
+        return
 
     work = Path(args.work_dir or tempfile.mkdtemp(prefix="bench-ingest-"))
     work.mkdir(parents=True, exist_ok=True)
+    if args.real:
+        run_real(args, work)
+        return
     words = make_words(args.n_words, seed=0)
     script = os.path.abspath(__file__)
 

@@ -5,6 +5,16 @@ term statistics that the ingest graph tree-reduces (:class:`TermCounts`), and ho
 (:class:`PruneConfig`, :func:`prune_vocabulary`). It does no I/O beyond reading stop-word files and
 never touches Dask.
 
+Two tokenizers give the same tokens: :func:`tokenize` (Python ``re`` on one text) and
+:func:`tokenize_batch` (many texts at once, dictionary-encoded). For the default token pattern and
+its equivalents (:data:`RUN_PATTERNS`) the batch tokenizer runs vectorized over the UTF-8 bytes of
+the whole batch (NumPy for the word-character runs, pyarrow for the dictionary encoding and the
+stop words) and stays exact by construction: lowercasing is Python's own ``str.lower`` (full case
+mapping: ``'İ'`` -> ``'i̇'``, final sigma) and a character is a word character exactly when
+Python's ``re`` says ``\\w`` matches it (decided per distinct non-ASCII character by ``re`` itself,
+never by another Unicode table). Any other pattern, and text that cannot be encoded as UTF-8 (lone
+surrogates), goes through the Python tokenizer.
+
 Glossary: ``doc_freq`` number of documents containing a term; ``corpus_freq`` number of occurrences
 of a term; ``n_docs`` documents that have text in the language.
 """
@@ -16,13 +26,24 @@ from collections import Counter
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from topicflow.errors import InputError, InvalidParameterError
 from topicflow.models.common.vocabulary import Vocabulary
 
 #: Default token pattern: maximal runs of word characters (letters, digits, underscore).
 DEFAULT_TOKEN_PATTERN = r"(?u)\b\w+\b"
+
+#: Token patterns whose matches are the maximal runs of ``\w`` characters of at least the given
+#: length (``re.findall`` semantics); :func:`tokenize_batch` runs these vectorized.
+RUN_PATTERNS: dict[str, int] = {
+    DEFAULT_TOKEN_PATTERN: 1, r"\b\w+\b": 1, r"\w+": 1, r"(?u)\w+": 1,
+    r"(?u)\b\w\w+\b": 2, r"\b\w\w+\b": 2, r"\w\w+": 2, r"(?u)\w\w+": 2,
+}
 
 
 def load_builtin_stop_words(name: str) -> tuple[str, ...]:
@@ -194,6 +215,189 @@ def tokenize(text: str, config: TokenizerConfig) -> list[str]:
     ['dog', 'dog']
     """
     return make_tokenizer(config)(text)
+
+
+@dataclass(frozen=True, slots=True)
+class TokenBatch:
+    """The tokens of a batch of texts, dictionary-encoded (what :func:`tokenize_batch` returns).
+
+    Attributes
+    ----------
+    terms : ndarray of shape (n_distinct,), object (str)
+        Distinct tokens of the batch, in order of first appearance.
+    token_ids : ndarray of shape (n_tokens,), int32
+        Every token of every text in text order, as its position in ``terms``.
+    indptr : ndarray of shape (n_texts + 1,), int64
+        Text ``i`` has the tokens ``token_ids[indptr[i]:indptr[i + 1]]``.
+
+    Examples
+    --------
+    >>> batch = tokenize_batch(["a dog, a Dog", "cat dog"], TokenizerConfig())
+    >>> batch.terms.tolist(), batch.token_ids.tolist(), batch.indptr.tolist()
+    (['dog', 'cat'], [0, 0, 1, 0], [0, 2, 4])
+    >>> batch.tokens(1)
+    ['cat', 'dog']
+    """
+
+    terms: np.ndarray
+    token_ids: np.ndarray
+    indptr: np.ndarray
+
+    @property
+    def n_texts(self) -> int:
+        return len(self.indptr) - 1
+
+    def tokens(self, i: int) -> list[str]:
+        """The tokens of text ``i``, as :func:`tokenize` gives them."""
+        return self.terms[self.token_ids[self.indptr[i]:self.indptr[i + 1]]].tolist()
+
+    def bags(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per-text term counts: ``(indptr int64, term positions int32, counts int32)``, sorted per text.
+
+        Notes
+        -----
+        NumPy equivalent: for each text, ``np.unique(token_ids[indptr[i]:indptr[i + 1]], return_counts=True)``.
+        """
+        n_terms = max(len(self.terms), 1)
+        # int32 keys sort faster; a partition's (text, term) pairs nearly always fit.
+        key_type = np.dtype(np.int32 if (self.n_texts + 1) * n_terms < 2**31 else np.int64)
+        doc: np.ndarray = np.repeat(np.arange(self.n_texts, dtype=key_type), np.diff(self.indptr))
+        keys, counts = np.unique(doc * n_terms + self.token_ids.astype(key_type), return_counts=True)
+        indptr = np.searchsorted(keys, np.arange(self.n_texts + 1, dtype=np.int64) * n_terms).astype(np.int64)
+        return indptr, (keys % n_terms).astype(np.int32), counts.astype(np.int32)
+
+
+def tokenize_batch(texts: Sequence[str], config: TokenizerConfig) -> TokenBatch:
+    """Tokenize many texts at once; text ``i`` gets exactly the tokens ``tokenize(texts[i], config)``.
+
+    Vectorized for the patterns of :data:`RUN_PATTERNS`; the Python tokenizer otherwise, or when a
+    text cannot be encoded as UTF-8 (a lone surrogate).
+
+    Parameters
+    ----------
+    texts : sequence of str
+    config : TokenizerConfig
+
+    Returns
+    -------
+    TokenBatch
+        Terms in order of first appearance over the batch; the same whichever path ran.
+    """
+    min_run = RUN_PATTERNS.get(config.token_pattern)
+    if min_run is not None:
+        lowered = [t.lower() for t in texts] if config.lowercase else list(texts)
+        try:
+            encoded = [t.encode("utf-8") for t in lowered]
+        except UnicodeEncodeError:
+            pass
+        else:
+            return _tokenize_utf8(encoded, max(min_run, config.min_length), _stop_word_array(config.stop_words))
+    return _tokenize_python(texts, config)
+
+
+def _tokenize_python(texts: Sequence[str], config: TokenizerConfig) -> TokenBatch:
+    run = make_tokenizer(config)
+    index: dict[str, int] = {}
+    ids: list[int] = []
+    indptr = [0]
+    for text in texts:
+        ids.extend([index.setdefault(t, len(index)) for t in run(text)])
+        indptr.append(len(ids))
+    return TokenBatch(np.array(list(index) or [], dtype=object), np.asarray(ids, np.int32),
+                      np.asarray(indptr, np.int64))
+
+
+@functools.lru_cache(maxsize=8)
+def _stop_word_array(words: tuple[str, ...]) -> pa.Array | None:
+    return pa.array(words, pa.string()) if words else None
+
+
+#: Word characters among the ASCII bytes (Python's ``\w`` on ASCII: letters, digits, underscore).
+_ASCII_WORD = np.zeros(256, np.bool_)
+_ASCII_WORD[[ord(c) for c in map(chr, range(128)) if re.fullmatch(r"\w", c)]] = True
+_WORD_CHAR = re.compile(r"\w")
+#: Non-ASCII code points seen so far and whether Python's ``re`` takes them for ``\w``.
+_NON_ASCII_WORD: dict[int, bool] = {}
+
+
+def _is_word(code_points: np.ndarray) -> np.ndarray:
+    """Whether each code point is a ``\\w`` character for Python's ``re`` (asked once per code point)."""
+    distinct, inverse = np.unique(code_points, return_inverse=True)
+    known = _NON_ASCII_WORD
+    for cp in distinct.tolist():
+        if cp not in known:
+            known[cp] = _WORD_CHAR.fullmatch(chr(cp)) is not None
+    return np.array([known[cp] for cp in distinct.tolist()], np.bool_)[inverse]
+
+
+def _word_bytes(data: np.ndarray) -> np.ndarray:
+    """Per byte of valid UTF-8: whether it belongs to a word character (all bytes of a character agree)."""
+    word = _ASCII_WORD[data]
+    lead = np.flatnonzero(data >= 0xC0)
+    if not len(lead):
+        return word
+    last = len(data) - 1
+    b0 = data[lead].astype(np.int64)
+    b1, b2, b3 = (data[np.minimum(lead + k, last)].astype(np.int64) & 0x3F for k in (1, 2, 3))
+    width = 2 + (b0 >= 0xE0) + (b0 >= 0xF0)
+    code_points = np.where(width == 2, ((b0 & 0x1F) << 6) | b1,
+                           np.where(width == 3, ((b0 & 0x0F) << 12) | (b1 << 6) | b2,
+                                    ((b0 & 0x07) << 18) | (b1 << 12) | (b2 << 6) | b3))
+    is_word = _is_word(code_points)
+    for k in range(4):
+        at = width > k
+        word[lead[at] + k] = is_word[at]
+    return word
+
+
+def _tokenize_utf8(encoded: list[bytes], min_chars: int, stop_words: pa.Array | None) -> TokenBatch:
+    """Maximal runs of word characters of at least ``min_chars`` characters, minus stop words.
+
+    Notes
+    -----
+    Equivalent to ``[t for t in re.findall(r"\\w+", text) if len(t) >= min_chars and t not in stop]``
+    per text. The texts are joined and cut into segments, the maximal runs of bytes of equal
+    word-ness that do not cross a text boundary; the segments are one Arrow string array over the
+    joined bytes (no copy), dictionary-encoded at once, and whether a segment is a token (a word run,
+    long enough, not a stop word) is decided once per distinct segment.
+    """
+    text_starts = np.zeros(len(encoded) + 1, np.int64)
+    np.cumsum([len(e) for e in encoded], out=text_starts[1:])
+    joined = b"".join(encoded)
+    data = np.frombuffer(joined, np.uint8)
+    word = _word_bytes(data)
+    change = np.empty(len(data) + 1, np.bool_)
+    change[0] = change[-1] = True
+    np.not_equal(word[1:], word[:-1], out=change[1:-1])
+    change[text_starts[:-1]] = True
+    large = len(data) >= 2**31 - 1
+    bounds = np.flatnonzero(change).astype(np.int64 if large else np.int32)
+    segments = pa.Array.from_buffers(pa.large_string() if large else pa.string(), len(bounds) - 1,
+                                     [None, pa.py_buffer(bounds), pa.py_buffer(joined)])
+    encoded_segments = pc.dictionary_encode(segments)
+    distinct = encoded_segments.dictionary
+    is_token = _is_word_run(distinct) & (pc.utf8_length(distinct).to_numpy(zero_copy_only=False) >= min_chars)
+    if stop_words is not None:
+        is_token &= ~pc.is_in(distinct, value_set=stop_words).to_numpy(zero_copy_only=False)
+    segment_ids = encoded_segments.indices.to_numpy(zero_copy_only=False)
+    token_segments = np.flatnonzero(is_token[segment_ids])
+    renumber = (np.cumsum(is_token, dtype=np.int64) - 1).astype(np.int32)
+    token_ids = renumber[segment_ids[token_segments]]
+    # Segment index of each text start (every text start is a segment bound), then tokens before it.
+    indptr = np.searchsorted(token_segments, np.searchsorted(bounds, text_starts)).astype(np.int64)
+    terms = distinct.filter(pa.array(is_token))
+    return TokenBatch(np.asarray(terms.to_numpy(zero_copy_only=False), dtype=object), token_ids, indptr)
+
+
+def _is_word_run(distinct: pa.Array) -> np.ndarray:
+    """Whether each (non-empty) segment is a run of word characters, judged by its first character."""
+    offsets = np.frombuffer(distinct.buffers()[1], np.int64 if pa.types.is_large_string(distinct.type) else np.int32,
+                            len(distinct) + 1, distinct.offset * (8 if pa.types.is_large_string(distinct.type) else 4))
+    data = distinct.buffers()[2]
+    chars = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
+    if not len(distinct):
+        return np.zeros(0, np.bool_)
+    return _word_bytes(chars)[offsets[:-1]]
 
 
 @dataclass(frozen=True, slots=True)

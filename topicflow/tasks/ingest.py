@@ -5,17 +5,25 @@ with readable, deterministic keys (``ingest-count-<token>-<i>``). They never com
 ``distributed`` and never read input on the driver. Task bodies are module-level functions, so they
 pickle by reference and name their keys; every one of them reads at most one partition.
 
-Passes over the input (each a map over partitions):
-    1. ``count_partition``: per-language doc/corpus term frequencies, id hashes, skipped records;
-       tree-merged with fixed fan-in ``split_every`` into one :class:`PartitionSummary`.
+Passes over the input (each a map over partitions). Ingest reads and tokenizes the input once:
+    1. ``tokenize_partition``: read and tokenize (:func:`~topicflow.io.tokenizer.tokenize_batch`),
+       keep the partition's tokens as provisional term ids in a file beside the shards
+       (:class:`TokenizedPartition`), and return per-language doc/corpus term frequencies, id
+       hashes and skipped records; tree-merged with fixed fan-in ``split_every`` into one
+       :class:`PartitionSummary`.
     2. ``locate_ids`` (only when pass 1 found candidate duplicate ids): the records behind them.
-    3. ``write_partition``: re-read, re-tokenize, encode with the store's vocabulary and write the
-       partition's shard directly into the store (one partition -> one shard); with ``keep_order``
-       also each document's tokens in reading order (:class:`OrderEncoder`).
+    3. ``write_tokenized``: map the provisional ids to the store's vocabulary (integer work, no
+       text is read again) and write the partition's shard (one partition -> one shard); with
+       ``keep_order`` also each document's tokens in reading order, as :class:`OrderEncoder` does.
+Append keeps two passes over its (small) input: ``count_partition`` (pass 1) and
+``write_partition`` (pass 3, re-reading and re-tokenizing), because its vocabulary is only known
+once candidate terms are promoted; both give the same counts and shards as the one-pass route.
 """
 from __future__ import annotations
 
 import functools
+import os
+import pickle
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,9 +42,11 @@ from topicflow.io.sources.base import FieldSpec, InputPartition, Record, RecordE
 from topicflow.io.tokenizer import (
     LanguageCounts,
     TermCounts,
+    TokenBatch,
     TokenizerConfig,
     count_document,
     make_tokenizer,
+    tokenize_batch,
 )
 from topicflow.tasks.reduce import tree_reduce
 
@@ -310,6 +320,181 @@ def write_partition(
     return ShardWritten(partition.index, shard_dir, len(doc_ids), n_tokens, checksum, dict(dropped))
 
 
+@dataclass(frozen=True, slots=True)
+class LanguageTokens:
+    """The tokens of one language of a partition's valid records (part of :class:`TokenizedPartition`).
+
+    Attributes
+    ----------
+    has_text : ndarray of shape (n_records,), bool
+        Whether the record has text in the language (None text: it lacks the language).
+    tokens : TokenBatch
+        The tokens of every record (an empty text for a record lacking the language).
+    bags : tuple of ndarray
+        ``tokens.bags()``: per record, provisional term ids (positions in ``tokens.terms``) and counts.
+    """
+
+    has_text: np.ndarray
+    tokens: TokenBatch
+    bags: tuple[np.ndarray, np.ndarray, np.ndarray]
+
+    @classmethod
+    def of(cls, texts: Sequence[str | None], tokenizer: TokenizerConfig) -> LanguageTokens:
+        """Tokenize the texts of one language (None: the record lacks it)."""
+        tokens = tokenize_batch(["" if t is None else t for t in texts], tokenizer)
+        return cls(np.array([t is not None for t in texts], np.bool_), tokens, tokens.bags())
+
+    def counts(self) -> LanguageCounts:
+        """Document and corpus frequencies of the terms, as :func:`count_partition` counts them."""
+        _, term_ids, counts = self.bags
+        n_terms = len(self.tokens.terms)
+        doc_freq = np.bincount(term_ids, minlength=n_terms)
+        corpus_freq = np.bincount(term_ids, weights=counts, minlength=n_terms).astype(np.int64)
+        terms = self.tokens.terms.tolist()
+        return LanguageCounts(Counter(dict(zip(terms, doc_freq.tolist()))),
+                              Counter(dict(zip(terms, corpus_freq.tolist()))), int(self.has_text.sum()))
+
+
+@dataclass(frozen=True, slots=True)
+class TokenizedPartition:
+    """One partition read and tokenized once: what pass 1 leaves on disk for pass 3.
+
+    Attributes
+    ----------
+    doc_ids : list of str
+        Ids of the valid records, in input order.
+    labels : list of str or None
+    timestamps : list of int or None
+    languages : dict of str to LanguageTokens
+    """
+
+    doc_ids: list[str]
+    labels: list[str | None]
+    timestamps: list[int | None]
+    languages: dict[str, LanguageTokens]
+
+    def save(self, path: str) -> None:
+        """Write to ``path`` (a provisional file inside the store being built; replaced atomically)."""
+        partial = f"{path}.partial"
+        with open(partial, "wb") as handle:
+            pickle.dump(self, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(partial, path)
+
+    @staticmethod
+    def load(path: str) -> TokenizedPartition:
+        """Read what :meth:`save` wrote (a file this ingest wrote itself, never user input)."""
+        with open(path, "rb") as handle:
+            loaded = pickle.load(handle)
+        if not isinstance(loaded, TokenizedPartition):
+            raise TypeError(f"{path!r} does not hold a tokenized partition.")
+        return loaded
+
+
+def tokenize_partition(
+    partition: InputPartition, fields: FieldSpec, tokenizer: TokenizerConfig, on_error: OnError, path: str,
+) -> PartitionSummary:
+    """Pass 1 of ingest on one partition: tokenize once, save the tokens at ``path``, return the counts.
+
+    The counts, id hashes and skipped records are those of :func:`count_partition`.
+    """
+    skipped: Counter[str] = Counter()
+    records = list(iter_records(partition, fields, on_error, skipped))
+    languages = {lang: LanguageTokens.of([r.texts[lang] for r in records], tokenizer) for lang in fields.languages}
+    doc_ids = [r.doc_id for r in records]
+    TokenizedPartition(doc_ids, [r.label for r in records], [r.timestamp for r in records], languages).save(path)
+    counts = TermCounts({lang: tokens.counts() for lang, tokens in languages.items()})
+    return PartitionSummary(counts, IdHashes.of(hash_ids(doc_ids)), len(doc_ids), dict(skipped))
+
+
+def _provisional_to_vocab(terms: np.ndarray, index: Mapping[str, int]) -> np.ndarray:
+    """Vocabulary id of each provisional term, -1 outside the vocabulary."""
+    get = index.get
+    return np.fromiter((get(t, -1) for t in terms.tolist()), np.int64, len(terms))
+
+
+def _encode_bags(
+    tokens: LanguageTokens, vocab_ids: np.ndarray, kept: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """CSR ``(indptr, term_ids, counts)`` of the ``kept`` records in vocabulary ids, sorted per document.
+
+    Notes
+    -----
+    Equivalent to :func:`encode_bag` on each kept record's bag.
+    """
+    indptr, local, counts = tokens.bags
+    doc = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
+    ids = vocab_ids[local]
+    select = (ids >= 0) & kept[doc]
+    n_terms = int(vocab_ids.max(initial=-1)) + 1
+    keys = doc[select] * max(n_terms, 1) + ids[select]
+    order = np.argsort(keys, kind="stable")
+    row = np.cumsum(kept) - 1                       # position of each kept record among the kept
+    per_doc = np.bincount(row[doc[select]], minlength=int(kept.sum()))
+    out_indptr = np.zeros(len(per_doc) + 1, np.int64)
+    np.cumsum(per_doc, out=out_indptr[1:])
+    return out_indptr, ids[select][order].astype(np.int32), counts[select][order].astype(np.int32)
+
+
+def _encode_order(
+    tokens: LanguageTokens, vocab_ids: np.ndarray, kept: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ordered-token layer ``(indptr, tokens, oov_terms)`` of the kept records (as :class:`OrderEncoder`)."""
+    batch = tokens.tokens
+    lengths = np.diff(batch.indptr)
+    doc = np.repeat(np.arange(batch.n_texts, dtype=np.int64), lengths)
+    local = batch.token_ids[kept[doc]]
+    codes = vocab_ids[local]
+    oov = codes < 0
+    distinct, first = np.unique(local[oov], return_index=True)
+    by_first = distinct[np.argsort(first, kind="stable")]
+    rank = np.zeros(len(batch.terms), np.int64)
+    rank[by_first] = np.arange(len(by_first))
+    codes[oov] = -(rank[local[oov]] + 1)
+    indptr = np.zeros(int(kept.sum()) + 1, np.int64)
+    np.cumsum(lengths[kept], out=indptr[1:])
+    return indptr, codes.astype(np.int32), np.array(batch.terms[by_first].tolist(), dtype=object)
+
+
+def write_tokenized(
+    path: str, fields: FieldSpec, vocab_index: Mapping[str, Mapping[str, int]], shard_dir: str,
+    partition: int, skip_positions: frozenset[int], drop_reason: str, keep_order: bool = False,
+) -> ShardWritten:
+    """Pass 3 of ingest on one partition: encode the tokens saved at ``path`` and write one shard.
+
+    The shard, its checksum and the dropped counts are exactly those of :func:`write_partition` on the
+    same partition. The provisional file is left in place (a task run again after a lost worker
+    finds it); the driver removes them all once every shard is written.
+    """
+    saved = TokenizedPartition.load(path)
+    n_records = len(saved.doc_ids)
+    vocab_ids = {lang: _provisional_to_vocab(t.tokens.terms, vocab_index[lang]) for lang, t in saved.languages.items()}
+    in_vocab = np.zeros(n_records, np.bool_)
+    any_token = np.zeros(n_records, np.bool_)
+    for lang, tokens in saved.languages.items():
+        indptr, local, _ = tokens.bags
+        doc = np.repeat(np.arange(n_records), np.diff(indptr))
+        in_vocab[doc[vocab_ids[lang][local] >= 0]] = True
+        any_token |= np.diff(indptr) > 0
+    listed = np.ones(n_records, np.bool_)
+    listed[[p for p in skip_positions if p < n_records]] = False
+    kept = listed & in_vocab
+    n_no_tokens = int((listed & ~any_token).sum())
+    dropped = Counter({"no_tokens": n_no_tokens, drop_reason: int((listed & any_token & ~in_vocab).sum())})
+    if not kept.any():
+        return ShardWritten(partition, shard_dir, 0, {}, None, dict(+dropped))
+    rows = np.flatnonzero(kept).tolist()
+    bags = {lang: _encode_bags(t, vocab_ids[lang], kept) for lang, t in saved.languages.items()}
+    orders = ({lang: _encode_order(t, vocab_ids[lang], kept) for lang, t in saved.languages.items()}
+              if keep_order else None)
+    checksum, n_tokens = write_shard(
+        Path(shard_dir), bags, np.asarray([saved.doc_ids[i] for i in rows], dtype=object),
+        labels=np.asarray([saved.labels[i] for i in rows], dtype=object) if fields.has_labels else None,
+        timestamps=np.asarray([saved.timestamps[i] for i in rows], dtype=np.int64) if fields.has_timestamps else None,
+        orders=orders,
+    )
+    return ShardWritten(partition, shard_dir, len(rows), n_tokens, checksum, dict(+dropped))
+
+
 # ----------------------------------------------------------------------------- graph builders
 
 
@@ -327,6 +512,53 @@ def map_count(
     task = dask.delayed(count_partition, pure=True)
     return [task(p, fields, tokenizer, on_error, dask_key_name=f"ingest-count-{token}-{p.index}")
             for p in partitions]
+
+
+def map_tokenize(
+    partitions: Sequence[InputPartition], fields: FieldSpec, tokenizer: TokenizerConfig, on_error: OnError,
+    *, paths: Mapping[int, str],
+) -> list[Delayed]:
+    """One one-pass ingest task per partition, keyed ``ingest-tokenize-<token>-<i>``.
+
+    Each saves its partition's tokens at ``paths[index]`` and returns its :class:`PartitionSummary`.
+    """
+    token = dask.base.tokenize(pass_token(partitions, fields, tokenizer, on_error), dict(paths))
+    task = dask.delayed(tokenize_partition, pure=True)
+    return [task(p, fields, tokenizer, on_error, paths[p.index], dask_key_name=f"ingest-tokenize-{token}-{p.index}")
+            for p in partitions]
+
+
+def map_write_tokenized(
+    partitions: Sequence[InputPartition], fields: FieldSpec, *, store: str, paths: Mapping[int, str],
+    shard_dirs: Mapping[int, str], skip: Mapping[int, frozenset[int]], drop_reason: str, keep_order: bool = False,
+) -> list[Delayed]:
+    """One shard-writing task per partition from its saved tokens, keyed ``ingest-encode-<token>-<i>``.
+
+    Parameters
+    ----------
+    store : str
+        Store whose ``vocab/<lang>`` the documents are encoded with.
+    paths : mapping of partition index to str
+        Where :func:`map_tokenize` saved each partition's tokens.
+    shard_dirs : mapping of partition index to str
+        Directory each partition's shard is written to (must not exist).
+    skip : mapping of partition index to frozenset of int
+        Positions (among valid records) of records to leave out, e.g. duplicate ids.
+    drop_reason : str
+        Reason counted for documents whose every token is outside the vocabulary.
+    keep_order : bool, default False
+        Also write each document's tokens in reading order (the ordered-token layer).
+    """
+    token = dask.base.tokenize(list(partitions), fields, store, dict(paths), dict(shard_dirs),
+                               {k: sorted(v) for k, v in skip.items()}, drop_reason, keep_order)
+    vocab = dask.delayed(load_vocab_index, pure=True)(store, fields.languages,
+                                                      dask_key_name=f"ingest-vocab-{token}")
+    task = dask.delayed(write_tokenized, pure=True)
+    return [
+        task(paths[p.index], fields, vocab, shard_dirs[p.index], p.index, skip.get(p.index, frozenset()),
+             drop_reason, keep_order, dask_key_name=f"ingest-encode-{token}-{p.index}")
+        for p in partitions
+    ]
 
 
 def tree_merge(parts: Sequence[Delayed], *, split_every: int, name: str = "ingest-merge") -> Delayed:

@@ -61,7 +61,9 @@ from topicflow.tasks.ingest import (
     ShardWritten,
     map_count,
     map_locate_ids,
+    map_tokenize,
     map_write_shards,
+    map_write_tokenized,
     tree_merge,
 )
 
@@ -157,8 +159,12 @@ def _count_pass(
     partitions: Sequence[InputPartition], fields: FieldSpec, tokenizer: TokenizerConfig,
     on_error: OnError, split_every: int, client: Any, progress: ProgressReporter,
 ) -> PartitionSummary:
-    """Pass 1: count every partition, then tree-merge; per-partition progress on a distributed client."""
-    parts = map_count(partitions, fields, tokenizer, on_error)
+    """Pass 1 of append: count every partition, then tree-merge (see :func:`_summarize`)."""
+    return _summarize(map_count(partitions, fields, tokenizer, on_error), split_every, client, progress)
+
+
+def _summarize(parts: Sequence[Any], split_every: int, client: Any, progress: ProgressReporter) -> PartitionSummary:
+    """Tree-merge the partitions' summaries; per-partition progress on a distributed client."""
     root = tree_merge(parts, split_every=split_every)
     client = current_client(client)
     if client is None or progress is NO_PROGRESS:
@@ -375,7 +381,10 @@ def ingest_corpus(
     tmp = temporary_sibling(out)
     try:
         init_store(tmp, format_version=store_format_version(1, has_order=keep_order))
-        summary = _count_pass(partitions, fields, tokenizer, on_error, split, client, progress)
+        # One pass over the text: tokenize once, keeping provisional term ids beside the shards.
+        token_paths = {p.index: str(tmp / "shards" / f".tokens-{p.index:06d}") for p in partitions}
+        summary = _summarize(map_tokenize(partitions, fields, tokenizer, on_error, paths=token_paths),
+                             split, client, progress)
         summary, skip = _resolve_duplicates(summary, partitions, fields, tokenizer, on_error, {}, str(out),
                                             client, progress)
         _check_records(summary, inputs)
@@ -384,9 +393,12 @@ def ingest_corpus(
             write_vocabulary(tmp / "vocab" / lang, vocab)
             write_vocabulary(tmp / "excluded" / lang, too_common_terms(summary.counts.get(lang), prune))
         shard_dirs = {p.index: str(tmp / "shards" / f".part-{p.index:06d}") for p in partitions}
-        written = _write_pass(partitions, fields, tokenizer, on_error, store=tmp, shard_dirs=shard_dirs,
-                              skip=skip, drop_reason="all_terms_pruned", client=client, progress=progress,
-                              keep_order=keep_order)
+        written = compute_list(
+            map_write_tokenized(partitions, fields, store=str(tmp), paths=token_paths, shard_dirs=shard_dirs,
+                                skip=skip, drop_reason="all_terms_pruned", keep_order=keep_order),
+            client=client, progress=progress, desc="writing shards", unit="shard")
+        for path in token_paths.values():
+            Path(path).unlink(missing_ok=True)
         manifest = Manifest(languages=fields.languages, tokenizer=tokenizer.to_dict(), shard_size=size,
                             has_labels=fields.has_labels, has_timestamps=fields.has_timestamps,
                             has_order=keep_order)
