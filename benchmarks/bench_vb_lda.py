@@ -13,6 +13,15 @@ Real corpus (JSON Lines with ``id`` and ``text``; every tenth document is held o
 
     python benchmarks/bench_vb_lda.py --jsonl labeled_fortunes.jsonl bible_kjv.jsonl --topics 20 100
 
+Issue 22 (batch VB convergence): ``topicflow`` runs the defaults (learned alpha from
+``start_doc_topic_prior(K)``, stopping at ``BATCH_TOL``), ``topicflow-before`` the former ones (alpha from
+1/K, tol 1e-4); each runs ``--max-iter`` iterations and is stopped after the fact by its rule (the rule
+only reads the ELBO trace), which gives the stop, the run's best held-out perplexity and the iterations
+and fit seconds to reach each anchor's perplexity::
+
+    python benchmarks/bench_vb_lda.py --jsonl labeled_fortunes.jsonl bible_kjv.jsonl --topics 100 20 \
+        --systems topicflow-before,topicflow,gensim,gensim-multicore,sklearn --max-iter 60
+
 Generated corpus::
 
     python benchmarks/bench_vb_lda.py --synth-docs 100000 --topics 20 100
@@ -32,12 +41,18 @@ from typing import Any, Callable
 import numpy as np
 import scipy.sparse as sp
 
-from topicflow.io.sources.base import FieldSpec
 from topicflow.io.corpus.reader import Corpus
-from topicflow.models.common.blocks import DocBlock, remap_terms
+from topicflow.io.sources.base import FieldSpec
 from topicflow.metrics.heldout import completion_log_likelihood, split_doc_tokens
+from topicflow.models.common.blocks import DocBlock, remap_terms
 from topicflow.models.lda.vb.params import VBParams
-from topicflow.pipeline.vb.batch import VBConfig, fit_batch_vb
+from topicflow.pipeline.policies import has_converged
+from topicflow.pipeline.vb.batch import (
+    BATCH_TOL,
+    VBConfig,
+    fit_batch_vb,
+    start_doc_topic_prior,
+)
 
 EVAL_SEED = 12345
 EVAL_PARAMS_ITER, EVAL_PARAMS_TOL = 100, 1e-3
@@ -143,18 +158,22 @@ def perplexity(pairs: list[tuple[DocBlock, DocBlock]], topic_word: np.ndarray, a
 
 
 def run_topicflow(train: Corpus, k: int, max_iter: int, client: Any, pairs: list, eta: float = 0.01,
-                  alpha: str = "auto", seed: int = 0, init_shape: float = 100.0) -> dict[str, Any]:
+                  alpha: str = "auto", seed: int = 0, init_shape: float = 100.0, tol: float = 1e-4,
+                  extra: dict[str, Any] | None = None) -> dict[str, Any]:
     curve: list[tuple[float, float]] = []
+    steps: list[dict[str, Any]] = []
     fit_seconds = [0.0]
 
     def on_iteration(record: Any, state: Any) -> None:
         fit_seconds[0] += record.seconds
         tw = state.topic_word()["default"]
         curve.append((fit_seconds[0], perplexity(pairs, tw, state.doc_topic_prior)))
+        steps.append({"iteration": record.iteration, "seconds": round(record.seconds, 3),
+                      "elbo_per_token": record.elbo_per_token, "alpha_sum": record.alpha_sum})
 
     started = time.perf_counter()
-    result = fit_batch_vb(train, VBConfig(n_topics=k, max_iter=max_iter, tol=1e-4, topic_word_prior=eta, seed=seed,
-                                          init_shape=init_shape, **alpha_settings(alpha, k)),
+    result = fit_batch_vb(train, VBConfig(n_topics=k, max_iter=max_iter, tol=tol, topic_word_prior=eta, seed=seed,
+                                          init_shape=init_shape, **alpha_settings(alpha, k), **(extra or {})),
                           client=client, on_iteration=on_iteration)
     wall = time.perf_counter() - started
     eval_time = wall - fit_seconds[0]
@@ -162,6 +181,7 @@ def run_topicflow(train: Corpus, k: int, max_iter: int, client: Any, pairs: list
         "seconds": fit_seconds[0], "wall_with_eval": wall, "eval_seconds": eval_time,
         "iterations": len(result.trace), "perplexity": curve[-1][1], "curve": curve,
         "tokens_per_second": result.trace[-1].tokens_per_second,
+        "steps": [{**step, "perplexity": round(p, 2)} for step, (_, p) in zip(steps, curve)],
     }
 
 
@@ -169,6 +189,64 @@ def alpha_settings(alpha: str, k: int) -> dict[str, Any]:
     """``auto`` (learned, asymmetric) or ``fixed`` at 1/K, scikit-learn's default."""
     return ({"doc_topic_prior_mode": "auto"} if alpha == "auto"
             else {"doc_topic_prior_mode": "fixed", "doc_topic_prior": 1.0 / k})
+
+
+#: Issue 22 part 4: batch VB before and after the new defaults, as (learned alpha start, stopping tol).
+VARIANTS: dict[str, tuple[Callable[[int], float], float]] = {
+    "topicflow": (start_doc_topic_prior, BATCH_TOL),
+    "topicflow-before": (lambda k: 1.0 / k, 1e-4),
+}
+
+
+def stop_index(elbos: list[float], tol: float) -> int:
+    """Index of the iteration at which ``has_converged(..., tol)`` stops a fit (the last one if never)."""
+    for i in range(len(elbos)):
+        if has_converged(elbos[: i + 1], tol):
+            return i
+    return len(elbos) - 1
+
+
+def run_variant(name: str, train: Corpus, k: int, max_iter: int, client: Any, pairs: list, **options: Any) -> dict[str, Any]:
+    """One run to ``max_iter`` with the variant's alpha start (tol 0), stopped after the fact by its rule.
+
+    The stopping rule only reads the ELBO trace, so the iterations before the stop are exactly those of a
+    fit with that tol: one run gives the stop and what happens after it (the eventual best).
+    """
+    start, tol = VARIANTS[name]
+    res = run_topicflow(train, k, max_iter, client, pairs, tol=0.0, extra={"doc_topic_prior": start(k)}, **options)
+    stop = stop_index([s["elbo_per_token"] for s in res["steps"]], tol)
+    best = min(range(len(res["curve"])), key=lambda i: res["curve"][i][1])
+    res.update({
+        "alpha_start": start(k), "tol": tol, "stop_iterations": stop + 1, "stop_seconds": res["curve"][stop][0],
+        "stop_perplexity": res["curve"][stop][1], "best_perplexity": res["curve"][best][1], "best_iterations": best + 1,
+        "stop_over_best": res["curve"][stop][1] / res["curve"][best][1] - 1.0,
+    })
+    return res
+
+
+def count_doc_sweeps(train: Corpus, k: int, iterations: int) -> dict[str, list[float]]:
+    """Mean phi/gamma sweeps per document in each iteration of each variant: the E-step's work, free of timing noise."""
+    from topicflow.pipeline.vb.batch import initial_state, run_iteration
+    from topicflow.tasks.estep import graph_token
+
+    sweeps: dict[str, list[float]] = {}
+    for name, (start, _) in VARIANTS.items():
+        config = VBConfig(n_topics=k, doc_topic_prior=start(k), tol=0.0, max_iter=iterations)
+        state, _ = initial_state(train, config)
+        sweeps[name] = []
+        for i in range(iterations):
+            state, stats, _ = run_iteration(train.to_delayed_multi(), state, config, token=graph_token(name, k, i),
+                                            split_every=8, client=None, iteration=i)
+            sweeps[name].append(stats.n_doc_iter / stats.n_docs)
+    return sweeps
+
+
+def reach_target(curve: list[tuple[float, float]], target: float) -> tuple[int, float] | None:
+    """(iterations, fit seconds) at which the held-out perplexity first reaches ``target``."""
+    for i, (seconds, value) in enumerate(curve):
+        if value <= target:
+            return i + 1, seconds
+    return None
 
 
 def run_gensim(X: sp.csr_matrix, k: int, passes: int, multicore: bool, seed: int = 0) -> tuple[float, np.ndarray, np.ndarray]:
@@ -234,7 +312,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="topicflow's starting topics: Gamma(s, 1/s) entries (the anchors draw Gamma(100, 1/100))")
     parser.add_argument("--sklearn-max-iter", type=int, default=None,
                         help="scikit-learn max_iter (default: --max-iter); its batch iterations are slow at scale")
+    parser.add_argument("--tol", type=float, default=1e-4, help="topicflow's stopping tolerance (0: run --max-iter)")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--sweeps", type=int, default=0,
+                        help="also count each variant's mean E-step sweeps per document over this many iterations")
     parser.add_argument("--workdir", type=Path, default=None)
     args = parser.parse_args(argv)
 
@@ -263,13 +344,21 @@ def main(argv: list[str] | None = None) -> int:
                 "sklearn": lambda: run_sklearn(X, k, args.sklearn_max_iter or args.max_iter, seed=args.seed),
             }
             for name in systems:
-                if name == "topicflow":
+                if name in VARIANTS and args.alpha == "auto":
+                    results[name] = run_variant(name, train, k, args.max_iter, client, pairs, eta=args.eta,
+                                                seed=args.seed, init_shape=args.init_shape)
+                elif name in VARIANTS:
                     results[name] = run_topicflow(train, k, args.max_iter, client, pairs, eta=args.eta,
-                                                  alpha=args.alpha, seed=args.seed, init_shape=args.init_shape)
+                                                  alpha=args.alpha, seed=args.seed, init_shape=args.init_shape,
+                                                  tol=args.tol)
                 else:
                     seconds, topic_word, alpha = anchors[name]()
                     results[name] = {"seconds": seconds, "perplexity": perplexity(pairs, topic_word, alpha)}
-            anchor_names = [n for n in results if n != "topicflow"]
+            anchor_names = [n for n in results if n not in VARIANTS]
+            for name in VARIANTS:
+                if name in results:
+                    results[name]["reach"] = {a: reach_target(results[name]["curve"], results[a]["perplexity"])
+                                              for a in anchor_names}
             if "topicflow" in results and anchor_names:
                 fastest = min(anchor_names, key=lambda n: results[n]["seconds"])
                 best = min(anchor_names, key=lambda n: results[n]["perplexity"])
@@ -277,6 +366,13 @@ def main(argv: list[str] | None = None) -> int:
                 results["topicflow"]["time_to_fastest_anchor_perplexity"] = time_to_reach(curve, results[fastest]["perplexity"])
                 results["topicflow"]["time_to_best_anchor_perplexity"] = time_to_reach(curve, results[best]["perplexity"])
                 results["topicflow"]["fastest_anchor"] = fastest
+            counted = count_doc_sweeps(train, k, args.sweeps) if args.sweeps else {}
+            for name in VARIANTS:
+                if name in results and counted:
+                    sweeps = counted[name]
+                    stop = results[name].get("stop_iterations", len(sweeps))
+                    results[name]["doc_sweeps"] = [round(x, 2) for x in sweeps]
+                    results[name]["doc_sweeps_to_stop"] = round(sum(sweeps[:stop]), 1)
             for name, res in results.items():
                 row = {**info, "system": name, **{k2: v for k2, v in res.items() if k2 != "curve"}}
                 if "curve" in res:
@@ -290,7 +386,33 @@ def main(argv: list[str] | None = None) -> int:
         reach_text = "" if "fastest_anchor" not in row else ("never" if reach is None else f"{reach:.1f}")
         print(f"{row['K']:>4} {row['system']:<17} {row['n_docs']:>8} {row['n_tokens']:>10} "
               f"{row['seconds']:>8.1f} {row['perplexity']:>10.1f} {reach_text:>10}")
+    print_convergence(rows)
     return 0
+
+
+def print_convergence(rows: list[dict[str, Any]]) -> None:
+    """Issue 22 table: where each variant's stopping rule stops, the eventual best, and when each anchor is reached."""
+    variants = [row for row in rows if "stop_iterations" in row]
+    if not variants:
+        return
+    anchors = [row for row in rows if row["system"] not in VARIANTS]
+    print()
+    print("batch VB convergence (iterations / fit seconds; perplexity on the held-out documents)")
+    for row in anchors:
+        print(f"  K={row['K']} anchor {row['system']}: {row['perplexity']:.1f} in {row['seconds']:.1f} s")
+    head = f"{'K':>4} {'variant':<17} {'alpha0':>7} {'tol':>6} {'stop it':>7} {'stop s':>7} {'stop ppl':>8} " \
+           f"{'best ppl':>8} {'best it':>7} {'stop/best':>9}"
+    names = sorted({a for row in variants for a in row.get("reach", {})})
+    print(head + "".join(f" {('->' + n)[:17]:>17}" for n in names))
+    for row in variants:
+        cells = []
+        for n in names:
+            hit = row.get("reach", {}).get(n)
+            cells.append("never" if hit is None else f"{hit[0]} it {hit[1]:.1f} s")
+        print(f"{row['K']:>4} {row['system']:<17} {row['alpha_start']:>7.3g} {row['tol']:>6.0e} "
+              f"{row['stop_iterations']:>7} {row['stop_seconds']:>7.1f} {row['stop_perplexity']:>8.1f} "
+              f"{row['best_perplexity']:>8.1f} {row['best_iterations']:>7} {100 * row['stop_over_best']:>8.2f}%"
+              + "".join(f" {c:>17}" for c in cells))
 
 
 if __name__ == "__main__":

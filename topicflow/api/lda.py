@@ -48,10 +48,12 @@ from topicflow.pipeline.policies import CheckpointPolicy
 from topicflow.pipeline.presets import with_preset
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 from topicflow.pipeline.vb.batch import (
+    BATCH_TOL,
     FitResult,
     IterationRecord,
     VBConfig,
     fit_batch_vb,
+    start_doc_topic_prior,
 )
 from topicflow.pipeline.vb.online import (
     EXECUTORS,
@@ -69,6 +71,16 @@ from topicflow.pipeline.vb.svb import (
     fit_svb,
     svb_info,
 )
+
+
+def _default_alpha_start(method: str, estep: str, n_topics: int) -> float:
+    """Start of a learned alpha when ``doc_topic_prior_init`` is None: batch VB's (vb E-step) or 1 / K."""
+    return start_doc_topic_prior(n_topics) if (method, estep) == ("batch", "vb") else 1.0 / n_topics
+
+
+def _default_tol(method: str) -> float:
+    """``tol`` when None: ``BATCH_TOL`` for batch VB, 1e-4 for svb's local iterations."""
+    return BATCH_TOL if method == "batch" else 1e-4
 
 
 def parse_doc_topic_prior(alpha: str | float) -> tuple[str, float | None]:
@@ -113,8 +125,10 @@ class LDA(FittedModelMixin, TopicModelEstimator):
         Symmetric topic-word prior.
     max_iter : int, default 50
         Batch iterations at most.
-    tol : float, default 1e-4
-        Stop when the relative ELBO change falls below it (batch).
+    tol : float, optional
+        Stop when the relative ELBO change of one iteration falls below it (batch; svb: of a
+        minibatch's local iterations). Default: 1e-3 for batch (``BATCH_TOL``, tuned to stop once the
+        held-out perplexity has settled; docs/variational-lda.md), 1e-4 for svb.
     max_doc_iter : int, default 100
         Per-document E-step iteration limit.
     doc_tol : float, default 1e-3
@@ -130,7 +144,9 @@ class LDA(FittedModelMixin, TopicModelEstimator):
         Push-out: the prior of a seed word in every topic that does not list it (topicflow used 1e-3
         before issue 18). Default None: those pairs keep ``topic_word_prior``, as in Mr. LDA.
     doc_topic_prior_init : float, optional
-        Start of a learned alpha (``doc_topic_prior`` "auto" or "symmetric"); default 1 / n_topics.
+        Start of a learned alpha (``doc_topic_prior`` "auto" or "symmetric"); default
+        ``min(1, 20 / n_topics)`` for batch VB with the ``vb`` E-step
+        (:func:`~topicflow.pipeline.vb.batch.start_doc_topic_prior`), 1 / n_topics otherwise.
         Mr. LDA's experiments start at 50 / n_topics (preset ``zhai2014-mrlda``). Ignored when
         ``doc_topic_prior`` is a number (a fixed alpha).
     optimize_topic_word_prior : bool, default False
@@ -231,7 +247,7 @@ class LDA(FittedModelMixin, TopicModelEstimator):
         "doc_topic_prior": [Parsed(parse_doc_topic_prior, "'auto', 'symmetric' or a positive float (or a str holding one)")],
         "topic_word_prior": [_POSITIVE],
         "max_iter": [_POSITIVE_INT],
-        "tol": [_NONNEGATIVE],
+        "tol": [None, _NONNEGATIVE],
         "max_doc_iter": [_POSITIVE_INT],
         "doc_tol": [_NONNEGATIVE],
         "seed": [Interval(Integral, 0, 2**63, closed="left")],
@@ -288,7 +304,7 @@ class LDA(FittedModelMixin, TopicModelEstimator):
     def __init__(
         self, n_topics: int = 10, *, doc_topic_prior: str | float = "auto", topic_word_prior: float = 0.01,
         max_iter: int = 50,
-        tol: float = 1e-4, max_doc_iter: int = 100, doc_tol: float = 1e-3, seed: int = 0,
+        tol: float | None = None, max_doc_iter: int = 100, doc_tol: float = 1e-3, seed: int = 0,
         seed_topics: Sequence[SeedTopic] = (), seed_strength: float = 10.0, seed_off_topic: float | None = None,
         doc_topic_prior_init: float | None = None,
         optimize_topic_word_prior: bool = False,
@@ -337,9 +353,12 @@ class LDA(FittedModelMixin, TopicModelEstimator):
         mode, value = parse_doc_topic_prior(self.doc_topic_prior)
         if mode != "fixed" and self.doc_topic_prior_init is not None:
             value = float(self.doc_topic_prior_init)
+        elif mode != "fixed":
+            value = _default_alpha_start(self.method, self.estep, int(self.n_topics))
+        tol = _default_tol(self.method) if self.tol is None else self.tol
         return VBConfig(
             n_topics=int(self.n_topics), doc_topic_prior_mode=mode, doc_topic_prior=value, topic_word_prior=float(self.topic_word_prior),  # type: ignore[arg-type]
-            optimize_topic_word_prior=bool(self.optimize_topic_word_prior), max_iter=int(self.max_iter), tol=float(self.tol),
+            optimize_topic_word_prior=bool(self.optimize_topic_word_prior), max_iter=int(self.max_iter), tol=float(tol),
             max_doc_iter=int(self.max_doc_iter), doc_tol=float(self.doc_tol), seed=int(self.seed),
             seed_topics=tuple(self.seed_topics), seed_strength=float(self.seed_strength),
             seed_off_topic=None if self.seed_off_topic is None else float(self.seed_off_topic),
@@ -720,18 +739,20 @@ class LDA(FittedModelMixin, TopicModelEstimator):
         if model.info.method == "scvb0":
             return cls._load_scvb0(model)
         config = VBConfig.from_dict(model.info.settings or {"n_topics": model.state.n_topics})
+        method = model.info.method or "batch"
         online = OnlineConfig.from_dict(model.info.online["config"]) if model.info.online else OnlineConfig()
         estimator = cls(
             n_topics=config.n_topics,
             doc_topic_prior=config.doc_topic_prior_mode if config.doc_topic_prior_mode != "fixed" else config.initial_alpha,
-            topic_word_prior=config.topic_word_prior, max_iter=config.max_iter, tol=config.tol,
+            topic_word_prior=config.topic_word_prior, max_iter=config.max_iter,
+            tol=None if config.tol == _default_tol(method) else config.tol,
             max_doc_iter=config.max_doc_iter,
             doc_tol=config.doc_tol, seed=config.seed, seed_topics=config.seed_topics,
             seed_strength=config.seed_strength, seed_off_topic=config.seed_off_topic,
-            doc_topic_prior_init=(config.doc_topic_prior if config.doc_topic_prior_mode != "fixed"
-                                  and config.initial_alpha != 1.0 / config.n_topics else None),
+            doc_topic_prior_init=(config.doc_topic_prior if config.doc_topic_prior_mode != "fixed" and config.initial_alpha
+                                  != _default_alpha_start(method, config.estep, config.n_topics) else None),
             optimize_topic_word_prior=config.optimize_topic_word_prior, warm_start=config.warm_start,
-            method=model.info.method or "batch", batch_size=online.batch_size, tau0=online.tau0,
+            method=method, batch_size=online.batch_size, tau0=online.tau0,
             kappa=online.kappa, passes=online.passes, shuffle_window=online.shuffle_window,
             total_docs=online.total_docs, eval_every=online.eval_every, estep=config.estep,
             burn_in=config.burn_in, samples=config.samples, init_shape=config.init_shape,

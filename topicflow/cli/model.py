@@ -188,8 +188,9 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @click.option("--max-iter", default=50, show_default=True, type=click.IntRange(min=1),
               help="Maximum batch VB iterations (svb: per minibatch; tree LDA with --inference gibbs: sweeps, "
                    "200 when not given).")
-@click.option("--tol", default=1e-4, show_default=True, type=float,
-              help="Batch and svb: stop at this relative ELBO change (svb: of the minibatch).")
+@click.option("--tol", default=None, type=float,
+              help="Batch and svb: stop at this relative ELBO change of one iteration (svb: of the minibatch)  "
+                   "[default: batch 1e-3, svb 1e-4]")
 @click.option("--batch-size", default=None, type=click.IntRange(min=1),
               help="Online and svb: documents per minibatch S [default: 256]. pcsvb0 and scvb0: documents per "
                    "minibatch [default: none, word by word].")
@@ -223,7 +224,8 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @click.option("--seed-off-topic", default=None, type=click.FloatRange(min=0, min_open=True),
               help="Push-out: prior of a seed word in every other topic (default: --topic-word-prior, as Mr. LDA).")
 @click.option("--doc-topic-prior-init", default=None, type=click.FloatRange(min=0, min_open=True),
-              help="Start of a learned alpha (auto/symmetric); default 1/K (Mr. LDA's experiments: 50/K).")
+              help="Start of a learned alpha (auto/symmetric); default min(1, 20/K) for batch VB, 1/K otherwise "
+                   "(Mr. LDA's experiments: 50/K).")
 @click.option("--max-doc-iter", default=100, show_default=True, type=click.IntRange(min=1), help="Maximum E-step iterations per document.")
 @click.option("--doc-tol", default=1e-3, show_default=True, type=float, help="E-step stops at this mean absolute change of gamma.")
 @click.option("--warm-start/--cold-start", default=False, show_default=True,
@@ -277,7 +279,7 @@ def fit(store: str, model_path: str, n_topics: int | None, family: str | None, m
         clumping: bool, alpha_init: float | None, gamma_init: float | None, fixed_alpha: bool, fixed_gamma: bool,
         alpha_floor: float | None, topic_word_step: str | None, doc_step: str | None, hyper_step: str | None,
         step_power: float | None, doc_start: str | None, keep_doc_state: bool, topics_in_use_share: float | None,
-        test_store: str | None, eval_every: int | None, max_iter: int, tol: float, batch_size: int | None,
+        test_store: str | None, eval_every: int | None, max_iter: int, tol: float | None, batch_size: int | None,
         tau0: float, kappa: float, passes: int | None, shuffle_window: int, executor: str, estep: str,
         burn_in: int | None, samples: int,
         hybrid_init: str, hybrid_alpha_stats: str,
@@ -500,7 +502,8 @@ def tree_settings(params: Any) -> dict[str, Any]:
         "normalization": params["normalization"],
         "alpha": params["doc_topic_prior"] if _typed("doc_topic_prior") else None,
         "alpha_init": params["doc_topic_prior_init"],
-        "max_iter": params["max_iter"] if _typed("max_iter") else None, "tol": params["tol"],
+        "max_iter": params["max_iter"] if _typed("max_iter") else None,
+        "tol": 1e-4 if params["tol"] is None else params["tol"],
         "max_doc_iter": params["max_doc_iter"], "doc_tol": params["doc_tol"],
         "burn_in": 5 if params["burn_in"] is None else params["burn_in"], "samples": params["samples"],
         "init_shape": params["init_shape"], "seed": params["seed"], "split_every": params["split_every"],

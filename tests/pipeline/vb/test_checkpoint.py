@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from topicflow.cli import main
 from topicflow.errors import InvalidParameterError
+from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.checkpoint import default_checkpoint_path, read_checkpoint
 from topicflow.io.models.store import load_model
-from topicflow.io.corpus.reader import Corpus
-from topicflow.cli import main
 from topicflow.pipeline.policies import CheckpointPolicy
-from topicflow.pipeline.vb.batch import VBConfig, fit_batch_vb
+from topicflow.pipeline.vb.batch import VBConfig, fit_batch_vb, start_doc_topic_prior
 from topicflow.testing.corpora import draw_planted_corpus, write_test_store
 from topicflow.testing.faults import kill_process_group, wait_until_suspended
 
@@ -118,7 +118,9 @@ def test_cli_fit_killed_then_resumed_equals_uninterrupted(store: Path, tmp_path:
     assert result.exit_code == 0, result.output
     assert "resuming from checkpoint" in result.output
     assert not default_checkpoint_path(model).exists()  # removed once the model is saved
-    uninterrupted = fit_batch_vb(Corpus.open(store), VBConfig(n_topics=4, max_iter=40, tol=0.0, seed=3)).state
+    # The CLI's default start of a learned alpha (issue 22: min(1, 20 / K), not VBConfig's 1 / K).
+    config = VBConfig(n_topics=4, max_iter=40, tol=0.0, seed=3, doc_topic_prior=start_doc_topic_prior(4))
+    uninterrupted = fit_batch_vb(Corpus.open(store), config).state
     resumed = load_model(model).state
     np.testing.assert_array_equal(resumed.topic_word_var["default"], uninterrupted.topic_word_var["default"])
     np.testing.assert_array_equal(resumed.doc_topic_prior, uninterrupted.doc_topic_prior)
