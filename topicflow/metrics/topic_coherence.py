@@ -26,6 +26,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from topicflow._registries import load_providers
 from topicflow._typing import CoherenceMeasure, WindowSets, choices
 from topicflow.errors import InvalidParameterError
 from topicflow.metrics.confirmation import (
@@ -377,6 +378,7 @@ def resolve_measure(measure: str, window: int | None) -> tuple[Measure, int | No
 
 
 def _lookup(registry: dict[str, Any], value: Any, what: str, expected: str) -> Any:
+    load_providers("coherence")  # saved models and corpus stores, registered by the pipeline
     for entry in registry.values():
         if entry.accepts(value):
             return entry
