@@ -93,8 +93,10 @@ def test_local_cluster_option_and_setting_force_the_executor(store: Path) -> Non
 
 def test_a_saved_model_counts_its_arrays(store: Path, tmp_path: Path) -> None:
     assert estimate_workload([tmp_path / "missing", store / "manifest.json"]) is None
+    assert estimate_workload([tmp_path]) is None  # a directory of texts (ingest's input) is not walked
     arrays = tmp_path / "model" / "arrays" / "topic_word"
     arrays.mkdir(parents=True)
+    (tmp_path / "model" / "versions.json").write_text("{}")
     (arrays / "zarr.json").write_text(json.dumps({"node_type": "array", "shape": [3, 30], "data_type": "float64"}))
     assert estimate_workload([tmp_path / "model"]) == Workload(0, 3 * 30 * 8)
 

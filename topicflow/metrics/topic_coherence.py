@@ -14,8 +14,9 @@ that can:
   :mod:`topicflow.pipeline.evaluation.coherence` registers corpus stores (a path or a ``Corpus``),
   counted one shard at a time on the Dask cluster and tree-reduced.
 
-``import topicflow`` imports :mod:`topicflow.pipeline.evaluation`, so the registries are full whenever
-:mod:`topicflow.metrics` is importable (importing a subpackage runs the package's ``__init__`` first).
+The first lookup imports the modules :data:`topicflow._registries.PROVIDERS` names for "coherence"
+(this layer names them as strings, it does not import the pipeline), so the registries are full
+whenever :func:`coherence` looks in them.
 """
 from __future__ import annotations
 

@@ -213,9 +213,10 @@ def estimate_workload(paths: Iterable[str | os.PathLike[str]], n_topics: int | N
 
     A corpus store counts its tokens (4-byte term id and 4-byte count each, at most one per token)
     and document offsets; with ``n_topics`` the model to fit adds ``MODEL_COPIES`` topic-word
-    matrices over the store's vocabulary and the documents' topic proportions. Any other directory
-    (a saved model) counts its zarr arrays, uncompressed. Files (ingest's inputs) are streamed and
-    not counted; paths that do not exist yet (outputs) are skipped.
+    matrices over the store's vocabulary and the documents' topic proportions. A saved model (a
+    directory with ``versions.json``) counts its zarr arrays, uncompressed. Ingest's inputs (files
+    and directories of texts) are streamed and not counted; paths that do not exist yet (outputs)
+    are skipped.
 
     Parameters
     ----------
@@ -227,7 +228,7 @@ def estimate_workload(paths: Iterable[str | os.PathLike[str]], n_topics: int | N
     Returns
     -------
     Workload or None
-        None when no path is a directory (nothing to size).
+        None when no path is a corpus store or a saved model (nothing to size).
     """
     corpus = model = 0
     found = False
@@ -235,11 +236,13 @@ def estimate_workload(paths: Iterable[str | os.PathLike[str]], n_topics: int | N
         path = Path(raw)
         if not path.is_dir():
             continue
-        found = True
         manifest = _corpus_manifest(path)
         if manifest is None:
-            model += _array_bytes(path)
+            if (path / "versions.json").is_file():  # a saved model (not a directory of texts to walk)
+                model += _array_bytes(path)
+                found = True
             continue
+        found = True
         n_docs = int(manifest.get("n_docs", 0))
         n_tokens = sum(int(n) for n in dict(manifest.get("n_tokens", {})).values())
         corpus += 8 * n_tokens + 8 * (n_docs + 1) * max(1, len(manifest.get("languages", [])))
