@@ -33,6 +33,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "topicflow"
 
 LAYERS: tuple[tuple[str, int], ...] = (
     ("topicflow._typing", 0), ("topicflow._version", 0), ("topicflow.errors", 0), ("topicflow.config", 0),
+    ("topicflow._numba_cache", 0), ("topicflow._registries", 0),
     ("topicflow.models.common", 1), ("topicflow.models", 2), ("topicflow.metrics", 3), ("topicflow.io", 4),
     ("topicflow.tasks", 5), ("topicflow.testing", 5), ("topicflow.pipeline", 6), ("topicflow.api", 7),
     ("topicflow.cli", 8), ("topicflow.__main__", 9), ("topicflow", 9),

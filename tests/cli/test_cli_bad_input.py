@@ -71,7 +71,7 @@ def test_fit_in_worker_processes_reports_the_same_error(sound: tuple[Path, Path]
     chunk = next(p for p in (store / "shards" / "000002" / "default" / "term_ids" / "c").rglob("*") if p.is_file())
     chunk.write_bytes(chunk.read_bytes()[:10])  # truncated
     result = run(["fit", str(store), "--model", str(tmp_path / "m"), "--topics", "3", "--workers", "1",
-                  "--threads-per-worker", "1"])
+                  "--threads-per-worker", "1", "--local-cluster", "processes"])
     line = single_error_line(result)
     assert "shard 000002 of " in line and "default/term_ids' cannot be decoded" in line
     # The worker logs a failed task before reporting it, so its record would be written by now: the

@@ -41,7 +41,7 @@ def listening_hosts(ports: set[int]) -> set[str]:
 
 
 def test_local_cluster_dashboard_listens_on_loopback_only(tmp_path: Path) -> None:
-    with connect(ClusterConfig(workers=1, threads_per_worker=1, processes=False)) as client:
+    with connect(ClusterConfig(workers=1, threads_per_worker=1, executor="threads")) as client:
         dashboard_port = urlparse(client.dashboard_link).port
         worker_ports = set(client.run(lambda dask_worker: dask_worker.http_server.port).values())
         assert dashboard_port is not None and len(worker_ports) == 1

@@ -1,13 +1,133 @@
-"""The ``topicflow`` command line. Each command family lives in its own ``cli_*`` module."""
+"""The ``topicflow`` command line. Each command family lives in its own ``cli_*`` module.
+
+Commands are loaded when they run: :data:`COMMAND_MODULES` names the module and function of each,
+so ``topicflow fit`` imports ``topicflow.cli.model`` (and what it uses) and nothing of the other
+families, and ``topicflow --help`` imports none of them (no Dask, numba or zarr): it reads each
+command's one-line help from its module's source.
+"""
 from __future__ import annotations
+
+import ast
+import functools
+import importlib
+import importlib.util
+from collections.abc import Iterator, MutableMapping
+from typing import Any, cast
 
 import click
 
 from topicflow._version import __version__
 from topicflow.cli._common import setup_logging
 
+#: Every command: name -> (module under ``topicflow.cli``, the click command's function name).
+#: A new command goes here and in its module's ``COMMANDS`` (tests/cli/test_lazy_cli.py checks both).
+COMMAND_MODULES: dict[str, tuple[str, str]] = {
+    "append": ("corpus", "append"),
+    "coherence": ("coherence", "coherence"),
+    "evaluate": ("model", "evaluate"),
+    "export": ("model", "export"),
+    "fit": ("model", "fit"),
+    "g0": ("g0", "g0"),
+    "infer": ("model", "infer"),
+    "info": ("corpus", "info"),
+    "ingest": ("corpus", "ingest"),
+    "report": ("report", "report"),
+    "reproduce": ("reproduce", "reproduce"),
+    "rollback": ("versions", "rollback_command"),
+    "stream": ("stream", "stream"),
+    "synth": ("synth", "synth"),
+    "topics": ("model", "topics"),
+    "tree": ("tree", "tree"),
+    "update": ("update", "update"),
+    "versions": ("versions", "versions"),
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+
+class LazyCommands(MutableMapping[str, click.Command]):
+    """A group's commands by name: those of :data:`COMMAND_MODULES` are imported on first access.
+
+    Names, membership and iteration never import anything; reading a command imports its module.
+    """
+
+    def __init__(self) -> None:
+        self._loaded: dict[str, click.Command] = {}
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self._loaded:
+            if name not in COMMAND_MODULES:
+                raise KeyError(name)
+            module, attribute = COMMAND_MODULES[name]
+            self._loaded[name] = getattr(importlib.import_module(f"topicflow.cli.{module}"), attribute)
+        return self._loaded[name]
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        self._loaded[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._loaded[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._loaded or name in COMMAND_MODULES
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted({*self._loaded, *COMMAND_MODULES}))
+
+    def __len__(self) -> int:
+        return len({*self._loaded, *COMMAND_MODULES})
+
+    def is_loaded(self, name: str) -> bool:
+        """Whether command ``name`` has been imported (or added directly)."""
+        return name in self._loaded
+
+
+class LazyGroup(click.Group):
+    """A click group whose commands (:class:`LazyCommands`) are imported when first looked up."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = LazyCommands()
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list of ``--help``, read from each module's source for the commands not imported yet."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        lazy = cast(LazyCommands, self.commands)
+        rows = [(name, (self.commands[name] if lazy.is_loaded(name) or name not in COMMAND_MODULES
+                        else click.Command(name, help=command_help(name))).get_short_help_str(limit))
+                for name in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def command_help(name: str) -> str:
+    """The help text (docstring) of command ``name``, read from its module's source without importing it.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`COMMAND_MODULES`.
+
+    Returns
+    -------
+    str
+        The cleaned docstring of the command's function ("" when it has none).
+    """
+    module, attribute = COMMAND_MODULES[name]
+    return _docstrings(module).get(attribute, "")
+
+
+@functools.lru_cache(maxsize=None)
+def _docstrings(module: str) -> dict[str, str]:
+    """Docstrings of the top-level functions of ``topicflow.cli.<module>``, by function name."""
+    spec = importlib.util.find_spec(f"topicflow.cli.{module}")
+    if spec is None or spec.origin is None:
+        return {}
+    with open(spec.origin, encoding="utf-8") as handle:
+        tree = ast.parse(handle.read())
+    return {node.name: ast.get_docstring(node) or "" for node in tree.body if isinstance(node, ast.FunctionDef)}
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="topicflow")
 @click.option("-v", "--verbose", count=True, help="More log output (-vv for Dask's own).")
 @click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors.")
@@ -15,27 +135,6 @@ def main(verbose: int, quiet: bool) -> None:
     """Out-of-core topic models on Dask: ingest corpora, fit, update and evaluate models."""
     setup_logging(-1 if quiet else verbose)
 
-
-def _register() -> None:
-    from topicflow.cli import coherence as cli_coherence
-    from topicflow.cli import corpus as cli_corpus
-    from topicflow.cli import g0 as cli_g0
-    from topicflow.cli import model as cli_model
-    from topicflow.cli import report as cli_report
-    from topicflow.cli import reproduce as cli_reproduce
-    from topicflow.cli import stream as cli_stream
-    from topicflow.cli import synth as cli_synth
-    from topicflow.cli import tree as cli_tree
-    from topicflow.cli import update as cli_update
-    from topicflow.cli import versions as cli_versions
-
-    for module in (cli_coherence, cli_corpus, cli_model, cli_report, cli_reproduce, cli_stream, cli_synth, cli_update,
-                   cli_versions, cli_tree, cli_g0):
-        for command in module.COMMANDS:
-            main.add_command(command)
-
-
-_register()
 
 if __name__ == "__main__":
     main()

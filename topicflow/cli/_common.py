@@ -1,25 +1,41 @@
-"""Pieces shared by every CLI command: cluster options, logging set-up and error reporting."""
+"""Pieces shared by every CLI command: cluster options, logging set-up and error reporting.
+
+Imported by every command module, so it imports nothing heavy at module level (no Dask, numba or
+zarr): ``topicflow --help`` and the commands that need no cluster stay quick to start.
+"""
 from __future__ import annotations
 
 import functools
 import logging
 import os
 import sys
-from typing import Any, Callable, Mapping, TypeVar, cast
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar, cast
 
 import click
-import dask.config
 
 from topicflow.errors import TopicflowError
-from topicflow.pipeline.cluster import DEFAULT_DASHBOARD_ADDRESS, ClusterConfig
-from topicflow.pipeline.presets import PresetCommand, get_preset, preset_names
-from topicflow.pipeline.progress import ProgressReporter, TqdmProgress
+from topicflow.pipeline.cluster import (
+    DEFAULT_DASHBOARD_ADDRESS,
+    LOCAL_EXECUTORS,
+    ClusterConfig,
+    estimate_workload,
+)
+
+if TYPE_CHECKING:
+    from topicflow.pipeline.presets import PresetCommand
+    from topicflow.pipeline.progress import ProgressReporter
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def cluster_options(func: F) -> F:
-    """Add ``--scheduler --workers --threads-per-worker --memory-limit --dashboard-address``; pass ``cluster=``.
+    """Add the cluster options (``--scheduler``, ``--local-cluster``, ...); pass ``cluster=``.
+
+    The :class:`~topicflow.pipeline.cluster.ClusterConfig` passed on carries the command's
+    :class:`~topicflow.pipeline.cluster.Workload`, sized from its path arguments (and its number of
+    topics, ``n_topics`` or ``topics``) by :func:`~topicflow.pipeline.cluster.estimate_workload`,
+    which ``--local-cluster auto`` uses to choose threads or processes.
 
     Parameters
     ----------
@@ -35,26 +51,50 @@ def cluster_options(func: F) -> F:
     @click.option("--scheduler", default=None, metavar="ADDRESS|FILE",
                   help="Run on an existing Dask scheduler (tcp://host:port or a scheduler file). "
                   "Default: start a local cluster.")
+    @click.option("--local-cluster", "local_executor", type=click.Choice(LOCAL_EXECUTORS), default=None,
+                  help="Workers of the local cluster: threads of this process (quick to start; the kernels "
+                  "release the GIL), worker processes (memory kept apart), or auto: threads when the corpus "
+                  "and model fit in topicflow.local-cluster-memory (default: half the machine's memory). "
+                  "The choice is printed.  [default: topicflow.local-cluster, auto]")
     @click.option("--workers", type=click.IntRange(min=1), default=None,
-                  help="Worker processes of the local cluster (default: one per core).")
+                  help="Workers of the local cluster (default: one per core).")
     @click.option("--threads-per-worker", type=click.IntRange(min=1), default=None,
                   help="Threads per local worker (default 1).")
     @click.option("--memory-limit", default=None, metavar="SIZE",
-                  help="Memory limit per local worker, e.g. 4GiB (default: share of the machine).")
+                  help="Memory limit per local worker, e.g. 4GiB (default: share of the machine for "
+                  "processes, none for threads).")
     @click.option("--dashboard-address", default=DEFAULT_DASHBOARD_ADDRESS, show_default=True, metavar="HOST:PORT",
                   help="Where the local cluster's dashboard listens; the default serves this machine only, "
                   "':0' every interface (it then shows the cluster's work to the network).")
     @functools.wraps(func)
-    def wrapper(*args: Any, scheduler: str | None, workers: int | None,
+    def wrapper(*args: Any, scheduler: str | None, local_executor: str | None, workers: int | None,
                 threads_per_worker: int | None, memory_limit: str | None, dashboard_address: str,
                 **kwargs: Any) -> Any:
+        workload = None if scheduler else estimate_workload(_path_arguments(kwargs), _topics_argument(kwargs))
         kwargs["cluster"] = ClusterConfig(
             scheduler=scheduler, workers=workers, threads_per_worker=threads_per_worker,
-            memory_limit=memory_limit, dashboard_address=dashboard_address,
+            memory_limit=memory_limit, executor=cast(Any, local_executor), workload=workload,
+            dashboard_address=dashboard_address,
         )
         return func(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _path_arguments(kwargs: Mapping[str, Any]) -> list[Path]:
+    """The values of a command's parameters that name existing directories (stores, models)."""
+    values: list[Any] = []
+    for value in kwargs.values():
+        values.extend(value if isinstance(value, (tuple, list)) else [value])
+    return [Path(value) for value in values if isinstance(value, (str, Path)) and value and Path(value).is_dir()]
+
+
+def _topics_argument(kwargs: Mapping[str, Any]) -> int | None:
+    """The number of topics a command fits, when it takes one."""
+    for name in ("n_topics", "topics"):
+        if isinstance(kwargs.get(name), int):
+            return int(kwargs[name])
+    return None
 
 
 def progress_reporter() -> ProgressReporter:
@@ -65,9 +105,11 @@ def progress_reporter() -> ProgressReporter:
     runs in a subprocess (:class:`topicflow.testing.faults.OnItem`). From the shell ``obj`` is None
     and the command shows :class:`~topicflow.pipeline.progress.TqdmProgress` bars, as before.
     """
+    from topicflow.pipeline.progress import TqdmProgress
+
     context = click.get_current_context(silent=True)
     reporter = None if context is None else context.obj
-    return cast(ProgressReporter, reporter) if reporter is not None else TqdmProgress()
+    return cast("ProgressReporter", reporter) if reporter is not None else TqdmProgress()
 
 
 def reports_errors(func: F) -> F:
@@ -96,7 +138,10 @@ def setup_logging(verbose: int) -> None:
     logging.getLogger("topicflow").setLevel(logging.INFO if verbose >= 0 else logging.WARNING)
     dask_level = "info" if verbose >= 2 else "error"
     os.environ["DASK_LOGGING__DISTRIBUTED"] = dask_level
-    dask.config.set({"logging.distributed": dask_level})
+    if "dask.config" in sys.modules:  # else Dask reads the environment when a command imports it
+        import dask.config
+
+        dask.config.set({"logging.distributed": dask_level})
     for name in list(logging.root.manager.loggerDict):
         if name.split(".")[0] in ("distributed", "bokeh", "tornado"):
             logging.getLogger(name).setLevel(dask_level.upper())
@@ -115,6 +160,8 @@ def preset_option(command: PresetCommand) -> Callable[[F], F]:
     callable
         The decorator.
     """
+    from topicflow.pipeline.presets import preset_names
+
     return click.option(
         "--preset", default=None, type=click.Choice(preset_names(command)),
         help="A paper's published settings (see docs/reproductions.md); options you type win over the preset's.")
@@ -147,6 +194,8 @@ def apply_preset(name: str | None, command: PresetCommand, values: Mapping[str, 
     click.UsageError
         A preset names a setting this command does not take (a defect of the preset table).
     """
+    from topicflow.pipeline.presets import get_preset
+
     option_of = option_of or {}
     context = click.get_current_context()
     defaults = (click.core.ParameterSource.DEFAULT, click.core.ParameterSource.DEFAULT_MAP, None)

@@ -14,8 +14,9 @@ that can:
   :mod:`topicflow.pipeline.evaluation.coherence` registers corpus stores (a path or a ``Corpus``),
   counted one shard at a time on the Dask cluster and tree-reduced.
 
-``import topicflow`` imports :mod:`topicflow.pipeline.evaluation`, so the registries are full whenever
-:mod:`topicflow.metrics` is importable (importing a subpackage runs the package's ``__init__`` first).
+The first lookup imports the modules :data:`topicflow._registries.PROVIDERS` names for "coherence"
+(this layer names them as strings, it does not import the pipeline), so the registries are full
+whenever :func:`coherence` looks in them.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from topicflow._registries import load_providers
 from topicflow._typing import CoherenceMeasure, WindowSets, choices
 from topicflow.errors import InvalidParameterError
 from topicflow.metrics.confirmation import (
@@ -377,6 +379,7 @@ def resolve_measure(measure: str, window: int | None) -> tuple[Measure, int | No
 
 
 def _lookup(registry: dict[str, Any], value: Any, what: str, expected: str) -> Any:
+    load_providers("coherence")  # saved models and corpus stores, registered by the pipeline
     for entry in registry.values():
         if entry.accepts(value):
             return entry

@@ -3,23 +3,87 @@
 The CLI starts a local distributed cluster unless given ``--scheduler`` (an address or a scheduler
 file); the Python API takes a ``distributed.Client``, else the current one, else Dask's threaded
 scheduler. Every pipeline computes through :func:`compute` so both paths behave the same.
+
+A local cluster's workers are threads of this process or worker processes (the *executor*).
+Threads start in a fraction of the time (no interpreters to launch, no modules to import again,
+no data to pickle between processes) and every kernel on the hot path is numba ``nogil``, so they
+use every core; processes keep each worker's memory apart, so a worker that outgrows its share
+is restarted instead of taking the whole run down. ``executor="auto"`` (the default) picks
+threads when the command's :class:`Workload` (its corpus and model, sized from the store's
+manifest and arrays) fits the memory budget ``topicflow.local-cluster-memory`` (default: half of
+this machine's memory), processes otherwise, and logs the choice and its reason in one line.
+
+This module imports only the standard library at import time (Dask and distributed are imported
+by the functions that use them), so the command line can build its options without loading Dask.
 """
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Literal, Sequence, get_args
 
-import dask
-
-from topicflow.errors import TopicflowError
+from topicflow.errors import InvalidParameterError, TopicflowError
 
 log = logging.getLogger(__name__)
 
 #: Where a local cluster's dashboard listens unless told otherwise: loopback only, any free port.
 DEFAULT_DASHBOARD_ADDRESS = "127.0.0.1:0"
+#: How a local cluster runs its workers: "auto" picks by :class:`Workload` (see the module docstring).
+LocalExecutor = Literal["auto", "threads", "processes"]
+LOCAL_EXECUTORS: tuple[str, ...] = get_args(LocalExecutor)
+#: Copies of the topic-word matrix batch VB holds at once (lambda, exp E[log beta], the merged
+#: statistics and one partial sum per worker in the reduction tree), for the model estimate.
+MODEL_COPIES = 4
+#: Bytes per element of the zarr data types topicflow writes (strings: a generous average).
+_ITEMSIZE = {"float64": 8, "int64": 8, "uint64": 8, "float32": 4, "int32": 4, "uint32": 4,
+             "int16": 2, "uint16": 2, "int8": 1, "uint8": 1, "bool": 1}
+_STRING_ITEMSIZE = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """What a command holds in memory, estimated before it starts, for ``executor="auto"``.
+
+    Attributes
+    ----------
+    corpus_bytes : int
+        The corpus stores it reads, uncompressed (term ids, counts and offsets of every shard).
+    model_bytes : int
+        The model it fits (``MODEL_COPIES`` topic-word matrices plus the documents' topic
+        proportions) or reads (its arrays, uncompressed).
+    """
+
+    corpus_bytes: int = 0
+    model_bytes: int = 0
+
+    @property
+    def total_bytes(self) -> int:
+        """Corpus plus model, in bytes."""
+        return self.corpus_bytes + self.model_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutorChoice:
+    """The executor a local cluster runs with, and why.
+
+    Attributes
+    ----------
+    executor : {"threads", "processes"}
+        Threads of this process or worker processes.
+    reason : str
+        Why, for the one line :func:`connect` logs (e.g. ``corpus 12 MB + model 40 MB fit in 8 GB``).
+    """
+
+    executor: Literal["threads", "processes"]
+    reason: str
+
+    def line(self) -> str:
+        """The line logged when the cluster starts: ``executor: threads (<reason>)``."""
+        return f"executor: {self.executor} ({self.reason})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,11 +96,17 @@ class ClusterConfig:
         ``tcp://host:port`` of a running scheduler, or the path of a scheduler file; None starts a
         local cluster.
     workers, threads_per_worker : int or None
-        Size of the local cluster (defaults: one process per core, one thread each).
+        Size of the local cluster (defaults: one worker per core, one thread each).
     memory_limit : str or None
         Memory limit per local worker, e.g. ``"4GiB"``; ``"auto"`` divides the machine's memory.
-    processes : bool
-        Local workers as processes (True) or threads of this process (False).
+        Default: ``"auto"`` for worker processes, none for threads (in-process workers would each
+        compare the whole process's memory with their share).
+    executor : {"auto", "threads", "processes"}
+        Local workers as threads of this process or as processes; ``"auto"`` picks threads when
+        ``workload`` fits the memory budget ``topicflow.local-cluster-memory`` (see
+        :func:`choose_executor`). None reads ``topicflow.local-cluster`` (default ``"auto"``).
+    workload : Workload or None
+        What the command will hold in memory, for ``"auto"``; None when unknown (threads are chosen).
     dashboard_address : str
         ``host:port`` the local cluster's dashboard listens on. The default serves this machine only
         (loopback, any free port); ``:0`` serves every interface, which exposes the dashboard (and
@@ -47,13 +117,186 @@ class ClusterConfig:
     workers: int | None = None
     threads_per_worker: int | None = None
     memory_limit: str | None = None
-    processes: bool = True
+    executor: LocalExecutor | None = None
+    workload: Workload | None = None
     dashboard_address: str = DEFAULT_DASHBOARD_ADDRESS
+
+    def __post_init__(self) -> None:
+        if self.executor is not None and self.executor not in LOCAL_EXECUTORS:
+            raise InvalidParameterError(
+                f"executor {self.executor!r} is not one of {', '.join(LOCAL_EXECUTORS)}")
+
+
+def memory_budget() -> int:
+    """Return the bytes a threads executor may hold: ``topicflow.local-cluster-memory``, else half the machine.
+
+    ``"auto"`` (the default) is half of the memory Dask sees on this machine (cgroup limits
+    included), leaving room for copies, the scheduler and other programs; a size such as ``"8GB"``
+    or a number of bytes sets it (``DASK_TOPICFLOW__LOCAL_CLUSTER_MEMORY=8GB``).
+
+    Returns
+    -------
+    int
+        The budget in bytes.
+
+    Raises
+    ------
+    InvalidParameterError
+        The setting is neither ``"auto"`` nor a size.
+    """
+    from dask.utils import parse_bytes
+    from distributed.system import MEMORY_LIMIT
+
+    from topicflow import config
+
+    value = config.get("local-cluster-memory", "auto")
+    if value in (None, "auto"):
+        return int(MEMORY_LIMIT) // 2
+    try:
+        return int(parse_bytes(value))
+    except (TypeError, ValueError) as exc:
+        raise InvalidParameterError(
+            f"topicflow.local-cluster-memory is {value!r}; give 'auto' or a size such as '8GB'") from exc
+
+
+def choose_executor(config: ClusterConfig, budget: int | None = None) -> ExecutorChoice:
+    """Choose threads or processes for the local cluster of ``config``, with the reason.
+
+    Parameters
+    ----------
+    config : ClusterConfig
+        Its ``executor`` (None: the ``topicflow.local-cluster`` setting) and ``workload``.
+    budget : int, optional
+        Bytes the threads executor may hold (default :func:`memory_budget`).
+
+    Returns
+    -------
+    ExecutorChoice
+        ``threads`` when asked for, or under ``"auto"`` when the workload is unknown or fits the
+        budget; ``processes`` when asked for or when it does not fit.
+
+    Examples
+    --------
+    >>> choose_executor(ClusterConfig(executor="auto", workload=Workload(10**6, 10**6)), budget=10**9).line()
+    'executor: threads (corpus 1 MB + model 1 MB fit in 1000 MB)'
+    """
+    executor = config.executor
+    if executor is None:
+        from topicflow import config as tf_config
+
+        executor = tf_config.get("local-cluster", "auto")
+        if executor not in LOCAL_EXECUTORS:
+            raise InvalidParameterError(
+                f"topicflow.local-cluster is {executor!r}; give one of {', '.join(LOCAL_EXECUTORS)}")
+    if executor == "threads":
+        return ExecutorChoice("threads", "asked for")
+    if executor == "processes":
+        return ExecutorChoice("processes", "asked for")
+    if config.workload is None:
+        return ExecutorChoice("threads", "no corpus or model to size")
+    budget = memory_budget() if budget is None else budget
+    work = config.workload
+    sizes = f"corpus {_size(work.corpus_bytes)} + model {_size(work.model_bytes)}"
+    if work.total_bytes <= budget:
+        return ExecutorChoice("threads", f"{sizes} fit in {_size(budget)}")
+    return ExecutorChoice("processes", f"{sizes} exceed the threads budget {_size(budget)}; "
+                                       "set topicflow.local-cluster-memory to change it")
+
+
+def _size(n_bytes: int) -> str:
+    """``n_bytes`` in MB (GB from 10 GB on), the way the executor line prints it."""
+    return f"{n_bytes / 1e9:.0f} GB" if n_bytes >= 10**10 else f"{n_bytes / 1e6:.0f} MB"
+
+
+def estimate_workload(paths: Iterable[str | os.PathLike[str]], n_topics: int | None = None) -> Workload | None:
+    """Size what a command over ``paths`` holds in memory, from metadata only (no array is read).
+
+    A corpus store counts its tokens (4-byte term id and 4-byte count each, at most one per token)
+    and document offsets; with ``n_topics`` the model to fit adds ``MODEL_COPIES`` topic-word
+    matrices over the store's vocabulary and the documents' topic proportions. A saved model (a
+    directory with ``versions.json``) counts its zarr arrays, uncompressed. Ingest's inputs (files
+    and directories of texts) are streamed and not counted; paths that do not exist yet (outputs)
+    are skipped.
+
+    Parameters
+    ----------
+    paths : iterable of path-like
+        The command's path arguments.
+    n_topics : int, optional
+        Topics of the model the command fits.
+
+    Returns
+    -------
+    Workload or None
+        None when no path is a corpus store or a saved model (nothing to size).
+    """
+    corpus = model = 0
+    found = False
+    for raw in paths:
+        path = Path(raw)
+        if not path.is_dir():
+            continue
+        manifest = _corpus_manifest(path)
+        if manifest is None:
+            if (path / "versions.json").is_file():  # a saved model (not a directory of texts to walk)
+                model += _array_bytes(path)
+                found = True
+            continue
+        found = True
+        n_docs = int(manifest.get("n_docs", 0))
+        n_tokens = sum(int(n) for n in dict(manifest.get("n_tokens", {})).values())
+        corpus += 8 * n_tokens + 8 * (n_docs + 1) * max(1, len(manifest.get("languages", [])))
+        if n_topics:
+            n_terms = sum(_largest_first_dimension(path / "vocab" / str(lang))
+                          for lang in manifest.get("languages", []))
+            model += 8 * n_topics * (MODEL_COPIES * n_terms + n_docs)
+    return Workload(corpus, model) if found else None
+
+
+def _corpus_manifest(path: Path) -> dict[str, Any] | None:
+    """The manifest of the corpus store at ``path``, or None when it is not one."""
+    try:
+        with open(path / "manifest.json", encoding="utf-8") as handle:
+            manifest = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    return manifest if isinstance(manifest, dict) and manifest.get("format") == "topicflow-corpus" else None
+
+
+def _zarr_arrays(path: Path) -> Iterator[dict[str, Any]]:
+    """The metadata of every zarr v3 array under ``path``."""
+    for directory, _, files in os.walk(path):
+        if "zarr.json" in files:
+            try:
+                with open(Path(directory) / "zarr.json", encoding="utf-8") as handle:
+                    meta = json.load(handle)
+            except (OSError, ValueError):
+                continue
+            if isinstance(meta, dict) and meta.get("node_type") == "array":
+                yield meta
+
+
+def _array_bytes(path: Path) -> int:
+    """Uncompressed bytes of the zarr arrays under ``path``."""
+    total = 0
+    for meta in _zarr_arrays(path):
+        n_items = 1
+        for extent in meta.get("shape", []):
+            n_items *= int(extent)
+        total += n_items * _ITEMSIZE.get(str(meta.get("data_type")), _STRING_ITEMSIZE)
+    return total
+
+
+def _largest_first_dimension(path: Path) -> int:
+    """The longest array under ``path`` (a vocabulary directory: its number of terms)."""
+    return max((int(meta["shape"][0]) for meta in _zarr_arrays(path) if meta.get("shape")), default=0)
 
 
 @contextlib.contextmanager
 def connect(config: ClusterConfig) -> Iterator[Any]:
     """Yield a ``distributed.Client`` for ``config``; a local cluster is closed on exit.
+
+    A local cluster's executor is chosen by :func:`choose_executor` and logged in one line.
 
     Parameters
     ----------
@@ -78,35 +321,55 @@ def connect(config: ClusterConfig) -> Iterator[Any]:
         finally:
             client.close()
         return
-    import os
-
+    choice = choose_executor(config)
+    log.info("%s", choice.line())
+    processes = choice.executor == "processes"
     n_workers = config.workers or max(1, os.cpu_count() or 1)
+    host = config.dashboard_address.rpartition(":")[0]
     cluster = LocalCluster(
         n_workers=n_workers,
         threads_per_worker=config.threads_per_worker or 1,
-        memory_limit=config.memory_limit or "auto",
-        processes=config.processes,
+        memory_limit=config.memory_limit or ("auto" if processes else 0),
+        processes=processes,
         dashboard_address=config.dashboard_address,
         # The workers' HTTP endpoints (metrics, health) listen on the dashboard's host, any free port;
-        # in-process workers would otherwise listen on every interface.
-        worker_dashboard_address=f"{config.dashboard_address.rpartition(':')[0]}:0",
+        # in-process workers would otherwise listen on every interface. (The scheduler and worker
+        # processes listen on 127.0.0.1, Dask's default for a local cluster; threads talk in-process.)
+        worker_dashboard_address=f"{host}:0",
     )
     # Workers are on this machine, so the client can reach them: results and actor calls (online
     # VB's E-step servers) then skip the hop through the scheduler (about half the cost of a round trip carrying 1 MB).
     client = Client(cluster, direct_to_workers=True)
-    if config.processes:  # in-process workers share this process's logging, which is the caller's to set
+    if processes:  # in-process workers share this process's logging, which is the caller's to set
         client.run(quiet_topicflow_task_errors)
-    log.info(
-        "local Dask cluster: %d workers x %d threads, dashboard %s",
-        n_workers,
-        config.threads_per_worker or 1,
-        client.dashboard_link,
-    )
     try:
-        yield client
+        with _dashboard_link_on(host if not processes else ""):
+            log.info(
+                "local Dask cluster: %d workers x %d threads, dashboard %s",
+                n_workers,
+                config.threads_per_worker or 1,
+                client.dashboard_link,
+            )
+            yield client
     finally:
         client.close()
         cluster.close()
+
+
+@contextlib.contextmanager
+def _dashboard_link_on(host: str) -> Iterator[None]:
+    """Show the dashboard link on ``host`` while the block runs ("" or a wildcard: Dask's own link).
+
+    Threads talk to their in-process scheduler over ``inproc://<this machine's address>``, and Dask
+    builds the dashboard link from that address, while the dashboard listens on ``host``.
+    """
+    if host in ("", "0.0.0.0", "::", "[::]"):
+        yield
+        return
+    import dask.config
+
+    with dask.config.set({"distributed.dashboard.link": f"{{scheme}}://{host}:{{port}}/status"}):
+        yield
 
 
 class QuietTopicflowTaskErrors(logging.Filter):
@@ -169,6 +432,8 @@ def compute(*graphs: Any, client: Any = None) -> tuple[Any, ...]:
     """Compute Dask objects on ``client`` (or the current one), else on the threaded scheduler."""
     client = current_client(client)
     if client is None:
+        import dask
+
         return tuple(dask.compute(*graphs, scheduler="threads"))
     futures = client.compute(list(graphs))
     return tuple(client.gather(futures))

@@ -5,7 +5,7 @@ language), the topic sizes beside their coherence, the training trace, and the H
 topics matched across model versions. It uses matplotlib's object API with the Agg canvas (no pyplot:
 no global figure state, no display), so it is safe in threads and on headless machines. It computes
 nothing: every value comes in ready to plot. matplotlib is imported when the first figure is drawn, so
-importing the evaluation drivers (which ``import topicflow`` does) stays cheap.
+importing the evaluation drivers stays cheap.
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@
 (:data:`~topicflow.metrics.topic_coherence.TOPIC_SOURCES`: a model directory, a ``SavedModel``, or a
 fitted estimator holding one in ``model_``) and how to count a corpus store
 (:data:`~topicflow.metrics.topic_coherence.REFERENCE_COUNTERS`: one task per shard, tree-reduced, computed
-on the given or current Dask client). Importing this module registers both; ``import topicflow`` does.
+on the given or current Dask client). Importing this module registers both; :func:`~topicflow.metrics.coherence` imports it on its first lookup.
 """
 from __future__ import annotations
 

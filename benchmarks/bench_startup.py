@@ -1,0 +1,209 @@
+"""Fixed costs of the command line: whole-command wall time and time from command start to the first iteration.
+
+Issue 22 part 3. Every number is taken in a fresh interpreter (a subprocess), as a user sees it:
+
+* ``commands``: ``topicflow --help``, ``ingest`` (the bundled King James corpus, 3,667 passages),
+  ``fit`` (batch VB, K=20, 3 iterations), ``infer`` and ``topics``, on each local-cluster executor
+  (``--local-cluster threads|processes``; ``default`` passes no flag, which is how the numbers
+  before the option existed were taken). Best of ``--repeat`` runs. For ``fit`` the run is driven
+  through ``topicflow.cli.main(args, obj=reporter)`` with a reporter that stamps the moment the
+  first iteration starts (the first item its ``track`` hands out), so "to first iteration" is
+  measured from the moment the subprocess was launched to that stamp.
+* ``breakdown`` (``--breakdown``): one batch-VB fit through the Python API in a fresh interpreter,
+  split into interpreter start, imports, cluster start, store open, graph build (up to the first
+  iteration), iteration 0 and iteration 1. Numba's cached kernels load (and, on a cold cache,
+  compile) inside iteration 0, so ``iteration 0 - iteration 1`` is the kernel-loading cost; with
+  processes the workers also import topicflow there, so compare "to end of iteration 0" across executors.
+
+The numba cache is warmed by one untimed run of each command first, so no timed run compiles.
+
+Usage (one command per table; ``nice`` it on a shared machine)::
+
+    nice .venv/bin/python benchmarks/bench_startup.py --repeat 5
+    nice .venv/bin/python benchmarks/bench_startup.py --repeat 5 --breakdown
+    nice .venv/bin/python benchmarks/bench_startup.py --repeat 3 --executors default   # a build without the option
+
+Prints one JSON object (every run's numbers) and then a table.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+PYTHON = sys.executable
+
+#: Runs the CLI with a progress reporter that prints a wall-clock stamp when the first item of the
+#: first loop it tracks starts (batch VB: iteration 0), then the CLI as usual.
+CLI_DRIVER = r"""
+import sys, time
+class Stamp:
+    stamped = False
+    def track(self, items, *, total, desc, unit):
+        for item in items:
+            if not Stamp.stamped:
+                Stamp.stamped = True
+                print(f"BENCH-FIRST-ITEM {time.time():.6f}", file=sys.stderr, flush=True)
+            yield item
+    def message(self, text):
+        pass
+from topicflow.cli import main
+main(sys.argv[1:], obj=Stamp())
+"""
+
+#: One batch-VB fit through the Python API, printing the wall-clock time at each phase boundary.
+BREAKDOWN_DRIVER = r"""
+import json, sys, time
+stamps = {"interpreter": time.time()}
+from topicflow import LDA, Corpus
+from topicflow.pipeline.cluster import ClusterConfig, connect
+stamps["imports"] = time.time()
+class Stamp:
+    def track(self, items, *, total, desc, unit):
+        for item in items:
+            stamps[f"item {len([k for k in stamps if k.startswith('item')])}"] = time.time()
+            yield item
+    def message(self, text):
+        pass
+store, executor = sys.argv[1], sys.argv[2]
+config = ClusterConfig() if executor == "default" else ClusterConfig(executor=executor)
+with connect(config) as client:
+    stamps["cluster"] = time.time()
+    corpus = Corpus.open(store)
+    stamps["store"] = time.time()
+    LDA(20, max_iter=3, tol=0.0).fit(corpus, client, progress=Stamp())
+    stamps["done"] = time.time()
+print("BENCH-STAMPS " + json.dumps(stamps), file=sys.stderr, flush=True)
+"""
+
+
+def bundled_corpus(workdir: Path) -> Path:
+    """The demo corpus (King James passages) as plain JSON Lines in ``workdir``."""
+    out = workdir / "kjv.jsonl"
+    if not out.exists():
+        source = resources.files("topicflow.data").joinpath("kjv_passages.jsonl.gz")
+        with source.open("rb") as raw, gzip.open(raw) as unzipped:
+            out.write_bytes(unzipped.read())
+    return out
+
+
+def commands(workdir: Path, executor: str) -> dict[str, list[str]]:
+    """The benchmarked command lines (without the interpreter), by name."""
+    flag = [] if executor == "default" else ["--local-cluster", executor]
+    jsonl, store, model = workdir / "kjv.jsonl", workdir / "kjv.zarr", workdir / "model"
+    return {
+        "--help": ["--help"],
+        "ingest": ["ingest", str(jsonl), "--out", str(workdir / f"ingested-{executor}.zarr"), "--overwrite", *flag],
+        "fit": ["fit", str(store), "--model", str(workdir / f"model-{executor}"), "--topics", "20", "--max-iter", "3",
+                "--overwrite", *flag],
+        "infer": ["infer", str(model), str(store), "--out", str(workdir / f"doc-topics-{executor}.zarr"),
+                  "--overwrite", *flag],
+        "topics": ["topics", str(model)],
+    }
+
+
+def run_cli(args: list[str]) -> dict[str, float | None]:
+    """Run one command in a fresh interpreter; wall seconds and seconds to the first tracked item."""
+    launched = time.time()
+    done = subprocess.run([PYTHON, "-c", CLI_DRIVER, *args], capture_output=True, text=True)
+    wall = time.time() - launched
+    if done.returncode != 0:
+        raise RuntimeError(f"{args} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    first = next((float(line.split()[1]) - launched for line in done.stderr.splitlines()
+                  if line.startswith("BENCH-FIRST-ITEM ")), None)
+    return {"wall_s": wall, "first_iteration_s": first}
+
+
+def run_breakdown(store: Path, executor: str) -> dict[str, float]:
+    """One API fit in a fresh interpreter, split into phases (seconds each)."""
+    launched = time.time()
+    done = subprocess.run([PYTHON, "-c", BREAKDOWN_DRIVER, str(store), executor], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"breakdown failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    line = next(line for line in done.stderr.splitlines() if line.startswith("BENCH-STAMPS "))
+    stamps = json.loads(line.split(" ", 1)[1])
+    order = ["interpreter", "imports", "cluster", "store", "item 0", "item 1", "item 2"]
+    phases, previous = {}, launched
+    names = ["interpreter start", "imports", "cluster start", "store open", "graph build", "iteration 0", "iteration 1"]
+    for name, key in zip(names, order):
+        phases[name] = stamps[key] - previous
+        previous = stamps[key]
+    phases["to first iteration"] = stamps["item 0"] - launched
+    # With processes, the workers import topicflow and load the kernels inside iteration 0.
+    phases["to end of iteration 0"] = stamps["item 1"] - launched
+    phases["numba load (it0 - it1)"] = phases["iteration 0"] - phases["iteration 1"]
+    return phases
+
+
+def prepare(workdir: Path) -> None:
+    """Corpus, store and model the commands read (untimed)."""
+    bundled_corpus(workdir)
+    for args in (["ingest", str(workdir / "kjv.jsonl"), "--out", str(workdir / "kjv.zarr"), "--overwrite"],
+                 ["fit", str(workdir / "kjv.zarr"), "--model", str(workdir / "model"), "--topics", "20",
+                  "--max-iter", "3", "--overwrite"]):
+        run_cli(args)
+
+
+def best(runs: list[dict[str, float | None]], key: str) -> float | None:
+    values = [run[key] for run in runs if run[key] is not None]
+    return min(values) if values else None  # type: ignore[type-var]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeat", type=int, default=3, help="Runs per cell (best reported).")
+    parser.add_argument("--executors", default="threads,processes",
+                        help="Comma-separated: threads, processes, auto, default (no flag).")
+    parser.add_argument("--commands", default="--help,ingest,fit,infer,topics")
+    parser.add_argument("--breakdown", action="store_true", help="Phase breakdown of one API fit instead.")
+    parser.add_argument("--workdir", type=Path, default=None, help="Keep the files here (default: a temp dir).")
+    options = parser.parse_args()
+    executors = options.executors.split(",")
+    workdir = options.workdir or Path(tempfile.mkdtemp(prefix="bench-startup-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    try:
+        prepare(workdir)
+        report: dict[str, Any] = {"repeat": options.repeat, "cpu_count": os.cpu_count(),
+                                  "load_average": os.getloadavg(), "results": {}}
+        if options.breakdown:
+            for executor in executors:
+                run_breakdown(workdir / "kjv.zarr", executor)  # warm caches
+                runs = [run_breakdown(workdir / "kjv.zarr", executor) for _ in range(options.repeat)]
+                report["results"][executor] = {"runs": runs,
+                                               "best": {k: min(r[k] for r in runs) for k in runs[0]}}
+            print(json.dumps(report, indent=1))
+            phases = list(next(iter(report["results"].values()))["best"])
+            print(f"\n{'phase (best of %d, s)' % options.repeat:<26}" + "".join(f"{e:>12}" for e in executors))
+            for phase in phases:
+                print(f"{phase:<26}" + "".join(f"{report['results'][e]['best'][phase]:>12.3f}" for e in executors))
+            return
+        names = options.commands.split(",")
+        for executor in executors:
+            lines = commands(workdir, executor)
+            for name in names:
+                run_cli(lines[name])  # warm the numba cache and the OS page cache
+                runs = [run_cli(lines[name]) for _ in range(options.repeat)]
+                report["results"][f"{name} [{executor}]"] = {
+                    "command": ["topicflow", *lines[name]], "runs": runs,
+                    "best_wall_s": best(runs, "wall_s"), "best_first_iteration_s": best(runs, "first_iteration_s")}
+        print(json.dumps(report, indent=1))
+        print(f"\n{'command [executor]':<28}{'wall (s)':>10}{'to 1st iter (s)':>17}   best of {options.repeat}")
+        for key, cell in report["results"].items():
+            first = cell["best_first_iteration_s"]
+            print(f"{key:<28}{cell['best_wall_s']:>10.2f}{'' if first is None else f'{first:.2f}':>17}")
+    finally:
+        if options.workdir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
