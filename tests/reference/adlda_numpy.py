@@ -15,7 +15,11 @@ import numpy as np
 
 from tests.reference.gibbs_numpy import counts_from_topics
 from topicflow.models.lda.gibbs.chain import run_sweeps
-from topicflow.models.lda.gibbs.state import GibbsParams, TopicWordPrior, state_from_topics
+from topicflow.models.lda.gibbs.state import (
+    GibbsParams,
+    TopicWordPrior,
+    state_from_topics,
+)
 
 
 def adlda_sweep(blocks, term_topic, alpha, beta, *, seed, sweep):

@@ -197,8 +197,9 @@ class LDA(FittedModelMixin, TopicModelEstimator):
         SCVB0: passes over a document's words that update only its topic statistics before the pass
         that updates the topics (Foulds et al.'s one burn-in pass; 0 makes SCVB0 differ from PCSVB0
         only in the prior).
-    block_size : int, default 2048
-        ``method="gibbs"``: documents per sampling block (docs/gibbs.md). ``gibbs`` is distributed
+    block_size : int, optional
+        ``method="gibbs"``: documents per sampling block (default: a quarter of the corpus within
+        [256, 16384] documents; docs/gibbs.md). ``gibbs`` is distributed
         collapsed Gibbs sampling (AD-LDA over blocks, z on disk beside the run): ``max_iter`` sweeps,
         ``doc_topic_prior`` "auto" (an asymmetric alpha learned by Minka's fixed point from
         ``doc_topic_prior_init``, default 0.1) or a fixed number, ``topic_word_prior`` (learned with
@@ -273,7 +274,7 @@ class LDA(FittedModelMixin, TopicModelEstimator):
         "topic_word_step": [None, STEP_CONSTRAINT],
         "doc_step": [None, STEP_CONSTRAINT],
         "doc_burn_in": [_NONNEGATIVE_INT],
-        "block_size": [_POSITIVE_INT],
+        "block_size": [None, _POSITIVE_INT],
         "optimize_every": [_POSITIVE_INT],
         "threads": [None, _POSITIVE_INT],
     }
@@ -314,7 +315,7 @@ class LDA(FittedModelMixin, TopicModelEstimator):
         estep: str = "vb", burn_in: int = 5, samples: int = 5, executor: str = "auto",
         hybrid_init: str = "progressive", hybrid_alpha_stats: str = "mean",
         init_shape: float = 100.0, topic_word_step: Any = None, doc_step: Any = None, doc_burn_in: int = 1,
-        block_size: int = 2048, optimize_every: int = 10, threads: int | None = None,
+        block_size: int | None = None, optimize_every: int = 10, threads: int | None = None,
     ) -> None:
         self.n_topics = n_topics
         self.doc_topic_prior = doc_topic_prior
@@ -541,7 +542,7 @@ class LDA(FittedModelMixin, TopicModelEstimator):
             n_topics=int(self.n_topics), sweeps=int(self.max_iter), doc_topic_prior=float(start),  # type: ignore[arg-type]
             learn_alpha=mode == "auto", topic_word_prior=float(self.topic_word_prior),
             learn_beta=bool(self.optimize_topic_word_prior), burn_in=int(self.burn_in),
-            optimize_every=int(self.optimize_every), block_size=int(self.block_size), seed=int(self.seed),
+            optimize_every=int(self.optimize_every), block_size=self.block_size, seed=int(self.seed),
             eval_every=int(self.eval_every), threads=self.threads,
         )
 

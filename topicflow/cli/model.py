@@ -469,7 +469,7 @@ def fit_gibbs(store: str, model_path: str, params: Any, *, cluster: ClusterConfi
         doc_topic_prior=params["doc_topic_prior"], doc_topic_prior_init=params["doc_topic_prior_init"],
         topic_word_prior=params["topic_word_prior"], optimize_topic_word_prior=params["optimize_topic_word_prior"],
         burn_in=5 if params["burn_in"] is None else params["burn_in"], optimize_every=params["optimize_every"] or 10,
-        block_size=params["batch_size"] or 2048, seed=params["seed"],
+        block_size=params["batch_size"], seed=params["seed"],
         eval_every=GIBBS_EVAL_EVERY if params["eval_every"] is None else params["eval_every"],
         threads=params["sampler_threads"], split_every=params["split_every"],
     )
@@ -489,7 +489,8 @@ def fit_gibbs(store: str, model_path: str, params: Any, *, cluster: ClusterConfi
         if resume and (path / "latest.json").exists():
             click.echo(f"resuming from checkpoint {path}", err=True)
     alpha = "learned (Minka)" if config.learn_alpha else "fixed"
-    click.echo(f"fitting K={config.n_topics} by collapsed Gibbs (AD-LDA, blocks of {config.block_size} documents, "
+    blocks = "default" if config.block_size is None else f"{config.block_size}"
+    click.echo(f"fitting K={config.n_topics} by collapsed Gibbs (AD-LDA, blocks of {blocks} documents, "
                f"{config.sweeps} sweeps, alpha {config.doc_topic_prior:g} {alpha}, beta {config.topic_word_prior:g}"
                f"{' learned' if config.learn_beta else ''}) on {corpus!r}", err=True)
     progress = progress_reporter()

@@ -1,6 +1,6 @@
 """Graph builders and task bodies of the distributed collapsed Gibbs sampler (AD-LDA over blocks).
 
-A sweep is one task per *partition* (consecutive blocks of one shard): the task reads its shard, each
+A sweep is one task per *partition* (consecutive blocks): the task reads the shards it covers, each
 block's z of the previous sweep from the assignment layer, runs
 :func:`topicflow.models.lda.gibbs.adlda.sweep_block` on every block (in parallel threads: the kernels
 release the GIL), writes the new z, and returns the blocks' merged count delta and histograms
@@ -19,16 +19,19 @@ from dataclasses import dataclass
 from typing import Any
 
 import dask
+import numpy as np
 
 from topicflow.io.corpus.layout import ShardInfo
 from topicflow.io.corpus.reader import load_block
 from topicflow.io.outputs.assignment_layer import read_block, write_block
-from topicflow.models.common.blocks import DocBlock, expand_tokens
+from topicflow.models.common.blocks import DocBlock, concat_blocks, expand_tokens
 from topicflow.models.lda.gibbs.adlda import (
     BlockSweep,
     CountDelta,
     DocHistograms,
     SweepView,
+    apply_delta,
+    sequential_start_block,
     start_block,
     sweep_block,
 )
@@ -37,38 +40,36 @@ from topicflow.tasks.reduce import tree_reduce
 
 @dataclass(frozen=True, slots=True)
 class BlockSpec:
-    """One sampling block: documents ``start:stop`` of shard ``shard_index`` (block ``index`` of that shard).
+    """One sampling block: ``n_docs`` consecutive documents of the store from global position ``first_doc``.
 
     Attributes
     ----------
-    shard_index : int
     index : int
-        Position of the block within its shard.
-    start, stop : int
-        Documents of the shard, stop exclusive.
-    first_doc : int
-        Global position of the block's first document.
+        Position of the block in the store (names its z in the assignment layer).
+    first_doc, n_docs : int
+    pieces : tuple of (int, int, int)
+        (shard index, start, stop): the documents of each shard the block covers, in order.
     """
 
-    shard_index: int
     index: int
-    start: int
-    stop: int
     first_doc: int
+    n_docs: int
+    pieces: tuple[tuple[int, int, int], ...]
 
 
 @dataclass(frozen=True, slots=True)
 class Partition:
-    """Consecutive blocks of one shard, sampled by one task.
+    """Consecutive blocks sampled by one task, and the shards they read.
 
     Attributes
     ----------
-    shard : ShardInfo
     blocks : tuple of BlockSpec
+    shards : dict of int to ShardInfo
+        Every shard a block of the partition covers, by store index.
     """
 
-    shard: ShardInfo
     blocks: tuple[BlockSpec, ...]
+    shards: dict[int, ShardInfo]
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,73 +89,87 @@ class PartitionResult:
 
 
 def plan_blocks(shards: Sequence[ShardInfo], block_size: int) -> list[BlockSpec]:
-    """The sampling blocks of a store: runs of ``block_size`` documents within each shard, in store order.
+    """The sampling blocks of a store: runs of ``block_size`` documents in store order (across shards).
 
     Parameters
     ----------
     shards : sequence of ShardInfo
     block_size : int
-        Documents per block (the last block of a shard may be shorter).
+        Documents per block (the last block may be shorter).
 
     Returns
     -------
     list of BlockSpec
     """
+    offsets = np.concatenate([[0], np.cumsum([shard.n_docs for shard in shards])]).astype(np.int64)
+    total = int(offsets[-1])
     blocks = []
-    for shard_index, shard in enumerate(shards):
-        for index, start in enumerate(range(0, shard.n_docs, block_size)):
-            stop = min(shard.n_docs, start + block_size)
-            blocks.append(BlockSpec(shard_index, index, start, stop, shard.first_doc + start))
+    for index, lo in enumerate(range(0, total, block_size)):
+        hi = min(total, lo + block_size)
+        pieces = []
+        for shard_index in range(len(shards)):
+            start, stop = max(lo, int(offsets[shard_index])), min(hi, int(offsets[shard_index + 1]))
+            if start < stop:
+                pieces.append((shard_index, start - int(offsets[shard_index]), stop - int(offsets[shard_index])))
+        first = shards[pieces[0][0]].first_doc + pieces[0][1]
+        blocks.append(BlockSpec(index, int(first), hi - lo, tuple(pieces)))
     return blocks
 
 
 def plan_partitions(shards: Sequence[ShardInfo], blocks: Sequence[BlockSpec],
-                    blocks_per_partition: int | None) -> list[Partition]:
-    """Group the blocks into tasks: consecutive blocks of one shard, at most ``blocks_per_partition`` each.
+                    blocks_per_partition: int) -> list[Partition]:
+    """Group consecutive blocks into tasks of at most ``blocks_per_partition`` blocks.
 
     Parameters
     ----------
     shards : sequence of ShardInfo
     blocks : sequence of BlockSpec
         From :func:`plan_blocks`.
-    blocks_per_partition : int or None
-        None: one partition per shard.
+    blocks_per_partition : int
 
     Returns
     -------
     list of Partition
     """
-    partitions: list[Partition] = []
-    current: list[BlockSpec] = []
-    for block in blocks:
-        if current and (current[0].shard_index != block.shard_index
-                        or (blocks_per_partition is not None and len(current) >= blocks_per_partition)):
-            partitions.append(Partition(shards[current[0].shard_index], tuple(current)))
-            current = []
-        current.append(block)
-    if current:
-        partitions.append(Partition(shards[current[0].shard_index], tuple(current)))
+    partitions = []
+    for lo in range(0, len(blocks), blocks_per_partition):
+        group = tuple(blocks[lo:lo + blocks_per_partition])
+        used = sorted({piece[0] for block in group for piece in block.pieces})
+        partitions.append(Partition(group, {index: shards[index] for index in used}))
     return partitions
 
 
-def _sample(doc_block: DocBlock, spec: BlockSpec, partition: Partition, layer: str, sweep: int,
-            view: SweepView | None,
-            n_topics: int, seed: int) -> tuple[BlockSweep, int]:
-    token_indptr, token_terms = expand_tokens(doc_block.slice(spec.start, spec.stop))
-    shard_id = partition.shard.shard_id
-    if sweep == 0:
+def _sample(doc_block: DocBlock, spec: BlockSpec, layer: str, sweep: int, view: SweepView | None,
+            n_topics: int, seed: int, sequential: bool) -> tuple[BlockSweep, int]:
+    token_indptr, token_terms = expand_tokens(doc_block)
+    if sweep == 0 and sequential:
+        assert view is not None, "the sequential start needs the counts of the blocks started before"
+        result = sequential_start_block(token_indptr, token_terms, spec.first_doc, view)
+    elif sweep == 0:
         result = start_block(token_indptr, token_terms, spec.first_doc, n_topics, seed)
     else:
-        topics = read_block(layer, sweep - 1, shard_id, spec.index, token_terms.shape[0])
         assert view is not None, "a sweep after the start needs the sweep-start counts"
+        topics = read_block(layer, sweep - 1, spec.index, token_terms.shape[0])
         result = sweep_block(token_indptr, token_terms, topics, spec.first_doc, view, sweep)
-    write_block(layer, sweep, shard_id, spec.index, result.topics, n_topics)
+    write_block(layer, sweep, spec.index, result.topics, n_topics)
     return result, int(token_terms.shape[0])
 
 
+def _block_documents(store: str, partition: Partition, spec: BlockSpec, language: str, n_terms: int,
+                     loaded: dict[int, DocBlock]) -> DocBlock:
+    parts = []
+    for shard_index, start, stop in spec.pieces:
+        if shard_index not in loaded:
+            loaded[shard_index] = load_block(store, partition.shards[shard_index], language, n_terms,
+                                             with_meta=False)
+        parts.append(loaded[shard_index].slice(start, stop))
+    return parts[0] if len(parts) == 1 else concat_blocks(parts)
+
+
 def sweep_partition(store: str, partition: Partition, language: str, n_terms: int, layer: str, sweep: int,
-                    view: SweepView | None, n_topics: int, seed: int, threads: int) -> PartitionResult:
-    """Task body: one sweep (or, for sweep 0, the random start) of every block of a partition.
+                    view: SweepView | None, n_topics: int, seed: int, threads: int,
+                    sequential: bool = False) -> PartitionResult:
+    """Task body: one sweep (or, for sweep 0, the start) of every block of a partition.
 
     Parameters
     ----------
@@ -167,28 +182,43 @@ def sweep_partition(store: str, partition: Partition, language: str, n_terms: in
     layer : str
         The run directory holding the assignment layer.
     sweep : int
-        0: the random start; s >= 1 reads the z of sweep s - 1.
+        0: the start; s >= 1 reads the z of sweep s - 1.
     view : SweepView or None
-        The sweep-start counts (None for sweep 0).
+        The sweep-start counts (sweep 0: the counts of the blocks started before, or None for the
+        random start).
     n_topics, seed : int
     threads : int
         Blocks sampled at once (nogil kernels on a thread pool); the result does not depend on it.
+    sequential : bool, default False
+        Sweep 0 only: the sequential start, block after block (each given the ones before it).
 
     Returns
     -------
     PartitionResult
         The blocks' deltas and histograms merged in block order.
     """
-    doc_block = load_block(store, partition.shard, language, n_terms, with_meta=False)
-
-    def one(spec: BlockSpec) -> tuple[BlockSweep, int]:
-        return _sample(doc_block, spec, partition, layer, sweep, view, n_topics, seed)
-
-    if threads > 1 and len(partition.blocks) > 1:
-        with ThreadPoolExecutor(max_workers=min(threads, len(partition.blocks))) as pool:
-            results = list(pool.map(one, partition.blocks))
+    loaded: dict[int, DocBlock] = {}
+    documents = [_block_documents(store, partition, spec, language, n_terms, loaded) for spec in partition.blocks]
+    loaded.clear()
+    if sweep == 0 and sequential:  # each block given the ones before it: one after the other
+        assert view is not None, "the sequential start needs the counts of the blocks started before"
+        term_topic, topic_counts = view.term_topic.copy(), view.topic_counts.copy()
+        results = []
+        for doc_block, spec in zip(documents, partition.blocks):
+            current = SweepView(term_topic, topic_counts, view.alpha, view.beta, view.seed)
+            result, n = _sample(doc_block, spec, layer, 0, current, n_topics, seed, True)
+            apply_delta(term_topic, topic_counts, result.delta)
+            results.append((result, n))
     else:
-        results = [one(spec) for spec in partition.blocks]
+        def one(item: tuple[DocBlock, BlockSpec]) -> tuple[BlockSweep, int]:
+            return _sample(item[0], item[1], layer, sweep, view, n_topics, seed, False)
+
+        items = list(zip(documents, partition.blocks))
+        if threads > 1 and len(items) > 1:
+            with ThreadPoolExecutor(max_workers=min(threads, len(items))) as pool:
+                results = list(pool.map(one, items))
+        else:
+            results = [one(item) for item in items]
     first = results[0][0]
     return PartitionResult(first.delta.merge(*(r.delta for r, _ in results[1:])),
                            first.histograms.merge(*(r.histograms for r, _ in results[1:])),
@@ -214,7 +244,8 @@ def merge_results(*parts: PartitionResult) -> PartitionResult:
 
 
 def sweep_graph(store: str, partitions: Sequence[Partition], language: str, n_terms: int, layer: str, sweep: int,
-                view: Any, n_topics: int, seed: int, threads: int, *, split_every: int, token: str) -> Any:
+                view: Any, n_topics: int, seed: int, threads: int, *, split_every: int, token: str,
+                sequential: bool = False) -> Any:
     """The lazy graph of one sweep: a task per partition, tree-merged in store order.
 
     Parameters
@@ -232,13 +263,15 @@ def sweep_graph(store: str, partitions: Sequence[Partition], language: str, n_te
         Fan-in of the tree reduction.
     token : str
         Names the keys.
+    sequential : bool, default False
+        Sweep 0: the sequential start (give one partition at a time, with the counts so far).
 
     Returns
     -------
     Delayed[PartitionResult]
     """
     task = dask.delayed(sweep_partition, pure=True)
-    parts = [task(store, partition, language, n_terms, layer, sweep, view, n_topics, seed, threads,
+    parts = [task(store, partition, language, n_terms, layer, sweep, view, n_topics, seed, threads, sequential,
                   dask_key_name=f"gibbs-part-{token}-{sweep}-{i}")
              for i, partition in enumerate(partitions)]
     return tree_reduce(parts, merge_results, split_every=split_every, name=f"gibbs-sum-{token}-{sweep}")

@@ -1,6 +1,6 @@
 """The topic assignments z of the distributed collapsed Gibbs sampler, on disk beside the run.
 
-Each sampling block's z is one zarr array ``<directory>/z.zarr/sweep-<s>/<shard_id>/block-<j>`` of shape
+Each sampling block's z is one zarr array ``<directory>/z.zarr/sweep-<s>/block-<j>`` of shape
 (tokens of the block,), one chunk, uncompressed, uint16 when K <= 65536 (else int32): z is read and
 rewritten every sweep, and close to random in its bits, so a codec would cost time and save little.
 Sweep s reads ``sweep-<s-1>`` and writes ``sweep-<s>``, so a task that the scheduler reruns after a
@@ -43,43 +43,40 @@ def layer_path(directory: str | Path) -> Path:
     return Path(directory) / "z.zarr"
 
 
-def block_path(directory: str | Path, sweep: int, shard_id: str, block: int) -> Path:
-    """Where the z of block ``block`` of shard ``shard_id`` after ``sweep`` lives (sweep 0: the random start).
+def block_path(directory: str | Path, sweep: int, block: int) -> Path:
+    """Where the z of block ``block`` after ``sweep`` lives (sweep 0: the start).
 
     Parameters
     ----------
     directory : str or Path
     sweep : int
-    shard_id : str
     block : int
-        Index of the block within its shard.
+        Index of the block in the store.
 
     Returns
     -------
     Path
     """
-    return layer_path(directory) / f"sweep-{int(sweep)}" / shard_id / f"block-{int(block)}"
+    return layer_path(directory) / f"sweep-{int(sweep)}" / f"block-{int(block)}"
 
 
 def _dtype(n_topics: int) -> str:
     return "uint16" if n_topics <= 65536 else "int32"
 
 
-def write_block(directory: str | Path, sweep: int, shard_id: str, block: int, topics: np.ndarray,
-                n_topics: int) -> None:
+def write_block(directory: str | Path, sweep: int, block: int, topics: np.ndarray, n_topics: int) -> None:
     """Write one block's z of ``sweep`` atomically (temporary array, then rename).
 
     Parameters
     ----------
     directory : str or Path
     sweep : int
-    shard_id : str
     block : int
     topics : ndarray of shape (n_tokens,), int
     n_topics : int
         K (chooses the stored dtype).
     """
-    final = block_path(directory, sweep, shard_id, block)
+    final = block_path(directory, sweep, block)
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = final.with_name(f".{final.name}.tmp-{uuid.uuid4().hex[:12]}")
     n = int(topics.shape[0])
@@ -92,14 +89,13 @@ def write_block(directory: str | Path, sweep: int, shard_id: str, block: int, to
     os.replace(tmp, final)
 
 
-def read_block(directory: str | Path, sweep: int, shard_id: str, block: int, n_tokens: int) -> np.ndarray:
+def read_block(directory: str | Path, sweep: int, block: int, n_tokens: int) -> np.ndarray:
     """One block's z after ``sweep``, as int32.
 
     Parameters
     ----------
     directory : str or Path
     sweep : int
-    shard_id : str
     block : int
     n_tokens : int
         The length the caller expects.
@@ -114,7 +110,7 @@ def read_block(directory: str | Path, sweep: int, shard_id: str, block: int, n_t
         The array is missing or has another length (a run directory damaged, or written for another
         corpus or block size); the message says to delete it.
     """
-    path = block_path(directory, sweep, shard_id, block)
+    path = block_path(directory, sweep, block)
     try:
         array = zarr.open_array(str(path), mode="r")
         values = np.asarray(array[:]) if array.shape[0] else np.zeros(0, dtype=np.int32)

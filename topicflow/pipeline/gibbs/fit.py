@@ -21,6 +21,7 @@ uninterrupted run gives.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import os
@@ -92,16 +93,21 @@ class GibbsConfig:
     optimize_every : int, default 10
         Sweeps between hyperparameter updates (after sweep n with ``n > burn_in`` and
         ``(n - burn_in) % optimize_every == 0``, as :func:`~topicflow.models.lda.gibbs.chain.run_sweeps`).
-    block_size : int, default 2048
-        Documents per sampling block (runs within each shard). Part of the model: blocks see each
-        other's changes only at sweep ends.
+    block_size : int or None, default None
+        Documents per sampling block (consecutive documents of the store, across shards). Part of the
+        model: blocks see each other's changes only at sweep ends. None: a quarter of the corpus,
+        within [256, 16384] documents (:func:`default_block_size`; the saved settings hold the value used).
+    init : {"random", "sequential"}, default "random"
+        The start: z uniform (Newman et al.'s), or every token drawn given the tokens before it, block
+        after block in store order (one sweep without parallelism; a much better first sweeps'
+        likelihood, but on planted corpora it often locks topics together: docs/gibbs.md).
     seed : int, default 0
     eval_every : int, default 10
         With a held-out store: score it every this many sweeps (0: only after the last sweep).
     threads : int or None, default None
         Blocks of one partition sampled at once; None: the cores left per partition. Not part of the model.
-    blocks_per_partition : int or None, default None
-        Blocks per task (within one shard); None: one task per shard. Not part of the model.
+    blocks_per_partition : int, default 1
+        Consecutive blocks per task. Not part of the model.
     """
 
     n_topics: int
@@ -112,17 +118,20 @@ class GibbsConfig:
     learn_beta: bool = False
     burn_in: int = 5
     optimize_every: int = 10
-    block_size: int = 2048
+    block_size: int | None = None
+    init: str = "random"
     seed: int = 0
     eval_every: int = 10
     threads: int | None = None
-    blocks_per_partition: int | None = None
+    blocks_per_partition: int = 1
 
     def __post_init__(self) -> None:
         for name, low in (("n_topics", 1), ("sweeps", 0), ("burn_in", 0), ("optimize_every", 1),
-                          ("block_size", 1), ("seed", 0), ("eval_every", 0)):
+                          ("seed", 0), ("eval_every", 0), ("blocks_per_partition", 1)):
             object.__setattr__(self, name, parse_int(f"GibbsConfig.{name}", getattr(self, name), low))
-        for name in ("threads", "blocks_per_partition"):
+        if self.init not in ("sequential", "random"):
+            raise InvalidParameterError(f"GibbsConfig.init must be 'sequential' or 'random', got {self.init!r}")
+        for name in ("threads", "block_size"):
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, parse_int(f"GibbsConfig.{name}", getattr(self, name), 1))
         for name in ("doc_topic_prior", "topic_word_prior"):
@@ -156,7 +165,8 @@ class GibbsSweepRecord:
     seconds : float
         Wall time of the sweep: sampling, merge, hyperparameters (not the held-out score).
     elapsed : float
-        Training seconds since the start of the fit (evaluation excluded; a resumed fit continues the sum).
+        Training seconds since the start of the fit, the start (sweep 0) included and evaluation
+        excluded; a resumed fit continues the sum.
     tokens_per_second : float
     log_likelihood : float
         Joint log p(w, z | alpha, beta) after the sweep (with the hyperparameters after its update).
@@ -240,10 +250,35 @@ class _Chain:
         self.sweep = 0
         self.trace: list[GibbsSweepRecord] = []
         self.n_tokens = 0
+        self.start_seconds = 0.0
 
     @property
     def elapsed(self) -> float:
-        return self.trace[-1].elapsed if self.trace else 0.0
+        return self.trace[-1].elapsed if self.trace else self.start_seconds
+
+
+#: Default block size: a quarter of the corpus, within these bounds (documents).
+MIN_BLOCK_DOCS, MAX_BLOCK_DOCS, DEFAULT_BLOCKS = 256, 16384, 4
+
+
+def default_block_size(n_docs: int) -> int:
+    """Documents per block when none is given: ``ceil(n_docs / 4)`` within [256, 16384].
+
+    Parameters
+    ----------
+    n_docs : int
+
+    Returns
+    -------
+    int
+
+    Notes
+    -----
+    Few blocks keep the sampler close to the sequential one (each block sees the others' changes
+    only at sweep ends) while still giving a 2- or 4-core machine a block per core; the upper bound
+    keeps a task's memory flat as the corpus grows. It depends on the store only, never on workers.
+    """
+    return int(min(MAX_BLOCK_DOCS, max(MIN_BLOCK_DOCS, -(-n_docs // DEFAULT_BLOCKS))))
 
 
 def _threads(config: GibbsConfig, client: Any, n_partitions: int, largest: int) -> int:
@@ -315,6 +350,9 @@ def fit_gibbs(
     split_every = int(split_every or tf_config.get("split-every", 8))
     n_terms = corpus.vocab_sizes()[language]
     shards = list(corpus.shards)
+    if config.block_size is None:
+        config = dataclasses.replace(config, block_size=default_block_size(len(corpus)))
+    assert config.block_size is not None
     blocks = plan_blocks(shards, config.block_size)
     partitions = plan_partitions(shards, blocks, config.blocks_per_partition)
     threads = _threads(config, client, len(partitions), max(len(p.blocks) for p in partitions))
@@ -338,9 +376,9 @@ def fit_gibbs(
     layer = str(directory)
     committed = chain.sweep if resumed else -1
 
-    def run(sweep: int, view: Any) -> PartitionResult:
-        graph = sweep_graph(str(corpus.path), partitions, language, n_terms, layer, sweep, view, config.n_topics,
-                            config.seed, threads, split_every=split_every, token=token)
+    def run(sweep: int, view: Any, parts: Any = partitions, sequential: bool = False) -> PartitionResult:
+        graph = sweep_graph(str(corpus.path), parts, language, n_terms, layer, sweep, view, config.n_topics,
+                            config.seed, threads, split_every=split_every, token=token, sequential=sequential)
         return compute(graph, client=client)[0]
 
     def share(view: SweepView) -> Any:
@@ -355,10 +393,19 @@ def fit_gibbs(
                                         seed=HELDOUT_SEED).perplexity)
 
     try:
-        if not resumed:
+        started = time.perf_counter()
+        if not resumed and config.init == "random":
             start = run(0, None)
             apply_delta(chain.term_topic, chain.topic_counts, start.delta)
             chain.n_tokens = start.n_tokens
+        elif not resumed:  # partition after partition, each given the counts of the ones before
+            for partition in progress.track(partitions, total=len(partitions), desc="Gibbs start", unit="task"):
+                start = run(0, share(SweepView(chain.term_topic.copy(), chain.topic_counts.copy(), chain.alpha,
+                                               chain.beta, config.seed)), [partition], True)
+                apply_delta(chain.term_topic, chain.topic_counts, start.delta)
+                chain.n_tokens += start.n_tokens
+        if not resumed:
+            chain.start_seconds = time.perf_counter() - started
         else:
             chain.n_tokens = int(chain.topic_counts.sum())
         remaining = range(chain.sweep + 1, config.sweeps + 1)

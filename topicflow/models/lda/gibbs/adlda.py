@@ -52,7 +52,7 @@ from topicflow.models.lda.gibbs.sparse import (
 from topicflow.models.lda.gibbs.state import _counts_from_topics
 
 __all__ = ["BlockSweep", "CountDelta", "DocHistograms", "SweepView", "apply_delta", "joint_log_likelihood",
-           "optimize_hyperparameters", "start_block", "sweep_block"]
+           "optimize_hyperparameters", "sequential_start_block", "start_block", "sweep_block"]
 
 _PAIR_SHIFT = 32
 _PAIR_MASK = (1 << _PAIR_SHIFT) - 1
@@ -283,27 +283,74 @@ def start_block(token_indptr: IntArray, token_terms: Int32Array, first_doc: int,
 
 
 @numba.njit(nogil=True, cache=True)
-def _rest_lists(rest, indptr, topics, values):
-    """Each row's nonzero entries by decreasing value, then increasing topic (``_prior_lists``' order)."""
-    n_topics = rest.shape[1]
+def _rest_size(term_topic, terms, own):
+    """(entries, largest value) of the rest N = n_wk(all) - n_wk(block) on the block's terms; -1 if negative."""
+    n, largest = 0, 0
+    for w in range(terms.shape[0]):
+        row = terms[w]
+        for k in range(own.shape[1]):
+            v = np.int64(term_topic[row, k]) - own[w, k]
+            if v < 0:
+                return -1, 0
+            if v > 0:
+                n += 1
+                largest = max(largest, v)
+    return n, largest
+
+
+@numba.njit(nogil=True, cache=True)
+def _rest_lists(term_topic, terms, own, indptr, topics, values):
+    """Each term's nonzero rest N_wk by decreasing value, then increasing topic (``_prior_lists``' order)."""
+    n_topics = own.shape[1]
+    order_keys = np.empty(n_topics, dtype=np.int64)
+    found = np.empty(n_topics, dtype=np.int64)
     pos = 0
-    for w in range(rest.shape[0]):
+    for w in range(terms.shape[0]):
         indptr[w] = pos
         n = 0
+        row = terms[w]
         for k in range(n_topics):
-            v = rest[w, k]
+            v = np.int64(term_topic[row, k]) - own[w, k]
             if v > 0:
-                j = n  # stable insertion: equal values keep increasing topic order
-                while j > 0 and values[pos + j - 1] < v:
-                    values[pos + j] = values[pos + j - 1]
-                    topics[pos + j] = topics[pos + j - 1]
-                    j -= 1
-                values[pos + j] = v
-                topics[pos + j] = k
+                found[n] = k
+                order_keys[n] = -v
                 n += 1
+        order = np.argsort(order_keys[:n], kind="mergesort")  # stable: ties keep increasing topic
+        for j in range(n):
+            topics[pos + j] = found[order[j]]
+            values[pos + j] = -order_keys[order[j]]
         pos += n
-    indptr[rest.shape[0]] = pos
-    return pos
+    for w in range(terms.shape[0], indptr.shape[0]):
+        indptr[w] = pos
+
+
+@numba.njit(nogil=True, cache=True)
+def _sparse_delta(terms, new, own):
+    """Keys ``terms[w] * K + k`` and values of the nonzero ``new - own`` (rows in order: keys sorted)."""
+    n_topics = own.shape[1]
+    n = 0
+    for w in range(terms.shape[0]):
+        for k in range(n_topics):
+            if new[w, k] != own[w, k]:
+                n += 1
+    keys = np.empty(n, dtype=np.int64)
+    values = np.empty(n, dtype=np.int64)
+    i = 0
+    for w in range(terms.shape[0]):
+        for k in range(n_topics):
+            if new[w, k] != own[w, k]:
+                keys[i] = terms[w] * n_topics + k
+                values[i] = np.int64(new[w, k]) - own[w, k]
+                i += 1
+    return keys, values
+
+
+def _renumber(token_terms: Int32Array, n_terms: int) -> tuple[IntArray, Int32Array]:
+    """The block's distinct terms (ascending) and each token's position among them (O(V + tokens))."""
+    present = np.bincount(token_terms, minlength=n_terms) > 0
+    terms = np.flatnonzero(present)
+    position = np.cumsum(present, dtype=np.int64) - 1
+    return terms, position[token_terms].astype(np.int32)
 
 
 def sweep_block(token_indptr: IntArray, token_terms: Int32Array, topics: Int32Array, first_doc: int,
@@ -358,6 +405,48 @@ def sweep_block(token_indptr: IntArray, token_terms: Int32Array, topics: Int32Ar
     """
     if sweep < 1:
         raise InvalidParameterError(f"sweep must be at least 1 (0 is the random start), got {sweep!r}")
+    return _block_pass(token_indptr, token_terms, topics, first_doc, view, sweep, False)
+
+
+def sequential_start_block(token_indptr: IntArray, token_terms: Int32Array, first_doc: int,
+                           view: SweepView) -> BlockSweep:
+    """The sequential ("progressive") start of a block given the counts of the blocks started before it.
+
+    Parameters
+    ----------
+    token_indptr : ndarray of shape (n_docs + 1,), int64
+    token_terms : ndarray of shape (n_tokens,), int32
+        Global term ids.
+    first_doc : int
+    view : SweepView
+        The counts of every block started before this one (not this block's).
+
+    Returns
+    -------
+    BlockSweep
+        ``delta`` holds the block's counts.
+
+    Notes
+    -----
+    Token t of document g is drawn, in order, from the collapsed conditional given every token drawn
+    before it (this block's earlier tokens and ``view``), with the t-th uniform of
+    ``counter_key(seed, STREAM_GIBBS, 0, g)``: started block by block in store order, the whole corpus
+    gets the sequential start of :func:`~topicflow.models.lda.gibbs.chain.initial_state`
+    (``init="sequential"``), the same for any number of workers. It costs one sweep without
+    parallelism and spares the AD-LDA sweeps the slow symmetry breaking of a random start.
+
+    Examples
+    --------
+    >>> view = SweepView(np.zeros((2, 2), np.int32), np.zeros(2, np.int64), np.full(2, 0.1), 0.01, 0)
+    >>> int(sequential_start_block(np.array([0, 3]), np.array([0, 0, 1], np.int32), 0, view).delta.values.sum())
+    3
+    """
+    return _block_pass(token_indptr, token_terms, np.zeros(np.shape(token_terms), dtype=np.int32), first_doc, view,
+                       0, True)
+
+
+def _block_pass(token_indptr: IntArray, token_terms: Int32Array, topics: Int32Array, first_doc: int,
+                view: SweepView, epoch: int, progressive: bool) -> BlockSweep:
     token_indptr = np.ascontiguousarray(token_indptr, dtype=np.int64)
     token_terms = np.ascontiguousarray(token_terms, dtype=np.int32)
     n_topics = view.n_topics
@@ -365,30 +454,33 @@ def sweep_block(token_indptr: IntArray, token_terms: Int32Array, topics: Int32Ar
     topics = np.array(topics, dtype=np.int32)
     if topics.shape != token_terms.shape:
         raise InvalidParameterError(f"topics must have shape {token_terms.shape!r}, got {topics.shape!r}")
-    terms, local = np.unique(token_terms, return_inverse=True)
+    terms, local = _renumber(token_terms, view.n_terms)
     n_local = max(1, terms.shape[0])
-    local = local.astype(np.int32)
-    doc_topic, own, own_totals = _counts_from_topics(token_indptr, local, topics, n_local, n_topics)
-    rest = view.term_topic[terms].astype(np.int64) - own[:terms.shape[0]]
+    if progressive:  # no token assigned yet
+        doc_topic = np.zeros((token_indptr.shape[0] - 1, n_topics), dtype=np.int32)
+        own = np.zeros((n_local, n_topics), dtype=np.int32)
+        own_totals = np.zeros(n_topics, dtype=np.int64)
+    else:
+        doc_topic, own, own_totals = _counts_from_topics(token_indptr, local, topics, n_local, n_topics)
+    capacity, largest = _rest_size(view.term_topic, terms, own)
     rest_totals = view.topic_counts.astype(np.int64) - own_totals
-    if (rest.size and rest.min() < 0) or rest_totals.min(initial=0) < 0:
-        raise NumericalError(f"the global counts of sweep {sweep} do not contain the block starting at document "
+    if capacity < 0 or rest_totals.min(initial=0) < 0:
+        raise NumericalError(f"the global counts of sweep {epoch} do not contain the block starting at document "
                              f"{first_doc}: the assignment layer and the counts are out of step")
-    if rest.shape[0] < n_local:  # an empty block: one all-zero row, as its word lists have
-        rest = np.zeros((n_local, n_topics), dtype=np.int64)
     indptr = np.zeros(n_local + 1, dtype=np.int64)
-    capacity = int(np.count_nonzero(rest))
-    rest_topics = np.zeros(capacity, dtype=np.int64)
-    rest_values = np.zeros(capacity, dtype=np.float64)
-    _rest_lists(rest, indptr, rest_topics, rest_values)
+    # int32 topics and (for counts below 2**24, exact in float32) float32 values: a third of the
+    # cache footprint of int64/float64; every product with them is computed in float64, bit for bit.
+    rest_topics = np.zeros(capacity, dtype=np.int32)
+    rest_values = np.zeros(capacity, dtype=np.float32 if largest < 2**24 else np.float64)
+    _rest_lists(view.term_topic, terms, own, indptr, rest_topics, rest_values)
     prior = _PriorLists(rest_totals.astype(np.float64), indptr, rest_topics, rest_values, view.n_terms)
     lists = _word_lists(own, local, n_topics)
     counts = own_totals.copy()
     _run_sweep(token_indptr, local, topics, doc_topic, counts, lists, np.ascontiguousarray(view.alpha, np.float64),
-               float(view.beta), int(view.seed), int(sweep), int(first_doc), False, prior)
+               float(view.beta), int(view.seed), int(epoch), int(first_doc), progressive, prior)
     new = _term_topic_from_lists(lists, n_local, n_topics)
-    delta = new[:terms.shape[0]].astype(np.int64) - own[:terms.shape[0]]
-    return BlockSweep(topics, CountDelta.from_dense(terms, delta), DocHistograms.from_doc_topic(doc_topic))
+    keys, values = _sparse_delta(terms, new, own)
+    return BlockSweep(topics, CountDelta(keys, values, n_topics), DocHistograms.from_doc_topic(doc_topic))
 
 
 def apply_delta(term_topic: Int32Array, topic_counts: IntArray, delta: CountDelta) -> None:
