@@ -316,6 +316,8 @@ def fit(store: str, model_path: str, n_topics: int | None, family: str | None, m
     if method == "gibbs":
         fit_gibbs(store, model_path, click.get_current_context().params, cluster=cluster)
         return
+    _refuse_typed(("optimize_every", "sampler_threads"), "apply to --method gibbs only: drop them, or fit by "
+                                                          "--method gibbs")
     lda_values = dict(
         n_topics=n_topics, doc_topic_prior=doc_topic_prior, topic_word_prior=topic_word_prior, max_iter=max_iter, tol=tol, max_doc_iter=max_doc_iter,
         doc_tol=doc_tol, seed=seed, seed_strength=seed_strength, seed_off_topic=seed_off_topic,
