@@ -16,6 +16,7 @@ from numpy.testing import assert_array_equal
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.outputs import assignment_layer
 from topicflow.metrics.recovery import worst_matched_distance
+from topicflow.models.lda.state import LDAState
 from topicflow.pipeline.gibbs import GibbsConfig, GibbsSweepRecord, fit_gibbs
 from topicflow.pipeline.policies import CheckpointPolicy
 from topicflow.testing.corpora import draw_planted_corpus, write_test_store
@@ -70,7 +71,8 @@ def test_resume_after_interruption_equals_uninterrupted(planted: tuple[Corpus, C
     whole = fit_gibbs(train, CONFIG)
     policy = CheckpointPolicy(tmp_path / "ckpt", every=3, resume=True)
 
-    def interrupt(record: GibbsSweepRecord) -> None:
+    def interrupt(record: GibbsSweepRecord, model: LDAState) -> None:
+        assert model.doc_topic_prior.shape == (5,)
         if record.sweep == 5:
             assert assignment_layer.sweeps_on_disk(policy.path) == [3, 5]  # committed 3, current 5
             assert (assignment_layer.layer_path(policy.path) / "sweep-5" / "block-0").is_dir()

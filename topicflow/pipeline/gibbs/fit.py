@@ -301,7 +301,7 @@ def fit_gibbs(
     test: Corpus | str | Path | None = None,
     split_every: int | None = None,
     scratch_dir: str | None = None,
-    on_sweep: Callable[[GibbsSweepRecord], None] | None = None,
+    on_sweep: Callable[[GibbsSweepRecord, LDAState], None] | None = None,
 ) -> GibbsFitResult:
     """Fit LDA by distributed collapsed Gibbs sampling (AD-LDA) on a store (see the module docstring).
 
@@ -324,7 +324,8 @@ def fit_gibbs(
         Parent of the assignment layer without a checkpoint (default: the ``scratch-dir`` setting,
         else beside the store).
     on_sweep : callable, optional
-        Called with each sweep's record (after the checkpoint, if any, is written).
+        ``on_sweep(record, model)`` after each sweep (and its checkpoint, if any), with the chain as an
+        LDA model (:func:`lda_view`), e.g. for a benchmark's own held-out evaluator.
 
     Returns
     -------
@@ -436,7 +437,7 @@ def fit_gibbs(
                 committed = sweep
             assignment_layer.drop_sweeps(directory, {sweep, committed})
             if on_sweep is not None:
-                on_sweep(record)
+                on_sweep(record, lda_view(chain.term_topic, chain.alpha, chain.beta, language))
     finally:
         if checkpoint is None:
             assignment_layer.remove_layer(directory)

@@ -506,7 +506,7 @@ def apply_delta(term_topic: Int32Array, topic_counts: IntArray, delta: CountDelt
 
 
 def count_histogram(term_topic: np.ndarray) -> FloatArray:
-    """hist[n] = #{(w, k) : n_wk = n} for n >= 1 (hist[0] = 0), as float64.
+    """Count the (term, topic) pairs by their count: hist[n] = #{(w, k) : n_wk = n} for n >= 1, hist[0] = 0.
 
     Parameters
     ----------
@@ -525,7 +525,7 @@ def count_histogram(term_topic: np.ndarray) -> FloatArray:
 def optimize_hyperparameters(histograms: DocHistograms, term_topic: np.ndarray, topic_counts: IntArray,
                              alpha: FloatArray, beta: float, *, learn_alpha: bool = True,
                              learn_beta: bool = False) -> tuple[FloatArray, float]:
-    """Minka's fixed points for alpha (asymmetric) and beta (symmetric) from reduced histograms.
+    """Estimate alpha (asymmetric) and beta (symmetric) by Minka's fixed points from reduced histograms.
 
     Parameters
     ----------
@@ -566,7 +566,7 @@ def optimize_hyperparameters(histograms: DocHistograms, term_topic: np.ndarray, 
 
 def joint_log_likelihood(histograms: DocHistograms, term_topic: np.ndarray, topic_counts: IntArray,
                          alpha: FloatArray, beta: float) -> float:
-    """log p(w, z | alpha, beta) of the whole chain from the reduced histograms and the global counts.
+    """Compute log p(w, z | alpha, beta) of the whole chain from the reduced histograms and the global counts.
 
     Parameters
     ----------
