@@ -262,7 +262,7 @@ MIN_BLOCK_DOCS, MAX_BLOCK_DOCS, DEFAULT_BLOCKS = 256, 16384, 4
 
 
 def default_block_size(n_docs: int) -> int:
-    """Documents per block when none is given: ``ceil(n_docs / 4)`` within [256, 16384].
+    """Choose the documents per block when none is given: ``ceil(n_docs / 4)`` within [256, 16384].
 
     Parameters
     ----------

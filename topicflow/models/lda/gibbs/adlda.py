@@ -278,7 +278,7 @@ def start_block(token_indptr: IntArray, token_terms: Int32Array, first_doc: int,
     terms, local = np.unique(token_terms, return_inverse=True)
     doc_topic, own, _ = _counts_from_topics(token_indptr, local.astype(np.int32), topics, max(1, terms.shape[0]),
                                             n_topics)
-    return BlockSweep(topics, CountDelta.from_dense(terms, own[:terms.shape[0]]),
+    return BlockSweep(topics, CountDelta.from_dense(terms.astype(np.int64), own[:terms.shape[0]]),
                       DocHistograms.from_doc_topic(doc_topic))
 
 
