@@ -13,6 +13,8 @@ Keys: ``gibbs-part-<token>-<sweep>-<i>`` and ``gibbs-sum-<token>-<sweep>-<depth>
 """
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -155,13 +157,52 @@ def _sample(doc_block: DocBlock, spec: BlockSpec, layer: str, sweep: int, view: 
     return result, int(token_terms.shape[0])
 
 
+#: Bytes of shard arrays a process keeps between sweeps (least recently used first out): reading and
+#: checking a shard every sweep costs about as much as sampling it. 0 disables the cache.
+SHARD_CACHE_BYTES = 256 * 2**20
+_cache: OrderedDict[tuple[str, str, str, str, int], DocBlock] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def _nbytes(block: DocBlock) -> int:
+    return int(block.indptr.nbytes + block.term_ids.nbytes + block.counts.nbytes + 64 * block.n_docs)
+
+
+def cached_shard(store: str, shard: ShardInfo, language: str, n_terms: int) -> DocBlock:
+    """A shard's documents, from this process's small LRU cache or read from the store.
+
+    Parameters
+    ----------
+    store : str
+    shard : ShardInfo
+        Its checksum is part of the key, so a rewritten shard is read again.
+    language : str
+    n_terms : int
+
+    Returns
+    -------
+    DocBlock
+    """
+    key = (store, shard.shard_id, shard.checksum, language, n_terms)
+    with _cache_lock:
+        if key in _cache:
+            _cache.move_to_end(key)
+            return _cache[key]
+    block = load_block(store, shard, language, n_terms, with_meta=False)
+    if _nbytes(block) <= SHARD_CACHE_BYTES:
+        with _cache_lock:
+            _cache[key] = block
+            while sum(_nbytes(b) for b in _cache.values()) > SHARD_CACHE_BYTES:
+                _cache.popitem(last=False)
+    return block
+
+
 def _block_documents(store: str, partition: Partition, spec: BlockSpec, language: str, n_terms: int,
                      loaded: dict[int, DocBlock]) -> DocBlock:
     parts = []
     for shard_index, start, stop in spec.pieces:
         if shard_index not in loaded:
-            loaded[shard_index] = load_block(store, partition.shards[shard_index], language, n_terms,
-                                             with_meta=False)
+            loaded[shard_index] = cached_shard(store, partition.shards[shard_index], language, n_terms)
         parts.append(loaded[shard_index].slice(start, stop))
     return parts[0] if len(parts) == 1 else concat_blocks(parts)
 
