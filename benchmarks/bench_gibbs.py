@@ -41,6 +41,12 @@ timed) for the one-thread sampler, the distributed route at each thread count an
 
     nice python benchmarks/bench_gibbs.py --jsonl labeled_fortunes.jsonl bible_kjv.jsonl --topics 100 \
         --targets 1070 981 --max-sweeps 150 --dist-threads 1 2
+
+``--memory-tokens 2e6 8e6 32e6`` instead measures the peak resident memory of the whole process tree of a
+``fit_gibbs`` run (threaded executor, ``--sweeps`` sweeps, the default blocks) on generated stores of those
+sizes (``topicflow synth``: 10,000 terms, 50 true topics, 100 tokens per document)::
+
+    nice python benchmarks/bench_gibbs.py --memory-tokens 2e6 8e6 32e6 --topics 100 --sweeps 3
 """
 from __future__ import annotations
 
@@ -228,6 +234,39 @@ def measure_dist(block: DocBlock, pairs: list, k: int, args: argparse.Namespace,
     }
 
 
+def memory_rows(args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
+    """Peak RSS of a Gibbs fit (threaded executor) in a fresh process on generated stores of growing size."""
+    import subprocess
+
+    from _memory import measure_process_tree
+
+    rows = []
+    for tokens in args.memory_tokens:
+        n_docs = int(tokens) // SYNTH_DOC_LEN
+        store = workdir / f"synth-{n_docs}"
+        if not store.exists():
+            subprocess.run([sys.executable, "-m", "topicflow", "synth", "--out", str(store), "--docs", str(n_docs),
+                            "--topics", str(SYNTH_TRUE_TOPICS), "--vocab", str(SYNTH_TERMS), "--doc-length",
+                            str(SYNTH_DOC_LEN), "--seed", "1", "--workers", "1"], check=True, capture_output=True)
+        for k in args.topics:
+            code = ("import json, time; from topicflow.io.corpus.reader import Corpus; "
+                    "from topicflow.pipeline.gibbs import GibbsConfig, fit_gibbs; t = time.perf_counter(); "
+                    f"r = fit_gibbs(Corpus.open({str(store)!r}), GibbsConfig(n_topics={k}, sweeps={args.sweeps})); "
+                    "print(json.dumps({'n_tokens': int(r.topic_counts.sum()), 'seconds': time.perf_counter() - t, "
+                    "'sweep_seconds': [x.seconds for x in r.trace], "
+                    "'block_size': r.saved_model.info.settings['block_size']}))")
+            result, wall, peak = measure_process_tree([sys.executable, "-c", code], what=f"gibbs fit of {store}")
+            row = {"mode": "memory", "K": k, "n_docs": n_docs, **result, "wall_seconds": wall, "peak_mb": peak}
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    print()
+    print(f"{'K':>4} {'tokens':>10} {'block docs':>10} {'peak MB':>8} {'s/sweep':>8}")
+    for row in rows:
+        print(f"{row['K']:>4} {row['n_tokens']:>10} {row['block_size']:>10} {row['peak_mb']:>8.0f} "
+              f"{min(row['sweep_seconds']):>8.2f}")
+    return rows
+
+
 def time_to_targets(name: str, block: DocBlock, pairs: list, k: int, args: argparse.Namespace,
                     workdir: Path) -> dict[str, Any]:
     """Training seconds (evaluation excluded, start included) until each target perplexity is reached."""
@@ -331,6 +370,15 @@ def print_table(rows: list[dict[str, Any]]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    memory = argparse.ArgumentParser(add_help=False)
+    memory.add_argument("--memory-tokens", nargs="*", type=float, default=[])
+    memory.add_argument("--topics", nargs="+", type=int, default=[100])
+    memory.add_argument("--sweeps", type=int, default=3)
+    memory.add_argument("--workdir", type=Path, default=None)
+    early, _ = memory.parse_known_args(argv)
+    if early.memory_tokens:  # memory mode: generated stores only
+        memory_rows(early, early.workdir or Path(tempfile.mkdtemp(prefix="bench-gibbs-mem-")))
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_corpus_arguments(parser, synth_vocab=False)
     parser.add_argument("--topics", nargs="+", type=int, default=[20, 100, 500])
@@ -347,6 +395,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-sweeps", type=int, default=200, help="time-to-perplexity mode: sweeps at most")
     parser.add_argument("--target-systems", default="topicflow,tomotopy-2",
                         help="time-to-perplexity mode: systems besides topicflow-dist-<n>")
+    parser.add_argument("--memory-tokens", nargs="*", type=float, default=[],
+                        help="memory mode (no corpus options): generated stores of about these many tokens")
     args = parser.parse_args(argv)
 
     if args.jsonl:
