@@ -199,7 +199,7 @@ class LDA(FittedModelMixin, TopicModelEstimator):
         only in the prior).
     block_size : int, optional
         ``method="gibbs"``: documents per sampling block (default: a quarter of the corpus within
-        [256, 16384] documents; docs/gibbs.md). ``gibbs`` is distributed
+        [256, 4096] documents; docs/gibbs.md). ``gibbs`` is distributed
         collapsed Gibbs sampling (AD-LDA over blocks, z on disk beside the run): ``max_iter`` sweeps,
         ``doc_topic_prior`` "auto" (an asymmetric alpha learned by Minka's fixed point from
         ``doc_topic_prior_init``, default 0.1) or a fixed number, ``topic_word_prior`` (learned with

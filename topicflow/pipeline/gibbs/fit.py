@@ -96,7 +96,7 @@ class GibbsConfig:
     block_size : int or None, default None
         Documents per sampling block (consecutive documents of the store, across shards). Part of the
         model: blocks see each other's changes only at sweep ends. None: a quarter of the corpus,
-        within [256, 16384] documents (:func:`default_block_size`; the saved settings hold the value used).
+        within [256, 4096] documents (:func:`default_block_size`; the saved settings hold the value used).
     init : {"random", "sequential"}, default "random"
         The start: z uniform (Newman et al.'s), or every token drawn given the tokens before it, block
         after block in store order (one sweep without parallelism; a much better first sweeps'
@@ -258,11 +258,11 @@ class _Chain:
 
 
 #: Default block size: a quarter of the corpus, within these bounds (documents).
-MIN_BLOCK_DOCS, MAX_BLOCK_DOCS, DEFAULT_BLOCKS = 256, 16384, 4
+MIN_BLOCK_DOCS, MAX_BLOCK_DOCS, DEFAULT_BLOCKS = 256, 4096, 4
 
 
 def default_block_size(n_docs: int) -> int:
-    """Choose the documents per block when none is given: ``ceil(n_docs / 4)`` within [256, 16384].
+    """Choose the documents per block when none is given: ``ceil(n_docs / 4)`` within [256, 4096].
 
     Parameters
     ----------
