@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import zarr
 from numpy.testing import assert_array_equal
 
 from topicflow.io.corpus.reader import Corpus
@@ -75,7 +76,10 @@ def test_resume_after_interruption_equals_uninterrupted(planted: tuple[Corpus, C
         assert model.doc_topic_prior.shape == (5,)
         if record.sweep == 5:
             assert assignment_layer.sweeps_on_disk(policy.path) == [3, 5]  # committed 3, current 5
-            assert (assignment_layer.layer_path(policy.path) / "sweep-5" / "block-0").is_dir()
+            block = assignment_layer.block_path(policy.path, 5, 0)
+            stored = zarr.open_array(str(block), mode="r")  # an ordinary zarr array
+            assert_array_equal(stored[:], assignment_layer.read_block(policy.path, 5, 0, stored.shape[0]))
+            assert int(stored[:].max()) < 5
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
