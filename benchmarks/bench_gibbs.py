@@ -319,11 +319,11 @@ def time_to_targets(name: str, block: DocBlock, pairs: list, k: int, args: argpa
                 model.add_doc([str(w) for w in words])
         spent = time.perf_counter() - clock
         workers = 2 if name == "tomotopy-2" else 1
-        vocab_term = np.array([int(v) for v in model.vocabs], dtype=np.int64)
         for sweep in range(1, args.max_sweeps + 1):
             clock = time.perf_counter()
             model.train(1, workers=workers)
             spent += time.perf_counter() - clock
+            vocab_term = np.array([int(v) for v in model.vocabs], dtype=np.int64)  # reordered by the first train
             terms = np.concatenate([vocab_term[np.asarray(doc.words)] for doc in model.docs])
             topics = np.concatenate([np.asarray(doc.topics, dtype=np.int64) for doc in model.docs])
             counts = np.zeros((k, block.n_terms))
