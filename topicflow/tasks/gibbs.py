@@ -159,7 +159,7 @@ def _sample(doc_block: DocBlock, spec: BlockSpec, layer: str, sweep: int, view: 
 
 #: Bytes of shard arrays a process keeps between sweeps (least recently used first out): reading and
 #: checking a shard every sweep costs about as much as sampling it. 0 disables the cache.
-SHARD_CACHE_BYTES = 256 * 2**20
+SHARD_CACHE_BYTES = 64 * 2**20
 _cache: OrderedDict[tuple[str, str, str, str, int], DocBlock] = OrderedDict()
 _cache_lock = threading.Lock()
 
