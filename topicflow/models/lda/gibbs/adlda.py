@@ -96,13 +96,14 @@ class CountDelta:
     ----------
     keys : ndarray of shape (n,), int64
         Sorted, distinct.
-    values : ndarray of shape (n,), int64
-        Nonzero.
+    values : ndarray of shape (n,), int32
+        Nonzero (a change of one count is bounded by the term's tokens; int32 halves what a sweep's
+        reduction holds).
     n_topics : int
     """
 
     keys: IntArray
-    values: IntArray
+    values: Int32Array
     n_topics: int
 
     @classmethod
@@ -121,7 +122,7 @@ class CountDelta:
         rows, cols = np.nonzero(delta)
         n_topics = int(delta.shape[1])
         keys = terms[rows].astype(np.int64) * n_topics + cols
-        return cls(keys, delta[rows, cols].astype(np.int64), n_topics)
+        return cls(keys, delta[rows, cols].astype(np.int32), n_topics)
 
     def merge(self, *others: CountDelta) -> CountDelta:
         """The sum of this delta and ``others`` (integers: exact in any order).
@@ -142,7 +143,7 @@ class CountDelta:
         order = np.argsort(keys, kind="stable")
         keys, values = keys[order], values[order]
         starts = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
-        sums = np.add.reduceat(values, starts)
+        sums = np.add.reduceat(values, starts).astype(np.int32)
         keep = sums != 0
         return CountDelta(keys[starts][keep], sums[keep], self.n_topics)
 
@@ -334,13 +335,13 @@ def _sparse_delta(terms, new, own):
             if new[w, k] != own[w, k]:
                 n += 1
     keys = np.empty(n, dtype=np.int64)
-    values = np.empty(n, dtype=np.int64)
+    values = np.empty(n, dtype=np.int32)
     i = 0
     for w in range(terms.shape[0]):
         for k in range(n_topics):
             if new[w, k] != own[w, k]:
                 keys[i] = terms[w] * n_topics + k
-                values[i] = np.int64(new[w, k]) - own[w, k]
+                values[i] = np.int32(new[w, k] - own[w, k])
                 i += 1
     return keys, values
 
