@@ -142,7 +142,7 @@ class LDA(FittedModelMixin, TopicModelEstimator):
         the previous iteration (kept on disk beside the store, or in ``topicflow.scratch-dir``). Off by
         default: measured on planted corpora it saves little time, and started too early it locks
         documents into the first random topics (alpha collapses).
-    method : {"batch", "online", "svb", "scvb0"}, default "batch"
+    method : {"batch", "online", "svb", "scvb0", "gibbs"}, default "batch"
         ``online`` streams minibatches (Hoffman et al. 2010) with the settings below; ``max_iter``
         and ``tol`` then do not apply. ``scvb0`` is stochastic collapsed variational Bayes (Foulds et
         al. 2013; the baseline of Bleier's Fig. 1, docs/hdp.md): a fixed symmetric alpha (a number
@@ -153,7 +153,8 @@ class LDA(FittedModelMixin, TopicModelEstimator):
         each minibatch is fitted by batch VB (at most ``max_iter`` iterations, stopping at ``tol``)
         with the posterior so far as its prior, with no step sizes and no corpus size (``tau0``,
         ``kappa``, ``passes`` and ``total_docs`` must stay at their defaults; ``batch_size``,
-        ``shuffle_window`` and ``executor`` apply).
+        ``shuffle_window`` and ``executor`` apply). ``gibbs`` is distributed collapsed Gibbs sampling
+        (see ``block_size`` below and docs/gibbs.md).
     batch_size : int or None, default 256
         Online, svb and scvb0: documents per minibatch, S (None: word by word, scvb0 only).
     tau0 : float, default 10.0
