@@ -105,7 +105,9 @@ class GibbsConfig:
     eval_every : int, default 10
         With a held-out store: score it every this many sweeps (0: only after the last sweep).
     threads : int or None, default None
-        Blocks of one partition sampled at once; None: the cores left per partition. Not part of the model.
+        Blocks of one task sampled at once on a thread pool (the kernels release the GIL); given with
+        ``blocks_per_partition`` 1, a task then takes ``threads`` blocks. None: one block per task, the
+        tasks spread over the workers' threads by Dask. Not part of the model.
     blocks_per_partition : int, default 1
         Consecutive blocks per task. Not part of the model.
     """
@@ -355,7 +357,10 @@ def fit_gibbs(
         config = dataclasses.replace(config, block_size=default_block_size(len(corpus)))
     assert config.block_size is not None
     blocks = plan_blocks(shards, config.block_size)
-    partitions = plan_partitions(shards, blocks, config.blocks_per_partition)
+    per_task = config.blocks_per_partition
+    if config.threads is not None and per_task == 1:  # threads in a task need blocks to share out
+        per_task = config.threads
+    partitions = plan_partitions(shards, blocks, per_task)
     threads = _threads(config, client, len(partitions), max(len(p.blocks) for p in partitions))
     fingerprint = {"method": "gibbs", "settings": config.model_settings(), "corpus": corpus.token(),
                    "language": language}
