@@ -31,6 +31,22 @@ Generated corpus (in memory, from a 50-topic LDA model over 10,000 terms, ~100 t
     python benchmarks/bench_gibbs.py --synth-docs 5000 --topics 20 100 500
 
 Prints one JSON object per line, then a table.
+
+Distributed route (issue 22): ``--dist-threads 1 2`` adds ``topicflow-dist-<n>``, the out-of-core AD-LDA
+sampler (``topicflow.pipeline.gibbs.fit_gibbs``: the training documents written to a store of 1000-document
+shards, z on disk, Dask's threaded scheduler with n threads, the default blocks), to the speed table
+(tokens/s over the timed sweeps from its per-sweep trace; sweeps/s). ``--targets P1 P2 ...`` instead
+measures the time to reach each held-out perplexity (this script's evaluator, after every sweep, not
+timed) for the one-thread sampler, the distributed route at each thread count and tomotopy (workers=2)::
+
+    nice python benchmarks/bench_gibbs.py --jsonl labeled_fortunes.jsonl bible_kjv.jsonl --topics 100 \
+        --targets 1070 981 --max-sweeps 150 --dist-threads 1 2
+
+``--memory-tokens 2e6 8e6 32e6`` instead measures the peak resident memory of the whole process tree of a
+``fit_gibbs`` run (threaded executor, ``--sweeps`` sweeps, the default blocks) on generated stores of those
+sizes (``topicflow synth``: 10,000 terms, 50 true topics, 100 tokens per document)::
+
+    nice python benchmarks/bench_gibbs.py --memory-tokens 2e6 8e6 32e6 --topics 100 --sweeps 3
 """
 from __future__ import annotations
 
@@ -48,13 +64,27 @@ import numpy as np
 import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_vb_lda import add_corpus_arguments, build_real, heldout_blocks, load_csr, perplexity  # noqa: E402
+from bench_vb_lda import (  # noqa: E402
+    add_corpus_arguments,
+    build_real,
+    heldout_blocks,
+    load_csr,
+    perplexity,
+)
 
-from topicflow.models.common.blocks import DocBlock, block_from_csr
 from topicflow.metrics.heldout import split_doc_tokens
-from topicflow.models.lda.gibbs.state import GibbsParams, GibbsState, state_from_topics, tokens_from_block
+from topicflow.models.common.blocks import DocBlock, block_from_csr
 from topicflow.models.lda.gibbs.chain import initial_state, run_sweeps
-from topicflow.models.lda.gibbs.scores import joint_log_likelihood, topic_word_distribution
+from topicflow.models.lda.gibbs.scores import (
+    joint_log_likelihood,
+    topic_word_distribution,
+)
+from topicflow.models.lda.gibbs.state import (
+    GibbsParams,
+    GibbsState,
+    state_from_topics,
+    tokens_from_block,
+)
 from topicflow.models.lda.synth import SynthParams, draw_shard, draw_topic_word
 
 ALPHA, BETA = 0.1, 0.01
@@ -159,6 +189,152 @@ SYSTEMS: dict[str, Runner] = {
 SINGLE_RUN = {"lda"}
 
 
+# ----------------------------------------------------------------------------- distributed route
+
+
+def _store_of(block: DocBlock, workdir: Path) -> Path:
+    from topicflow.testing.corpora import write_test_store
+
+    path = workdir / f"train-{block.n_docs}"
+    if not path.exists():
+        write_test_store(path, {"default": block.to_csr()}, shard_size=1000)
+    return path
+
+
+def run_dist(block: DocBlock, k: int, sweeps: int, seed: int, threads: int, workdir: Path,
+             on_sweep: Callable[[Any, Any], None] | None = None) -> Any:
+    """The AD-LDA route on Dask's threaded scheduler with ``threads`` threads; returns the GibbsFitResult."""
+    import dask
+
+    from topicflow.io.corpus.reader import Corpus
+    from topicflow.pipeline.gibbs import GibbsConfig, fit_gibbs
+
+    corpus = Corpus.open(_store_of(block, workdir))
+    config = GibbsConfig(n_topics=k, sweeps=sweeps, doc_topic_prior=ALPHA, learn_alpha=False,
+                         topic_word_prior=BETA, seed=seed)
+    with dask.config.set(num_workers=threads):
+        return fit_gibbs(corpus, config, on_sweep=on_sweep)
+
+
+def measure_dist(block: DocBlock, pairs: list, k: int, args: argparse.Namespace, threads: int,
+                 workdir: Path) -> dict[str, Any]:
+    """Best-of-repeats tokens/s of the distributed route over the timed sweeps (its own per-sweep trace)."""
+    times, result = [], None
+    for _ in range(args.repeats):
+        result = run_dist(block, k, args.warmup + args.sweeps, args.seed, threads, workdir)
+        times.append(sum(r.seconds for r in result.trace[args.warmup:]))
+    assert result is not None
+    best = min(times)
+    phi = result.state.topic_word()["default"]
+    return {
+        "system": f"topicflow-dist-{threads}", "seconds": best, "all_seconds": [round(t, 4) for t in times],
+        "tokens_per_second": block.n_tokens * args.sweeps / best, "sweeps_per_second": args.sweeps / best,
+        "log_lik_per_token": result.trace[-1].log_likelihood_per_token,
+        "perplexity": perplexity(pairs, phi, np.full(k, ALPHA)),
+    }
+
+
+def memory_rows(args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
+    """Peak RSS of a Gibbs fit (threaded executor) in a fresh process on generated stores of growing size."""
+    import subprocess
+
+    from _memory import measure_process_tree
+
+    rows = []
+    for tokens in args.memory_tokens:
+        n_docs = int(tokens) // SYNTH_DOC_LEN
+        store = workdir / f"synth-{n_docs}"
+        if not store.exists():
+            subprocess.run([sys.executable, "-m", "topicflow", "synth", "--out", str(store), "--docs", str(n_docs),
+                            "--topics", str(SYNTH_TRUE_TOPICS), "--vocab", str(SYNTH_TERMS), "--doc-length",
+                            str(SYNTH_DOC_LEN), "--seed", "1", "--workers", "1"], check=True, capture_output=True)
+        for k in args.topics:
+            code = ("import json, time; from topicflow.io.corpus.reader import Corpus; "
+                    "from topicflow.pipeline.gibbs import GibbsConfig, fit_gibbs; t = time.perf_counter(); "
+                    f"r = fit_gibbs(Corpus.open({str(store)!r}), GibbsConfig(n_topics={k}, sweeps={args.sweeps})); "
+                    "print(json.dumps({'n_tokens': int(r.topic_counts.sum()), 'seconds': time.perf_counter() - t, "
+                    "'sweep_seconds': [x.seconds for x in r.trace], "
+                    "'block_size': r.saved_model.info.settings['block_size']}))")
+            result, wall, peak = measure_process_tree([sys.executable, "-c", code], what=f"gibbs fit of {store}")
+            row = {"mode": "memory", "K": k, "n_docs": n_docs, **result, "wall_seconds": wall, "peak_mb": peak}
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    print()
+    print(f"{'K':>4} {'tokens':>10} {'block docs':>10} {'peak MB':>8} {'s/sweep':>8}")
+    for row in rows:
+        print(f"{row['K']:>4} {row['n_tokens']:>10} {row['block_size']:>10} {row['peak_mb']:>8.0f} "
+              f"{min(row['sweep_seconds']):>8.2f}")
+    return rows
+
+
+def time_to_targets(name: str, block: DocBlock, pairs: list, k: int, args: argparse.Namespace,
+                    workdir: Path) -> dict[str, Any]:
+    """Training seconds (evaluation excluded, start included) until each target perplexity is reached."""
+    targets = sorted(args.targets, reverse=True)
+    reached: dict[str, float | None] = {str(t): None for t in targets}
+    curve: list[tuple[int, float, float]] = []
+
+    def note(sweep: int, seconds: float, phi: np.ndarray) -> bool:
+        value = perplexity(pairs, phi, np.full(k, ALPHA))
+        curve.append((sweep, round(seconds, 4), round(value, 2)))
+        for target in targets:
+            if reached[str(target)] is None and value <= target:
+                reached[str(target)] = seconds
+        return all(v is not None for v in reached.values())
+
+    started = time.perf_counter()
+    if name.startswith("topicflow-dist-"):
+        class Done(Exception):
+            pass
+
+        def on_sweep(record: Any, model: Any) -> None:
+            if note(record.sweep, record.elapsed, model.topic_word()["default"]):
+                raise Done
+
+        try:
+            run_dist(block, k, args.max_sweeps, args.seed, int(name.rsplit("-", 1)[1]), workdir, on_sweep)
+        except Done:
+            pass
+    elif name == "topicflow":
+        params = GibbsParams(n_topics=k, doc_topic_prior=ALPHA, topic_word_prior=BETA, seed=args.seed)
+        clock = time.perf_counter()
+        state = initial_state(block, params)
+        spent = time.perf_counter() - clock
+        for sweep in range(1, args.max_sweeps + 1):
+            clock = time.perf_counter()
+            state = run_sweeps(state, params, 1)
+            spent += time.perf_counter() - clock
+            if note(sweep, spent, topic_word_distribution(state)):
+                break
+    elif name.startswith("tomotopy"):
+        import tomotopy as tp
+
+        token_indptr, token_terms = tokens_from_block(block)
+        clock = time.perf_counter()
+        model = tp.LDAModel(k=k, alpha=ALPHA, eta=BETA, seed=args.seed)
+        model.optim_interval = 0
+        for d in range(block.n_docs):
+            words = token_terms[token_indptr[d]:token_indptr[d + 1]]
+            if words.size:
+                model.add_doc([str(w) for w in words])
+        spent = time.perf_counter() - clock
+        workers = 2 if name == "tomotopy-2" else 1
+        for sweep in range(1, args.max_sweeps + 1):
+            clock = time.perf_counter()
+            model.train(1, workers=workers)
+            spent += time.perf_counter() - clock
+            vocab_term = np.array([int(v) for v in model.vocabs], dtype=np.int64)  # reordered by the first train
+            terms = np.concatenate([vocab_term[np.asarray(doc.words)] for doc in model.docs])
+            topics = np.concatenate([np.asarray(doc.topics, dtype=np.int64) for doc in model.docs])
+            counts = np.zeros((k, block.n_terms))
+            np.add.at(counts, (topics, terms), 1.0)
+            phi = (counts + BETA) / (counts.sum(axis=1, keepdims=True) + block.n_terms * BETA)
+            if note(sweep, spent, phi):
+                break
+    return {"system": name, "targets": reached, "wall_seconds": time.perf_counter() - started,
+            "sweeps": len(curve), "final_perplexity": curve[-1][2] if curve else None, "curve": curve}
+
+
 # ----------------------------------------------------------------------------- driver
 
 
@@ -194,6 +370,15 @@ def print_table(rows: list[dict[str, Any]]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    memory = argparse.ArgumentParser(add_help=False)
+    memory.add_argument("--memory-tokens", nargs="*", type=float, default=[])
+    memory.add_argument("--topics", nargs="+", type=int, default=[100])
+    memory.add_argument("--sweeps", type=int, default=3)
+    memory.add_argument("--workdir", type=Path, default=None)
+    early, _ = memory.parse_known_args(argv)
+    if early.memory_tokens:  # memory mode: generated stores only
+        memory_rows(early, early.workdir or Path(tempfile.mkdtemp(prefix="bench-gibbs-mem-")))
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_corpus_arguments(parser, synth_vocab=False)
     parser.add_argument("--topics", nargs="+", type=int, default=[20, 100, 500])
@@ -203,6 +388,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="runs per system (best time kept); lda runs once")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--dist-threads", nargs="*", type=int, default=[],
+                        help="add the distributed AD-LDA route at these numbers of Dask threads")
+    parser.add_argument("--targets", nargs="*", type=float, default=[],
+                        help="time-to-perplexity mode: these held-out perplexity targets")
+    parser.add_argument("--max-sweeps", type=int, default=200, help="time-to-perplexity mode: sweeps at most")
+    parser.add_argument("--target-systems", default="topicflow,tomotopy-2",
+                        help="time-to-perplexity mode: systems besides topicflow-dist-<n>")
+    parser.add_argument("--memory-tokens", nargs="*", type=float, default=[],
+                        help="memory mode (no corpus options): generated stores of about these many tokens")
     args = parser.parse_args(argv)
 
     if args.jsonl:
@@ -216,9 +410,29 @@ def main(argv: list[str] | None = None) -> int:
     info = {"corpus": corpus, "n_docs": block.n_docs, "n_tokens": block.n_tokens, "n_terms": block.n_terms,
             "heldout_docs": sum(obs.n_docs for obs, _ in pairs), "warmup": args.warmup, "sweeps": args.sweeps,
             "alpha": ALPHA, "beta": BETA, "machine": platform.processor() or platform.machine()}
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-gibbs-"))
+    if args.dist_threads:
+        run_dist(block_from_csr(sp.csr_matrix(np.array([[1, 2, 0], [0, 1, 3]]))), 3, 2, 0, 1, workdir)  # numba
+    if args.targets:
+        for k in args.topics:
+            names = [n for n in args.target_systems.split(",") if n] + [f"topicflow-dist-{t}" for t in args.dist_threads]
+            found = []
+            for name in names:
+                row = {"K": k, **info, "mode": "targets", **time_to_targets(name, block, pairs, k, args, workdir)}
+                print(json.dumps(row), flush=True)
+                found.append(row)
+            print()
+            print(f"{'K':>4} {'system':<18} " + " ".join(f"{'t<=' + format(t, 'g'):>10}" for t in args.targets)
+                  + f" {'sweeps':>6} {'final':>8}")
+            for row in found:
+                cells = " ".join(f"{'-' if row['targets'][str(t)] is None else format(row['targets'][str(t)], '.2f'):>10}"
+                                 for t in args.targets)
+                print(f"{row['K']:>4} {row['system']:<18} {cells} {row['sweeps']:>6} {row['final_perplexity']:>8}")
+        return 0
     rows = []
     for k in args.topics:
-        results = [measure(name, block, pairs, k, args) for name in args.systems.split(",")]
+        results = [measure(name, block, pairs, k, args) for name in args.systems.split(",") if name]
+        results += [measure_dist(block, pairs, k, args, threads, workdir) for threads in args.dist_threads]
         anchor = next((r for r in results if r["system"] == "tomotopy"), None)
         for result in results:
             row = {"K": k, **info, **result}

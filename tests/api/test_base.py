@@ -22,7 +22,7 @@ def test_get_params_lists_every_init_parameter_unchanged() -> None:
     params = model.get_params()
     assert params["n_topics"] == 7 and params["doc_topic_prior"] == 0.3 and params["split_every"] is None
     assert set(params) == set(LDA._get_param_names())
-    assert len(params) == 33
+    assert len(params) == 36  # + block_size, optimize_every, threads (method="gibbs")
 
 
 def test_alpha_may_be_a_number_written_as_a_string() -> None:
@@ -78,7 +78,7 @@ def test_repr_shows_parameters_that_differ_from_their_defaults() -> None:
         ({"doc_topic_prior": -1.0}, r"'doc_topic_prior' .* got -1.0"),
         ({"doc_topic_prior": float("inf")}, r"'doc_topic_prior' .* got inf"),
         ({"topic_word_prior": float("nan")}, r"'topic_word_prior' parameter of LDA must be a float in the range \(0, inf\); got nan"),
-        ({"method": "stochastic"}, r"'method' .* one of 'batch', 'online', 'svb', 'scvb0'; got 'stochastic'"),
+        ({"method": "stochastic"}, r"'method' .* one of 'batch', 'online', 'svb', 'scvb0', 'gibbs'; got 'stochastic'"),
         ({"kappa": 1.5}, r"'kappa' .* a float in the range \[0, 1\]"),
         ({"split_every": 1}, r"'split_every' .* must be None or an int in the range \[2, inf\)"),
         ({"optimize_topic_word_prior": "yes"}, r"'optimize_topic_word_prior' .* must be a bool"),

@@ -158,7 +158,7 @@ class LDA(FittedModelMixin, TopicModelEstimator):
         the previous iteration (kept on disk beside the store, or in ``topicflow.scratch-dir``). Off by
         default: measured on planted corpora it saves little time, and started too early it locks
         documents into the first random topics (alpha collapses).
-    method : {"batch", "online", "svb", "scvb0"}, default "batch"
+    method : {"batch", "online", "svb", "scvb0", "gibbs"}, default "batch"
         ``online`` streams minibatches (Hoffman et al. 2010) with the settings below; ``max_iter``
         and ``tol`` then do not apply. ``scvb0`` is stochastic collapsed variational Bayes (Foulds et
         al. 2013; the baseline of Bleier's Fig. 1, docs/hdp.md): a fixed symmetric alpha (a number
@@ -169,7 +169,8 @@ class LDA(FittedModelMixin, TopicModelEstimator):
         each minibatch is fitted by batch VB (at most ``max_iter`` iterations, stopping at ``tol``)
         with the posterior so far as its prior, with no step sizes and no corpus size (``tau0``,
         ``kappa``, ``passes`` and ``total_docs`` must stay at their defaults; ``batch_size``,
-        ``shuffle_window`` and ``executor`` apply).
+        ``shuffle_window`` and ``executor`` apply). ``gibbs`` is distributed collapsed Gibbs sampling
+        (see ``block_size`` below and docs/gibbs.md).
     batch_size : int or None, default 256
         Online, svb and scvb0: documents per minibatch, S (None: word by word, scvb0 only).
     tau0 : float, default 10.0
@@ -213,6 +214,20 @@ class LDA(FittedModelMixin, TopicModelEstimator):
         SCVB0: passes over a document's words that update only its topic statistics before the pass
         that updates the topics (Foulds et al.'s one burn-in pass; 0 makes SCVB0 differ from PCSVB0
         only in the prior).
+    block_size : int, optional
+        ``method="gibbs"``: documents per sampling block (default: a quarter of the corpus within
+        [256, 4096] documents; docs/gibbs.md). ``gibbs`` is distributed
+        collapsed Gibbs sampling (AD-LDA over blocks, z on disk beside the run): ``max_iter`` sweeps,
+        ``doc_topic_prior`` "auto" (an asymmetric alpha learned by Minka's fixed point from
+        ``doc_topic_prior_init``, default 0.1) or a fixed number, ``topic_word_prior`` (learned with
+        ``optimize_topic_word_prior``), ``burn_in`` sweeps before the first hyperparameter update,
+        ``optimize_every``, ``seed``, ``eval_every`` (sweeps between scores of ``fit(..., test=...)``)
+        and ``split_every`` apply.
+    optimize_every : int, default 10
+        ``method="gibbs"``: sweeps between hyperparameter updates.
+    threads : int, optional
+        ``method="gibbs"``: blocks of one task sampled at once (default: the cores per task); the
+        model does not depend on it.
 
     Attributes
     ----------
@@ -258,7 +273,7 @@ class LDA(FittedModelMixin, TopicModelEstimator):
         "optimize_topic_word_prior": [Boolean()],
         "split_every": [None, Interval(Integral, 2, None, closed="left")],
         "warm_start": [Boolean()],
-        "method": [Options((*choices(LearningMethod), "scvb0"))],
+        "method": [Options((*choices(LearningMethod), "scvb0", "gibbs"))],
         "batch_size": [None, _POSITIVE_INT],
         "tau0": [_NONNEGATIVE],
         "kappa": [Interval(Real, 0, 1, closed="both")],
@@ -276,6 +291,9 @@ class LDA(FittedModelMixin, TopicModelEstimator):
         "topic_word_step": [None, STEP_CONSTRAINT],
         "doc_step": [None, STEP_CONSTRAINT],
         "doc_burn_in": [_NONNEGATIVE_INT],
+        "block_size": [None, _POSITIVE_INT],
+        "optimize_every": [_POSITIVE_INT],
+        "threads": [None, _POSITIVE_INT],
     }
     _fit_hint: ClassVar[str] = "call fit(X) or LDA.load(path) first"
 
@@ -314,6 +332,7 @@ class LDA(FittedModelMixin, TopicModelEstimator):
         estep: str = "vb", burn_in: int = 5, samples: int = 5, executor: str = "auto",
         hybrid_init: str = "progressive", hybrid_alpha_stats: str = "mean",
         init_shape: float = 100.0, topic_word_step: Any = None, doc_step: Any = None, doc_burn_in: int = 1,
+        block_size: int | None = None, optimize_every: int = 10, threads: int | None = None,
     ) -> None:
         self.n_topics = n_topics
         self.doc_topic_prior = doc_topic_prior
@@ -348,6 +367,9 @@ class LDA(FittedModelMixin, TopicModelEstimator):
         self.topic_word_step = topic_word_step
         self.doc_step = doc_step
         self.doc_burn_in = doc_burn_in
+        self.block_size = block_size
+        self.optimize_every = optimize_every
+        self.threads = threads
 
     def _config(self) -> VBConfig:
         mode, value = parse_doc_topic_prior(self.doc_topic_prior)
@@ -478,6 +500,9 @@ class LDA(FittedModelMixin, TopicModelEstimator):
         if self.method == "scvb0":
             return self._fit_scvb0(corpus, client=client, progress=progress, checkpoint=checkpoint,
                                    vocabulary=vocabulary, fields=fields, store_path=store_path, test=test)
+        if self.method == "gibbs":
+            return self._fit_gibbs(corpus, client=client, progress=progress, checkpoint=checkpoint,
+                                   vocabulary=vocabulary, fields=fields, store_path=store_path, test=test)
         if test is not None:
             raise InvalidParameterError(f"test= is scored along a method='scvb0' fit; method={self.method!r} does not "
                                         "take it (score the fitted model with heldout_likelihood)")
@@ -521,6 +546,46 @@ class LDA(FittedModelMixin, TopicModelEstimator):
         self.trace_ = list(result.trace)  # type: ignore[assignment]  # scvb0: the driver's dict records
         return self
 
+    def _gibbs_config(self) -> Any:
+        """The settings of ``method="gibbs"`` for :func:`~topicflow.pipeline.gibbs.fit_gibbs`."""
+        from topicflow.pipeline.gibbs import GibbsConfig
+
+        mode, value = parse_doc_topic_prior(self.doc_topic_prior)
+        if mode == "symmetric":
+            raise InvalidParameterError("doc_topic_prior='symmetric' with method='gibbs': the sampler learns an "
+                                        "asymmetric alpha ('auto') or keeps a fixed one (a number)")
+        if self.seed_topics:
+            raise InvalidParameterError("seed_topics with method='gibbs': informed priors are fitted by batch or "
+                                        "online VB; drop seed_topics or use method='batch'")
+        start = value if mode == "fixed" else (self.doc_topic_prior_init or 0.1)
+        return GibbsConfig(
+            n_topics=int(self.n_topics), sweeps=int(self.max_iter), doc_topic_prior=float(start),  # type: ignore[arg-type]
+            learn_alpha=mode == "auto", topic_word_prior=float(self.topic_word_prior),
+            learn_beta=bool(self.optimize_topic_word_prior), burn_in=int(self.burn_in),
+            optimize_every=int(self.optimize_every), block_size=self.block_size, seed=int(self.seed),
+            eval_every=int(self.eval_every), threads=self.threads,
+        )
+
+    def _fit_gibbs(self, corpus: Any, *, client: Any, progress: ProgressReporter, checkpoint: CheckpointPolicy | None,
+                   vocabulary: Sequence[str] | None, fields: FieldSpec | None,
+                   store_path: str | os.PathLike[str] | None, test: Any) -> LDA:
+        """fit with ``method="gibbs"``: :func:`~topicflow.pipeline.gibbs.fit_gibbs` on the store."""
+        import contextlib
+
+        from topicflow.pipeline.gibbs import fit_gibbs
+
+        config = self._gibbs_config()
+        options: dict[str, Any] = {"vocabulary": vocabulary, "fields": fields}
+        with contextlib.ExitStack() as stack:
+            store = stack.enter_context(store_for(corpus, store_path=store_path, client=client, **options))
+            held_out = None if test is None else stack.enter_context(store_for(test, client=client, **options))
+            result = fit_gibbs(store, config, client=client, progress=progress, checkpoint=checkpoint, test=held_out,
+                               split_every=self.split_every)
+        self.model_ = result.saved_model
+        self._set_attributes_from_model()
+        self.trace_ = [r.to_dict() for r in result.trace]  # type: ignore[assignment]  # gibbs: dict records
+        return self
+
     def partial_fit(self, corpus: Any, y: Any = None, *, client: Any = None, shards: Sequence[int] | None = None,
                     progress: ProgressReporter = NO_PROGRESS, vocabulary: Sequence[str] | None = None,
                     fields: FieldSpec | None = None, store_path: str | os.PathLike[str] | None = None) -> LDA:
@@ -562,6 +627,9 @@ class LDA(FittedModelMixin, TopicModelEstimator):
         if self.method == "scvb0" or (getattr(self, "model_", None) is not None and self.model_.info.method == "scvb0"):
             raise InvalidParameterError("partial_fit continues an online or streaming VB model; an SCVB0 model "
                                         "(method='scvb0') is not continued: call fit on the grown corpus")
+        if self.method == "gibbs" or (getattr(self, "model_", None) is not None and self.model_.info.method == "gibbs"):
+            raise InvalidParameterError("partial_fit continues an online or streaming VB model; a collapsed Gibbs "
+                                        "model (method='gibbs') is not continued: call fit on the grown corpus")
         client = split_client(y, client)
         kind = input_kind(corpus)
         model = getattr(self, "model_", None)
@@ -738,6 +806,8 @@ class LDA(FittedModelMixin, TopicModelEstimator):
                                         f"topicflow.{model.info.family.upper()}.load")
         if model.info.method == "scvb0":
             return cls._load_scvb0(model)
+        if model.info.method == "gibbs":
+            return cls._load_gibbs(model)
         config = VBConfig.from_dict(model.info.settings or {"n_topics": model.state.n_topics})
         method = model.info.method or "batch"
         online = OnlineConfig.from_dict(model.info.online["config"]) if model.info.online else OnlineConfig()
@@ -769,6 +839,25 @@ class LDA(FittedModelMixin, TopicModelEstimator):
             estimator.trace_ = [IterationRecord(**r) for r in trace]
         return estimator
 
+
+    @classmethod
+    def _load_gibbs(cls, model: SavedModel) -> LDA:
+        """An estimator holding a saved Gibbs model, its ``GibbsConfig`` as parameters."""
+        from topicflow.pipeline.gibbs import GibbsConfig
+
+        config = GibbsConfig.from_dict(model.info.settings or {"n_topics": model.state.n_topics})
+        estimator = cls(
+            n_topics=config.n_topics, doc_topic_prior="auto" if config.learn_alpha else config.doc_topic_prior,
+            doc_topic_prior_init=config.doc_topic_prior if config.learn_alpha else None,
+            topic_word_prior=config.topic_word_prior, optimize_topic_word_prior=config.learn_beta,
+            max_iter=config.sweeps, burn_in=config.burn_in, optimize_every=config.optimize_every,
+            block_size=config.block_size, seed=config.seed, eval_every=config.eval_every, threads=config.threads,
+            method="gibbs",
+        )
+        estimator.model_ = model
+        estimator._set_attributes_from_model()
+        estimator.trace_ = list(model.info.trace)  # type: ignore[assignment]  # gibbs: dict records
+        return estimator
 
     @classmethod
     def _load_scvb0(cls, model: SavedModel) -> LDA:

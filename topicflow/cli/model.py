@@ -1,6 +1,7 @@
 """CLI commands for variational models: fit, topics, infer, evaluate, export."""
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -76,7 +77,7 @@ from topicflow.pipeline.vb.online import EXECUTORS, MinibatchRecord
 log = logging.getLogger(__name__)
 
 #: Methods of ``fit`` by family; the collapsed ones run :func:`topicflow.pipeline.collapsed.fit_collapsed`.
-LDA_METHODS: tuple[str, ...] = (*choices(LearningMethod), "scvb0")
+LDA_METHODS: tuple[str, ...] = (*choices(LearningMethod), "scvb0", "gibbs")
 HDP_METHODS: tuple[str, ...] = choices(HDPMethod)
 FIT_METHODS: tuple[str, ...] = (*LDA_METHODS, *HDP_METHODS)
 COLLAPSED_METHODS = ("scvb0", *HDP_METHODS)
@@ -103,6 +104,7 @@ OPTION_METHODS: dict[str, tuple[str, ...]] = {
     "hyper_step": ("pcsvb0",), "topic_word_step": ("scvb0", "pcsvb0"), "doc_step": ("scvb0", "pcsvb0"),
     "step_power": ("scvb0", "pcsvb0"), "doc_start": ("scvb0", "pcsvb0"), "clumping": HDP_METHODS,
     "keep_doc_state": ("pcsvb0",), "test_store": COLLAPSED_METHODS, "eval_every": COLLAPSED_METHODS,
+    "optimize_every": ("gibbs",), "sampler_threads": ("gibbs",),
 }
 
 
@@ -269,6 +271,11 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @click.option("--g0", "g0_path", default=None, type=click.Path(file_okay=False),
               help="infvoc: the G0 of the ranking scores (`topicflow g0 train`)  [default: the shipped English G0]")
 @click.option("--no-g0", is_flag=True, help="infvoc: rank without G0 (G0 = 1), as the reference code.")
+@click.option("--optimize-every", default=None, type=click.IntRange(min=1),
+              help="--method gibbs: sweeps between hyperparameter updates  [default: 10]")
+@click.option("--sampler-threads", default=None, type=click.IntRange(min=1),
+              help="--method gibbs: blocks of one task sampled at once (default: the cores per task); the model "
+                   "does not depend on it")
 @click.option("--track-words", default=None, metavar="W1,W2,...",
               help="infvoc: record these words' TOS ranks after every minibatch (the chapter's Figure 7.1, "
                    "charted by `topicflow report`).")
@@ -290,7 +297,8 @@ def fit(store: str, model_path: str, n_topics: int | None, family: str | None, m
         checkpoint_path: str | None, resume: bool, doc_topics: str | None, split_every: int | None,
         overwrite: bool, prior_tree: str | None, inference: str, sparse_gibbs: bool, sync_every: int,
         normalization: str, alpha_beta: float | None, reorder_every: int | None, new_word_nu: str | None,
-        unseen_weight: str | None, g0_path: str | None, no_g0: bool, track_words: str | None,
+        unseen_weight: str | None, g0_path: str | None, no_g0: bool, optimize_every: int | None,
+        sampler_threads: int | None, track_words: str | None,
         preset: str | None, cluster: ClusterConfig) -> None:
     """Fit LDA (polylingual LDA for a multilingual STORE) by batch, online or streaming variational Bayes or
     SCVB0, or the HDP (--family hdp) by PCSVB0 or PCVB0, or tree LDA (--prior-tree TREE) by batch VB or
@@ -307,6 +315,11 @@ def fit(store: str, model_path: str, n_topics: int | None, family: str | None, m
         fit_tree(store, model_path, prior_tree, click.get_current_context().params, cluster=cluster)
         return
     refuse_tree_options()
+    if method == "gibbs":
+        fit_gibbs(store, model_path, click.get_current_context().params, cluster=cluster)
+        return
+    _refuse_typed(("optimize_every", "sampler_threads"), "apply to --method gibbs only: drop them, or fit by "
+                                                          "--method gibbs")
     lda_values = dict(
         n_topics=n_topics, doc_topic_prior=doc_topic_prior, topic_word_prior=topic_word_prior, max_iter=max_iter, tol=tol, max_doc_iter=max_doc_iter,
         doc_tol=doc_tol, seed=seed, seed_strength=seed_strength, seed_off_topic=seed_off_topic,
@@ -409,6 +422,128 @@ def fit(store: str, model_path: str, n_topics: int | None, family: str | None, m
             written = infer_doc_topics(estimator.model_, corpus, Path(doc_topics), client=client,
                                        overwrite=overwrite, progress=progress)
             click.echo(f"wrote document topics of {written} documents to {doc_topics}", err=True)
+
+
+#: ``fit`` options collapsed Gibbs reads (every other typed option is refused with --method gibbs).
+GIBBS_READS = frozenset({"store", "model_path", "method", "family", "n_topics", "max_iter", "batch_size",
+                         "doc_topic_prior", "doc_topic_prior_init", "topic_word_prior", "optimize_topic_word_prior",
+                         "burn_in", "optimize_every", "sampler_threads", "test_store", "eval_every", "seed",
+                         "checkpoint_every", "checkpoint_path", "resume", "split_every", "overwrite", "executor",
+                         "doc_topics"})
+#: Sweeps between held-out scores of ``fit --method gibbs --test`` when --eval-every is not given.
+GIBBS_EVAL_EVERY = 10
+
+
+def fit_gibbs(store: str, model_path: str, params: Any, *, cluster: ClusterConfig) -> None:
+    """``topicflow fit --method gibbs``: distributed collapsed Gibbs sampling (docs/gibbs.md), then save.
+
+    Parameters
+    ----------
+    store, model_path : str
+        The command's paths.
+    params : mapping
+        Every parameter of the ``fit`` command (click names).
+    cluster : ClusterConfig
+
+    Raises
+    ------
+    click.UsageError
+        No ``--topics``, ``--family hdp``, or options the sampler does not read.
+    """
+    from topicflow.io._atomic import check_output_path
+    from topicflow.io.models.checkpoint import (
+        default_checkpoint_path,
+        remove_checkpoint,
+    )
+    from topicflow.pipeline.policies import CheckpointPolicy
+
+    unread = [name for name in params if name not in GIBBS_READS and name not in _CLUSTER_PARAMS and _typed(name)]
+    if unread:
+        raise click.UsageError(f"{', '.join(_option(name) for name in unread)} given with --method gibbs, which does "
+                               "not use them; drop them (see docs/gibbs.md for the sampler's options)")
+    if params["family"] not in (None, "lda"):
+        raise click.UsageError(f"--method gibbs fits LDA, not --family {params['family']}")
+    if params["n_topics"] is None:
+        raise click.UsageError("Missing option '--topics'.")
+    if params["executor"] == "servers":
+        raise click.UsageError("--executor servers is online VB's; --method gibbs runs as Dask tasks (tasks, auto) "
+                               "or on threads of this process (threads)")
+    estimator = LDA(
+        n_topics=params["n_topics"], method="gibbs", max_iter=params["max_iter"],
+        doc_topic_prior=params["doc_topic_prior"], doc_topic_prior_init=params["doc_topic_prior_init"],
+        topic_word_prior=params["topic_word_prior"], optimize_topic_word_prior=params["optimize_topic_word_prior"],
+        burn_in=5 if params["burn_in"] is None else params["burn_in"], optimize_every=params["optimize_every"] or 10,
+        block_size=params["batch_size"], seed=params["seed"],
+        eval_every=GIBBS_EVAL_EVERY if params["eval_every"] is None else params["eval_every"],
+        threads=params["sampler_threads"], split_every=params["split_every"],
+    )
+    estimator._validate_params()
+    try:
+        config = estimator._gibbs_config()  # validate before starting a cluster
+    except InvalidParameterError as exc:
+        raise click.UsageError(str(exc)) from exc
+    corpus = Corpus.open(store)
+    test_corpus = None if params["test_store"] is None else Corpus.open(params["test_store"])
+    overwrite, resume = params["overwrite"], params["resume"]
+    check_output_path(Path(model_path), overwrite=overwrite, what="model")
+    checkpoint = None
+    if params["checkpoint_every"] or resume:
+        path = Path(params["checkpoint_path"]) if params["checkpoint_path"] else default_checkpoint_path(Path(model_path))
+        checkpoint = CheckpointPolicy(path, every=params["checkpoint_every"] or 1, resume=resume)
+        if resume and (path / "latest.json").exists():
+            click.echo(f"resuming from checkpoint {path}", err=True)
+    alpha = "learned (Minka)" if config.learn_alpha else "fixed"
+    blocks = "default" if config.block_size is None else f"{config.block_size}"
+    click.echo(f"fitting K={config.n_topics} by collapsed Gibbs (AD-LDA, blocks of {blocks} documents, "
+               f"{config.sweeps} sweeps, alpha {config.doc_topic_prior:g} {alpha}, beta {config.topic_word_prior:g}"
+               f"{' learned' if config.learn_beta else ''}) on {corpus!r}", err=True)
+    progress = progress_reporter()
+    threads_only = params["executor"] == "threads"
+    with contextlib.ExitStack() as stack:
+        client = None if threads_only else stack.enter_context(connect(cluster))
+        if client is None:
+            click.echo("executor: threads (Dask's threaded scheduler in this process; no cluster started)", err=True)
+        else:
+            click.echo(f"executor: tasks on {len(client.nthreads())} workers; dashboard: {client.dashboard_link}",
+                       err=True)
+        started = time.perf_counter()
+        estimator.fit(corpus, client=client, progress=progress, checkpoint=checkpoint, test=test_corpus)
+        for line in gibbs_trace_lines(estimator.trace_):
+            click.echo(line, err=True)
+        estimator.save(model_path, overwrite=overwrite)
+        if checkpoint is not None:
+            remove_checkpoint(checkpoint.path)
+        click.echo(f"saved model to {model_path} ({estimator.n_iter_} sweeps, {time.perf_counter() - started:.1f} s)",
+                   err=True)
+        if params["doc_topics"]:
+            written = infer_doc_topics(estimator.model_, corpus, Path(params["doc_topics"]), client=client,
+                                       overwrite=overwrite, progress=progress)
+            click.echo(f"wrote document topics of {written} documents to {params['doc_topics']}", err=True)
+
+
+def gibbs_trace_lines(records: Sequence[Any]) -> list[str]:
+    """One line per sweep of a Gibbs fit (about 20 lines for long fits; scored sweeps always shown).
+
+    Parameters
+    ----------
+    records : sequence of dict
+        The estimator's ``trace_``.
+
+    Returns
+    -------
+    list of str
+    """
+    every = max(1, len(records) // 20)
+    lines = []
+    for i, row in enumerate(records):
+        scored = row.get("heldout_perplexity") is not None
+        if i % every and i != len(records) - 1 and not scored:
+            continue
+        heldout = f"  heldout {row['heldout_perplexity']:.1f}" if scored else ""
+        lines.append(f"sweep {row['sweep']:>4}  {row['seconds']:.3f} s  log p(w,z)/token "
+                     f"{row['log_likelihood_per_token']:.4f}  alpha_sum {row['alpha_sum']:.4g}  beta "
+                     f"{row['beta']:.4g}{heldout}")
+    return lines
 
 
 #: ``fit`` options tree LDA reads (every other typed option is refused with --prior-tree).

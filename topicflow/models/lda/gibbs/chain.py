@@ -139,9 +139,8 @@ def _topic_count_pairs(doc_topic):
 def _alpha_fixed_point(doc_topic, doc_lengths, alpha, max_iter, tol, floor):
     """Minka's fixed point for an asymmetric Dirichlet from the histograms of n_d and n_dk.
 
-    alpha_k <- alpha_k sum_n H_k(n) D(n; alpha_k) / sum_n H(n) D(n; alpha_sum), with
-    D(n; a) = psi(n + a) - psi(a) = sum_{i<n} 1 / (a + i) accumulated along increasing n. Updates
-    ``alpha`` in place; returns the number of iterations run.
+    Builds the histograms and runs :func:`_alpha_fixed_point_hist`. Updates ``alpha`` in place;
+    returns the number of iterations run.
     """
     max_len = 0
     for d in range(doc_lengths.shape[0]):
@@ -150,6 +149,19 @@ def _alpha_fixed_point(doc_topic, doc_lengths, alpha, max_iter, tol, floor):
     for d in range(doc_lengths.shape[0]):
         len_hist[doc_lengths[d]] += 1.0
     keys, multiplicity, width = _topic_count_pairs(doc_topic)
+    return _alpha_fixed_point_hist(len_hist, keys, multiplicity, width, alpha, max_iter, tol, floor)
+
+
+@numba.njit(nogil=True, cache=True)
+def _alpha_fixed_point_hist(len_hist, keys, multiplicity, width, alpha, max_iter, tol, floor):
+    """Minka's fixed point for an asymmetric Dirichlet from histograms (what the distributed sampler reduces).
+
+    alpha_k <- alpha_k sum_n H_k(n) D(n; alpha_k) / sum_n H(n) D(n; alpha_sum), with
+    D(n; a) = psi(n + a) - psi(a) = sum_{i<n} 1 / (a + i) accumulated along increasing n.
+    ``len_hist[n]`` = H(n), documents of length n; ``keys`` the sorted distinct k * width + n of the
+    nonzero n_dk with ``multiplicity`` H_k(n). Updates ``alpha`` in place; returns the iterations run.
+    """
+    max_len = len_hist.shape[0] - 1
     num = np.zeros(alpha.shape[0])
     for it in range(max_iter):
         alpha_sum = alpha.sum()
@@ -184,7 +196,7 @@ def _beta_fixed_point(starts, lengths, packed, shift, topic_counts,
                       n_terms, beta, max_iter, tol, floor):
     """Minka's fixed point for a symmetric Dirichlet over the n_terms words of every topic.
 
-    beta <- beta sum_{w,k} D(n_wk; beta) / (V sum_k D(n_k; V beta)); returns the new beta.
+    Builds the histogram of the nonzero n_wk and runs :func:`_beta_fixed_point_hist`; returns the new beta.
     """
     max_count = 0
     for w in range(lengths.shape[0]):
@@ -194,6 +206,13 @@ def _beta_fixed_point(starts, lengths, packed, shift, topic_counts,
     for w in range(lengths.shape[0]):
         for j in range(starts[w], starts[w] + lengths[w]):
             hist[packed[j] >> shift] += 1.0
+    return _beta_fixed_point_hist(hist, topic_counts, n_terms, beta, max_iter, tol, floor)
+
+
+@numba.njit(nogil=True, cache=True)
+def _beta_fixed_point_hist(hist, topic_counts, n_terms, beta, max_iter, tol, floor):
+    """beta <- beta sum_{w,k} D(n_wk; beta) / (V sum_k D(n_k; V beta)) from ``hist[n]`` = #{(w, k): n_wk = n}."""
+    max_count = hist.shape[0] - 1
     for _ in range(max_iter):
         num, digamma_diff = 0.0, 0.0
         for n in range(1, max_count + 1):

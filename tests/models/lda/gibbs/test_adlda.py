@@ -1,0 +1,167 @@
+"""Tests of topicflow.models.lda.gibbs.adlda: the AD-LDA block sweep, its reduction and its hyperparameters.
+
+* Several sweeps over several blocks equal tests/reference/adlda_numpy.py draw for draw (z and n_wk).
+* With one block the sampler is the sequential collapsed Gibbs sampler: independent chains reach the
+  exact posterior p(z | w) of an enumerable problem (chi-square), and the first sweep equals
+  ``run_sweeps`` bit for bit.
+* The reduced histograms give the fixed points of the whole state bit for bit, the NumPy digamma
+  fixed points to rounding, and the joint log-likelihood of the NumPy reference.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose, assert_array_equal
+
+from tests.reference import adlda_numpy
+from tests.reference import gibbs_numpy as ref
+from tests.reference.goodness_of_fit import chi_square_p
+from topicflow.errors import InvalidParameterError, NumericalError
+from topicflow.models.common.blocks import block_from_csr, expand_tokens
+from topicflow.models.lda.gibbs.adlda import (
+    CountDelta,
+    DocHistograms,
+    SweepView,
+    apply_delta,
+    joint_log_likelihood,
+    optimize_hyperparameters,
+    start_block,
+    sweep_block,
+)
+from topicflow.models.lda.gibbs.chain import initial_state, run_sweeps
+from topicflow.models.lda.gibbs.chain import optimize_hyperparameters as state_optimize
+from topicflow.models.lda.gibbs.state import GibbsParams, state_from_topics
+
+MIN_P_VALUE = 1e-3
+
+
+def _blocks(n_docs: int, n_terms: int, block_size: int, seed: int) -> list[tuple[np.ndarray, np.ndarray, int]]:
+    rng = np.random.default_rng(seed)
+    dense = rng.poisson(0.4, size=(n_docs, n_terms)).astype(np.int32)
+    dense[3] = 0  # an empty document
+    csr = sp.csr_matrix(dense)
+    out = []
+    for start in range(0, n_docs, block_size):
+        indptr, terms = expand_tokens(block_from_csr(csr[start:start + block_size], first_doc=start))
+        out.append((indptr, terms, start))
+    return out
+
+
+def _start(blocks: list, n_terms: int, n_topics: int, seed: int) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+    starts = [start_block(indptr, terms, first, n_topics, seed) for indptr, terms, first in blocks]
+    term_topic = np.zeros((n_terms, n_topics), dtype=np.int32)
+    topic_counts = np.zeros(n_topics, dtype=np.int64)
+    apply_delta(term_topic, topic_counts, starts[0].delta.merge(*(s.delta for s in starts[1:])))
+    return [s.topics for s in starts], term_topic, topic_counts
+
+
+def test_sweeps_match_the_numpy_reference() -> None:
+    n_terms, n_topics, seed, beta = 25, 4, 3, 0.05
+    alpha = np.array([0.1, 0.3, 0.2, 0.5])
+    blocks = _blocks(30, n_terms, 7, seed=1)
+    topics, term_topic, topic_counts = _start(blocks, n_terms, n_topics, seed)
+    ref_topics = [ref.random_topics(indptr, n_topics, seed, first) for indptr, _, first in blocks]
+    for mine, theirs in zip(topics, ref_topics):
+        assert_array_equal(mine, theirs)
+    ref_term_topic = term_topic.astype(np.int64)
+    for sweep in (1, 2, 3):
+        view = SweepView(term_topic.copy(), topic_counts.copy(), alpha, beta, seed)
+        results = [sweep_block(indptr, terms, z, first, view, sweep) for (indptr, terms, first), z in zip(blocks, topics)]
+        apply_delta(term_topic, topic_counts, results[0].delta.merge(*(r.delta for r in results[1:])))
+        topics = [r.topics for r in results]
+        ref_topics, ref_term_topic, doc_topics = adlda_numpy.adlda_sweep(
+            [(indptr, terms, z, first) for (indptr, terms, first), z in zip(blocks, ref_topics)], ref_term_topic,
+            alpha, beta, seed=seed, sweep=sweep)
+        for mine, theirs in zip(topics, ref_topics):
+            assert_array_equal(mine, theirs)
+        assert_array_equal(term_topic, ref_term_topic)
+        assert_array_equal(topic_counts, ref_term_topic.sum(axis=0))
+        merged = results[0].histograms.merge(*(r.histograms for r in results[1:]))
+        assert_array_equal(merged.length_counts[:1 + max(d.sum(axis=1).max() for d in doc_topics)],
+                           np.bincount(np.concatenate([d.sum(axis=1) for d in doc_topics])))
+        assert_allclose(joint_log_likelihood(merged, term_topic, topic_counts, alpha, beta),
+                        ref.joint_log_likelihood(np.concatenate(doc_topics), ref_term_topic, alpha, beta), rtol=1e-12)
+
+
+def _tiny() -> tuple[np.ndarray, np.ndarray]:
+    """Two documents, five tokens over three terms: 2**5 assignments at K = 2."""
+    return expand_tokens(block_from_csr(sp.csr_matrix(np.array([[2, 1, 0], [0, 1, 1]]))))
+
+
+def test_one_block_reaches_the_exact_posterior() -> None:
+    """1200 independent one-block chains of 12 sweeps vs p(z | w) by enumeration (chi-square)."""
+    indptr, terms = _tiny()
+    alpha, beta = np.array([0.3, 0.8]), 0.25
+    exact = ref.exact_posterior(indptr, terms, 3, alpha, beta)
+    outcomes = list(exact)
+    index = {z: i for i, z in enumerate(outcomes)}
+    observed = np.zeros(len(outcomes))
+    for seed in range(1200):
+        (z,), term_topic, topic_counts = _start([(indptr, terms, 0)], 3, 2, seed)
+        for sweep in range(1, 13):
+            result = sweep_block(indptr, terms, z, 0, SweepView(term_topic, topic_counts, alpha, beta, seed), sweep)
+            apply_delta(term_topic, topic_counts, result.delta)
+            z = result.topics
+        observed[index[tuple(int(k) for k in z)]] += 1
+    assert chi_square_p(observed, np.array([exact[z] for z in outcomes])) > MIN_P_VALUE
+
+
+def test_one_block_first_sweep_is_the_sequential_sampler() -> None:
+    block = block_from_csr(sp.csr_matrix(np.random.default_rng(4).poisson(0.7, size=(12, 9))), first_doc=5)
+    params = GibbsParams(n_topics=3, doc_topic_prior=0.2, topic_word_prior=0.1, seed=9)
+    state = initial_state(block, params)
+    (z,), term_topic, topic_counts = _start([(state.token_indptr, state.token_terms, 5)], 9, 3, 9)
+    assert_array_equal(z, state.topics)
+    result = sweep_block(state.token_indptr, state.token_terms, z, 5,
+                         SweepView(term_topic, topic_counts, params.alpha, 0.1, 9), 1)
+    assert_array_equal(result.topics, run_sweeps(state, params, 1).topics)
+
+
+def test_histograms_give_the_whole_state_fixed_points() -> None:
+    blocks = _blocks(40, 20, 9, seed=2)
+    topics, term_topic, topic_counts = _start(blocks, 20, 3, seed=5)
+    histograms = [DocHistograms.from_doc_topic(
+        state_from_topics(indptr, terms, z, 20, GibbsParams(3)).doc_topic_counts) for (indptr, terms, _), z
+        in zip(blocks, topics)]
+    merged = histograms[2].merge(histograms[0], histograms[3], histograms[1], *histograms[4:])  # any order
+    whole = state_from_topics(np.concatenate([[0], np.cumsum(np.concatenate([np.diff(b[0]) for b in blocks]))]),
+                              np.concatenate([b[1] for b in blocks]), np.concatenate(topics), 20,
+                              GibbsParams(3, doc_topic_prior=np.array([0.2, 0.1, 0.4]), topic_word_prior=0.03))
+    alpha, beta = optimize_hyperparameters(merged, term_topic, topic_counts, whole.doc_topic_prior, 0.03,
+                                           learn_beta=True)
+    want_alpha, want_beta = state_optimize(whole)
+    assert_array_equal(alpha, want_alpha)
+    assert beta == want_beta
+    assert_allclose(alpha, ref.alpha_fixed_point(whole.doc_topic_counts, whole.doc_topic_prior), rtol=1e-6)
+    assert_allclose(beta, ref.beta_fixed_point(term_topic, 0.03), rtol=1e-6)
+    fixed_alpha, fixed_beta = optimize_hyperparameters(merged, term_topic, topic_counts, whole.doc_topic_prior, 0.03,
+                                                       learn_alpha=False)
+    assert_array_equal(fixed_alpha, whole.doc_topic_prior)
+    assert fixed_beta == 0.03
+
+
+def test_deltas_merge_exactly_and_apply() -> None:
+    a = CountDelta(np.array([1, 4, 7]), np.array([2, -1, 3]), 3)
+    b = CountDelta(np.array([4, 5]), np.array([1, 2]), 3)
+    merged = b.merge(a)
+    assert merged.keys.tolist() == [1, 5, 7] and merged.values.tolist() == [2, 2, 3]
+    term_topic, topic_counts = np.zeros((3, 3), dtype=np.int32), np.zeros(3, dtype=np.int64)
+    apply_delta(term_topic, topic_counts, merged)
+    assert term_topic.tolist() == [[0, 2, 0], [0, 0, 2], [0, 3, 0]]
+    assert topic_counts.tolist() == [0, 5, 2]
+    with pytest.raises(NumericalError, match="negative"):
+        apply_delta(term_topic, topic_counts, CountDelta(np.array([0]), np.array([-1]), 3))
+
+
+def test_block_errors_and_empty_block() -> None:
+    indptr, terms = _tiny()
+    (z,), term_topic, topic_counts = _start([(indptr, terms, 0)], 3, 2, 0)
+    view = SweepView(term_topic, topic_counts, np.full(2, 0.1), 0.01, 0)
+    with pytest.raises(InvalidParameterError, match="sweep must be at least 1"):
+        sweep_block(indptr, terms, z, 0, view, 0)
+    with pytest.raises(NumericalError, match="out of step"):
+        sweep_block(indptr, terms, z, 0, SweepView(np.zeros_like(term_topic), topic_counts, np.full(2, 0.1), 0.01, 0), 1)
+    empty = sweep_block(np.zeros(3, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), 0,
+                        view, 1)
+    assert empty.delta.keys.size == 0 and empty.histograms.length_counts.tolist() == [2]

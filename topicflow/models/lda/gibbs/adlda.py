@@ -1,0 +1,612 @@
+"""Approximate distributed collapsed Gibbs sampling (AD-LDA) over fixed blocks of documents: the math.
+
+Newman, Asuncion, Smyth and Welling (2009), AD-LDA. The corpus is cut into *blocks* (fixed runs of
+documents, defined by the store and a block size, never by workers or partitions). In sweep s, every
+block b samples its tokens in document order with the collapsed conditional, against
+
+    n_wk(start of sweep s) - n_wk(b, start)  (the other blocks' counts, frozen)
+  + n_wk(b, now)                             (the block's own counts, kept up to date)
+
+which is exactly the streaming-Gibbs form of :func:`topicflow.models.lda.gibbs.chain.run_sweeps` with a
+:class:`~topicflow.models.lda.gibbs.state.TopicWordPrior` N_wk = the other blocks' counts and
+``vocab_size`` = V: the sparse sampler of :mod:`topicflow.models.lda.gibbs.sparse`, its word lists
+holding the block's own counts and its prior lists the frozen rest. A block returns its new z, the
+change of its term-topic counts (:class:`CountDelta`, sparse) and the histograms of its document-topic
+counts (:class:`DocHistograms`), from which the driver sets alpha (Minka's fixed point) and scores
+the joint likelihood without ever seeing a document-topic matrix.
+
+Random numbers: token t of global document g in sweep s uses the t-th uniform of
+``counter_key(seed, STREAM_GIBBS, s, g)`` (sweep 0 is the random start), so a block's result depends
+only on (seed, s, its documents, the sweep-start counts): the same model for any number of workers,
+partitions or threads. With one block the sampler is the exact sequential collapsed Gibbs sampler.
+
+Glossary: K topics, V terms; n_wk term-topic counts (global, ``(V, K)`` int32, term-major),
+n_k topic totals, n_dk document-topic counts (block-local only), H_k(n) = #{d : n_dk = n} and
+L(n) = #{d : n_d = n} (the histograms), delta keys ``w * K + k``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+from scipy.special import gammaln
+
+from topicflow._typing import FloatArray, Int32Array, IntArray
+from topicflow.errors import InvalidParameterError, NumericalError
+from topicflow.models.lda.gibbs.chain import (
+    HYPER_FLOOR,
+    HYPER_MAX_ITER,
+    HYPER_TOL,
+    _alpha_fixed_point_hist,
+    _beta_fixed_point_hist,
+)
+from topicflow.models.lda.gibbs.sparse import (
+    _PriorLists,
+    _random_topics,
+    _run_sweep,
+    _term_topic_from_lists,
+    _word_lists,
+)
+from topicflow.models.lda.gibbs.state import _counts_from_topics
+
+__all__ = ["BlockSweep", "CountDelta", "DocHistograms", "SweepView", "apply_delta", "joint_log_likelihood",
+           "optimize_hyperparameters", "sequential_start_block", "start_block", "sweep_block"]
+
+_PAIR_SHIFT = 32
+_PAIR_MASK = (1 << _PAIR_SHIFT) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class SweepView:
+    """What every block of one sweep reads: the global counts at the start of the sweep and the priors.
+
+    Attributes
+    ----------
+    term_topic : ndarray of shape (n_terms, n_topics), int32
+        n_wk summed over every block, term-major.
+    topic_counts : ndarray of shape (n_topics,), int64
+        n_k.
+    alpha : ndarray of shape (n_topics,), float64
+    beta : float
+    seed : int
+    """
+
+    term_topic: Int32Array
+    topic_counts: IntArray
+    alpha: FloatArray
+    beta: float
+    seed: int
+
+    @property
+    def n_terms(self) -> int:
+        return int(self.term_topic.shape[0])
+
+    @property
+    def n_topics(self) -> int:
+        return int(self.term_topic.shape[1])
+
+
+@dataclass(frozen=True, slots=True)
+class CountDelta:
+    """A sparse change of the term-topic counts: ``n_wk += values[i]`` for ``keys[i] = w * K + k``.
+
+    Attributes
+    ----------
+    keys : ndarray of shape (n,), int64
+        Sorted, distinct.
+    values : ndarray of shape (n,), int32
+        Nonzero (a change of one count is bounded by the term's tokens; int32 halves what a sweep's
+        reduction holds).
+    n_topics : int
+    """
+
+    keys: IntArray
+    values: Int32Array
+    n_topics: int
+
+    @classmethod
+    def from_dense(cls, terms: IntArray, delta: np.ndarray) -> CountDelta:
+        """The nonzero entries of ``delta`` (rows are the global terms ``terms``, sorted ascending).
+
+        Parameters
+        ----------
+        terms : ndarray of shape (n_rows,), int
+        delta : ndarray of shape (n_rows, n_topics), int
+
+        Returns
+        -------
+        CountDelta
+        """
+        rows, cols = np.nonzero(delta)
+        n_topics = int(delta.shape[1])
+        keys = terms[rows].astype(np.int64) * n_topics + cols
+        return cls(keys, delta[rows, cols].astype(np.int32), n_topics)
+
+    def merge(self, *others: CountDelta) -> CountDelta:
+        """The sum of this delta and ``others`` (integers: exact in any order).
+
+        Parameters
+        ----------
+        *others : CountDelta
+
+        Returns
+        -------
+        CountDelta
+        """
+        parts = (self, *others)
+        keys = np.concatenate([p.keys for p in parts])
+        values = np.concatenate([p.values for p in parts])
+        if keys.size == 0:
+            return CountDelta(keys, values, self.n_topics)
+        order = np.argsort(keys, kind="stable")
+        keys, values = keys[order], values[order]
+        starts = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
+        sums = np.add.reduceat(values, starts).astype(np.int32)
+        keep = sums != 0
+        return CountDelta(keys[starts][keep], sums[keep], self.n_topics)
+
+
+@dataclass(frozen=True, slots=True)
+class DocHistograms:
+    """Histograms of the document-topic counts of some documents (all the alpha update needs).
+
+    Attributes
+    ----------
+    pair_keys : ndarray of shape (n,), int64
+        Sorted distinct ``k << 32 | n`` of the nonzero n_dk.
+    pair_counts : ndarray of shape (n,), int64
+        H_k(n): documents with n_dk = n.
+    length_counts : ndarray of shape (max_length + 1,), int64
+        L(n): documents with n_d = n.
+    """
+
+    pair_keys: IntArray
+    pair_counts: IntArray
+    length_counts: IntArray
+
+    @classmethod
+    def from_doc_topic(cls, doc_topic: np.ndarray) -> DocHistograms:
+        """The histograms of a block's n_dk.
+
+        Parameters
+        ----------
+        doc_topic : ndarray of shape (n_docs, n_topics), int
+
+        Returns
+        -------
+        DocHistograms
+        """
+        docs, topics = np.nonzero(doc_topic)
+        pairs = (topics.astype(np.int64) << _PAIR_SHIFT) | doc_topic[docs, topics].astype(np.int64)
+        keys, counts = np.unique(pairs, return_counts=True)
+        lengths = np.bincount(doc_topic.sum(axis=1).astype(np.int64), minlength=1).astype(np.int64)
+        return cls(keys.astype(np.int64), counts.astype(np.int64), lengths)
+
+    def merge(self, *others: DocHistograms) -> DocHistograms:
+        """The histograms of the union of the documents (integers: exact in any order).
+
+        Parameters
+        ----------
+        *others : DocHistograms
+
+        Returns
+        -------
+        DocHistograms
+        """
+        parts = (self, *others)
+        keys = np.concatenate([p.pair_keys for p in parts])
+        counts = np.concatenate([p.pair_counts for p in parts])
+        distinct, inverse = np.unique(keys, return_inverse=True)
+        summed = np.zeros(distinct.shape[0], dtype=np.int64)
+        np.add.at(summed, inverse, counts)
+        lengths = np.zeros(max(p.length_counts.shape[0] for p in parts), dtype=np.int64)
+        for p in parts:
+            lengths[:p.length_counts.shape[0]] += p.length_counts
+        return DocHistograms(distinct.astype(np.int64), summed, lengths)
+
+    def alpha_inputs(self) -> tuple[FloatArray, IntArray, FloatArray, int]:
+        """(L(n), keys ``k * width + n``, H_k(n), width) as the fixed point reads them."""
+        lengths = np.trim_zeros(self.length_counts, "b")
+        topics, counts = self.pair_keys >> _PAIR_SHIFT, self.pair_keys & _PAIR_MASK
+        width = int(counts.max(initial=0)) + 1
+        return (lengths.astype(np.float64) if lengths.size else np.zeros(1), topics * width + counts,
+                self.pair_counts.astype(np.float64), width)
+
+
+@dataclass(frozen=True, slots=True)
+class BlockSweep:
+    """What one block's sweep returns.
+
+    Attributes
+    ----------
+    topics : ndarray of shape (n_tokens,), int32
+        The block's new z.
+    delta : CountDelta
+        Change of the global n_wk (at the random start: the block's counts).
+    histograms : DocHistograms
+        Of the block's n_dk after the sweep.
+    """
+
+    topics: Int32Array
+    delta: CountDelta
+    histograms: DocHistograms
+
+
+def _check_tokens(token_indptr: IntArray, token_terms: Int32Array, n_terms: int) -> None:
+    if token_indptr.ndim != 1 or token_indptr.shape[0] < 1 or token_indptr[-1] != token_terms.shape[0]:
+        raise InvalidParameterError(f"token_indptr must be 1-d and end at n_tokens={token_terms.shape[0]}")
+    if token_terms.size and (token_terms.min() < 0 or token_terms.max() >= n_terms):
+        raise InvalidParameterError(f"token terms must lie in [0, {n_terms}), got "
+                                    f"[{token_terms.min()}, {token_terms.max()}]")
+
+
+def start_block(token_indptr: IntArray, token_terms: Int32Array, first_doc: int, n_topics: int,
+                seed: int) -> BlockSweep:
+    """The random start of a block (sweep 0): z uniform on the K topics.
+
+    Parameters
+    ----------
+    token_indptr : ndarray of shape (n_docs + 1,), int64
+    token_terms : ndarray of shape (n_tokens,), int32
+        Global term ids.
+    first_doc : int
+        Global position of the block's first document.
+    n_topics : int
+    seed : int
+
+    Returns
+    -------
+    BlockSweep
+        ``delta`` holds the block's counts n_wk (the global counts are their sum).
+
+    Notes
+    -----
+    Token t of document g uses the t-th uniform u of ``counter_key(seed, STREAM_GIBBS, 0, g)``,
+    ``z = floor(u K)``: :func:`topicflow.models.lda.gibbs.chain.initial_state`'s random start.
+
+    Examples
+    --------
+    >>> start = start_block(np.array([0, 2, 3]), np.array([0, 1, 1], np.int32), 0, 2, seed=0)
+    >>> int(start.delta.values.sum()), start.histograms.length_counts.tolist()
+    (3, [0, 1, 1])
+    """
+    token_indptr = np.ascontiguousarray(token_indptr, dtype=np.int64)
+    token_terms = np.ascontiguousarray(token_terms, dtype=np.int32)
+    topics = np.zeros(token_terms.shape[0], dtype=np.int32)
+    _random_topics(token_indptr, n_topics, seed, first_doc, topics)
+    terms, local = np.unique(token_terms, return_inverse=True)
+    doc_topic, own, _ = _counts_from_topics(token_indptr, local.astype(np.int32), topics, max(1, terms.shape[0]),
+                                            n_topics)
+    return BlockSweep(topics, CountDelta.from_dense(terms.astype(np.int64), own[:terms.shape[0]]),
+                      DocHistograms.from_doc_topic(doc_topic))
+
+
+@numba.njit(nogil=True, cache=True)
+def _rest_size(term_topic, terms, own):
+    """(entries, largest value) of the rest N = n_wk(all) - n_wk(block) on the block's terms; -1 if negative."""
+    n, largest = 0, 0
+    for w in range(terms.shape[0]):
+        row = terms[w]
+        for k in range(own.shape[1]):
+            v = np.int64(term_topic[row, k]) - own[w, k]
+            if v < 0:
+                return -1, 0
+            if v > 0:
+                n += 1
+                largest = max(largest, v)
+    return n, largest
+
+
+@numba.njit(nogil=True, cache=True)
+def _rest_lists(term_topic, terms, own, indptr, topics, values):
+    """Each term's nonzero rest N_wk by decreasing value, then increasing topic (``_prior_lists``' order)."""
+    n_topics = own.shape[1]
+    order_keys = np.empty(n_topics, dtype=np.int64)
+    found = np.empty(n_topics, dtype=np.int64)
+    pos = 0
+    for w in range(terms.shape[0]):
+        indptr[w] = pos
+        n = 0
+        row = terms[w]
+        for k in range(n_topics):
+            v = np.int64(term_topic[row, k]) - own[w, k]
+            if v > 0:
+                found[n] = k
+                order_keys[n] = -v
+                n += 1
+        order = np.argsort(order_keys[:n], kind="mergesort")  # stable: ties keep increasing topic
+        for j in range(n):
+            topics[pos + j] = found[order[j]]
+            values[pos + j] = -order_keys[order[j]]
+        pos += n
+    for w in range(terms.shape[0], indptr.shape[0]):
+        indptr[w] = pos
+
+
+@numba.njit(nogil=True, cache=True)
+def _sparse_delta(terms, new, own):
+    """Keys ``terms[w] * K + k`` and values of the nonzero ``new - own`` (rows in order: keys sorted)."""
+    n_topics = own.shape[1]
+    n = 0
+    for w in range(terms.shape[0]):
+        for k in range(n_topics):
+            if new[w, k] != own[w, k]:
+                n += 1
+    keys = np.empty(n, dtype=np.int64)
+    values = np.empty(n, dtype=np.int32)
+    i = 0
+    for w in range(terms.shape[0]):
+        for k in range(n_topics):
+            if new[w, k] != own[w, k]:
+                keys[i] = terms[w] * n_topics + k
+                values[i] = np.int32(new[w, k] - own[w, k])
+                i += 1
+    return keys, values
+
+
+def _renumber(token_terms: Int32Array, n_terms: int) -> tuple[IntArray, Int32Array]:
+    """The block's distinct terms (ascending) and each token's position among them (O(V + tokens))."""
+    present = np.bincount(token_terms, minlength=n_terms) > 0
+    terms = np.flatnonzero(present)
+    position = np.cumsum(present, dtype=np.int64) - 1
+    return terms, position[token_terms].astype(np.int32)
+
+
+def sweep_block(token_indptr: IntArray, token_terms: Int32Array, topics: Int32Array, first_doc: int,
+                view: SweepView, sweep: int) -> BlockSweep:
+    """One AD-LDA sweep of one block against the sweep-start counts ``view``.
+
+    Parameters
+    ----------
+    token_indptr : ndarray of shape (n_docs + 1,), int64
+    token_terms : ndarray of shape (n_tokens,), int32
+        Global term ids in ``[0, view.n_terms)``.
+    topics : ndarray of shape (n_tokens,), int32
+        The block's z at the start of the sweep (not modified).
+    first_doc : int
+        Global position of the block's first document (keys the random numbers).
+    view : SweepView
+        Global counts at the start of the sweep; they include this block's tokens with ``topics``.
+    sweep : int
+        Sweep number s >= 1 (the epoch of the random numbers).
+
+    Returns
+    -------
+    BlockSweep
+
+    Raises
+    ------
+    InvalidParameterError
+        Bad shapes or term ids, ``sweep < 1``.
+    NumericalError
+        The view does not contain the block's counts (a z layer out of step with the counts).
+
+    Notes
+    -----
+    Equal, bit for bit, to ``run_sweeps(state, params, 1, prior=TopicWordPrior(N, N_k, V))`` on the
+    block's state (its own tokens and counts, ``sweeps_done = s - 1``) with N the other blocks' counts
+    ``view.term_topic - n_wk(block)`` restricted to the block's terms: each token of term w in
+    document d is redrawn from
+
+        p(z = k | rest) ∝ (n_dk + alpha_k)(n_wk(block) + N_wk + beta) / (n_k(block) + N_k + V beta)
+
+    The block's terms are renumbered 0..n-1 for the sweep, so its memory is O(tokens + n K), not O(V K).
+
+    Examples
+    --------
+    >>> indptr, terms = np.array([0, 3]), np.array([0, 0, 1], np.int32)
+    >>> start = start_block(indptr, terms, 0, 2, seed=1)
+    >>> counts = np.zeros((2, 2), np.int32)
+    >>> np.add.at(counts.reshape(-1), start.delta.keys, start.delta.values)
+    >>> view = SweepView(counts, counts.sum(axis=0).astype(np.int64), np.full(2, 0.1), 0.01, 1)
+    >>> int(sweep_block(indptr, terms, start.topics, 0, view, 1).topics.shape[0])
+    3
+    """
+    if sweep < 1:
+        raise InvalidParameterError(f"sweep must be at least 1 (0 is the random start), got {sweep!r}")
+    return _block_pass(token_indptr, token_terms, topics, first_doc, view, sweep, False)
+
+
+def sequential_start_block(token_indptr: IntArray, token_terms: Int32Array, first_doc: int,
+                           view: SweepView) -> BlockSweep:
+    """The sequential ("progressive") start of a block given the counts of the blocks started before it.
+
+    Parameters
+    ----------
+    token_indptr : ndarray of shape (n_docs + 1,), int64
+    token_terms : ndarray of shape (n_tokens,), int32
+        Global term ids.
+    first_doc : int
+    view : SweepView
+        The counts of every block started before this one (not this block's).
+
+    Returns
+    -------
+    BlockSweep
+        ``delta`` holds the block's counts.
+
+    Notes
+    -----
+    Token t of document g is drawn, in order, from the collapsed conditional given every token drawn
+    before it (this block's earlier tokens and ``view``), with the t-th uniform of
+    ``counter_key(seed, STREAM_GIBBS, 0, g)``: started block by block in store order, the whole corpus
+    gets the sequential start of :func:`~topicflow.models.lda.gibbs.chain.initial_state`
+    (``init="sequential"``), the same for any number of workers. It costs one sweep without
+    parallelism and spares the AD-LDA sweeps the slow symmetry breaking of a random start.
+
+    Examples
+    --------
+    >>> view = SweepView(np.zeros((2, 2), np.int32), np.zeros(2, np.int64), np.full(2, 0.1), 0.01, 0)
+    >>> int(sequential_start_block(np.array([0, 3]), np.array([0, 0, 1], np.int32), 0, view).delta.values.sum())
+    3
+    """
+    return _block_pass(token_indptr, token_terms, np.zeros(np.shape(token_terms), dtype=np.int32), first_doc, view,
+                       0, True)
+
+
+def _block_pass(token_indptr: IntArray, token_terms: Int32Array, topics: Int32Array, first_doc: int,
+                view: SweepView, epoch: int, progressive: bool) -> BlockSweep:
+    token_indptr = np.ascontiguousarray(token_indptr, dtype=np.int64)
+    token_terms = np.ascontiguousarray(token_terms, dtype=np.int32)
+    n_topics = view.n_topics
+    _check_tokens(token_indptr, token_terms, view.n_terms)
+    topics = np.array(topics, dtype=np.int32)
+    if topics.shape != token_terms.shape:
+        raise InvalidParameterError(f"topics must have shape {token_terms.shape!r}, got {topics.shape!r}")
+    terms, local = _renumber(token_terms, view.n_terms)
+    n_local = max(1, terms.shape[0])
+    if progressive:  # no token assigned yet
+        doc_topic = np.zeros((token_indptr.shape[0] - 1, n_topics), dtype=np.int32)
+        own = np.zeros((n_local, n_topics), dtype=np.int32)
+        own_totals = np.zeros(n_topics, dtype=np.int64)
+    else:
+        doc_topic, own, own_totals = _counts_from_topics(token_indptr, local, topics, n_local, n_topics)
+    capacity, largest = _rest_size(view.term_topic, terms, own)
+    rest_totals = view.topic_counts.astype(np.int64) - own_totals
+    if capacity < 0 or rest_totals.min(initial=0) < 0:
+        raise NumericalError(f"the global counts of sweep {epoch} do not contain the block starting at document "
+                             f"{first_doc}: the assignment layer and the counts are out of step")
+    indptr = np.zeros(n_local + 1, dtype=np.int64)
+    # int32 topics and (for counts below 2**24, exact in float32) float32 values: a third of the
+    # cache footprint of int64/float64; every product with them is computed in float64, bit for bit.
+    rest_topics = np.zeros(capacity, dtype=np.int32)
+    rest_values = np.zeros(capacity, dtype=np.float32 if largest < 2**24 else np.float64)
+    _rest_lists(view.term_topic, terms, own, indptr, rest_topics, rest_values)
+    prior = _PriorLists(rest_totals.astype(np.float64), indptr, rest_topics, rest_values, view.n_terms)
+    lists = _word_lists(own, local, n_topics)
+    counts = own_totals.copy()
+    _run_sweep(token_indptr, local, topics, doc_topic, counts, lists, np.ascontiguousarray(view.alpha, np.float64),
+               float(view.beta), int(view.seed), int(epoch), int(first_doc), progressive, prior)
+    new = _term_topic_from_lists(lists, n_local, n_topics)
+    keys, values = _sparse_delta(terms, new, own)
+    return BlockSweep(topics, CountDelta(keys, values, n_topics), DocHistograms.from_doc_topic(doc_topic))
+
+
+def apply_delta(term_topic: Int32Array, topic_counts: IntArray, delta: CountDelta) -> None:
+    """Add a merged delta to the global counts, in place.
+
+    Parameters
+    ----------
+    term_topic : ndarray of shape (n_terms, n_topics), int32, C-contiguous
+    topic_counts : ndarray of shape (n_topics,), int64
+    delta : CountDelta
+
+    Raises
+    ------
+    NumericalError
+        A count would become negative.
+    """
+    flat = term_topic.reshape(-1)
+    updated = flat[delta.keys].astype(np.int64) + delta.values
+    if updated.size and updated.min() < 0:
+        raise NumericalError("a term-topic count became negative: the block deltas do not match the counts")
+    flat[delta.keys] = updated
+    np.add.at(topic_counts, delta.keys % delta.n_topics, delta.values)
+
+
+def count_histogram(term_topic: np.ndarray) -> FloatArray:
+    """Count the (term, topic) pairs by their count: hist[n] = #{(w, k) : n_wk = n} for n >= 1, hist[0] = 0.
+
+    Parameters
+    ----------
+    term_topic : ndarray of shape (n_terms, n_topics), int
+
+    Returns
+    -------
+    ndarray of shape (max n_wk + 1,), float64
+    """
+    values = term_topic[term_topic > 0]
+    hist = np.bincount(values.astype(np.int64), minlength=1).astype(np.float64)
+    hist[0] = 0.0
+    return hist
+
+
+def optimize_hyperparameters(histograms: DocHistograms, term_topic: np.ndarray, topic_counts: IntArray,
+                             alpha: FloatArray, beta: float, *, learn_alpha: bool = True,
+                             learn_beta: bool = False) -> tuple[FloatArray, float]:
+    """Estimate alpha (asymmetric) and beta (symmetric) by Minka's fixed points from reduced histograms.
+
+    Parameters
+    ----------
+    histograms : DocHistograms
+        Of every document (merged over blocks).
+    term_topic : ndarray of shape (n_terms, n_topics), int
+        The global n_wk.
+    topic_counts : ndarray of shape (n_topics,), int64
+    alpha : ndarray of shape (n_topics,)
+        Start of alpha's iteration.
+    beta : float
+        Start of beta's iteration.
+    learn_alpha, learn_beta : bool
+        Which to update (the other is returned as given).
+
+    Returns
+    -------
+    alpha : ndarray of shape (n_topics,), float64
+    beta : float
+
+    Notes
+    -----
+    The same iteration, on the same histograms, as
+    :func:`topicflow.models.lda.gibbs.chain.optimize_hyperparameters` on one state holding every
+    document: the results are equal bit for bit (Minka 2000; Wallach 2008, sec. 2.4).
+    """
+    new_alpha = np.array(alpha, dtype=np.float64)
+    if learn_alpha:
+        lengths, keys, multiplicity, width = histograms.alpha_inputs()
+        _alpha_fixed_point_hist(lengths, keys, multiplicity, width, new_alpha, HYPER_MAX_ITER, HYPER_TOL, HYPER_FLOOR)
+    new_beta = float(beta)
+    if learn_beta:
+        new_beta = float(_beta_fixed_point_hist(count_histogram(term_topic), np.asarray(topic_counts, np.int64),
+                                                term_topic.shape[0], new_beta, HYPER_MAX_ITER, HYPER_TOL,
+                                                HYPER_FLOOR))
+    return new_alpha, new_beta
+
+
+def joint_log_likelihood(histograms: DocHistograms, term_topic: np.ndarray, topic_counts: IntArray,
+                         alpha: FloatArray, beta: float) -> float:
+    """Compute log p(w, z | alpha, beta) of the whole chain from the reduced histograms and the global counts.
+
+    Parameters
+    ----------
+    histograms : DocHistograms
+        Of every document.
+    term_topic : ndarray of shape (n_terms, n_topics), int
+    topic_counts : ndarray of shape (n_topics,), int64
+    alpha : ndarray of shape (n_topics,)
+    beta : float
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    Griffiths and Steyvers (2004), eqs. (2)-(3), the sums over documents regrouped by histogram::
+
+        log p(w | z) = sum_k [lgamma(V beta) - lgamma(n_k + V beta)] + sum_n hist(n) [lgamma(n + beta) - lgamma(beta)]
+        log p(z)     = sum_(k,n) H_k(n) [lgamma(n + alpha_k) - lgamma(alpha_k)]
+                       + sum_n L(n) [lgamma(alpha_sum) - lgamma(n + alpha_sum)]
+
+    Equal (to rounding) to :func:`topicflow.models.lda.gibbs.scores.joint_log_likelihood` of one
+    state holding every document.
+    """
+    alpha = np.asarray(alpha, dtype=np.float64)
+    n_terms = term_topic.shape[0]
+    hist = count_histogram(term_topic)
+    n = np.arange(hist.shape[0], dtype=np.float64)
+    topic_part = (topic_counts.shape[0] * gammaln(n_terms * beta)
+                  - float(gammaln(np.asarray(topic_counts, np.float64) + n_terms * beta).sum())
+                  + float((hist[1:] * (gammaln(n[1:] + beta) - gammaln(beta))).sum()))
+    topics = histograms.pair_keys >> _PAIR_SHIFT
+    counts = (histograms.pair_keys & _PAIR_MASK).astype(np.float64)
+    doc_part = float((histograms.pair_counts * (gammaln(counts + alpha[topics]) - gammaln(alpha[topics]))).sum())
+    lengths = np.arange(histograms.length_counts.shape[0], dtype=np.float64)
+    alpha_sum = float(alpha.sum())
+    doc_part += float((histograms.length_counts * (gammaln(alpha_sum) - gammaln(lengths + alpha_sum))).sum())
+    total = topic_part + doc_part
+    if not math.isfinite(total):
+        raise NumericalError("the joint log-likelihood of the Gibbs chain is not finite")
+    return float(total)

@@ -1,0 +1,486 @@
+"""Driver of the distributed collapsed Gibbs sampler for LDA (AD-LDA over fixed blocks; docs/gibbs.md).
+
+Per sweep s: share the global counts n_wk, n_k at the start of the sweep (one scatter), map one task
+per partition (consecutive blocks of one shard; each block is sampled against those counts plus its
+own changes, :func:`topicflow.models.lda.gibbs.adlda.sweep_block`, its z read from and written to the
+assignment layer, :mod:`topicflow.io.outputs.assignment_layer`), tree-merge the partitions' sparse
+count deltas and document-topic histograms in store order, apply the delta, and, every
+``optimize_every`` sweeps after ``burn_in``, set alpha (and beta) by Minka's fixed point from the
+histograms. The driver holds K x V counts; a worker holds one shard's tokens and z plus K x V counts.
+
+Determinism: blocks are runs of ``block_size`` documents within each shard, the random numbers are
+keyed by (seed, sweep, global document), every block reads only the sweep-start counts, and integer
+deltas are summed exactly; so the model is the same for any number of workers, partitions
+(``blocks_per_partition``) or threads, on the threaded or the distributed scheduler.
+
+Checkpoints: with a :class:`~topicflow.pipeline.policies.CheckpointPolicy` the assignment layer lives
+in the checkpoint directory, and every ``checkpoint.every`` sweeps (and after the last) the counts,
+alpha, beta and trace are written there (:func:`topicflow.io.models.checkpoint.write_checkpoint`), which
+commits that sweep's z; ``resume`` continues from the committed sweep and ends with the model an
+uninterrupted run gives.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import dask
+import numpy as np
+
+from topicflow import config as tf_config
+from topicflow.errors import InvalidParameterError, ModelFormatError
+from topicflow.io.corpus.reader import Corpus, as_corpus
+from topicflow.io.models.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
+from topicflow.io.models.info import ModelInfo, corpus_provenance
+from topicflow.io.models.store import SavedModel
+from topicflow.io.outputs import assignment_layer
+from topicflow.io.outputs.gamma_scratch import scratch_directory
+from topicflow.models.common.validation import parse_int, parse_positive_float
+from topicflow.models.lda.gibbs.adlda import (
+    SweepView,
+    apply_delta,
+    joint_log_likelihood,
+    optimize_hyperparameters,
+)
+from topicflow.models.lda.state import LDAState
+from topicflow.pipeline.cluster import compute, current_client
+from topicflow.pipeline.evaluation import heldout_likelihood
+from topicflow.pipeline.policies import CheckpointPolicy
+from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
+from topicflow.tasks.estep import graph_token
+from topicflow.tasks.gibbs import (
+    PartitionResult,
+    plan_blocks,
+    plan_partitions,
+    sweep_graph,
+)
+
+log = logging.getLogger(__name__)
+
+#: Kind of the saved model (``model.json``'s ``kind``).
+GIBBS_KIND = "gibbs_lda"
+#: Seed of the held-out token split (the evaluator's random numbers, not the sampler's).
+HELDOUT_SEED = 0
+
+
+@dataclass(frozen=True)
+class GibbsConfig:
+    """Settings of a distributed collapsed Gibbs fit.
+
+    Attributes
+    ----------
+    n_topics : int
+        K, at least 1.
+    sweeps : int, default 50
+        Sweeps to run in total (a resumed fit runs the rest).
+    doc_topic_prior : float, default 0.1
+        alpha: its fixed symmetric value, or the start of a learned one.
+    learn_alpha : bool, default True
+        Learn an asymmetric alpha by Minka's fixed point.
+    topic_word_prior : float, default 0.01
+        beta: fixed, or the start of a learned one.
+    learn_beta : bool, default False
+        Learn a symmetric beta by Minka's fixed point.
+    burn_in : int, default 5
+        Sweeps before the first hyperparameter update.
+    optimize_every : int, default 10
+        Sweeps between hyperparameter updates (after sweep n with ``n > burn_in`` and
+        ``(n - burn_in) % optimize_every == 0``, as :func:`~topicflow.models.lda.gibbs.chain.run_sweeps`).
+    block_size : int or None, default None
+        Documents per sampling block (consecutive documents of the store, across shards). Part of the
+        model: blocks see each other's changes only at sweep ends. None: a quarter of the corpus,
+        within [256, 4096] documents (:func:`default_block_size`; the saved settings hold the value used).
+    init : {"random", "sequential"}, default "random"
+        The start: z uniform (Newman et al.'s), or every token drawn given the tokens before it, block
+        after block in store order (one sweep without parallelism; a much better first sweeps'
+        likelihood, but on planted corpora it often locks topics together: docs/gibbs.md).
+    seed : int, default 0
+    eval_every : int, default 10
+        With a held-out store: score it every this many sweeps (0: only after the last sweep).
+    threads : int or None, default None
+        Blocks of one task sampled at once on a thread pool (the kernels release the GIL); given with
+        ``blocks_per_partition`` 1, a task then takes ``threads`` blocks. None: one block per task, the
+        tasks spread over the workers' threads by Dask. Not part of the model.
+    blocks_per_partition : int, default 1
+        Consecutive blocks per task. Not part of the model.
+    """
+
+    n_topics: int
+    sweeps: int = 50
+    doc_topic_prior: float = 0.1
+    learn_alpha: bool = True
+    topic_word_prior: float = 0.01
+    learn_beta: bool = False
+    burn_in: int = 5
+    optimize_every: int = 10
+    block_size: int | None = None
+    init: str = "random"
+    seed: int = 0
+    eval_every: int = 10
+    threads: int | None = None
+    blocks_per_partition: int = 1
+
+    def __post_init__(self) -> None:
+        for name, low in (("n_topics", 1), ("sweeps", 0), ("burn_in", 0), ("optimize_every", 1),
+                          ("seed", 0), ("eval_every", 0), ("blocks_per_partition", 1)):
+            object.__setattr__(self, name, parse_int(f"GibbsConfig.{name}", getattr(self, name), low))
+        if self.init not in ("sequential", "random"):
+            raise InvalidParameterError(f"GibbsConfig.init must be 'sequential' or 'random', got {self.init!r}")
+        for name in ("threads", "block_size"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, parse_int(f"GibbsConfig.{name}", getattr(self, name), 1))
+        for name in ("doc_topic_prior", "topic_word_prior"):
+            object.__setattr__(self, name, parse_positive_float(f"GibbsConfig.{name}", getattr(self, name)))
+        for name in ("learn_alpha", "learn_beta"):
+            object.__setattr__(self, name, bool(getattr(self, name)))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able fields (the saved model's ``settings``)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GibbsConfig:
+        """Inverse of :meth:`to_dict` (unknown keys are ignored)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{key: value for key, value in data.items() if key in names})
+
+    def model_settings(self) -> dict[str, Any]:
+        """The settings that define the chain (a checkpoint's fingerprint): not sweeps, evaluation or execution."""
+        return {key: value for key, value in self.to_dict().items()
+                if key not in ("sweeps", "eval_every", "threads", "blocks_per_partition")}
+
+
+@dataclass(frozen=True)
+class GibbsSweepRecord:
+    """One line of the trace (one sweep).
+
+    Attributes
+    ----------
+    sweep : int
+    seconds : float
+        Wall time of the sweep: sampling, merge, hyperparameters (not the held-out score).
+    elapsed : float
+        Training seconds since the start of the fit, the start (sweep 0) included and evaluation
+        excluded; a resumed fit continues the sum.
+    tokens_per_second : float
+    log_likelihood : float
+        Joint log p(w, z | alpha, beta) after the sweep (with the hyperparameters after its update).
+    log_likelihood_per_token : float
+    alpha_sum : float
+    beta : float
+    heldout_perplexity : float or None
+        Held-out perplexity (protocol ``completion-random``), None where not scored.
+    """
+
+    sweep: int
+    seconds: float
+    elapsed: float
+    tokens_per_second: float
+    log_likelihood: float
+    log_likelihood_per_token: float
+    alpha_sum: float
+    beta: float
+    heldout_perplexity: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as a JSON-able dict."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class GibbsFitResult:
+    """The result of :func:`fit_gibbs`.
+
+    Attributes
+    ----------
+    state : LDAState
+        topic_word_var = n_wk + beta (so ``topic_word()`` is (n_wk + beta) / (n_k + V beta)), alpha.
+    trace : tuple of GibbsSweepRecord
+    saved_model : SavedModel
+        Ready for :func:`topicflow.io.models.store.save_model`.
+    term_topic : ndarray of shape (n_terms, n_topics), int32
+    topic_counts : ndarray of shape (n_topics,), int64
+    language : str
+    """
+
+    state: LDAState
+    trace: tuple[GibbsSweepRecord, ...]
+    saved_model: SavedModel
+    term_topic: np.ndarray
+    topic_counts: np.ndarray
+    language: str
+
+    @property
+    def sweeps_done(self) -> int:
+        """Sweeps of the chain."""
+        return self.trace[-1].sweep if self.trace else 0
+
+
+def lda_view(term_topic: np.ndarray, alpha: np.ndarray, beta: float, language: str) -> LDAState:
+    """The chain's counts as an LDA model: lambda = n_wk + beta, the given alpha.
+
+    Parameters
+    ----------
+    term_topic : ndarray of shape (n_terms, n_topics)
+    alpha : ndarray of shape (n_topics,)
+    beta : float
+    language : str
+
+    Returns
+    -------
+    LDAState
+    """
+    return LDAState({language: np.ascontiguousarray(term_topic.T, dtype=np.float64) + beta},
+                    np.array(alpha, dtype=np.float64), {language: float(beta)})
+
+
+class _Chain:
+    """Global counts, hyperparameters and trace of one fit (what a checkpoint holds)."""
+
+    def __init__(self, n_terms: int, config: GibbsConfig) -> None:
+        self.term_topic = np.zeros((n_terms, config.n_topics), dtype=np.int32)
+        self.topic_counts = np.zeros(config.n_topics, dtype=np.int64)
+        self.alpha = np.full(config.n_topics, config.doc_topic_prior)
+        self.beta = config.topic_word_prior
+        self.sweep = 0
+        self.trace: list[GibbsSweepRecord] = []
+        self.n_tokens = 0
+        self.start_seconds = 0.0
+
+    @property
+    def elapsed(self) -> float:
+        return self.trace[-1].elapsed if self.trace else self.start_seconds
+
+
+#: Default block size: a quarter of the corpus, within these bounds (documents).
+MIN_BLOCK_DOCS, MAX_BLOCK_DOCS, DEFAULT_BLOCKS = 256, 4096, 4
+
+
+def default_block_size(n_docs: int) -> int:
+    """Choose the documents per block when none is given: ``ceil(n_docs / 4)`` within [256, 4096].
+
+    Parameters
+    ----------
+    n_docs : int
+
+    Returns
+    -------
+    int
+
+    Notes
+    -----
+    Few blocks keep the sampler close to the sequential one (each block sees the others' changes
+    only at sweep ends) while still giving a 2- or 4-core machine a block per core; the upper bound
+    keeps a task's memory flat as the corpus grows. It depends on the store only, never on workers.
+    """
+    return int(min(MAX_BLOCK_DOCS, max(MIN_BLOCK_DOCS, -(-n_docs // DEFAULT_BLOCKS))))
+
+
+def _threads(config: GibbsConfig, client: Any, n_partitions: int, largest: int) -> int:
+    if config.threads is not None:
+        return config.threads
+    if client is not None:
+        slots = sum(client.nthreads().values())
+    else:
+        slots = os.cpu_count() or 1
+    return max(1, min(largest, slots // max(1, n_partitions)))
+
+
+def fit_gibbs(
+    corpus: Corpus | str | Path,
+    config: GibbsConfig,
+    *,
+    client: Any = None,
+    progress: ProgressReporter = NO_PROGRESS,
+    checkpoint: CheckpointPolicy | None = None,
+    test: Corpus | str | Path | None = None,
+    split_every: int | None = None,
+    scratch_dir: str | None = None,
+    on_sweep: Callable[[GibbsSweepRecord, LDAState], None] | None = None,
+) -> GibbsFitResult:
+    """Fit LDA by distributed collapsed Gibbs sampling (AD-LDA) on a store (see the module docstring).
+
+    Parameters
+    ----------
+    corpus : Corpus or path
+        A monolingual store (a polylingual one is refused: ingest one language).
+    config : GibbsConfig
+    client : distributed.Client, optional
+        Default: the current client, else Dask's threaded scheduler in this process.
+    progress : ProgressReporter, optional
+        Told of each sweep.
+    checkpoint : CheckpointPolicy, optional
+        Commit the chain every ``every`` sweeps; with ``resume``, continue from the committed sweep.
+    test : Corpus or path, optional
+        Held-out documents, scored every ``config.eval_every`` sweeps and after the last.
+    split_every : int, optional
+        Fan-in of the tree reduction (default: the ``split-every`` setting).
+    scratch_dir : str, optional
+        Parent of the assignment layer without a checkpoint (default: the ``scratch-dir`` setting,
+        else beside the store).
+    on_sweep : callable, optional
+        ``on_sweep(record, model)`` after each sweep (and its checkpoint, if any), with the chain as an
+        LDA model (:func:`lda_view`), e.g. for a benchmark's own held-out evaluator.
+
+    Returns
+    -------
+    GibbsFitResult
+
+    Raises
+    ------
+    InvalidParameterError
+        A store with several languages or no tokens, or a checkpoint of other settings or another store.
+    ModelFormatError
+        A damaged checkpoint or assignment layer.
+    """
+    corpus = as_corpus(corpus)
+    try:
+        language = corpus.resolve_language(None)
+    except ValueError as exc:
+        raise InvalidParameterError(f"collapsed Gibbs (--method gibbs) fits one language: {exc} Ingest the "
+                                    "language on its own, or fit the polylingual store by batch VB.") from exc
+    if len(corpus) == 0 or corpus.n_tokens == 0:
+        raise InvalidParameterError(f"store {str(corpus.path)!r} has no tokens to fit; ingest documents first.")
+    test_corpus = None if test is None else as_corpus(test)
+    client = current_client(client)
+    split_every = int(split_every or tf_config.get("split-every", 8))
+    n_terms = corpus.vocab_sizes()[language]
+    shards = list(corpus.shards)
+    if config.block_size is None:
+        config = dataclasses.replace(config, block_size=default_block_size(len(corpus)))
+    assert config.block_size is not None
+    blocks = plan_blocks(shards, config.block_size)
+    per_task = config.blocks_per_partition
+    if config.threads is not None and per_task == 1:  # threads in a task need blocks to share out
+        per_task = config.threads
+    partitions = plan_partitions(shards, blocks, per_task)
+    threads = _threads(config, client, len(partitions), max(len(p.blocks) for p in partitions))
+    fingerprint = {"method": "gibbs", "settings": config.model_settings(), "corpus": corpus.token(),
+                   "language": language}
+    token = graph_token(fingerprint)
+    vocabulary = corpus.vocabulary(language)
+    chain = _Chain(n_terms, config)
+    resumed = False
+    if checkpoint is not None:
+        directory = Path(checkpoint.path)
+        found = read_checkpoint(directory, fingerprint) if checkpoint.resume else None
+        if found is not None:
+            _restore(chain, found, directory)
+            resumed = True
+            log.info("resuming the Gibbs chain from %s after sweep %d", directory, chain.sweep)
+        else:
+            assignment_layer.remove_layer(directory)
+    else:
+        directory = scratch_directory(corpus.path, token, scratch_dir or tf_config.get("scratch-dir"))
+    layer = str(directory)
+    committed = chain.sweep if resumed else -1
+
+    def run(sweep: int, view: Any, parts: Any = partitions, sequential: bool = False) -> PartitionResult:
+        graph = sweep_graph(str(corpus.path), parts, language, n_terms, layer, sweep, view, config.n_topics,
+                            config.seed, threads, split_every=split_every, token=token, sequential=sequential)
+        return compute(graph, client=client)[0]
+
+    def share(view: SweepView) -> Any:
+        if client is not None:
+            return client.scatter(view, broadcast=True, hash=False)
+        return dask.delayed(view, traverse=False)
+
+    def heldout() -> float:
+        view = lda_view(chain.term_topic, chain.alpha, chain.beta, language)
+        model = SavedModel(view, {language: vocabulary}, ModelInfo(kind=GIBBS_KIND, method="gibbs"))
+        return float(heldout_likelihood(model, test_corpus, "completion-random", client=client,
+                                        seed=HELDOUT_SEED).perplexity)
+
+    try:
+        started = time.perf_counter()
+        if not resumed and config.init == "random":
+            start = run(0, None)
+            apply_delta(chain.term_topic, chain.topic_counts, start.delta)
+            chain.n_tokens = start.n_tokens
+        elif not resumed:  # partition after partition, each given the counts of the ones before
+            for partition in progress.track(partitions, total=len(partitions), desc="Gibbs start", unit="task"):
+                start = run(0, share(SweepView(chain.term_topic.copy(), chain.topic_counts.copy(), chain.alpha,
+                                               chain.beta, config.seed)), [partition], True)
+                apply_delta(chain.term_topic, chain.topic_counts, start.delta)
+                chain.n_tokens += start.n_tokens
+        if not resumed:
+            chain.start_seconds = time.perf_counter() - started
+        else:
+            chain.n_tokens = int(chain.topic_counts.sum())
+        remaining = range(chain.sweep + 1, config.sweeps + 1)
+        for sweep in progress.track(remaining, total=len(remaining), desc="Gibbs", unit="sweep"):
+            started = time.perf_counter()
+            result = run(sweep, share(SweepView(chain.term_topic.copy(), chain.topic_counts.copy(), chain.alpha,
+                                                chain.beta, config.seed)))
+            apply_delta(chain.term_topic, chain.topic_counts, result.delta)
+            learn = config.learn_alpha or config.learn_beta
+            if learn and sweep > config.burn_in and (sweep - config.burn_in) % config.optimize_every == 0:
+                chain.alpha, chain.beta = optimize_hyperparameters(
+                    result.histograms, chain.term_topic, chain.topic_counts, chain.alpha, chain.beta,
+                    learn_alpha=config.learn_alpha, learn_beta=config.learn_beta)
+            log_lik = joint_log_likelihood(result.histograms, chain.term_topic, chain.topic_counts, chain.alpha,
+                                           chain.beta)
+            seconds = time.perf_counter() - started
+            scored = test_corpus is not None and (sweep == config.sweeps or (
+                config.eval_every > 0 and sweep % config.eval_every == 0))
+            record = GibbsSweepRecord(
+                sweep=sweep, seconds=seconds, elapsed=chain.elapsed + seconds,
+                tokens_per_second=result.n_tokens / max(seconds, 1e-9), log_likelihood=log_lik,
+                log_likelihood_per_token=log_lik / max(result.n_tokens, 1), alpha_sum=float(chain.alpha.sum()),
+                beta=float(chain.beta), heldout_perplexity=heldout() if scored else None)
+            chain.trace.append(record)
+            chain.sweep = sweep
+            if checkpoint is not None and (sweep % checkpoint.every == 0 or sweep == config.sweeps):
+                _commit(chain, directory, fingerprint, language, vocabulary)
+                committed = sweep
+            assignment_layer.drop_sweeps(directory, {sweep, committed})
+            if on_sweep is not None:
+                on_sweep(record, lda_view(chain.term_topic, chain.alpha, chain.beta, language))
+    finally:
+        if checkpoint is None:
+            assignment_layer.remove_layer(directory)
+            try:
+                directory.rmdir()
+            except OSError:
+                pass
+    state = lda_view(chain.term_topic, chain.alpha, chain.beta, language)
+    info = ModelInfo(family="lda", kind=GIBBS_KIND, method="gibbs", settings=config.to_dict(),
+                     trace=[r.to_dict() for r in chain.trace], converged=False,
+                     corpus=corpus_provenance(corpus, range(corpus.n_shards)),
+                     extra={"gibbs": {"sweeps_done": chain.sweep, "n_blocks": len(blocks),
+                                      "topic_word_prior": float(chain.beta)}})
+    saved = SavedModel(state, {language: vocabulary}, info)
+    return GibbsFitResult(state, tuple(chain.trace), saved, chain.term_topic, chain.topic_counts, language)
+
+
+def _commit(chain: _Chain, directory: Path, fingerprint: dict[str, Any], language: str, vocabulary: Any) -> None:
+    state = lda_view(chain.term_topic, chain.alpha, chain.beta, language)
+    write_checkpoint(directory, Checkpoint(
+        state, {"sweep": chain.sweep, "beta": float(chain.beta)}, [r.to_dict() for r in chain.trace], fingerprint,
+        {"term_topic": chain.term_topic.copy(), "topic_counts": chain.topic_counts.copy()}), {language: vocabulary})
+
+
+def _restore(chain: _Chain, found: Checkpoint, directory: Path) -> None:
+    try:
+        chain.sweep = int(found.position["sweep"])
+        chain.beta = float(found.position["beta"])
+        chain.term_topic = np.ascontiguousarray(found.sampler_state["term_topic"], dtype=np.int32)
+        chain.topic_counts = np.asarray(found.sampler_state["topic_counts"], dtype=np.int64).copy()
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ModelFormatError(f"checkpoint {str(directory)!r} holds no Gibbs chain ({exc}); delete it, or run the "
+                               "fit without --resume.", path=str(directory)) from exc
+    if chain.sweep not in assignment_layer.sweeps_on_disk(directory):
+        raise ModelFormatError(f"checkpoint {str(directory)!r} names sweep {chain.sweep} but its assignment layer "
+                               f"{str(assignment_layer.layer_path(directory))!r} lacks it; delete the checkpoint, or "
+                               "run the fit without --resume.", path=str(directory))
+    chain.alpha = np.array(found.state.doc_topic_prior, dtype=np.float64)
+    chain.trace = [GibbsSweepRecord(**record) for record in found.trace]
+    if not all(math.isfinite(r.log_likelihood) for r in chain.trace):
+        raise ModelFormatError(f"checkpoint {str(directory)!r} has a damaged trace; delete it.", path=str(directory))
