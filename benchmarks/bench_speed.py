@@ -315,10 +315,14 @@ def goals_of(runs: Sequence[dict[str, Any]], targets: dict[str, float]) -> list[
         anchor_wall, target = reach[fastest]
         ours_wall = time_to_target(by_system["tf-fit"], target, "wall_seconds")
         held = ours_wall is not None and anchor_wall is not None and ours_wall <= anchor_wall / 3
+        per_anchor = {n: {"target": reach[n][1], "anchor_wall": reach[n][0],
+                          "tf_fit_wall": time_to_target(by_system["tf-fit"], reach[n][1], "wall_seconds")}
+                      for n in vb_anchors}
         goals.append({"goal": "topicflow fit wall time at equal perplexity <= 1/3 of the fastest VB anchor's",
                       "verdict": "held" if held else "not held", "anchor": fastest, "target": target,
                       "anchor_wall": anchor_wall, "tf_fit_wall": ours_wall,
-                      "ratio": None if ours_wall is None or not anchor_wall else ours_wall / anchor_wall})
+                      "ratio": None if ours_wall is None or not anchor_wall else ours_wall / anchor_wall,
+                      "per_anchor": per_anchor})
     else:
         goals.append({"goal": "topicflow fit wall time at equal perplexity <= 1/3 of the fastest VB anchor's",
                       "verdict": "not measured"})
@@ -522,6 +526,8 @@ def rerender(paths: Sequence[Path]) -> int:
     for row in runs:
         groups.setdefault((row["corpus"], row["K"]), []).append(row)
     summaries = [summarize(group) for group in groups.values()]
+    for summary in summaries:
+        print(json.dumps(summary), flush=True)
     report(runs, summaries, skipped, list(dict.fromkeys(r["K"] for r in runs)))
     return 0
 
