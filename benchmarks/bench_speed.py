@@ -351,48 +351,69 @@ def short(label: str) -> str:
     return label.removesuffix(" final").replace("gensim-multicore", "gensim-mc").replace("sklearn-", "sk-")
 
 
-def print_tables(runs: list[dict[str, Any]], summaries: list[dict[str, Any]], skipped: dict[str, str]) -> None:
+def emit(headers: Sequence[str], rows: Sequence[Sequence[str]], markdown: bool, left: int = 2) -> None:
+    """Print one table: aligned text, or a Markdown table (``--markdown``, for RESULTS.md)."""
+    if markdown:
+        print("| " + " | ".join(headers) + " |")
+        print("|" + "|".join("---" if i < left else "---:" for i in range(len(headers))) + "|")
+        for row in rows:
+            print("| " + " | ".join(row) + " |")
+        return
+    widths = [max(len(str(c)) for c in column) for column in zip(headers, *rows)]
+    for row in [headers, *rows]:
+        print(" ".join(c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
+
+
+def goal_text(goal: dict[str, Any]) -> str:
+    extra = ""
+    if "anchor" in goal:
+        extra = (f" (tf-fit {fmt(goal['tf_fit_wall'])} s against {goal['anchor']} {fmt(goal['anchor_wall'])} s "
+                 f"to perplexity {goal['target']:.1f})")
+    elif goal.get("targets"):
+        late = [label for label, t in goal["targets"].items() if t["topicflow"] is None or t["topicflow"] > t["tomotopy-2"]]
+        extra = f" (later or never: {', '.join(late)})" if late else ""
+    return f"goal: {goal['goal']}: **{goal['verdict']}**{extra}"
+
+
+def print_tables(runs: list[dict[str, Any]], summaries: list[dict[str, Any]], skipped: dict[str, str],
+                 markdown: bool = False) -> None:
+    """The runs, then per corpus and K the times to each target and goals 1-2, then peak memory."""
     print()
-    print(f"{'corpus':<10} {'K':>4} {'system':<17} {'budget':>12} {'wall s':>7} {'train s':>7} {'ppl':>7} "
-          f"{'Mtok/s/core':>11} {'peak MB':>8}")
+    rows = []
     for r in runs:
         rate = r["tokens_per_second_per_core"]
         if rate is None and r.get("fit_seconds"):  # rows written before "done" was recorded
             rate = r["n_tokens"] * r.get("done", r["budget"]) / r["fit_seconds"] / r["cores"]
-        print(f"{r['corpus']:<10} {r['K']:>4} {r['system']:<17} {str(r['budget']) + ' ' + r['unit']:>12} "
-              f"{r['wall_seconds']:>7.1f} {fmt(r['fit_seconds']):>7} {r['perplexity']:>7.1f} "
-              f"{fmt(None if rate is None else rate / 1e6, 2):>11} {r['peak_mb']:>8.0f}")
+        rows.append([f"{r['corpus']} K={r['K']}", r["system"], f"{r['budget']} {r['unit']}",
+                     f"{r['wall_seconds']:.1f}", fmt(r["fit_seconds"]), f"{r['perplexity']:.1f}",
+                     fmt(None if rate is None else rate / 1e6, 2), f"{r['peak_mb']:.0f}"])
+    emit(["corpus", "system", "budget", "wall s", "train s", "perplexity", "Mtok/s/core", "peak MB"], rows, markdown)
     for summary in summaries:
         labels = list(summary["targets"])
         print(f"\n{summary['corpus']}, K = {summary['K']}: seconds to reach each held-out perplexity target, "
               "whole command (training only); - never. Columns: 1.2x and 1.1x the best "
-              "perplexity of any run, then each anchor's final perplexity")
-        print(f"{'system':<17} " + " ".join(f"{short(label):>16}" for label in labels))
-        print(f"{'(target)':<17} " + " ".join(f"{summary['targets'][label]:>16.1f}" for label in labels))
+              "perplexity of any run, then each anchor's final perplexity.\n")
+        rows = [["(target)"] + [f"{summary['targets'][label]:.1f}" for label in labels]]
         for name, reach in summary["reach"].items():
-            cells = [f"{fmt(reach[label]['wall_seconds'])} ({fmt(reach[label]['fit_seconds'])})" for label in labels]
-            print(f"{name:<17} " + " ".join(f"{cell:>16}" for cell in cells))
+            rows.append([name] + [f"{fmt(reach[label]['wall_seconds'])} ({fmt(reach[label]['fit_seconds'])})"
+                                      for label in labels])
+        emit(["system"] + [short(label) for label in labels], rows, markdown, left=1)
+        print()
         for goal in summary["goals"]:
-            extra = ""
-            if "anchor" in goal:
-                extra = (f" (tf-fit {fmt(goal['tf_fit_wall'])} s against {goal['anchor']} {fmt(goal['anchor_wall'])} s "
-                         f"to perplexity {goal['target']:.1f})")
-            elif goal.get("targets"):
-                late = [label for label, t in goal["targets"].items()
-                        if t["topicflow"] is None or t["topicflow"] > t["tomotopy-2"]]
-                extra = f" (later or never: {', '.join(late)})" if late else ""
-            print(f"  goal: {goal['goal']}: {goal['verdict']}{extra}")
+            print(f"- {goal_text(goal)}")
     corpora = list(dict.fromkeys(r["corpus"] for r in runs))
     if corpora:
-        print("\npeak memory of the process tree, MB (largest over budgets)")
-        print(f"{'K':>4} {'system':<17} " + " ".join(f"{c:>10}" for c in corpora))
+        print("\npeak memory of the whole process tree, MB (largest over budgets)\n")
+        rows = []
         for k in dict.fromkeys(r["K"] for r in runs):
             for name in dict.fromkeys(r["system"] for r in runs):
                 peaks = [max((r["peak_mb"] for r in runs if r["K"] == k and r["system"] == name and r["corpus"] == c),
                              default=None) for c in corpora]
-                print(f"{k:>4} {name:<17} " + " ".join(f"{fmt(p, 0):>10}" for p in peaks))
+                rows.append([name, str(k)] + [fmt(p, 0) for p in peaks])
+        emit(["system", "K"] + corpora, rows, markdown)
+    print()
     for name, why in skipped.items():
-        print(f"{name}: {why}")
+        print(f"- {name}: {why}")
 
 
 # ----------------------------------------------------------------------------- driver
@@ -438,9 +459,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=None, help="stores and bags (reused when present)")
     parser.add_argument("--from-json", nargs="+", type=Path, default=None, metavar="FILE",
                         help="run nothing: print the tables and goals from the JSON lines of earlier runs")
+    parser.add_argument("--markdown", action="store_true", help="print the tables as Markdown (for RESULTS.md)")
     args = parser.parse_args(argv)
     if args.from_json:
-        return rerender(args.from_json)
+        return rerender(args.from_json, args.markdown)
 
     corpora = [c for c in args.corpora.split(",") if c]
     if args.sizes:
@@ -484,7 +506,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(json.dumps(summary), flush=True)
                 summaries.append(summary)
                 runs += here
-    report(runs, summaries, skipped, args.topics)
+    report(runs, summaries, skipped, args.topics, args.markdown)
     return 0
 
 
@@ -500,17 +522,18 @@ def summarize(here: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def report(runs: list[dict[str, Any]], summaries: list[dict[str, Any]], skipped: dict[str, str],
-           topics: Sequence[int]) -> None:
+           topics: Sequence[int], markdown: bool = False) -> None:
     """Goal 3's JSON lines, then every table and goal."""
     for k in topics:
         print(json.dumps({"kind": "goal"} | memory_goal(runs, k)), flush=True)
-    print_tables(runs, summaries, skipped)
+    print_tables(runs, summaries, skipped, markdown)
     for k in topics:
         goal = memory_goal(runs, k)
-        print(f"K = {k}: goal: {goal['goal']}: {goal['verdict']} {goal['peaks_mb']}")
+        peaks = ", ".join(f"{c} {fmt(p, 0)} MB" for c, p in goal["peaks_mb"].items())
+        print(f"- K = {k}: goal: {goal['goal']}: **{goal['verdict']}** ({peaks})")
 
 
-def rerender(paths: Sequence[Path]) -> int:
+def rerender(paths: Sequence[Path], markdown: bool) -> int:
     """Tables and goals again from the JSON lines of earlier runs (several files are joined)."""
     runs: list[dict[str, Any]] = []
     skipped: dict[str, str] = {}
@@ -528,7 +551,7 @@ def rerender(paths: Sequence[Path]) -> int:
     summaries = [summarize(group) for group in groups.values()]
     for summary in summaries:
         print(json.dumps(summary), flush=True)
-    report(runs, summaries, skipped, list(dict.fromkeys(r["K"] for r in runs)))
+    report(runs, summaries, skipped, list(dict.fromkeys(r["K"] for r in runs)), markdown)
     return 0
 
 
