@@ -232,12 +232,13 @@ def restate_tails(state: InfVocState, params: InfVocParams) -> InfVocState:
     state : InfVocState
         A state right after :func:`reorder_and_contract`.
     params : InfVocParams
-        alpha^beta.
+        The settings (alpha^beta).
 
     Returns
     -------
     InfVocState
-        nu^1 and everything else unchanged; ``nu2_kt = alpha^beta + sum_{s>t} (nu1_ks - 1)`` within each topic.
+        The same state with ``nu2_kt = alpha^beta + sum_{s>t} (nu1_ks - 1)`` within each topic (nu^1 and all
+        else unchanged).
 
     Notes
     -----
