@@ -448,9 +448,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0, help="seed of every model (not of the stream's order)")
     parser.add_argument("--restate-tail", action="store_true", help="infvoc arms with InfVocLDA(restate_tail=True)")
+    parser.add_argument("--summarize", default=None, metavar="JSONL",
+                        help="print mean +- sd over seeds of the runs in JSONL (per order, K and arm), run nothing")
     parser.add_argument("--per-minibatch", action="store_true",
                         help="infvoc arms only: PMI after every minibatch, with and without restate_tail")
     args = parser.parse_args(argv)
+    if args.summarize:
+        summarize(args.summarize)
+        return 0
     if args.quick:
         args.topics, args.batch_size, args.every = 5, 50, 5
 
@@ -556,6 +561,38 @@ def print_tables(results: list[dict[str, Any]]) -> None:
     print("|---|" + "---|" * len(marks))
     for r in results:
         print(f"| {r['arm']} | " + " | ".join(f"{c['npmi']:.3f}" for c in r["curve"]) + " |")
+
+
+def summarize(path: str) -> None:
+    """Mean +- sd over seeds of the checkpointed runs (chapter settings) in a JSON-lines file."""
+    groups: dict[tuple[Any, ...], dict[int, dict[str, Any]]] = {}
+    for line in open(path, encoding="utf-8"):
+        r = json.loads(line)
+        if "minibatches" not in r["curve"][0]:
+            continue  # per-minibatch curves
+        key = (r["order"], r["K"], r["arm"], r["alpha_beta"], r["T"], r["U"], r["kappa"], bool(r.get("restate_tail")))
+        groups.setdefault(key, {})[int(r.get("seed", 0))] = r  # the last run of a seed wins
+    print("| order | K | arm | alpha^beta, T, U, kappa | seeds | acc online % | acc final % | PMI mean | PMI last | "
+          "NPMI last | docs/s (min-max) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+
+    def cell(values: list[float], scale: float = 1.0, digits: int = 1) -> str:
+        v = np.asarray([x for x in values if x is not None], np.float64) * scale
+        if v.size == 0:
+            return "-"
+        return f"{v.mean():.{digits}f} ± {v.std(ddof=1):.{digits}f}" if v.size > 1 else f"{v[0]:.{digits}f}"
+
+    for key in sorted(groups, key=lambda k: (k[0], k[1], k[3], k[4], k[5], k[6], k[7], k[2])):
+        runs = list(groups[key].values())
+        order, k, arm = key[0], key[1], key[2] + (" +restate" if key[7] else "")
+        rates = [r["docs_per_second"] for r in runs]
+        print(f"| {order} | {k} | {arm} | {key[3]:g}, {key[4]}, {key[5]}, {key[6]} | "
+              f"{','.join(str(s) for s in sorted(groups[key]))} | "
+              f"{cell([r['acc_online'] for r in runs], 100)} | {cell([r['acc_final'] for r in runs], 100)} | "
+              f"{cell([float(np.mean([c['pmi'] for c in r['curve']])) for r in runs], 1, 2)} | "
+              f"{cell([r['curve'][-1]['pmi'] for r in runs], 1, 2)} | "
+              f"{cell([r['curve'][-1]['npmi'] for r in runs], 1, 3)} | "
+              f"{min(rates):.0f}-{max(rates):.0f} |")
 
 
 def print_curves(results: list[dict[str, Any]], every: int) -> None:
