@@ -17,7 +17,21 @@ kappa = ``--kappa`` (0.6, Table 7.1)):
   chapter's fixvoc-vb), vocabulary = the first minibatch's words / the English word list (``words_en.txt``);
 - ``vb-dict-hash``: dictionary words keep their ids, every other word is hashed (crc32) INTO the same id set
   (spec P10); ``vb-full-hash``: every word hashed into ``--hash-buckets`` buckets;
-- ``hybrid-null`` / ``hybrid-dict``: the same with ``estep="hybrid"`` (B = M = 5).
+- ``hybrid-null`` / ``hybrid-dict``: the same with ``estep="hybrid"`` (B = M = 5);
+- ``river``: river's ``preprocessing.LDA`` (its port of the authors' PyInfVoc, infinite vocabulary) on the
+  same token stream, one document at a time (its only mode, S = 1), n_components = K, number_of_documents =
+  D, alpha_theta = 1/K, alpha_beta = ``--alpha-beta``, tau = 64, kappa = ``--kappa``, 10 sweeps of which 5
+  burn-in (P7), maximum_size_vocabulary = T and vocab_prune_interval = U * S documents (the chapter's
+  reordering delay in documents). river reads each document's distinct words (``x.keys()``: counts are
+  ignored), keeps one word index for all topics, and its pruning keeps the first T indices, i.e. the oldest
+  words (no ranking, no reordering; spec 3.8). Top words: E[beta] from its (nu_1, nu_2) per topic, as
+  infvoc's; features: ``learn_transform_one``'s online-pass vectors (alpha_theta + the last sweep's counts).
+
+``--restate-tail`` runs the infvoc arms with ``InfVocLDA(restate_tail=True)``; ``--per-minibatch`` scores
+the infvoc arms after EVERY minibatch instead (the driver's ``on_minibatch``; no classification), with and
+without ``restate_tail`` and, for the chapter's setting, also the top words of the same state read with its
+nu2 restated (read-out only), to locate the sawtooth at each contraction. ``--seed`` seeds every model
+(the stream's order stays ``--split-seed``'s).
 
 Fixvoc counts are built by this script from the store's ordered-token layer (the raw tokens infvoc reads),
 tokens longer than 20 characters dropped (spec P8: ingest drops those shorter than 3), tokens outside the
@@ -45,6 +59,9 @@ Measures:
 Example::
 
     nice .venv/bin/python benchmarks/bench_infvoc.py --work /tmp/ivx --out /tmp/ivx/runs.jsonl
+
+    nice .venv/bin/python benchmarks/bench_infvoc.py --arms river --topics 20 --order shuffled
+    nice .venv/bin/python benchmarks/bench_infvoc.py --per-minibatch --arms infvoc-nog0,infvoc-g0
 
 ``--quick`` is a smoke run (first 1,000 documents, K = 5, S = 50). Prints one JSON object per arm as it
 finishes, then the tables (markdown), then one JSON summary line.
@@ -249,15 +266,21 @@ def accuracy(theta: np.ndarray, labels: list[str]) -> float:
 # ----------------------------------------------------------------------------- arms
 
 
+def make_infvoc(args: argparse.Namespace, g0: bool, restate_tail: bool) -> Any:
+    import topicflow
+
+    return topicflow.InfVocLDA(args.topics, alpha_beta=args.alpha_beta, truncation=args.truncation,
+                               reorder_every=args.reorder_every, batch_size=args.batch_size, tau0=64.0,
+                               kappa=args.kappa, alpha=1.0 / args.topics, g0=None if g0 else False, seed=args.seed,
+                               restate_tail=restate_tail)
+
+
 def run_infvoc(args: argparse.Namespace, store: Path, sizes: list[int], ref: Reference, labels: list[str],
                g0: bool, client: Any) -> dict[str, Any]:
-    import topicflow
     from topicflow.io.models.infvoc import read_doc_topics
 
     def make() -> Any:
-        return topicflow.InfVocLDA(args.topics, alpha_beta=args.alpha_beta, truncation=args.truncation,
-                                   reorder_every=args.reorder_every, batch_size=args.batch_size, tau0=64.0,
-                                   kappa=args.kappa, alpha=1.0 / args.topics, g0=None if g0 else False, seed=0)
+        return make_infvoc(args, g0, args.restate_tail)
 
     curve = []
     model = make()
@@ -287,13 +310,89 @@ def run_infvoc(args: argparse.Namespace, store: Path, sizes: list[int], ref: Ref
             "n_words_seen": int(getattr(model2, "n_words_", 0) or 0)}
 
 
+def run_infvoc_curve(args: argparse.Namespace, store: Path, docs: list[list[str]], ref: Reference, g0: bool,
+                     restate_tail: bool, client: Any) -> dict[str, Any]:
+    """PMI/NPMI of the top 10 words after every minibatch (the driver's on_minibatch), one fit."""
+    from topicflow.api.infvoc import driver_g0
+    from topicflow.io.corpus.reader import as_corpus
+    from topicflow.models.infvoc_lda import top_words
+    from topicflow.models.infvoc_lda.update import restate_tails
+    from topicflow.pipeline.infvoc_lda import fit_infvoc
+
+    est = make_infvoc(args, g0, restate_tail)
+    params, plan = est.params(), est.plan()
+    words = list(dict.fromkeys(w for doc in docs for w in doc))  # the driver's ids: first seen in store order
+    curve: list[dict[str, Any]] = []
+
+    def read(state: Any) -> list[list[str]]:
+        return [[words[i] for i in ids.tolist()] for ids, _ in top_words(state, 10)]
+
+    def on_minibatch(record: Any, state: Any) -> None:
+        tops = read(state)
+        row = {"minibatch": record.i, "pmi": ref.pmi(tops)[0], "npmi": ref.pmi(tops, "npmi")[0],
+               "reordered": record.i % params.reorder_every == 0, "seconds": record.seconds}
+        if not restate_tail:  # the same state, its nu2 restated for the read-out only
+            alt = read(restate_tails(state, params))
+            row["pmi_readout_restated"] = ref.pmi(alt)[0]
+            row["npmi_readout_restated"] = ref.pmi(alt, "npmi")[0]
+        curve.append(row)
+
+    result = fit_infvoc(as_corpus(str(store)), params, plan, client=client, g0=driver_g0(est.g0),
+                        on_minibatch=on_minibatch)
+    if result.word_index.words != tuple(words):
+        raise RuntimeError("the driver's word ids are not the first-seen order of the stream")
+    return {"curve": curve, "fit_seconds": sum(r.seconds for r in result.trace), "restated_run": restate_tail,
+            "top_words": [" ".join(t) for t in read(result.state)], "acc_online": None, "acc_final": None}
+
+
+def river_top_words(model: Any, n: int) -> list[list[str]]:
+    """Each topic's n words of largest E[beta] under river's sticks (position 0 is its placeholder stick)."""
+    out = []
+    for k in range(model.n_components):
+        nu1, nu2 = np.asarray(model.nu_1[k], np.float64), np.asarray(model.nu_2[k], np.float64)
+        total = nu1 + nu2
+        rest = np.cumprod(nu2 / total)
+        prob = nu1 / total * np.concatenate(([1.0], rest[:-1]))
+        order = [int(i) for i in np.argsort(-prob, kind="stable") if int(i) in model.index_to_word]
+        out.append([model.index_to_word[i] for i in order[:n]])
+    return out
+
+
+def run_river(args: argparse.Namespace, docs: list[list[str]], sizes: list[int], ref: Reference,
+              labels: list[str]) -> dict[str, Any]:
+    """river's preprocessing.LDA over the same token stream, one document at a time."""
+    from river.preprocessing import LDA as RiverLDA
+
+    k_topics = args.topics
+    model = RiverLDA(n_components=k_topics, number_of_documents=len(docs), alpha_theta=1.0 / k_topics,
+                     alpha_beta=args.alpha_beta, tau=64.0, kappa=args.kappa,
+                     vocab_prune_interval=args.reorder_every * args.batch_size, number_of_samples=10,
+                     burn_in_sweeps=5, maximum_size_vocabulary=args.truncation, seed=args.seed)
+    theta = np.zeros((len(docs), k_topics))
+    curve, seconds, start, done = [], 0.0, 0, 0
+    for size in sizes:
+        t0 = time.perf_counter()
+        for d in range(start, start + size):
+            out = model.learn_transform_one(dict(Counter(docs[d])))
+            theta[d] = [out[k] for k in range(k_topics)]
+        seconds += time.perf_counter() - t0
+        start += size
+        done += -(-size // args.batch_size)
+        tops = river_top_words(model, 10)
+        mean, bad, _ = ref.pmi(tops)
+        curve.append({"minibatches": done, "pmi": mean, "nonfinite": bad, "npmi": ref.pmi(tops, "npmi")[0]})
+    return {"curve": curve, "acc_online": accuracy(theta, labels), "acc_final": None, "fit_seconds": seconds,
+            "top_words": [" ".join(t) for t in river_top_words(model, 10)], "vocab_size": len(model.word_to_index),
+            "river_version": __import__("river").__version__}
+
+
 def run_fixvoc(args: argparse.Namespace, docs: list[list[str]], sizes: list[int], ref: Reference,
                labels: list[str], vocab: Vocab, estep: str, client: Any) -> dict[str, Any]:
     import topicflow
 
     model = topicflow.LDA(args.topics, method="online", doc_topic_prior=1.0 / args.topics,
                           topic_word_prior=args.eta, batch_size=args.batch_size, tau0=64.0, kappa=args.kappa,
-                          total_docs=len(docs), max_doc_iter=50, estep=estep, seed=0)
+                          total_docs=len(docs), max_doc_iter=50, estep=estep, seed=args.seed)
     names = [str(i) for i in range(vocab.n_ids)]
     curve = []
     thetas = []
@@ -347,7 +446,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hash-buckets", type=int, default=10000)
     parser.add_argument("--arms", default="infvoc-g0,infvoc-nog0,vb-null,vb-dict,vb-dict-hash,vb-full-hash,hybrid-null,hybrid-dict")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0, help="seed of every model (not of the stream's order)")
+    parser.add_argument("--restate-tail", action="store_true", help="infvoc arms with InfVocLDA(restate_tail=True)")
+    parser.add_argument("--summarize", default=None, metavar="JSONL",
+                        help="print mean +- sd over seeds of the runs in JSONL (per order, K and arm), run nothing")
+    parser.add_argument("--per-minibatch", action="store_true",
+                        help="infvoc arms only: PMI after every minibatch, with and without restate_tail")
     args = parser.parse_args(argv)
+    if args.summarize:
+        summarize(args.summarize)
+        return 0
     if args.quick:
         args.topics, args.batch_size, args.every = 5, 50, 5
 
@@ -375,14 +483,32 @@ def main(argv: list[str] | None = None) -> int:
     header = {"corpus": "labeled_fortunes", "order": args.order, "docs": len(docs), "types": n_types,
               "types_in_dict": in_dict, "tokens": sum(len(d) for d in docs), "majority": majority, "K": args.topics,
               "S": args.batch_size, "minibatches": sum(-(-s // args.batch_size) for s in sizes),
-              "kappa": args.kappa, "alpha_beta": args.alpha_beta, "T": args.truncation, "U": args.reorder_every}
+              "kappa": args.kappa, "alpha_beta": args.alpha_beta, "T": args.truncation, "U": args.reorder_every,
+              "seed": args.seed, "restate_tail": args.restate_tail}
     print(json.dumps({"header": header}), flush=True)
     results = []
     with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
         for arm in args.arms.split(","):
             t0 = time.perf_counter()
-            if arm.startswith("infvoc"):
+            if args.per_minibatch:
+                if not arm.startswith("infvoc"):
+                    raise SystemExit(f"--per-minibatch runs infvoc arms only, not {arm}")
+                for restate in (False, True):
+                    res = run_infvoc_curve(args, store, docs, ref, arm == "infvoc-g0", restate, client)
+                    res.update(header)
+                    res["arm"] = arm + ("+restate" if restate else "")
+                    res["docs_per_second"] = len(docs) / res["fit_seconds"]
+                    res["arm_seconds"] = time.perf_counter() - t0
+                    print(json.dumps(res), flush=True)
+                    if args.out:
+                        with open(args.out, "a", encoding="utf-8") as handle:
+                            handle.write(json.dumps(res) + "\n")
+                    results.append(res)
+                continue
+            if arm == "river":
+                res = run_river(args, docs, sizes, ref, labels)
+            elif arm.startswith("infvoc"):
                 res = run_infvoc(args, store, sizes, ref, labels, arm == "infvoc-g0", client)
             else:
                 estep, kind = arm.split("-", 1)
@@ -397,6 +523,9 @@ def main(argv: list[str] | None = None) -> int:
                 with open(args.out, "a", encoding="utf-8") as handle:
                     handle.write(json.dumps(res) + "\n")
             results.append(res)
+    if args.per_minibatch:
+        print_curves(results, args.reorder_every)
+        return 0
     print_tables(results)
     print(json.dumps({"summary": {r["arm"]: {"pmi_last": r["curve"][-1]["pmi"], "acc_online": r["acc_online"]}
                                   for r in results}}))
@@ -410,11 +539,15 @@ def print_tables(results: list[dict[str, Any]]) -> None:
     print(f"\n{h['corpus']} ({h['order']} order): {h['docs']} docs, {h['types']} types "
           f"({h['types_in_dict']} in the word list), K={h['K']}, S={h['S']}, {h['minibatches']} minibatches; "
           f"majority-label accuracy {100 * h['majority']:.1f}%\n")
-    print("| arm | vocabulary | acc online % | acc final % | PMI last | NPMI last | docs/s |")
-    print("|---|---|---|---|---|---|---|")
+    print("| arm | vocabulary | acc online % | acc final % | PMI mean | PMI last | NPMI last | docs/s |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in results:
-        final = "" if r["acc_final"] is None else f"{100 * r['acc_final']:.1f}"
-        print(f"| {r['arm']} | {r.get('vocab_size', 'unbounded')} | {100 * r['acc_online']:.1f} | {final} | "
+        final = "-" if r["acc_final"] is None else f"{100 * r['acc_final']:.1f}"
+        vocab = "unbounded" if r["arm"].startswith("infvoc") else r.get("vocab_size", "")
+        if r["arm"] == "river":
+            vocab = f"{vocab} (oldest kept)"
+        print(f"| {r['arm']} | {vocab} | {100 * r['acc_online']:.1f} | {final} | "
+              f"{np.mean([c['pmi'] for c in r['curve']]):.2f} | "
               f"{r['curve'][-1]['pmi']:.3f} | {r['curve'][-1]['npmi']:.3f} | {r['docs_per_second']:.0f} |")
     marks = [c["minibatches"] for c in results[0]["curve"]]
     print("\nPMI per checkpoint (non-finite topics in brackets)\n")
@@ -428,6 +561,75 @@ def print_tables(results: list[dict[str, Any]]) -> None:
     print("|---|" + "---|" * len(marks))
     for r in results:
         print(f"| {r['arm']} | " + " | ".join(f"{c['npmi']:.3f}" for c in r["curve"]) + " |")
+
+
+def summarize(path: str) -> None:
+    """Mean +- sd over seeds of the checkpointed runs (chapter settings) in a JSON-lines file."""
+    groups: dict[tuple[Any, ...], dict[int, dict[str, Any]]] = {}
+    for line in open(path, encoding="utf-8"):
+        r = json.loads(line)
+        if "minibatches" not in r["curve"][0]:
+            continue  # per-minibatch curves
+        key = (r["order"], r["K"], r["arm"], r["alpha_beta"], r["T"], r["U"], r["kappa"], bool(r.get("restate_tail")))
+        groups.setdefault(key, {})[int(r.get("seed", 0))] = r  # the last run of a seed wins
+    print("| order | K | arm | alpha^beta, T, U, kappa | seeds | acc online % | acc final % | PMI mean | PMI last | "
+          "NPMI last | docs/s (min-max) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+
+    def cell(values: list[float], scale: float = 1.0, digits: int = 1) -> str:
+        v = np.asarray([x for x in values if x is not None], np.float64) * scale
+        if v.size == 0:
+            return "-"
+        return f"{v.mean():.{digits}f} ± {v.std(ddof=1):.{digits}f}" if v.size > 1 else f"{v[0]:.{digits}f}"
+
+    for key in sorted(groups, key=lambda k: (k[0], k[1], k[3], k[4], k[5], k[6], k[7], k[2])):
+        runs = list(groups[key].values())
+        order, k, arm = key[0], key[1], key[2] + (" +restate" if key[7] else "")
+        rates = [r["docs_per_second"] for r in runs]
+        print(f"| {order} | {k} | {arm} | {key[3]:g}, {key[4]}, {key[5]}, {key[6]} | "
+              f"{','.join(str(s) for s in sorted(groups[key]))} | "
+              f"{cell([r['acc_online'] for r in runs], 100)} | {cell([r['acc_final'] for r in runs], 100)} | "
+              f"{cell([float(np.mean([c['pmi'] for c in r['curve']])) for r in runs], 1, 2)} | "
+              f"{cell([r['curve'][-1]['pmi'] for r in runs], 1, 2)} | "
+              f"{cell([r['curve'][-1]['npmi'] for r in runs], 1, 3)} | "
+              f"{min(rates):.0f}-{max(rates):.0f} |")
+
+
+def print_curves(results: list[dict[str, Any]], every: int) -> None:
+    """Per-minibatch PMI (rows: minibatches; columns: runs) and the sawtooth summary."""
+    if not results:
+        return
+    h = results[0]
+    print(f"\n{h['corpus']} ({h['order']} order), K={h['K']}, S={h['S']}, U={every}, alpha^beta {h['alpha_beta']:g}, "
+          f"T {h['T']}, kappa {h['kappa']}, seed {h['seed']}: PMI after every minibatch (R = reordered)\n")
+    cols = []
+    for r in results:
+        cols.append((r["arm"], "pmi"))
+        if not r["restated_run"]:
+            cols.append((r["arm"] + " (read restated)", "pmi_readout_restated"))
+    print("| minibatch | " + " | ".join(c for c, _ in cols) + " |")
+    print("|---|" + "---|" * len(cols))
+    for j, row in enumerate(results[0]["curve"]):
+        mark = " R" if row["reordered"] else ""
+        cells = []
+        for r in results:
+            cells.append(f"{r['curve'][j]['pmi']:.2f}")
+            if not r["restated_run"]:
+                cells.append(f"{r['curve'][j]['pmi_readout_restated']:.2f}")
+        print(f"| {row['minibatch']}{mark} | " + " | ".join(cells) + " |")
+    print("\n| run | PMI mean | at reorders | just before (i mod U = U-1) | others | NPMI mean | docs/s |")
+    print("|---|---|---|---|---|---|---|")
+    for r in results:
+        for label, key in ((r["arm"], "pmi"), (r["arm"] + " (read restated)", "pmi_readout_restated")):
+            if key not in r["curve"][0]:
+                continue
+            vals = np.array([c[key] for c in r["curve"]])
+            i = np.array([c["minibatch"] for c in r["curve"]])
+            at, before = i % every == 0, i % every == every - 1
+            npmi_key = "npmi" if key == "pmi" else "npmi_readout_restated"
+            print(f"| {label} | {vals.mean():.2f} | {vals[at].mean():.2f} | {vals[before].mean():.2f} | "
+                  f"{vals[~at].mean():.2f} | {np.mean([c[npmi_key] for c in r['curve']]):.3f} | "
+                  f"{r['docs_per_second']:.0f} |")
 
 
 if __name__ == "__main__":

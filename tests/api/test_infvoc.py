@@ -106,8 +106,8 @@ def _lda_model(store: Path, tmp_path: Path) -> Path:
 
 
 def test_partial_fit_over_shards_continues_one_stream(stores: dict[str, Path], client: object) -> None:
-    whole = topicflow.InfVocLDA(**SMALL).fit(stores["s24"], client=client)
-    stream = topicflow.InfVocLDA(**SMALL)
+    whole = topicflow.InfVocLDA(**SMALL, track_words=("kalolo",)).fit(stores["s24"], client=client)
+    stream = topicflow.InfVocLDA(**SMALL, track_words=("kalolo",))
     stream.partial_fit(stores["s24"], client=client, shards=[0, 1])
     assert (stream.n_iter_, stream.n_docs_seen_) == (4, 48)
     stream.partial_fit(stores["s24"], client=client)  # the unseen shards 2 and 3
@@ -115,6 +115,20 @@ def test_partial_fit_over_shards_continues_one_stream(stores: dict[str, Path], c
     assert stream.word_index_ == whole.word_index_
     assert (stream.n_iter_, stream.n_docs_seen_) == (8, 96)
     assert [r.epsilon for r in stream.trace_] == [r.epsilon for r in whole.trace_]  # epsilon_i goes on at i + 1
+    # the tracked ranks go on across calls (Figure 7.1 over nights): one row per minibatch, as one fit
+    assert stream.word_ranks_["kalolo"].shape == (8, 3)
+    np.testing.assert_array_equal(stream.word_ranks_["kalolo"], whole.word_ranks_["kalolo"])
+
+
+def test_restate_tail_reaches_the_driver_and_survives_a_reload(stores: dict[str, Path], tmp_path: Path) -> None:
+    model = topicflow.InfVocLDA(**SMALL, restate_tail=True).fit(stores["s24"])
+    assert model.params().restate_tail is True
+    direct = fit_infvoc(Corpus.open(stores["s24"]), model.params(), InfVocPlan(batch_size=12))
+    assert_same_state(model.state_, direct.state)
+    chapter = fit_infvoc(Corpus.open(stores["s24"]), topicflow.InfVocLDA(**SMALL).params(), InfVocPlan(batch_size=12))
+    assert not np.array_equal(chapter.state.nu2, direct.state.nu2)  # reorders at i = 3, 6 restated nu2
+    model.save(tmp_path / "m")
+    assert topicflow.InfVocLDA.load(tmp_path / "m").get_params()["restate_tail"] is True
 
 
 def test_transform_folds_in_with_the_state_fixed_whatever_the_sharding(stores: dict[str, Path],

@@ -55,6 +55,14 @@ def test_fit_command_saves_the_estimators_model(fitted: Path, stores: dict[str, 
     assert info.settings["step"] == {"tau0": 64.0, "kappa": 0.8}  # infvoc's defaults, not online LDA's 10 and 0.7
 
 
+def test_restate_tail_option_reaches_the_saved_model(stores: dict[str, Path], tmp_path: Path) -> None:
+    result = run("fit", stores["ordered"], "--model", tmp_path / "m", "--family", "infvoc", *OPTIONS, "--restate-tail")
+    assert result.exit_code == 0, result.output
+    assert load_model(tmp_path / "m").info.settings["restate_tail"] is True
+    refused = run("fit", stores["ordered"], "--model", tmp_path / "n", "--topics", "3", "--restate-tail")
+    assert refused.exit_code != 0 and "--family infvoc" in refused.output
+
+
 def test_topics_lists_words_with_probability_and_tos_rank(fitted: Path) -> None:
     model = topicflow.InfVocLDA.load(fitted)
     text = run("topics", fitted, "--top", "4")

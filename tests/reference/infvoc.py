@@ -99,8 +99,12 @@ def estep(docs: list[list[int]], first_doc: int, present: list[int], W: list[lis
 
 def update(state: RefState, kept: dict[tuple[int, int], int], n_docs: int, n_docs_total: int, samples: int,
            alpha_beta: float, new_nu2: float, eps: float, truncation: int, reorder_every: int,
-           log_g0: dict[int, float] | None = None) -> RefState:
-    """Expansion, eqs. 7.6-7.7, eq. 7.8 (log space), then reorder + contract if i mod U == 0."""
+           log_g0: dict[int, float] | None = None, restate_tail: bool = False) -> RefState:
+    """Expansion, eqs. 7.6-7.7, eq. 7.8 (log space), then reorder + contract if i mod U == 0.
+
+    With ``restate_tail``, after the contraction each position's nu2 = alpha^beta + the sum of (nu1 - 1)
+    over the positions behind it (topicflow's option, not the chapter's).
+    """
     K = len(state.tos)
     scale = n_docs_total / n_docs
     phi = {key: v / samples for key, v in kept.items()}
@@ -133,6 +137,12 @@ def update(state: RefState, kept: dict[tuple[int, int], int], n_docs: int, n_doc
     if i % reorder_every == 0:
         for k in range(K):
             tos[k] = sorted(tos[k], key=lambda e: (-log_rank[k].get(int(e[0]), -math.inf), int(e[0])))[:truncation]
+            if restate_tail:
+                for t, e in enumerate(tos[k]):
+                    behind = 0.0
+                    for later in tos[k][t + 1:]:
+                        behind += later[1] - 1.0
+                    e[2] = alpha_beta + behind
     return RefState(tos, log_rank, i)
 
 

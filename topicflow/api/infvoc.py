@@ -28,6 +28,7 @@ import numpy as np
 
 from topicflow._typing import FloatArray, IntArray
 from topicflow.api._base import (
+    Boolean,
     Constraint,
     Interval,
     Options,
@@ -60,6 +61,7 @@ from topicflow.pipeline.infvoc_lda import (
     ordered_language,
     saved_g0,
     saved_infvoc,
+    tracked_words,
 )
 from topicflow.pipeline.policies import CheckpointPolicy
 from topicflow.pipeline.presets import with_preset
@@ -158,6 +160,10 @@ class InfVocLDA(TopicModelEstimator):
         Visit documents in a random order within windows of this many (0: store order, the chapter's).
     language : str, optional
         The language read from a multilingual store.
+    restate_tail : bool, default False
+        After each reorder-and-contract, recompute every nu2 from the new order's tail sums
+        (:func:`~topicflow.models.infvoc_lda.update.restate_tails`); False is the chapter's (each word carries
+        its (nu1, nu2) to its new position). docs/infvoc.md, "The sawtooth at a contraction".
 
     Attributes
     ----------
@@ -211,6 +217,7 @@ class InfVocLDA(TopicModelEstimator):
         "track_words": [Parsed(_parse_words, "a list or tuple of words")],
         "shuffle_window": [_NONNEGATIVE_INT],
         "language": [None, Parsed(_parse_language, "a language of the store")],
+        "restate_tail": [Boolean()],
     }
     _fit_hint: ClassVar[str] = "call fit(store) or InfVocLDA.load(path) first"
 
@@ -251,6 +258,7 @@ class InfVocLDA(TopicModelEstimator):
         samples: int = 5, new_word_nu: str = "one", unseen_weight: str = "remaining", g0: Any = None,
         alpha: float | None = None, seed: int = 0, split_every: int | None = None,
         track_words: Sequence[str] = (), shuffle_window: int = 0, language: str | None = None,
+        restate_tail: bool = False,
     ) -> None:
         self.n_topics = n_topics
         self.alpha_beta = alpha_beta
@@ -271,6 +279,7 @@ class InfVocLDA(TopicModelEstimator):
         self.track_words = track_words
         self.shuffle_window = shuffle_window
         self.language = language
+        self.restate_tail = restate_tail
 
     # ------------------------------------------------------------------ settings
 
@@ -293,6 +302,7 @@ class InfVocLDA(TopicModelEstimator):
             reorder_every=int(self.reorder_every), step=StepSchedule(tau0=float(self.tau0), kappa=float(self.kappa)),
             burn_in=int(self.burn_in), samples=int(self.samples), new_word_nu2=self.new_word_nu,  # type: ignore[arg-type]
             unseen_weight=self.unseen_weight, seed=int(self.seed),  # type: ignore[arg-type]
+            restate_tail=bool(self.restate_tail),
         )
 
     def plan(self) -> InfVocPlan:
@@ -382,7 +392,8 @@ class InfVocLDA(TopicModelEstimator):
         state, word index and step sizes (epsilon_i goes on at i + 1) through
         :func:`~topicflow.pipeline.infvoc_lda.continue_infvoc`. With D = the store's size in both calls,
         shards 0-1 then 2-3 give the model of one fit over 0-3 when the first call's documents fill whole
-        minibatches. Words tracked at the first call stay tracked only in its records.
+        minibatches. The estimator's ``track_words`` are recorded in every call's records, so
+        ``word_ranks_`` runs on across calls (Figure 7.1 over nights).
 
         Parameters
         ----------
@@ -416,7 +427,7 @@ class InfVocLDA(TopicModelEstimator):
         if shards is not None and not list(shards):
             raise InvalidParameterError("partial_fit was given no shard to stream")
         self.model_, _ = continue_infvoc(model, store, shards=shards, client=client, split_every=self.split_every,
-                                         progress=progress)
+                                         progress=progress, track_words=_parse_words(self.track_words))
         self._set_attributes_from_model()
         return self
 
@@ -559,7 +570,7 @@ class InfVocLDA(TopicModelEstimator):
         params, _, _, position = saved_infvoc(model, where=str(path))
         g0, source = saved_g0(model, where=str(path))
         extra = model.info.extra.get("infvoc") or {}
-        tracked = next((tuple(r["word_ranks"]) for r in model.info.trace if r.get("word_ranks")), ())
+        tracked = tracked_words(model)
         estimator = cls(
             n_topics=params.n_topics, alpha_beta=params.stick_concentration, truncation=params.truncation,
             reorder_every=params.reorder_every, batch_size=position.plan.batch_size, tau0=params.step.tau0,
@@ -569,6 +580,7 @@ class InfVocLDA(TopicModelEstimator):
             alpha=None if params.alpha == 1.0 / params.n_topics else params.alpha, seed=params.seed,
             track_words=tracked, shuffle_window=position.plan.shuffle_window,
             language=None if extra.get("language") in (None, "default") else extra.get("language"),
+            restate_tail=params.restate_tail,
         )
         estimator.model_ = model
         estimator._set_attributes_from_model()

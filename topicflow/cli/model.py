@@ -279,6 +279,9 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @click.option("--track-words", default=None, metavar="W1,W2,...",
               help="infvoc: record these words' TOS ranks after every minibatch (the chapter's Figure 7.1, "
                    "charted by `topicflow report`).")
+@click.option("--restate-tail", is_flag=True,
+              help="infvoc: after each reordering, recompute nu2 from the new order's tail sums (not the "
+                   "chapter's; docs/infvoc.md, \"The sawtooth at a contraction\").")
 @preset_option("fit")
 @cluster_options
 @reports_errors
@@ -298,7 +301,7 @@ def fit(store: str, model_path: str, n_topics: int | None, family: str | None, m
         overwrite: bool, prior_tree: str | None, inference: str, sparse_gibbs: bool, sync_every: int,
         normalization: str, alpha_beta: float | None, reorder_every: int | None, new_word_nu: str | None,
         unseen_weight: str | None, g0_path: str | None, no_g0: bool, optimize_every: int | None,
-        sampler_threads: int | None, track_words: str | None,
+        sampler_threads: int | None, track_words: str | None, restate_tail: bool,
         preset: str | None, cluster: ClusterConfig) -> None:
     """Fit LDA (polylingual LDA for a multilingual STORE) by batch, online or streaming variational Bayes or
     SCVB0, or the HDP (--family hdp) by PCSVB0 or PCVB0, or tree LDA (--prior-tree TREE) by batch VB or
@@ -758,10 +761,10 @@ INFVOC_OPTIONS = frozenset({"store", "model_path", "n_topics", "family", "alpha_
                             "batch_size", "tau0", "kappa", "passes", "shuffle_window", "burn_in", "samples",
                             "new_word_nu", "unseen_weight", "g0_path", "no_g0", "doc_topic_prior", "seed",
                             "split_every", "track_words", "checkpoint_every", "checkpoint_path", "resume",
-                            "doc_topics", "overwrite", "preset"})
+                            "doc_topics", "overwrite", "preset", "restate_tail"})
 #: ``fit`` options only infvoc reads (refused without --family infvoc).
 INFVOC_ONLY_OPTIONS = ("alpha_beta", "reorder_every", "new_word_nu", "unseen_weight", "g0_path", "no_g0",
-                       "track_words")
+                       "track_words", "restate_tail")
 #: The click parameter of an InfVocLDA setting whose API name differs.
 INFVOC_OPTION_OF = {"alpha": "doc_topic_prior", "g0": "g0_path"}
 
@@ -813,7 +816,8 @@ def infvoc_settings(params: Any) -> dict[str, Any]:
         raise click.UsageError("--g0 G0 and --no-g0 contradict each other: give one (neither: the shipped English G0)")
     values: dict[str, Any] = {"family": "infvoc"}
     for name in ("n_topics", "alpha_beta", "truncation", "reorder_every", "batch_size", "tau0", "kappa", "passes",
-                 "shuffle_window", "burn_in", "samples", "new_word_nu", "unseen_weight", "seed", "split_every"):
+                 "shuffle_window", "burn_in", "samples", "new_word_nu", "unseen_weight", "seed", "split_every",
+                 "restate_tail"):
         if _typed(name) or (name == "n_topics" and params[name] is not None):
             values[name] = params[name]
     if _typed("doc_topic_prior"):

@@ -21,8 +21,10 @@ def test_defaults_follow_the_chapter() -> None:
 def test_json_round_trip() -> None:
     params = InfVocParams(n_topics=3, doc_topic_prior=0.2, stick_concentration=3000.0, truncation=40000,
                           reorder_every=20, step=StepSchedule(tau0=64.0, kappa=0.6), burn_in=2, samples=7,
-                          new_word_nu2="prior", unseen_weight="g0", seed=9)
+                          new_word_nu2="prior", unseen_weight="g0", seed=9, restate_tail=True)
     assert InfVocParams.from_dict(json.loads(json.dumps(params.to_dict()))) == params
+    old = {k: v for k, v in params.to_dict().items() if k != "restate_tail"}  # saved before the option existed
+    assert InfVocParams.from_dict(old).restate_tail is False
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -30,6 +32,7 @@ def test_json_round_trip() -> None:
     ({"n_topics": 2, "truncation": 0}, "truncation"), ({"n_topics": 2, "samples": 0}, "samples"),
     ({"n_topics": 2, "new_word_nu2": "two"}, "new_word_nu2"), ({"n_topics": 2, "unseen_weight": "x"}, "unseen_weight"),
     ({"n_topics": 2, "doc_topic_prior": 0.0}, "doc_topic_prior"), ({"n_topics": 2, "step": 0.5}, "StepSchedule"),
+    ({"n_topics": 2, "restate_tail": 1}, "restate_tail"),
 ])
 def test_invalid_settings_name_the_field(kwargs: dict, match: str) -> None:
     with pytest.raises(InvalidParameterError, match=match):

@@ -6,6 +6,8 @@
 * Batch equivalence (|S| = D, kappa = 0): nu1 = 1 + phi sums, nu2 = alpha^beta + tail sums, R = G0 * phi.
 * Reordering keeps the multiset of (word, nu1, nu2) of the kept words and keeps exactly the top T by R (ties:
   lower word id), and new words enter with nu1 = 1 and nu2 = 1 or alpha^beta (P3).
+* restate_tail (an option): matches the reference's loop, and is the identity while the order stands (nu2 of new
+  words = alpha^beta), i.e. it gives the nu2 that eqs. 7.6-7.7 hold for an unchanged order.
 * Planted word (spec 3.11): a word absent from the first minibatches, frequent in one topic's documents
   later, reaches that topic's top 10 within a few minibatches.
 """
@@ -32,6 +34,7 @@ from topicflow.models.infvoc_lda.tos import (
 from topicflow.models.infvoc_lda.update import (
     expand_tos,
     reorder_and_contract,
+    restate_tails,
     update_minibatch,
 )
 from topicflow.models.lda.vb.online import StepSchedule
@@ -64,12 +67,13 @@ def stream_docs(rng: np.random.Generator, minibatch: int, n_docs: int) -> list[l
     return [rng.integers(0, top, rng.integers(1, 10)).tolist() for _ in range(n_docs)]
 
 
-@pytest.mark.parametrize("with_g0, new_word_nu2", [(False, "one"), (True, "one"), (True, "prior")])
-def test_minibatches_match_reference(with_g0: bool, new_word_nu2: str) -> None:
+@pytest.mark.parametrize("with_g0, new_word_nu2, restate_tail", [(False, "one", False), (True, "one", False),
+                                                                 (True, "prior", False), (True, "one", True)])
+def test_minibatches_match_reference(with_g0: bool, new_word_nu2: str, restate_tail: bool) -> None:
     rng = np.random.default_rng(11)
     params = InfVocParams(n_topics=3, stick_concentration=20.0, truncation=8, reorder_every=2,
                           step=StepSchedule(tau0=2.0, kappa=0.7), burn_in=2, samples=3, seed=5,
-                          new_word_nu2=new_word_nu2)  # type: ignore[arg-type]
+                          new_word_nu2=new_word_nu2, restate_tail=restate_tail)  # type: ignore[arg-type]
     log_g0 = rng.uniform(-30.0, -5.0, 64) if with_g0 else None
     fast, slow, first_doc, n_total = empty_state(3), ref.empty(3), 0, 200
     for i in range(1, 7):  # reorders at i = 2, 4, 6
@@ -89,10 +93,36 @@ def test_minibatches_match_reference(with_g0: bool, new_word_nu2: str) -> None:
         fast = update_minibatch(fast, stats, params, n_docs_total=n_total, log_g0=log_g0)
         slow = ref.update(slow, kept, len(docs), n_total, params.samples, params.stick_concentration, params.new_nu2,
                           params.step.rho(i), params.truncation, params.reorder_every,
-                          None if log_g0 is None else dict(enumerate(log_g0.tolist())))
+                          None if log_g0 is None else dict(enumerate(log_g0.tolist())), restate_tail=restate_tail)
         assert_same_state(fast, slow)
         first_doc += len(docs)
     assert fast.tos_sizes().max() == params.truncation  # contracted at i = 6 (the vocabulary reached 24 words)
+
+
+def test_restated_tails_are_what_the_updates_hold_while_the_order_stands() -> None:
+    """With nu2 of new words = alpha^beta and no reordering, eqs. 7.6-7.7 keep nu2_t = alpha^beta + sum_{s>t}
+    (nu1_s - 1) exactly (both are the same step-weighted averages), so restating changes nothing; after a
+    reorder it is the nu2 a run in the new order would hold, not the carried one."""
+    rng = np.random.default_rng(21)
+    params = InfVocParams(n_topics=3, stick_concentration=20.0, truncation=100, reorder_every=1000,
+                          step=StepSchedule(tau0=2.0, kappa=0.7), burn_in=1, samples=2, new_word_nu2="prior")
+    state, first_doc = empty_state(3), 0
+    for i in range(1, 6):
+        docs = stream_docs(rng, i, 6)
+        indptr, words = csr(docs)
+        stats, _ = estep_documents(indptr, words, prepare_weights(state, words), params, first_doc=first_doc,
+                                   minibatch=i)
+        state = update_minibatch(state, stats, params, n_docs_total=60)
+        first_doc += len(docs)
+        assert_allclose(restate_tails(state, params).nu2, state.nu2, rtol=1e-12)
+    ranked = reorder_and_contract(state, 9)
+    restated = restate_tails(ranked, params)
+    assert_array_equal(restated.nu1, ranked.nu1)
+    assert_array_equal(restated.tos_words, ranked.tos_words)
+    assert not np.allclose(restated.nu2, ranked.nu2)  # the carried nu2 belonged to the old positions
+    for k in range(3):
+        _, nu1, nu2 = restated.topic_tos(k)
+        assert_allclose(nu2, [20.0 + float(np.sum(nu1[t + 1:] - 1.0)) for t in range(nu1.shape[0])], rtol=1e-12)
 
 
 def test_batch_equivalence_closed_form() -> None:

@@ -33,9 +33,9 @@ PLAN = InfVocPlan(batch_size=16, pieces=3, min_piece_docs=4)
 PLANTED = InfVocParams(n_topics=3, stick_concentration=5.0, truncation=12, reorder_every=2, seed=5)
 
 
-def fitted_on_first_half(store: Path, path: Path) -> Path:
+def fitted_on_first_half(store: Path, path: Path, track_words: tuple[str, ...] = ()) -> Path:
     corpus = Corpus.open(store)
-    result = fit_infvoc(corpus, PARAMS, PLAN, shards=[0, 1])
+    result = fit_infvoc(corpus, PARAMS, PLAN, shards=[0, 1], track_words=track_words)
     save_model(path, infvoc_result_model(corpus, result, PARAMS, PLAN, shards=[0, 1]))
     return path
 
@@ -51,6 +51,16 @@ def test_update_equals_one_pass(ordered_store: Path, tmp_path: Path, client: obj
     assert (position.i, position.docs_seen, position.plan) == (6, 96, PLAN)
     assert [r["i"] for r in model.info.trace] == [1, 2, 3, 4, 5, 6]
     assert update_model(path, Corpus.open(ordered_store)).version is None  # nothing new
+
+
+def test_update_goes_on_tracking_the_models_words(ordered_store: Path, tmp_path: Path) -> None:
+    # Figure 7.1 across nights: the words the fit tracked are tracked by the update too, as in one pass.
+    path = fitted_on_first_half(ordered_store, tmp_path / "m", track_words=("kalolo", "neverseen"))
+    update_model(path, Corpus.open(ordered_store))
+    whole = fit_infvoc(Corpus.open(ordered_store), PARAMS, PLAN, track_words=("kalolo", "neverseen"))
+    assert [r["word_ranks"] for r in load_model(path).info.trace] == [r.word_ranks for r in whole.trace]
+    assert all(r.word_ranks and r.word_ranks["neverseen"] == [-1, -1, -1] for r in whole.trace)
+    assert len({json.dumps(r.word_ranks) for r in whole.trace}) > 1  # the ranks move
 
 
 def test_update_from_the_command_line(ordered_store: Path, tmp_path: Path, local_cluster: object) -> None:

@@ -31,6 +31,7 @@ from topicflow.models.infvoc_lda.tos import (
 from topicflow.models.infvoc_lda.update import (
     expand_tos,
     reorder_and_contract,
+    restate_tails,
     update_minibatch,
     update_ranks,
     update_sticks,
@@ -40,5 +41,6 @@ __all__ = [
     "InfVocParams", "NewWordNu", "UnseenWeight", "InfVocState", "PreparedWeights", "InfVocStats",
     "empty_state", "expected_log_sticks", "expected_topic_words", "prepare_weights", "top_words", "tos_positions",
     "estep_documents", "fold_in", "words_from_ordered_block",
-    "expand_tos", "update_sticks", "update_ranks", "reorder_and_contract", "update_minibatch",
+    "expand_tos", "update_sticks", "update_ranks", "reorder_and_contract", "restate_tails",
+    "update_minibatch",
 ]

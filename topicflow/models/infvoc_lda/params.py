@@ -6,7 +6,8 @@ Pure: no Dask, no I/O. Glossary (Zhai 2014, sec. 7.2-7.4):
     truncation (T, the TOS size kept at each contraction); reorder_every (U, the reordering delay);
     step (epsilon_i = (tau0 + i) ** -kappa, i = 1, 2, ... the minibatch counter);
     burn_in (B) and samples (M): Gibbs sweeps after the random start, discarded and kept (spec P7);
-    new_word_nu2: nu^2 of a word appended to a TOS (spec P3).
+    new_word_nu2: nu^2 of a word appended to a TOS (spec P3);
+    restate_tail: after a reordering, recompute nu^2 from the new order's tail sums (an option, not the chapter's).
 """
 from __future__ import annotations
 
@@ -64,6 +65,11 @@ class InfVocParams:
         E-step weight of a word outside a topic's TOS: eq. 7.4, or the G0 variant of spec P2 (needs log G0).
     seed : int, default 0
         Keys every random number, with the minibatch number and the global document number.
+    restate_tail : bool, default False
+        False (the chapter and its code): a reordering carries each word's (nu1, nu2) to its new position.
+        True: after each reorder-and-contract, nu2_kt = alpha^beta + sum_{s>t} (nu1_ks - 1) in the new order
+        (:func:`~topicflow.models.infvoc_lda.update.restate_tails`), the nu2 that eqs. 7.6-7.7 would hold had
+        the new order been the order all along (docs/infvoc.md, "The sawtooth at a contraction").
     """
 
     n_topics: int
@@ -77,6 +83,7 @@ class InfVocParams:
     new_word_nu2: NewWordNu = "one"
     unseen_weight: UnseenWeight = "remaining"
     seed: int = 0
+    restate_tail: bool = False
 
     def __post_init__(self) -> None:
         n_topics = parse_int("InfVocParams.n_topics", self.n_topics, 1)
@@ -92,6 +99,8 @@ class InfVocParams:
         object.__setattr__(self, "seed", parse_int("InfVocParams.seed", self.seed, 0, 2**63))
         parse_choice("InfVocParams.new_word_nu2", self.new_word_nu2, get_args(NewWordNu))
         parse_choice("InfVocParams.unseen_weight", self.unseen_weight, get_args(UnseenWeight))
+        if not isinstance(self.restate_tail, bool):
+            raise InvalidParameterError(f"InfVocParams.restate_tail must be True or False, got {self.restate_tail!r}")
         if not isinstance(self.step, StepSchedule):
             raise InvalidParameterError(f"InfVocParams.step must be a StepSchedule, got {self.step!r}")
 
@@ -112,7 +121,7 @@ class InfVocParams:
             "stick_concentration": self.stick_concentration, "truncation": self.truncation,
             "reorder_every": self.reorder_every, "step": self.step.to_dict(), "burn_in": self.burn_in,
             "samples": self.samples, "new_word_nu2": self.new_word_nu2, "unseen_weight": self.unseen_weight,
-            "seed": self.seed,
+            "seed": self.seed, "restate_tail": self.restate_tail,
         }
 
     @classmethod
@@ -128,7 +137,7 @@ class InfVocParams:
         -------
         InfVocParams
         """
-        values = dict(payload)
+        values = dict(payload)  # a payload written before restate_tail existed reads as False
         step = values.pop("step", None)
         if step is not None:
             values["step"] = StepSchedule(**step)

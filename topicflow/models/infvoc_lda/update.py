@@ -3,7 +3,8 @@
 This module owns Algorithm 4's lines 6-8 (Zhai 2014, sec. 7.4-7.4.1) as pure functions of
 (state, merged minibatch statistics) -> new state: :func:`expand_tos` (unseen words appended to every TOS),
 :func:`update_sticks` (eqs. 7.6-7.7), :func:`update_ranks` (eq. 7.8), :func:`reorder_and_contract` (every U
-minibatches) and :func:`update_minibatch`, which runs them in that order. Pure NumPy: no Dask, no I/O.
+minibatches), the optional :func:`restate_tails` after it, and :func:`update_minibatch`, which runs them in
+that order. Pure NumPy: no Dask, no I/O.
 
 Glossary (Zhai 2014, ch. 7):
     epsilon_i = (tau0 + i) ** -kappa, i = 1, 2, ... (``StepSchedule.rho(i)``); scale = D / |S|
@@ -223,6 +224,48 @@ def reorder_and_contract(state: InfVocState, truncation: int) -> InfVocState:
                        state.rank_log, state.rank_log_offset, state.n_updates)
 
 
+def restate_tails(state: InfVocState, params: InfVocParams) -> InfVocState:
+    """Recompute every nu^2 from the tail sums of the current TOS order (the ``restate_tail`` option).
+
+    Parameters
+    ----------
+    state : InfVocState
+        A state right after :func:`reorder_and_contract`.
+    params : InfVocParams
+        The settings (alpha^beta).
+
+    Returns
+    -------
+    InfVocState
+        The same state with ``nu2_kt = alpha^beta + sum_{s>t} (nu1_ks - 1)`` within each topic (nu^1 and all
+        else unchanged).
+
+    Notes
+    -----
+    Under eq. 7.7, ``nu1_t - 1`` is the step-weighted average of the scaled counts c_t (nu^1 starts at 1), and
+    a word whose nu^2 started at alpha^beta has ``nu2_t - alpha^beta`` = the same average of its tail sums
+    ``sum_{s>t} c_s`` (eq. 7.6), so long as the order did not change. A reordering breaks the second identity:
+    each word keeps the nu^2 of its old position's tail (and a word appended since the last reordering, the
+    chapter's nu^2 = 1). Restating gives each position the nu^2 those updates would have produced had the
+    new order been the order all along, over the words kept by the contraction. It is not in the chapter
+    nor in its code (they carry (nu1, nu2) with the word, spec 3.11); see docs/infvoc.md.
+
+    Examples
+    --------
+    >>> from topicflow.models.infvoc_lda.tos import InfVocState
+    >>> s = InfVocState(np.array([0, 3]), np.array([5, 6, 7]), np.array([3.0, 2.0, 1.5]), np.ones(3),
+    ...                 np.zeros(2, np.int64), np.zeros(0, np.int64), np.zeros(0))
+    >>> restate_tails(s, InfVocParams(n_topics=1, stick_concentration=10.0)).nu2.tolist()
+    [11.5, 10.5, 10.0]
+    """
+    nu2 = state.nu2.copy()
+    for k in range(state.n_topics):
+        lo, hi = int(state.tos_indptr[k]), int(state.tos_indptr[k + 1])
+        nu2[lo:hi] = params.stick_concentration + reverse_exclusive_cumsum(state.nu1[lo:hi] - 1.0)
+    return InfVocState(state.tos_indptr, state.tos_words, state.nu1, nu2, state.rank_indptr, state.rank_words,
+                       state.rank_log, state.rank_log_offset, state.n_updates)
+
+
 def update_minibatch(state: InfVocState, stats: InfVocStats, params: InfVocParams, *, n_docs_total: int,
                      log_g0: FloatArray | None = None) -> InfVocState:
     """Apply one minibatch's merged statistics: Algorithm 4, lines 6-8 (with the expansion first).
@@ -243,7 +286,8 @@ def update_minibatch(state: InfVocState, stats: InfVocStats, params: InfVocParam
     Returns
     -------
     InfVocState
-        With ``n_updates = i``; reordered and contracted when i is a multiple of U.
+        With ``n_updates = i``; reordered and contracted when i is a multiple of U (then, with
+        ``params.restate_tail``, its nu^2 restated by :func:`restate_tails`).
 
     Notes
     -----
@@ -278,4 +322,6 @@ def update_minibatch(state: InfVocState, stats: InfVocStats, params: InfVocParam
                       new.rank_log, new.rank_log_offset, i)
     if i % params.reorder_every == 0:
         new = reorder_and_contract(new, params.truncation)
+        if params.restate_tail:
+            new = restate_tails(new, params)
     return new

@@ -20,11 +20,15 @@ from topicflow.pipeline.infvoc_lda.model import (
     saved_g0,
     saved_infvoc,
 )
-from topicflow.pipeline.infvoc_lda.nightly import continue_infvoc, infvoc_result_model
+from topicflow.pipeline.infvoc_lda.nightly import (
+    continue_infvoc,
+    infvoc_result_model,
+    tracked_words,
+)
 from topicflow.pipeline.infvoc_lda.word_index import WordIndex
 
 __all__ = [
     "INFVOC_KIND", "G0Choice", "InfVocPlan", "InfVocPosition", "InfVocRecord", "InfVocResult", "WordIndex",
     "continue_infvoc", "fit_infvoc", "infvoc_model", "infvoc_result_model", "is_infvoc_model", "lda_view",
-    "ordered_language", "resolve_g0", "saved_g0", "saved_infvoc",
+    "ordered_language", "resolve_g0", "saved_g0", "saved_infvoc", "tracked_words",
 ]

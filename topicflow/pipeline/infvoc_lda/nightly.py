@@ -8,7 +8,8 @@ which simply continues at i + 1) and minibatch plan, unless the caller gives ano
 its tau0 and kappa are not: the schedule is the model's). D is the store's current size. The store's
 vocabulary may have grown (``topicflow append``): irrelevant here, block codes are mapped through their
 strings. Fitting shards 0-1 and updating with 2-3 gives the model of one pass over 0-3, bit for bit,
-when the first fit's documents fill whole minibatches and both use the same D.
+when the first fit's documents fill whole minibatches and both use the same D. The words whose TOS ranks
+the model's records track (Figure 7.1) go on being tracked, unless the caller names others.
 """
 from __future__ import annotations
 
@@ -66,6 +67,24 @@ def infvoc_result_model(corpus: Corpus, result: InfVocResult, params: InfVocPara
                         language=language or ordered_language(corpus))
 
 
+def tracked_words(model: SavedModel) -> tuple[str, ...]:
+    """The words the model's latest record tracks (``word_ranks``), in their order; () when none.
+
+    Parameters
+    ----------
+    model : SavedModel
+        An infvoc model.
+
+    Returns
+    -------
+    tuple of str
+    """
+    for record in reversed(model.info.trace):
+        if record.get("word_ranks"):
+            return tuple(record["word_ranks"])
+    return ()
+
+
 def _language(model: SavedModel) -> str | None:
     payload = model.info.extra.get("infvoc")
     return payload.get("language") if isinstance(payload, dict) else None
@@ -73,8 +92,8 @@ def _language(model: SavedModel) -> str | None:
 
 def continue_infvoc(model: SavedModel, corpus: Corpus, *, plan: InfVocPlan | None = None,
                     shards: Sequence[int] | None = None, client: Any = None, split_every: int | None = None,
-                    progress: ProgressReporter = NO_PROGRESS,
-                    model_path: str = "the model") -> tuple[SavedModel, InfVocResult]:
+                    progress: ProgressReporter = NO_PROGRESS, model_path: str = "the model",
+                    track_words: Sequence[str] | None = None) -> tuple[SavedModel, InfVocResult]:
     """Stream ``shards`` (default: the unseen ones) on from ``model``'s saved state (module docstring).
 
     Parameters
@@ -91,6 +110,9 @@ def continue_infvoc(model: SavedModel, corpus: Corpus, *, plan: InfVocPlan | Non
     progress : ProgressReporter
     model_path : str
         How messages name the model.
+    track_words : sequence of str, optional
+        Words whose TOS ranks this run's records keep; default the words the model's records track
+        (:func:`tracked_words`), so Figure 7.1's ranks continue across nights.
 
     Returns
     -------
@@ -105,7 +127,8 @@ def continue_infvoc(model: SavedModel, corpus: Corpus, *, plan: InfVocPlan | Non
     shards = unseen_shards(model, corpus) if shards is None else list(shards)
     result = fit_infvoc(corpus, params, plan, state=state, word_index=index, docs_seen=position.docs_seen,
                         shards=shards, client=client, split_every=split_every, progress=progress,
-                        g0=g0, language=language)
+                        g0=g0, language=language,
+                        track_words=tracked_words(model) if track_words is None else tuple(track_words))
     source = (model.info.extra.get("infvoc") or {}).get("g0_source")
     result = replace(result, g0_source=source)
     updated = infvoc_result_model(corpus, result, params, plan, shards=shards, seen=model.info.corpus.get("shards", []),
