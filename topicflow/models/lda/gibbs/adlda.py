@@ -88,6 +88,17 @@ class SweepView:
         return int(self.term_topic.shape[1])
 
 
+def _sum_by_key(keys: IntArray, values: IntArray) -> tuple[IntArray, IntArray]:
+    """The distinct ``keys`` (sorted, int64) and the sum of ``values`` over each (exact: integers)."""
+    keys = keys.astype(np.int64, copy=False)
+    if keys.size == 0:
+        return keys, values
+    order = np.argsort(keys, kind="stable")
+    keys, values = keys[order], values[order]
+    starts = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
+    return keys[starts], np.add.reduceat(values, starts)
+
+
 @dataclass(frozen=True, slots=True)
 class CountDelta:
     """A sparse change of the term-topic counts: ``n_wk += values[i]`` for ``keys[i] = w * K + k``.
@@ -136,16 +147,9 @@ class CountDelta:
         CountDelta
         """
         parts = (self, *others)
-        keys = np.concatenate([p.keys for p in parts])
-        values = np.concatenate([p.values for p in parts])
-        if keys.size == 0:
-            return CountDelta(keys, values, self.n_topics)
-        order = np.argsort(keys, kind="stable")
-        keys, values = keys[order], values[order]
-        starts = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
-        sums = np.add.reduceat(values, starts).astype(np.int32)
+        keys, sums = _sum_by_key(np.concatenate([p.keys for p in parts]), np.concatenate([p.values for p in parts]))
         keep = sums != 0
-        return CountDelta(keys[starts][keep], sums[keep], self.n_topics)
+        return CountDelta(keys[keep], sums[keep].astype(np.int32), self.n_topics)
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,15 +200,12 @@ class DocHistograms:
         DocHistograms
         """
         parts = (self, *others)
-        keys = np.concatenate([p.pair_keys for p in parts])
-        counts = np.concatenate([p.pair_counts for p in parts])
-        distinct, inverse = np.unique(keys, return_inverse=True)
-        summed = np.zeros(distinct.shape[0], dtype=np.int64)
-        np.add.at(summed, inverse, counts)
+        distinct, summed = _sum_by_key(np.concatenate([p.pair_keys for p in parts]),
+                                       np.concatenate([p.pair_counts for p in parts]))
         lengths = np.zeros(max(p.length_counts.shape[0] for p in parts), dtype=np.int64)
         for p in parts:
             lengths[:p.length_counts.shape[0]] += p.length_counts
-        return DocHistograms(distinct.astype(np.int64), summed, lengths)
+        return DocHistograms(distinct, summed.astype(np.int64), lengths)
 
     def alpha_inputs(self) -> tuple[FloatArray, IntArray, FloatArray, int]:
         """(L(n), keys ``k * width + n``, H_k(n), width) as the fixed point reads them."""
