@@ -64,6 +64,11 @@ from topicflow.tasks.gibbs import (
 
 log = logging.getLogger(__name__)
 
+#: Fan-in of the reduction of the blocks' count deltas. A pair at a time keeps few deltas waiting:
+#: with the general ``split-every`` of 8, the peak memory of a fit grew 93% as the corpus grew 16x
+#: (2M to 32M tokens, K = 100), with 2 it grew 48% (and 13% from 8M to 32M): benchmarks/RESULTS.md.
+DELTA_FAN_IN = 2
+
 #: Kind of the saved model (``model.json``'s ``kind``).
 GIBBS_KIND = "gibbs_lda"
 #: Seed of the held-out token split (the evaluator's random numbers, not the sampler's).
@@ -321,7 +326,8 @@ def fit_gibbs(
     test : Corpus or path, optional
         Held-out documents, scored every ``config.eval_every`` sweeps and after the last.
     split_every : int, optional
-        Fan-in of the tree reduction (default: the ``split-every`` setting).
+        Fan-in of the tree reduction (default :data:`DELTA_FAN_IN`; the sums are integers, so the
+        model is the same for any fan-in).
     scratch_dir : str, optional
         Parent of the assignment layer without a checkpoint (default: the ``scratch-dir`` setting,
         else beside the store).
@@ -350,7 +356,7 @@ def fit_gibbs(
         raise InvalidParameterError(f"store {str(corpus.path)!r} has no tokens to fit; ingest documents first.")
     test_corpus = None if test is None else as_corpus(test)
     client = current_client(client)
-    split_every = int(split_every or tf_config.get("split-every", 8))
+    split_every = int(split_every or DELTA_FAN_IN)
     n_terms = corpus.vocab_sizes()[language]
     shards = list(corpus.shards)
     if config.block_size is None:
