@@ -47,6 +47,7 @@ from topicflow.models.lda.gibbs.adlda import (
     SweepView,
     apply_delta,
     joint_log_likelihood,
+    lda_view,
     optimize_hyperparameters,
 )
 from topicflow.models.lda.state import LDAState
@@ -226,24 +227,6 @@ class GibbsFitResult:
     def sweeps_done(self) -> int:
         """Sweeps of the chain."""
         return self.trace[-1].sweep if self.trace else 0
-
-
-def lda_view(term_topic: np.ndarray, alpha: np.ndarray, beta: float, language: str) -> LDAState:
-    """The chain's counts as an LDA model: lambda = n_wk + beta, the given alpha.
-
-    Parameters
-    ----------
-    term_topic : ndarray of shape (n_terms, n_topics)
-    alpha : ndarray of shape (n_topics,)
-    beta : float
-    language : str
-
-    Returns
-    -------
-    LDAState
-    """
-    return LDAState({language: np.ascontiguousarray(term_topic.T, dtype=np.float64) + beta},
-                    np.array(alpha, dtype=np.float64), {language: float(beta)})
 
 
 class _Chain:

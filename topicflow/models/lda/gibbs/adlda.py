@@ -50,9 +50,10 @@ from topicflow.models.lda.gibbs.sparse import (
     _word_lists,
 )
 from topicflow.models.lda.gibbs.state import _counts_from_topics
+from topicflow.models.lda.state import LDAState
 
 __all__ = ["BlockSweep", "CountDelta", "DocHistograms", "SweepView", "apply_delta", "joint_log_likelihood",
-           "optimize_hyperparameters", "sequential_start_block", "start_block", "sweep_block"]
+           "lda_view", "optimize_hyperparameters", "sequential_start_block", "start_block", "sweep_block"]
 
 _PAIR_SHIFT = 32
 _PAIR_MASK = (1 << _PAIR_SHIFT) - 1
@@ -611,3 +612,23 @@ def joint_log_likelihood(histograms: DocHistograms, term_topic: np.ndarray, topi
     if not math.isfinite(total):
         raise NumericalError("the joint log-likelihood of the Gibbs chain is not finite")
     return float(total)
+
+
+def lda_view(term_topic: np.ndarray, alpha: np.ndarray, beta: float, language: str) -> LDAState:
+    """The chain's counts as an LDA model: lambda = n_wk + beta (each topic's Dirichlet posterior given z).
+
+    alpha is the chain's.
+
+    Parameters
+    ----------
+    term_topic : ndarray of shape (n_terms, n_topics)
+    alpha : ndarray of shape (n_topics,)
+    beta : float
+    language : str
+
+    Returns
+    -------
+    LDAState
+    """
+    return LDAState({language: np.ascontiguousarray(term_topic.T, dtype=np.float64) + beta},
+                    np.array(alpha, dtype=np.float64), {language: float(beta)})
