@@ -126,6 +126,35 @@ def reports_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def echo_info(info: Any, lines: Callable[[Any], Any], *, as_json: bool, seconds: float | None = None,
+              done: str = "built") -> None:
+    """Print a built file's info (``tree build``, ``g0 train``) or a read one's (``tree info``, ``g0 info``).
+
+    Parameters
+    ----------
+    info : object
+        With ``to_dict()``.
+    lines : callable
+        ``lines(info)``: the text lines.
+    as_json : bool
+        JSON (``to_dict()``, plus ``seconds`` when given) instead of the lines.
+    seconds : float, optional
+        The build's wall time: a ``"  <done> in X s"`` line (or a ``seconds`` key).
+    done : str, default "built"
+        The verb of that line.
+    """
+    import json
+
+    if as_json:
+        payload = {**info.to_dict(), **({} if seconds is None else {"seconds": round(seconds, 3)})}
+        click.echo(json.dumps(payload, indent=2, sort_keys=True))
+        return
+    for line in lines(info):
+        click.echo(line)
+    if seconds is not None:
+        click.echo(f"  {done} in {seconds:.2f} s")
+
+
 def setup_logging(verbose: int) -> None:
     """Set up logging: topicflow's own lines at INFO (WARNING with -q), Dask's chatter only with -vv.
 

@@ -9,11 +9,10 @@ import json
 import math
 import time
 from pathlib import Path
-from typing import Any
 
 import click
 
-from topicflow.cli._common import reports_errors
+from topicflow.cli._common import echo_info, reports_errors
 from topicflow.io.g0 import G0Info, read_g0, read_g0_info, train_g0_from_file, write_g0
 from topicflow.models.infvoc_lda.g0 import (
     DEFAULT_MAX_LENGTH,
@@ -78,14 +77,7 @@ def train(words: Path, out: Path, order: int, smoothing: float, min_length: int,
                                          max_length=max_length, lowercase=not no_lowercase,
                                          length_fit=length_fit)  # type: ignore[arg-type]
     info = write_g0(out, model, coverage=coverage, overwrite=overwrite)
-    elapsed = time.perf_counter() - start
-    if as_json:
-        payload: dict[str, Any] = {**info.to_dict(), "seconds": round(elapsed, 3)}
-        click.echo(json.dumps(payload, indent=2, sort_keys=True))
-        return
-    for line in _info_lines(info):
-        click.echo(line)
-    click.echo(f"  trained in {elapsed:.2f} s")
+    echo_info(info, _info_lines, as_json=as_json, seconds=time.perf_counter() - start, done="trained")
 
 
 @g0.command("info")
@@ -95,12 +87,7 @@ def train(words: Path, out: Path, order: int, smoothing: float, min_length: int,
 @reports_errors
 def info(path: Path, output_format: str) -> None:
     """Describe the G0 at PATH: settings, charset, training coverage and zeta."""
-    g0_info = read_g0_info(path)
-    if output_format == "json":
-        click.echo(json.dumps(g0_info.to_dict(), indent=2, sort_keys=True))
-    else:
-        for line in _info_lines(g0_info):
-            click.echo(line)
+    echo_info(read_g0_info(path), _info_lines, as_json=output_format == "json")
 
 
 @g0.command("score")

@@ -4,14 +4,12 @@ This module only parses options and prints; the work is done by :mod:`topicflow.
 """
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
-from typing import Any
 
 import click
 
-from topicflow.cli._common import reports_errors
+from topicflow.cli._common import echo_info, reports_errors
 from topicflow.io.trees import (
     SOURCE_FORMATS,
     TreeInfo,
@@ -94,14 +92,7 @@ def build(dictionary: Path, store: Path, out: Path, languages: str | None, merge
     _, info = build_and_write_tree(dictionary, store, out, languages=_languages(languages),
                                    source_format=source_format, merge=merge, convention=convention,
                                    root_beta=root_beta, concept_beta=concept_beta, overwrite=overwrite)
-    elapsed = time.perf_counter() - start
-    if as_json:
-        payload: dict[str, Any] = {**info.to_dict(), "seconds": round(elapsed, 3)}
-        click.echo(json.dumps(payload, indent=2, sort_keys=True))
-        return
-    for line in _info_lines(info):
-        click.echo(line)
-    click.echo(f"  built in {elapsed:.2f} s")
+    echo_info(info, _info_lines, as_json=as_json, seconds=time.perf_counter() - start)
 
 
 @tree.command("info")
@@ -111,12 +102,7 @@ def build(dictionary: Path, store: Path, out: Path, languages: str | None, merge
 @reports_errors
 def info(path: Path, output_format: str) -> None:
     """Describe the prior tree at PATH: languages, settings, size and coverage."""
-    tree_info = read_tree_info(path)
-    if output_format == "json":
-        click.echo(json.dumps(tree_info.to_dict(), indent=2, sort_keys=True))
-    else:
-        for line in _info_lines(tree_info):
-            click.echo(line)
+    echo_info(read_tree_info(path), _info_lines, as_json=output_format == "json")
 
 
 COMMANDS = [tree]
