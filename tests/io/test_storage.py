@@ -18,7 +18,12 @@ import pytest
 
 from topicflow import Corpus
 from topicflow.cli._common import LOCATION, parse_storage_options
-from topicflow.errors import CorpusFormatError, StoreExistsError, StoreNotFoundError, UnsupportedStorageError
+from topicflow.errors import (
+    CorpusFormatError,
+    StoreExistsError,
+    StoreNotFoundError,
+    UnsupportedStorageError,
+)
 from topicflow.io import storage
 from topicflow.io._atomic import check_output_path
 from topicflow.io.models.store import load_model
@@ -114,7 +119,7 @@ def test_failed_publish_leaves_no_store(memory_root: str, monkeypatch: pytest.Mo
 
 
 def test_models_on_object_storage_are_refused_clearly() -> None:
-    with pytest.raises(UnsupportedStorageError, match=r"'s3://bucket/model' \(fit --out\).*not write models yet"):
+    with pytest.raises(UnsupportedStorageError, match=r"'s3://bucket/model' \(fit --model\).*not keep models yet"):
         check_output_path(Path("s3://bucket/model"), overwrite=False, what="model")  # pathlib made it s3:/bucket
     with pytest.raises(UnsupportedStorageError, match="MODEL argument"):
         load_model(Path("memory://models/lda"))

@@ -78,7 +78,7 @@ def read_json(path: Path | StoragePath) -> Any:
 
 
 #: Where each kind of output is given on the command line, for the "not on object storage yet" message.
-OUTPUT_OPTIONS = {"model": "fit --out", "doc-topics output": "fit/infer --doc-topics",
+OUTPUT_OPTIONS = {"model": "fit --model", "doc-topics output": "fit --doc-topics",
                   "document-topic output": "infer --out", "report": "report --out",
                   "stream output": "stream --out", "store": "--out", "prior tree": "tree build --out",
                   "G0": "g0 train --out"}

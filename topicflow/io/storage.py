@@ -420,7 +420,7 @@ def require_local(path: Any, *, what: str, option: str) -> None:
     what : str
         What the path is for, e.g. ``"model directory"``.
     option : str
-        Where it was given, e.g. ``"fit --out"``.
+        Where it was given, e.g. ``"fit --model"``.
 
     Raises
     ------
@@ -430,7 +430,7 @@ def require_local(path: Any, *, what: str, option: str) -> None:
     if is_url(path) or _mangled_url(path):
         shown = str(path) if is_url(path) else os.fspath(path).replace(":/", "://", 1)
         raise UnsupportedStorageError(
-            f"{what} {shown!r} ({option}) is a URL on object storage, where topicflow does not write "
+            f"{what} {shown!r} ({option}) is a URL on object storage, where topicflow does not keep "
             f"{what}s yet (only corpus stores and their inputs so far: docs/storage.md); give a local path.",
             path=shown,
         )

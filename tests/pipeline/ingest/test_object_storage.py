@@ -20,7 +20,12 @@ import pytest
 from click.testing import CliRunner
 
 from topicflow import LDA, Corpus
-from topicflow.errors import CorpusFormatError, StorageError, StoreExistsError, StoreNotFoundError
+from topicflow.errors import (
+    CorpusFormatError,
+    StorageError,
+    StoreExistsError,
+    StoreNotFoundError,
+)
 from topicflow.io import storage
 from topicflow.io.sources.base import FieldSpec
 from topicflow.pipeline.ingest.append import append_corpus
@@ -149,16 +154,19 @@ def test_failed_ingest_leaves_no_store(inputs: dict[str, Any], monkeypatch: pyte
     with pytest.raises((StoreNotFoundError, CorpusFormatError)):
         Corpus.open(store)
 
-    # The commit itself fails: the data objects are all there, and still nothing is a store.
-    writes = FailAtWrite(0)
-    monkeypatch.setattr(storage, "before_write", writes)
-    ingest_corpus([f"s3://{bucket}/input/in.jsonl"], f"s3://{bucket}/stores/count.zarr", fields=FIELDS, shard_size=16)
-    assert writes.seen[-1].endswith("/manifest.json")  # the manifest is the last object written
-    last = FailAtWrite(len(writes.seen))
-    monkeypatch.setattr(storage, "before_write", last)
-    with pytest.raises(OSError, match="injected failure"):
+    # The commit itself fails: every data object was written, the manifest is the last write, and still
+    # nothing is a store.
+    def fail_at_manifest(url: str) -> None:
+        last.seen.append(url)
+        if url.endswith("/manifest.json"):
+            raise OSError(f"injected failure at the manifest ({url})")
+
+    last = FailAtWrite(0)
+    monkeypatch.setattr(storage, "before_write", fail_at_manifest)
+    with pytest.raises(OSError, match="injected failure at the manifest"):
         ingest_corpus([f"s3://{bucket}/input/in.jsonl"], store, fields=FIELDS, shard_size=16)
-    assert last.seen[-1].endswith("/manifest.json") and not fs.exists(f"{bucket}/stores/broken.zarr/manifest.json")
+    assert len(last.seen) > 5 and [u for u in last.seen if u.endswith("manifest.json")] == [last.seen[-1]]
+    assert not fs.exists(f"{bucket}/stores/broken.zarr/manifest.json")
     with pytest.raises((StoreNotFoundError, CorpusFormatError)):
         Corpus.open(store)
     monkeypatch.setattr(storage, "before_write", None)
