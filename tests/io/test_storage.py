@@ -125,3 +125,17 @@ def test_models_on_object_storage_are_refused_clearly() -> None:
         load_model(Path("memory://models/lda"))
     with pytest.raises(UnsupportedStorageError, match="--doc-topics"):
         check_output_path(Path("gs://b/doc-topics"), overwrite=False, what="doc-topics output")
+
+
+def test_ingest_never_deletes_objects_it_did_not_write(memory_root: str) -> None:
+    _write_inputs(memory_root, 10)
+    fs = fsspec.filesystem("memory")
+    fs.pipe(f"{memory_root}/data/notes.txt", b"the user's own object")
+    with pytest.raises(StoreExistsError, match="not a topicflow store"):
+        ingest_corpus([f"memory://{memory_root}/in.jsonl"], f"memory://{memory_root}/data")
+    assert fs.cat(f"{memory_root}/data/notes.txt") == b"the user's own object"
+    # Leftovers of an interrupted ingest (a root group, no manifest) are replaced.
+    fs.pipe(f"{memory_root}/left/zarr.json", json.dumps({"attributes": {"topicflow": {}}}).encode())
+    fs.pipe(f"{memory_root}/left/shards/000009/zarr.json", b"{}")
+    assert ingest_corpus([f"memory://{memory_root}/in.jsonl"], f"memory://{memory_root}/left").n_kept == 10
+    assert not fs.exists(f"{memory_root}/left/shards/000009/zarr.json")

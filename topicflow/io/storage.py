@@ -581,6 +581,10 @@ def staged_new_store(url: str, *, overwrite: bool, commit_file: str) -> Iterator
                 "(no atomic replace): delete the store first or choose another URL.", path=url)
         raise StoreExistsError(f"store path {url!r} exists already; choose another URL (or delete it).", path=url)
     if target.exists():
+        if not _is_topicflow_debris(target):
+            raise StoreExistsError(
+                f"{url!r} holds objects that are not a topicflow store; ingest writes only to an empty prefix "
+                "(or over the leftovers of an interrupted ingest): choose another URL.", path=url)
         log.warning("removing objects under %s left by an interrupted ingest (no %s)", url, commit_file)
         remove_prefix(url)
     staging = Path(tempfile.mkdtemp(prefix="topicflow-stage-", dir=_staging_root()))
@@ -596,6 +600,17 @@ def staged_new_store(url: str, *, overwrite: bool, commit_file: str) -> Iterator
                 _remove_quietly(target.url, commit_file)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _is_topicflow_debris(target: StoragePath) -> bool:
+    """Whether the objects under ``target`` are an unfinished topicflow store (its root group says so)."""
+    import json
+
+    try:
+        root = json.loads((target / "zarr.json").read_bytes())
+    except (FileNotFoundError, ValueError):
+        return False
+    return isinstance(root, dict) and "topicflow" in (root.get("attributes") or {})
 
 
 def _remove_quietly(url: str, commit_file: str) -> None:
