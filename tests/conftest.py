@@ -41,3 +41,28 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> object:
     from tests.docs_site import build_site
 
     return build_site(tmp_path_factory.mktemp("docs"))
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[object]:
+    """moto's standalone S3 server on 127.0.0.1 (tests/objstore.py), one per test process."""
+    from tests.objstore import start_server
+
+    yield from start_server()
+
+
+@pytest.fixture
+def s3_bucket(s3_server: object) -> Iterator[str]:
+    """A fresh bucket on the test S3 server, with ``topicflow.storage-options`` pointing at the server.
+
+    The setting is in dask.config while the test runs, so a local cluster started inside the test
+    passes it on to its worker processes.
+    """
+    import dask.config
+
+    from tests.objstore import S3Server
+
+    server = s3_server
+    assert isinstance(server, S3Server)
+    with dask.config.set({"topicflow.storage-options": server.storage_options}):
+        yield server.new_bucket()

@@ -136,3 +136,14 @@ class LockedError(TopicflowError, RuntimeError):
 
 class ParameterServerLost(TopicflowError):
     """The worker holding a DSGS run's parameter server died; the run's counts are gone."""
+
+
+class StorageError(TopicflowError, OSError):
+    """Object storage cannot be reached or used: a missing bucket, missing or refused credentials.
+
+    The message names the URL and what to check (docs/storage.md).
+    """
+
+
+class UnsupportedStorageError(TopicflowError, ValueError):
+    """A URL was given where topicflow accepts only a local path so far (e.g. model directories)."""

@@ -237,3 +237,99 @@ def apply_preset(name: str | None, command: PresetCommand, values: Mapping[str, 
         raise click.UsageError(f"preset {name!r} sets {', '.join(unknown)}, which {command} does not take")
     merged = {**values, **{key: value for key, value in preset.settings.items() if key not in typed}}
     return merged, typed | set(preset.settings)
+
+
+# ----------------------------------------------------------------------------- object storage
+
+
+class LocationType(click.ParamType):
+    """A local path (as a :class:`~pathlib.Path`) or a URL on object storage (kept as the string).
+
+    ``click.Path`` would turn ``s3://bucket/store`` into the local path ``s3:/bucket/store``.
+    """
+
+    name = "PATH|URL"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from topicflow.io.storage import is_url
+
+        if isinstance(value, Path) or not is_url(str(value)):
+            return Path(value)
+        return str(value)
+
+
+#: Parameter type of the paths that may be URLs (corpus stores and inputs: docs/storage.md).
+LOCATION = LocationType()
+
+
+def parse_storage_options(values: tuple[str, ...] | list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` strings as storage options; values read as YAML scalars, dotted keys nested.
+
+    Parameters
+    ----------
+    values : sequence of str
+        E.g. ``("endpoint_url=http://127.0.0.1:9000", "anon=true", "client_kwargs.region_name=eu-west-1")``.
+
+    Returns
+    -------
+    dict
+        ``{"endpoint_url": "http://127.0.0.1:9000", "anon": True, "client_kwargs": {"region_name": "eu-west-1"}}``.
+
+    Raises
+    ------
+    click.BadParameter
+        A value without ``=`` or with an empty key.
+    """
+    import yaml
+
+    options: dict[str, Any] = {}
+    for item in values:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE (e.g. endpoint_url=https://...)",
+                                     param_hint="'--storage-option'")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError:
+            value = raw
+        if isinstance(value, (dict, list)) or value is None:
+            value = raw  # only scalars are parsed: a URL or a secret stays the string given
+        target = options
+        *parents, leaf = key.strip().split(".")
+        for part in parents:
+            target = target.setdefault(part, {})
+        target[leaf] = value
+    return options
+
+
+def storage_options_option(func: F) -> F:
+    """Add ``--storage-option KEY=VALUE`` (repeatable): options of the fsspec filesystem of every URL.
+
+    They are merged into the ``topicflow.storage-options`` setting of dask.config before the command
+    runs, so the workers of the local cluster it starts inherit them (docs/storage.md).
+
+    Parameters
+    ----------
+    func : callable
+        A click command.
+
+    Returns
+    -------
+    callable
+        The command with the option.
+    """
+    @click.option("--storage-option", "storage_option_values", multiple=True, metavar="KEY=VALUE",
+                  help="Option of the object-storage filesystem for s3://, gs://, ... paths (repeatable), e.g. "
+                  "endpoint_url=https://minio:9000, anon=true, client_kwargs.region_name=eu-west-1; "
+                  "merged into the topicflow.storage-options setting (docs/storage.md).")
+    @functools.wraps(func)
+    def wrapper(*args: Any, storage_option_values: tuple[str, ...], **kwargs: Any) -> Any:
+        if storage_option_values:
+            import dask.config
+
+            merged = dict(dask.config.get("topicflow.storage-options", default=None) or {})
+            merged.update(parse_storage_options(storage_option_values))
+            dask.config.set({"topicflow.storage-options": merged})
+        return func(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]

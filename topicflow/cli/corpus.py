@@ -15,7 +15,12 @@ from typing import Any, Callable, TypeVar
 import click
 
 from topicflow._typing import OnError, OutputFormat, choices
-from topicflow.cli._common import cluster_options, reports_errors
+from topicflow.cli._common import (
+    LOCATION,
+    cluster_options,
+    reports_errors,
+    storage_options_option,
+)
 from topicflow.io.corpus.reader import read_manifest
 from topicflow.io.sources.base import FieldSpec
 from topicflow.io.tokenizer import (
@@ -105,8 +110,8 @@ def _echo_summary(lines: list[str]) -> None:
 
 
 @click.command()
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--out", required=True, type=click.Path(path_type=Path), help="Store to create.")
+@click.argument("inputs", nargs=-1, required=True, type=LOCATION)
+@click.option("--out", required=True, type=LOCATION, help="Store to create (a path, or a URL: docs/storage.md).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing store once the new one is complete.")
 @field_options
 @tokenizer_options(stored_defaults=False)
@@ -125,6 +130,7 @@ def _echo_summary(lines: list[str]) -> None:
 @click.option("--keep-order", is_flag=True,
               help="Also keep each document's tokens in reading order (out-of-vocabulary ones as strings), "
               "for sliding-window coherence and first-half completion; writes store format 3.")
+@storage_options_option
 @cluster_options
 @reports_errors
 def ingest(inputs: tuple[Path, ...], out: Path, overwrite: bool, fields: FieldSpec,
@@ -159,8 +165,8 @@ def _tokenizer_to_check(store: Path, options: dict[str, Any]) -> TokenizerConfig
 
 
 @click.command()
-@click.argument("store", type=click.Path(path_type=Path))
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("store", type=LOCATION)
+@click.argument("inputs", nargs=-1, required=True, type=LOCATION)
 @field_options
 @tokenizer_options(stored_defaults=True)
 @click.option("--split-every", type=click.IntRange(min=2), default=None,
@@ -170,6 +176,7 @@ def _tokenizer_to_check(store: Path, options: dict[str, Any]) -> TokenizerConfig
 @click.option("--promote-min-df", type=click.IntRange(min=1), default=None, metavar="N",
               help="Add candidate terms found in at least N documents (over all appends) to the end of "
               "the vocabulary, as a new vocabulary version; existing term ids never change.")
+@storage_options_option
 @cluster_options
 @reports_errors
 def append(store: Path, inputs: tuple[Path, ...], fields: FieldSpec, tokenizer_options: dict[str, Any],
@@ -217,9 +224,10 @@ def _format_info(info: dict[str, Any]) -> list[str]:
 
 
 @click.command()
-@click.argument("store", type=click.Path(path_type=Path))
+@click.argument("store", type=LOCATION)
 @click.option("--format", "output_format", type=click.Choice(choices(OutputFormat)), default="text",
               show_default=True, help="Human-readable text or JSON.")
+@storage_options_option
 @reports_errors
 def info(store: Path, output_format: str) -> None:
     """Describe STORE: documents, tokens, languages, vocabularies, shards, labels, token order, candidates."""

@@ -13,9 +13,10 @@ import os
 import shutil
 import uuid
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, cast
 
 from topicflow.errors import LockedError, StoreExistsError
+from topicflow.io.storage import StoragePath, is_url, open_input, require_local
 
 
 def temporary_sibling(path: Path, tag: str = "tmp") -> Path:
@@ -56,12 +57,12 @@ def atomic_write_json(path: Path, payload: Any) -> None:
     atomic_write_bytes(Path(path), text.encode("utf-8"))
 
 
-def read_json(path: Path) -> Any:
-    """Read a UTF-8 JSON file.
+def read_json(path: Path | StoragePath) -> Any:
+    """Read a UTF-8 JSON file, local or on object storage.
 
     Parameters
     ----------
-    path : Path
+    path : Path or StoragePath
         File to read.
 
     Returns
@@ -69,12 +70,27 @@ def read_json(path: Path) -> Any:
     Any
         The decoded JSON value.
     """
-    with open(path, encoding="utf-8") as handle:
+    if is_url(path):
+        with open_input(path) as binary:
+            return json.load(binary)
+    with open(cast(Path, path), encoding="utf-8") as handle:
         return json.load(handle)
 
 
+#: Where each kind of output is given on the command line, for the "not on object storage yet" message.
+OUTPUT_OPTIONS = {"model": "fit --model", "doc-topics output": "fit --doc-topics",
+                  "document-topic output": "infer --out", "report": "report --out",
+                  "stream output": "stream --out", "store": "--out", "prior tree": "tree build --out",
+                  "G0": "g0 train --out"}
+
+
 def check_output_path(path: Path, *, overwrite: bool, what: str = "store") -> None:
-    """Refuse to write over an existing path unless ``overwrite`` was asked for."""
+    """Refuse to write over an existing path unless ``overwrite`` was asked for.
+
+    Also refuses URLs (and local paths that are URLs mangled by ``pathlib``, ``s3:/bucket/...``): the
+    outputs that reach this check are not written to object storage yet (docs/storage.md).
+    """
+    require_local(path, what=what, option=OUTPUT_OPTIONS.get(what, "--out"))
     if path.exists() and not overwrite:
         raise StoreExistsError(
             f"{what} path {str(path)!r} exists already; choose another path or pass --overwrite "

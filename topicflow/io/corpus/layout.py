@@ -11,6 +11,7 @@ import numpy as np
 
 from topicflow.errors import CorpusFormatError, CorruptShardError
 from topicflow.io._zarr import check_format
+from topicflow.io.storage import StoragePath, as_location
 
 #: One bag of words per language: (indptr, term_ids, counts) of a CSR matrix.
 CsrArrays = tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -204,11 +205,11 @@ def store_format_version(vocab_version: int, *, has_order: bool = False) -> int:
     return GROWN_VOCAB_FORMAT_VERSION if vocab_version >= 2 else BASE_FORMAT_VERSION
 
 
-def vocabulary_dir(path: Path, version: int, language: str) -> Path:
+def vocabulary_dir(path: Path | StoragePath, version: int, language: str) -> Path | StoragePath:
     """Directory of one language of vocabulary ``version``: ``vocab/<lang>`` or ``vocabs/<NNNNNN>/<lang>``."""
     if version == 1:
-        return Path(path) / "vocab" / language
-    return Path(path) / "vocabs" / vocabulary_version_name(version) / language
+        return as_location(path) / "vocab" / language
+    return as_location(path) / "vocabs" / vocabulary_version_name(version) / language
 
 
 def vocabulary_version_name(version: int) -> str:

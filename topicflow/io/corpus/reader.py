@@ -50,13 +50,14 @@ from topicflow.io.corpus.layout import (
     shard_checksum,
     vocabulary_dir,
 )
+from topicflow.io.storage import Location, StoragePath, as_location, check_bucket
 from topicflow.models.common.blocks import DocBlock, OrderedBlock, concat_blocks
 from topicflow.models.common.vocabulary import Vocabulary
 
 #: (indptr, term_ids, counts) of one language of one shard.
 
 
-def read_vocabulary(directory: Path) -> Vocabulary:
+def read_vocabulary(directory: Path | StoragePath) -> Vocabulary:
     """Read a vocabulary group (``terms``, ``doc_freq``, ``corpus_freq``) written by :func:`~topicflow.io.corpus.writer.write_vocabulary`.
 
     Parameters
@@ -89,13 +90,13 @@ def read_vocabulary(directory: Path) -> Vocabulary:
     )
 
 
-def read_manifest(path: Path) -> Manifest:
+def read_manifest(path: str | os.PathLike[str] | StoragePath) -> Manifest:
     """Read and validate the ``manifest.json`` of the store at ``path``.
 
     Parameters
     ----------
-    path : Path
-        Store directory.
+    path : path or URL
+        Store directory, local or on object storage.
 
     Returns
     -------
@@ -111,8 +112,10 @@ def read_manifest(path: Path) -> Manifest:
     FormatVersionError
         If the store was written by a newer topicflow.
     """
-    path = Path(path)
+    path = as_location(path)
     if not (path / MANIFEST).is_file():
+        if isinstance(path, StoragePath):
+            check_bucket(path)
         if not path.exists():
             raise StoreNotFoundError(
                 f"no corpus store at {str(path)!r}; create one with `topicflow ingest INPUT --out "
@@ -145,13 +148,20 @@ def _read_shard(store: str, shard: ShardInfo, languages: Sequence[str], with_met
 
     Raises CorpusFormatError naming the array that is missing or cannot be decoded (see :func:`read_arrays`).
     """
-    shard_dir = Path(store) / "shards" / shard.shard_id
-    # The store is a local directory, so presence of the optional arrays is a stat, not a zarr lookup.
-    meta = [name for name in ("labels", "timestamps") if with_meta and (shard_dir / name).is_dir()]
+    shard_dir = as_location(store) / "shards" / shard.shard_id
+    # On a local directory presence of the optional arrays is a stat, not a zarr lookup; on object
+    # storage one listing of the shard.
+    meta = [name for name in ("labels", "timestamps") if with_meta and _has_array(shard_dir, name)]
     names = ["doc_ids", *meta] + [f"{lang}/{part}" for lang in languages for part in ("indptr", "term_ids", "counts")]
     if with_order:
         names += _order_names(languages)
     return read_arrays(shard_dir, names)
+
+
+def _has_array(shard_dir: Location, name: str) -> bool:
+    if isinstance(shard_dir, StoragePath):  # one listing of the shard (cached by fsspec), not a request per name
+        return name in {entry.name for entry in shard_dir.iterdir()}
+    return (shard_dir / name).is_dir()
 
 
 def _order_of(arrays: Mapping[str, np.ndarray], lang: str) -> OrderArrays:
@@ -208,7 +218,13 @@ _VERIFIED_LIMIT = 100_000
 
 def _files_signature(store: str, shard: ShardInfo) -> tuple[Any, ...]:
     """(store, shard id, checksum, then (relative path, size, mtime_ns) of every file of the shard)."""
-    root = Path(store) / "shards" / shard.shard_id
+    location = as_location(store) / "shards" / shard.shard_id
+    if isinstance(location, StoragePath):
+        # topicflow never rewrites a shard's objects in place on object storage (a new store is written
+        # under a fresh prefix, appends add shards under new ids), so the shard verifies once per process
+        # without listing its objects on every read.
+        return (location.url, shard.shard_id, shard.checksum)
+    root = location
     entries = []
     for directory, _, names in os.walk(root):
         for name in names:
@@ -302,7 +318,7 @@ def _read_validated(
             checked = dict(arrays)
             if shard.has_order and not with_order:
                 try:
-                    checked.update(read_arrays(Path(store) / "shards" / shard.shard_id, _order_names(list(shard.n_tokens))))
+                    checked.update(read_arrays(as_location(store) / "shards" / shard.shard_id, _order_names(list(shard.n_tokens))))
                 except CorpusFormatError as exc:
                     raise corrupt_shard(store, shard.shard_id, str(exc)) from exc
             problems = [problem for problem in (_checksum_problem(checked, shard),) if problem]
@@ -436,20 +452,21 @@ class Corpus:
     >>> for batch in corpus.iter_minibatches(256): ...           # streaming algorithms
     """
 
-    def __init__(self, path: Path, manifest: Manifest) -> None:
-        self.path = Path(path)
+    def __init__(self, path: str | os.PathLike[str] | StoragePath, manifest: Manifest) -> None:
+        self.path: Location = as_location(path)
         self.manifest = manifest
         self._vocab: dict[tuple[str, int], Vocabulary] = {}
         self._excluded: dict[str, frozenset[str]] = {}
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str]) -> Corpus:
+    def open(cls, path: str | os.PathLike[str] | StoragePath) -> Corpus:
         """Open the store at ``path``, reading only its manifest.
 
         Parameters
         ----------
-        path : str or os.PathLike
-            Store directory.
+        path : str, os.PathLike or StoragePath
+            Store directory, or its URL on object storage (``s3://bucket/news.zarr``; see
+            docs/storage.md).
 
         Returns
         -------
@@ -465,8 +482,8 @@ class Corpus:
         FormatVersionError
             If the store was written by a newer topicflow.
         """
-        path = Path(path)
-        return cls(path, read_manifest(path))
+        location = as_location(path)
+        return cls(location, read_manifest(location))
 
     def __repr__(self) -> str:
         return (
@@ -1039,7 +1056,7 @@ def as_corpus(corpus: Any) -> Corpus:
     """Accept a store path or an opened :class:`Corpus`."""
     if isinstance(corpus, Corpus):
         return corpus
-    if isinstance(corpus, (str, os.PathLike)):
+    if isinstance(corpus, (str, os.PathLike, StoragePath)):
         return Corpus.open(corpus)
     raise InvalidParameterError(
         f"expected a corpus store path or topicflow.Corpus, got {type(corpus).__name__}; build a store "

@@ -58,10 +58,13 @@ from topicflow.io.corpus.reader import read_vocabulary
 from topicflow.io.corpus.writer import write_vocabulary
 from topicflow.io.models.info import ModelInfo
 from topicflow.io.models.validation import model_problems
+from topicflow.io.storage import require_local
 from topicflow.models.common.vocabulary import Vocabulary
 from topicflow.models.lda.state import LDAState
 
 MODEL_FORMAT = "topicflow-model"
+#: Where a saved model is named on the command line (for the "not on object storage yet" message).
+MODEL_ARGUMENT = "the MODEL argument of topics, infer, evaluate, export, update, versions"
 MODEL_FORMAT_VERSION = 1
 VERSIONS_FORMAT = "topicflow-model-versions"
 VERSIONS_FORMAT_VERSION = 1
@@ -487,6 +490,7 @@ def load_model(path: Path, version: int | None = None) -> SavedModel:
     >>> model = load_model(Path("model"))              # doctest: +SKIP
     >>> previous = load_model(Path("model"), version=model.version - 1)  # doctest: +SKIP
     """
+    require_local(path, what="model", option=MODEL_ARGUMENT)
     path = Path(path)
     index = read_version_index(path)
     if index is None:
@@ -527,6 +531,7 @@ def read_model_info(path: Path, version: int | None = None) -> ModelInfo:
     ModelFormatError
         ``model.json`` is missing, not JSON, or written by a newer topicflow.
     """
+    require_local(path, what="model", option=MODEL_ARGUMENT)
     path = Path(path)
     index = read_version_index(path)
     if index is None:

@@ -10,15 +10,28 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import uuid
 from pathlib import Path
 
 import numpy as np
 
+from topicflow.io.storage import StoragePath, is_url
 
-def scratch_directory(store: Path, token: str, base: str | None = None) -> Path:
-    """A fresh scratch directory for one fit: under ``base`` if given, else beside the store."""
-    parent = Path(base) if base else Path(store).resolve().parent
+
+def scratch_directory(store: Path | StoragePath, token: str, base: str | None = None) -> Path:
+    """A fresh scratch directory for one fit: under ``base`` if given, else beside the store.
+
+    A store on object storage has no local "beside": the default is then the system's temporary
+    directory, which only the workers of a local cluster share (set ``topicflow.scratch-dir`` to a
+    shared filesystem on a multi-host cluster, or fit without warm starts).
+    """
+    if base:
+        parent = Path(base)
+    elif is_url(store):
+        parent = Path(tempfile.gettempdir())
+    else:
+        parent = Path(str(store)).resolve().parent
     path = parent / f".topicflow-scratch-{token[:12]}-{uuid.uuid4().hex[:8]}"
     path.mkdir(parents=True)
     return path

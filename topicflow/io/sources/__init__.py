@@ -7,7 +7,7 @@ through that dict, so adding a format is one new module and one import line here
 """
 from __future__ import annotations
 
-from pathlib import Path
+import os
 from typing import Iterator, Sequence
 
 from topicflow.errors import EmptyInputError, InputError, InvalidParameterError
@@ -24,20 +24,23 @@ from topicflow.io.sources.base import (
     Record,
     RecordError,
 )
+from topicflow.io.storage import StoragePath, as_location, check_bucket, expand_inputs
 
 __all__ = ["check_label_source", "discover_partitions", "read_partition", "source_for_path"]
 
 
-def source_for_path(path: str | Path, fields: FieldSpec) -> CorpusSource:
-    """The source for one input path, chosen by what it is (directory) or its suffix.
+def source_for_path(path: str | os.PathLike[str] | StoragePath, fields: FieldSpec) -> CorpusSource:
+    """The source for one input path or URL, chosen by what it is (directory) or its suffix.
 
     Raises
     ------
     InputError
         The path does not exist or its kind is unknown; the message lists the accepted kinds.
     """
-    path = Path(path)
+    path = as_location(path)
     if not path.exists():
+        if isinstance(path, StoragePath):
+            check_bucket(path)
         raise InputError(f"input {str(path)!r} does not exist.", path=str(path))
     name = path.name.lower()
     for source_format in SOURCES.values():
@@ -59,7 +62,7 @@ def source_for_path(path: str | Path, fields: FieldSpec) -> CorpusSource:
 
 
 def discover_partitions(
-    paths: Sequence[str | Path], fields: FieldSpec, partition_size: int
+    paths: Sequence[str | os.PathLike[str]], fields: FieldSpec, partition_size: int
 ) -> tuple[list[CorpusSource], list[InputPartition]]:
     """Return the sources and partitions of every input, in the order given (scanned, never loaded).
 
@@ -76,7 +79,7 @@ def discover_partitions(
         raise EmptyInputError("no input given; pass directories of text files, JSONL or parquet files.")
     sources: list[CorpusSource] = []
     partitions: list[InputPartition] = []
-    for path in paths:
+    for path in expand_inputs(list(paths)):
         source = source_for_path(path, fields)
         check_label_source(source, fields)
         sources.append(source)

@@ -7,7 +7,6 @@ one partition into records. It never holds more than one partition (or one scan 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -26,6 +25,7 @@ from topicflow.io.sources.base import (
     record_from_fields,
     register_source,
 )
+from topicflow.io.storage import file_size, open_input
 
 #: Bytes read per step of the driver's newline scan.
 SCAN_BUFFER = 1 << 22
@@ -41,7 +41,7 @@ def line_offsets(path: str, lines_per_partition: int) -> tuple[list[int], int]:
     offsets = [0]
     lines_seen = 0
     position = 0
-    with open(path, "rb") as handle:
+    with open_input(path) as handle:
         while chunk := handle.read(SCAN_BUFFER):
             newlines = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 0x0A)
             # Line number (1-based) ended by each newline; a boundary follows every multiple.
@@ -75,7 +75,7 @@ class JsonlSource:
         return read_partition(partition, fields)
 
     def n_bytes(self) -> int:
-        return os.path.getsize(self.path)
+        return file_size(self.path)
 
 
 def read_partition(partition: InputPartition, fields: FieldSpec) -> Iterator[Record | RecordError]:
@@ -93,7 +93,7 @@ def read_partition(partition: InputPartition, fields: FieldSpec) -> Iterator[Rec
     Record or RecordError
         One per non-blank line, in file order; a line that cannot be parsed gives a RecordError.
     """
-    with open(partition.path, "rb") as handle:
+    with open_input(partition.path) as handle:
         handle.seek(partition.start)
         data = handle.read(partition.stop - partition.start)
     # Split on "\n" only, as the offset scan counts lines; a "\r" before it is JSON whitespace.

@@ -6,9 +6,8 @@ partition batch by batch. Rows are numbered from 1 in messages.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -25,6 +24,7 @@ from topicflow.io.sources.base import (
     record_from_fields,
     register_source,
 )
+from topicflow.io.storage import file_size, filesystem, is_url
 
 #: Rows per pyarrow record batch while reading a partition.
 BATCH_ROWS = 8192
@@ -45,6 +45,32 @@ def _is_time(kind: pa.DataType) -> bool:
             or _is_text(kind))
 
 
+def _arrow_source(path: str) -> tuple[str, Any]:
+    """``(path, filesystem)`` for pyarrow: the local path and None, or a URL's path inside its fsspec filesystem."""
+    if not is_url(path):
+        return path, None
+    from pyarrow.fs import FSSpecHandler, PyFileSystem
+
+    fs, inner = filesystem(path)
+    return inner, PyFileSystem(FSSpecHandler(fs))
+
+
+def parquet_file(path: str) -> pq.ParquetFile:
+    """Open a local or object-storage parquet file for reading (metadata only until rows are read).
+
+    Parameters
+    ----------
+    path : str
+        A local path or a URL (``s3://bucket/docs.parquet``).
+
+    Returns
+    -------
+    pyarrow.parquet.ParquetFile
+    """
+    source, fs = _arrow_source(path)
+    return pq.ParquetFile(source) if fs is None else pq.ParquetFile(source, filesystem=fs)
+
+
 def check_schema(path: str, fields: FieldSpec) -> pa.Schema:
     """The file's schema, after checking that the requested columns exist with usable types.
 
@@ -55,7 +81,8 @@ def check_schema(path: str, fields: FieldSpec) -> pa.Schema:
         the file, the column, the columns found and what to pass instead.
     """
     try:
-        schema = pq.read_schema(path)
+        source, fs = _arrow_source(path)
+        schema = pq.read_schema(source) if fs is None else pq.read_schema(source, filesystem=fs)
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputError(f"{path!r} is not a readable parquet file ({exc}).", path=path) from exc
     wanted = [(name, "text (string)", _is_text) for _, name in fields.text_fields]
@@ -101,7 +128,7 @@ class ParquetSource:
 
     def partitions(self, partition_size: int, first_index: int) -> list[InputPartition]:
         check_schema(self.path, self.fields)
-        n_rows = pq.ParquetFile(self.path).metadata.num_rows
+        n_rows = parquet_file(self.path).metadata.num_rows
         return [
             InputPartition("parquet", self.path, first_index + i, start, min(start + partition_size, n_rows),
                            first_line=start + 1)
@@ -112,7 +139,7 @@ class ParquetSource:
         return read_partition(partition, fields)
 
     def n_bytes(self) -> int:
-        return os.path.getsize(self.path)
+        return file_size(self.path)
 
 
 def read_partition(partition: InputPartition, fields: FieldSpec) -> Iterator[Record | RecordError]:
@@ -130,7 +157,7 @@ def read_partition(partition: InputPartition, fields: FieldSpec) -> Iterator[Rec
     Record or RecordError
         One per row, in file order; a row that cannot be used gives a RecordError.
     """
-    handle = pq.ParquetFile(partition.path)
+    handle = parquet_file(partition.path)
     columns = _columns(fields, handle.schema_arrow)
     groups: list[int] = []
     first_row, row = 0, 0

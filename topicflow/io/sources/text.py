@@ -23,10 +23,16 @@ from topicflow.io.sources.base import (
     SourceFormat,
     register_source,
 )
+from topicflow.io.storage import StoragePath, as_location, file_size, is_url, list_files
 
 
 def list_text_files(root: str) -> list[str]:
-    """Return the paths (POSIX, relative to ``root``) of every non-hidden file under ``root``, sorted."""
+    """Return the paths (POSIX, relative to ``root``) of every non-hidden file under ``root``, sorted.
+
+    ``root`` may be a URL (``s3://bucket/texts``): its objects are listed through fsspec.
+    """
+    if is_url(root):
+        return [name for name in list_files(root) if not any(part.startswith(".") for part in name.split("/"))]
     found = []
     for directory, subdirs, files in os.walk(root):
         subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
@@ -55,7 +61,7 @@ class TextDirectorySource:
         return read_partition(partition, fields)
 
     def n_bytes(self) -> int:
-        return sum((Path(self.path) / f).stat().st_size for f in list_text_files(self.path))
+        return sum(file_size(as_location(self.path) / f) for f in list_text_files(self.path))
 
 
 def read_partition(partition: InputPartition, fields: FieldSpec) -> Iterator[Record | RecordError]:
@@ -73,12 +79,12 @@ def read_partition(partition: InputPartition, fields: FieldSpec) -> Iterator[Rec
     Record or RecordError
         One per file; a file that cannot be read or decoded gives a RecordError.
     """
-    root = Path(partition.path)
+    root = as_location(partition.path)
     for relative in partition.files:
         yield read_text_file(root, relative, fields)
 
 
-def read_text_file(root: Path, relative: str, fields: FieldSpec) -> Record | RecordError:
+def read_text_file(root: Path | StoragePath, relative: str, fields: FieldSpec) -> Record | RecordError:
     """One file as a record; invalid UTF-8 is reported with its line number."""
     file_path = root / relative
     shown = str(file_path)

@@ -25,7 +25,7 @@ from topicflow.io.corpus.id_index import (
     ids_in_store,
     remove_unlisted_segments,
 )
-from topicflow.io.corpus.layout import Manifest, vocabulary_version_name
+from topicflow.io.corpus.layout import MANIFEST, Manifest, vocabulary_version_name
 from topicflow.io.corpus.reader import Corpus, read_manifest
 from topicflow.io.corpus.writer import (
     remove_store_debris,
@@ -35,6 +35,7 @@ from topicflow.io.corpus.writer import (
 )
 from topicflow.io.sources import discover_partitions
 from topicflow.io.sources.base import FieldSpec, InputPartition
+from topicflow.io.storage import is_url, staged_store_copy
 from topicflow.io.tokenizer import (
     LanguageCounts,
     TermCounts,
@@ -278,8 +279,10 @@ def append_corpus(
 
     Parameters
     ----------
-    store : path
-        An existing corpus store; locked for the duration of the append.
+    store : path or URL
+        An existing corpus store; locked for the duration of the append. A store on object storage
+        (``s3://...``) is changed in a local copy (downloaded whole: see docs/storage.md), and only
+        what changed is uploaded, the manifest last and only if no other writer changed it meanwhile.
     inputs : sequence of path
         As for :func:`ingest_corpus`; partitions have the store's shard size.
     fields : FieldSpec
@@ -314,6 +317,12 @@ def append_corpus(
         Another process is changing the store.
     """
     started = time.perf_counter()
+    if is_url(store):  # changed in a local copy; new files uploaded, then the manifest (docs/storage.md)
+        with staged_store_copy(str(store), commit_file=MANIFEST) as local:
+            result = append_corpus(local, inputs, fields=fields, tokenizer=tokenizer, split_every=split_every,
+                                   on_error=on_error, promote_min_df=promote_min_df, client=client,
+                                   progress=progress)
+        return replace(result, store=str(store), elapsed=time.perf_counter() - started)
     store = Path(store).absolute()
     if promote_min_df is not None and (isinstance(promote_min_df, bool) or not isinstance(promote_min_df, int)
                                        or promote_min_df < 1):
@@ -326,7 +335,7 @@ def append_corpus(
         removed = remove_store_debris(store, manifest) + remove_unlisted_segments(store, manifest)
         if removed:
             log.info("removed %d directories left by an interrupted append: %s", len(removed), removed)
-        sources, partitions = discover_partitions([Path(p) for p in inputs], fields, manifest.shard_size)
+        sources, partitions = discover_partitions(list(inputs), fields, manifest.shard_size)
         try:
             result = _append_locked(store, manifest, sources, partitions, inputs, fields,
                                     stored_tokenizer, split, on_error, promote_min_df, client, progress)

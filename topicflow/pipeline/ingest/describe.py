@@ -14,6 +14,7 @@ from topicflow.io._atomic import (
 from topicflow.io._zarr import group_array
 from topicflow.io.corpus.layout import BASE_FORMAT_VERSION, MANIFEST
 from topicflow.io.corpus.reader import Corpus
+from topicflow.io.storage import zarr_store
 
 # ----------------------------------------------------------------------------- info
 
@@ -25,7 +26,7 @@ def describe_store(path: str | os.PathLike[str]) -> dict[str, Any]:
     labels: Counter[str] = Counter()
     if manifest.has_labels:
         for shard in corpus.shards:
-            group = zarr.open_group(str(corpus.path / "shards" / shard.shard_id), mode="r")
+            group = zarr.open_group(zarr_store(corpus.path / "shards" / shard.shard_id, read_only=True), mode="r")
             labels.update(str(v) for v in cast(np.ndarray, group_array(group, "labels")[:]))
     tokenizer = dict(manifest.tokenizer)
     tokenizer["stop_words"] = len(tokenizer.get("stop_words", ()))

@@ -37,7 +37,12 @@ from topicflow.io._atomic import (
     temporary_sibling,
 )
 from topicflow.io.corpus.id_index import extend_index, hash_ids
-from topicflow.io.corpus.layout import Manifest, ShardInfo, store_format_version
+from topicflow.io.corpus.layout import (
+    MANIFEST,
+    Manifest,
+    ShardInfo,
+    store_format_version,
+)
 from topicflow.io.corpus.writer import (
     init_store,
     with_shards,
@@ -46,6 +51,7 @@ from topicflow.io.corpus.writer import (
 )
 from topicflow.io.sources import discover_partitions
 from topicflow.io.sources.base import FieldSpec, InputPartition
+from topicflow.io.storage import is_url, staged_new_store
 from topicflow.io.tokenizer import (
     PruneConfig,
     TermCounts,
@@ -327,8 +333,11 @@ def ingest_corpus(
     ----------
     inputs : sequence of path
         Directories of text files (one document per file), ``.jsonl`` and ``.parquet`` files.
-    out : path
-        Store to create; it must not exist unless ``overwrite``.
+    out : path or URL
+        Store to create; it must not exist unless ``overwrite``. A URL (``s3://bucket/news.zarr``) is
+        built in a local staging directory (``topicflow.scratch-dir``, else the system's temporary
+        directory) and uploaded with its manifest last; ``overwrite`` is not supported there yet
+        (docs/storage.md).
     fields : FieldSpec
         Which fields hold id, text (per language), label and timestamp.
     tokenizer : TokenizerConfig, optional
@@ -373,11 +382,17 @@ def ingest_corpus(
     >>> ordered = ingest_corpus(["news.jsonl"], "news-ordered.zarr", keep_order=True)  # doctest: +SKIP
     """
     started = time.perf_counter()
+    if is_url(out):  # built in a local staging directory, then uploaded with the manifest last
+        with staged_new_store(str(out), overwrite=overwrite, commit_file=MANIFEST) as local:
+            result = ingest_corpus(inputs, local, fields=fields, tokenizer=tokenizer, prune=prune,
+                                   shard_size=shard_size, split_every=split_every, on_error=on_error,
+                                   keep_order=keep_order, client=client, progress=progress)
+        return replace(result, store=str(out), elapsed=time.perf_counter() - started)
     tokenizer = tokenizer or TokenizerConfig()
     size, split = _settings(shard_size, split_every, on_error)
     out = Path(out).absolute()
     check_output_path(out, overwrite=overwrite)
-    sources, partitions = discover_partitions([Path(p) for p in inputs], fields, size)
+    sources, partitions = discover_partitions(list(inputs), fields, size)
     tmp = temporary_sibling(out)
     try:
         init_store(tmp, format_version=store_format_version(1, has_order=keep_order))

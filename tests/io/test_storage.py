@@ -1,0 +1,141 @@
+"""topicflow.io.storage: locations, storage options, and corpus stores on fsspec's memory:// filesystem.
+
+The same code paths on a real S3 server are tested in tests/pipeline/ingest/test_object_storage.py.
+"""
+from __future__ import annotations
+
+import json
+import pickle
+import uuid
+from pathlib import Path
+from typing import Any
+
+import click
+import dask.config
+import fsspec
+import numpy as np
+import pytest
+
+from topicflow import Corpus
+from topicflow.cli._common import LOCATION, parse_storage_options
+from topicflow.errors import (
+    CorpusFormatError,
+    StoreExistsError,
+    StoreNotFoundError,
+    UnsupportedStorageError,
+)
+from topicflow.io import storage
+from topicflow.io._atomic import check_output_path
+from topicflow.io.models.store import load_model
+from topicflow.io.storage import StoragePath, as_location, is_url, storage_options
+from topicflow.pipeline.ingest.append import append_corpus
+from topicflow.pipeline.ingest.ingest import ingest_corpus
+
+
+def test_locations() -> None:
+    assert as_location("news.zarr") == Path("news.zarr")
+    assert as_location("file:///data/news.zarr") == Path("/data/news.zarr")
+    store = as_location("s3://bucket/stores/news.zarr/")
+    assert isinstance(store, StoragePath) and str(store) == "s3://bucket/stores/news.zarr"
+    assert str(store / "shards" / "000001") == "s3://bucket/stores/news.zarr/shards/000001"
+    assert (store.name, str(store.parent), store.protocol) == ("news.zarr", "s3://bucket/stores", "s3")
+    assert pickle.loads(pickle.dumps(store)) == store and store.resolve() is store
+    assert [is_url(p) for p in ("memory://x", "gs://b/x", "file:///x", "/tmp/x", "C:x", Path("s3:/b"))] == [
+        True, True, False, False, False, False]
+
+
+def test_storage_options_from_config_and_command_line() -> None:
+    options = {"anon": False, "s3": {"endpoint_url": "http://127.0.0.1:9"}, "memory": {}}
+    with dask.config.set({"topicflow.storage-options": options}):
+        assert storage_options("s3://b/x") == {"anon": False, "endpoint_url": "http://127.0.0.1:9"}
+        assert storage_options("gs://b/x") == {"anon": False}
+    parsed = parse_storage_options(["endpoint_url=http://h:9000", "anon=true", "client_kwargs.region_name=eu-west-1",
+                                    "secret=a=b", "token=null"])
+    assert parsed == {"endpoint_url": "http://h:9000", "anon": True, "client_kwargs": {"region_name": "eu-west-1"},
+                      "secret": "a=b", "token": "null"}
+    with pytest.raises(click.BadParameter, match="KEY=VALUE"):
+        parse_storage_options(["novalue"])
+    assert LOCATION.convert("s3://b/x", None, None) == "s3://b/x"
+    assert LOCATION.convert("rel/x", None, None) == Path("rel/x")
+
+
+def _write_inputs(root: str, n: int) -> None:
+    fs = fsspec.filesystem("memory")
+    docs = [{"id": f"d{i}", "text": ["apple banana cherry", "dog cat mouse", "red green blue"][i % 3] + f" w{i % 4}"}
+            for i in range(n)]
+    fs.pipe(f"{root}/in.jsonl", "\n".join(json.dumps(d) for d in docs).encode())
+    fs.pipe(f"{root}/texts/a/one.txt", b"apple banana apple")
+    fs.pipe(f"{root}/texts/b/two.txt", b"dog cat dog")
+    fs.pipe(f"{root}/texts/.hidden", b"never read")
+
+
+@pytest.fixture
+def memory_root() -> Any:
+    root = f"/tf-{uuid.uuid4().hex[:12]}"
+    yield root
+    fsspec.filesystem("memory").rm(root, recursive=True)
+
+
+def test_memory_store_equals_local_store(memory_root: str, tmp_path: Path) -> None:
+    _write_inputs(memory_root, 30)
+    url = f"memory://{memory_root}/news.zarr"
+    ingest_corpus([f"memory://{memory_root}/in.jsonl"], url, shard_size=8)
+    fsspec.filesystem("memory").get(f"{memory_root}/in.jsonl", str(tmp_path / "in.jsonl"))
+    ingest_corpus([tmp_path / "in.jsonl"], tmp_path / "news.zarr", shard_size=8)
+    remote, local = Corpus.open(url), Corpus.open(tmp_path / "news.zarr")
+    assert isinstance(remote.path, StoragePath) and remote.verify() == []
+    for i in range(local.n_shards):
+        a, b = remote.read_block(i), local.read_block(i)
+        assert a.doc_ids.tolist() == b.doc_ids.tolist()
+        np.testing.assert_array_equal(a.to_csr().toarray(), b.to_csr().toarray())
+    # Globs of URLs expand in sorted order; text directories on object storage are read too.
+    texts = ingest_corpus([f"memory://{memory_root}/texts"], f"memory://{memory_root}/texts.zarr")
+    assert texts.n_kept == 2
+    assert sorted(Corpus.open(f"memory://{memory_root}/texts.zarr").doc_ids()) == ["texts/a/one.txt", "texts/b/two.txt"]
+    assert ingest_corpus([f"memory://{memory_root}/*.jsonl"], f"memory://{memory_root}/glob.zarr").n_kept == 30
+    appended = append_corpus(url, [f"memory://{memory_root}/texts"])
+    assert appended.n_kept == 2 and len(Corpus.open(url)) == 32
+
+
+def test_failed_publish_leaves_no_store(memory_root: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    _write_inputs(memory_root, 20)
+    url = f"memory://{memory_root}/broken.zarr"
+    seen: list[str] = []
+
+    def fail_third(target: str) -> None:
+        seen.append(target)
+        if len(seen) == 3:
+            raise OSError("injected")
+
+    monkeypatch.setattr(storage, "before_write", fail_third)
+    with pytest.raises(OSError, match="injected"):
+        ingest_corpus([f"memory://{memory_root}/in.jsonl"], url, shard_size=8)
+    with pytest.raises((StoreNotFoundError, CorpusFormatError)):
+        Corpus.open(url)
+    monkeypatch.setattr(storage, "before_write", None)
+    ingest_corpus([f"memory://{memory_root}/in.jsonl"], url, shard_size=8)
+    with pytest.raises(StoreExistsError, match="not supported on object storage"):
+        ingest_corpus([f"memory://{memory_root}/in.jsonl"], url, overwrite=True)
+
+
+def test_models_on_object_storage_are_refused_clearly() -> None:
+    with pytest.raises(UnsupportedStorageError, match=r"'s3://bucket/model' \(fit --model\).*not keep models yet"):
+        check_output_path(Path("s3://bucket/model"), overwrite=False, what="model")  # pathlib made it s3:/bucket
+    with pytest.raises(UnsupportedStorageError, match="MODEL argument"):
+        load_model(Path("memory://models/lda"))
+    with pytest.raises(UnsupportedStorageError, match="--doc-topics"):
+        check_output_path(Path("gs://b/doc-topics"), overwrite=False, what="doc-topics output")
+
+
+def test_ingest_never_deletes_objects_it_did_not_write(memory_root: str) -> None:
+    _write_inputs(memory_root, 10)
+    fs = fsspec.filesystem("memory")
+    fs.pipe(f"{memory_root}/data/notes.txt", b"the user's own object")
+    with pytest.raises(StoreExistsError, match="not a topicflow store"):
+        ingest_corpus([f"memory://{memory_root}/in.jsonl"], f"memory://{memory_root}/data")
+    assert fs.cat(f"{memory_root}/data/notes.txt") == b"the user's own object"
+    # Leftovers of an interrupted ingest (a root group, no manifest) are replaced.
+    fs.pipe(f"{memory_root}/left/zarr.json", json.dumps({"attributes": {"topicflow": {}}}).encode())
+    fs.pipe(f"{memory_root}/left/shards/000009/zarr.json", b"{}")
+    assert ingest_corpus([f"memory://{memory_root}/in.jsonl"], f"memory://{memory_root}/left").n_kept == 10
+    assert not fs.exists(f"{memory_root}/left/shards/000009/zarr.json")

@@ -1,0 +1,66 @@
+"""A real S3-compatible server for the object-storage tests: moto's standalone server on 127.0.0.1.
+
+One server per test process (pytest-xdist workers each start their own), on a free port chosen by
+the operating system. The tests talk to it over HTTP through s3fs and botocore exactly as they would
+to S3; nothing is mocked inside the process.
+"""
+from __future__ import annotations
+
+import socket
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+#: Credentials moto accepts (any non-empty pair); never real ones.
+ACCESS_KEY = "topicflow-test-key"
+SECRET_KEY = "topicflow-test-secret"
+REGION = "eu-west-1"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class S3Server:
+    """A running moto server and how to reach it."""
+
+    endpoint: str
+    server: Any = field(repr=False)
+
+    @property
+    def storage_options(self) -> dict[str, Any]:
+        """s3fs options for this server (what ``--storage-option`` or the config would carry)."""
+        return {"endpoint_url": self.endpoint, "key": ACCESS_KEY, "secret": SECRET_KEY,
+                "client_kwargs": {"region_name": REGION}}
+
+    def filesystem(self) -> Any:
+        """A fresh s3fs filesystem on this server (not cached, so tests do not share listings)."""
+        import s3fs
+
+        return s3fs.S3FileSystem(skip_instance_cache=True, **self.storage_options)
+
+    def new_bucket(self) -> str:
+        """Create a bucket with a unique name and return the name."""
+        name = f"tf-{uuid.uuid4().hex[:16]}"
+        self.filesystem().mkdir(name)
+        return name
+
+
+def start_server() -> Iterator[S3Server]:
+    """Start moto's ThreadedMotoServer on 127.0.0.1 and a free port; stop it when the generator closes."""
+    import logging
+
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request otherwise
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        yield S3Server(endpoint=f"http://127.0.0.1:{port}", server=server)
+    finally:
+        server.stop()
