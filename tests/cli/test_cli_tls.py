@@ -115,6 +115,10 @@ def test_tls_settings_from_the_dask_config(tls_scheduler: str, certs: dict[str, 
     with dask.config.set(settings), connect(ClusterConfig(scheduler=tls_scheduler)) as client:
         assert client.submit(sum, [1, 2, 3]).result() == 6
         assert {address.split("://")[0] for address in client.scheduler_info()["workers"]} == {"tls"}
+    # An option given on the command line wins; the files not given come from the config.
+    settings["distributed.comm.tls.ca-file"] = str(certs["other-ca"])
+    with dask.config.set(settings), connect(ClusterConfig(scheduler=tls_scheduler, tls_ca_file=str(certs["ca"]))) as client:
+        assert client.submit(sum, [1, 2]).result() == 3
 
 
 def test_a_client_certificate_from_another_ca_is_refused_by_the_scheduler(

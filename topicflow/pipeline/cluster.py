@@ -365,8 +365,9 @@ def _scheme(address: str) -> str:
 def client_security(config: ClusterConfig) -> Any:
     """Return the ``distributed.Security`` this client connects to ``config.scheduler`` with, checked.
 
-    The TLS files come from ``config`` (``--tls-ca-file``, ``--tls-cert``, ``--tls-key``), else from
-    ``config.security``, else from Dask's security config (``distributed.comm.tls.*``). They are
+    The TLS files come from ``config`` (``--tls-ca-file``, ``--tls-cert``, ``--tls-key``; each one not
+    given from Dask's security config, ``distributed.comm.tls.*``), else from ``config.security``,
+    else from Dask's security config alone. They are
     opened and loaded here, so that a missing or malformed file is named before any connection.
 
     Parameters
@@ -407,9 +408,10 @@ def client_security(config: ClusterConfig) -> Any:
 
     if config.security is not None:
         security = config.security
-    elif files:
-        security = Security(tls_ca_file=config.tls_ca_file, tls_client_cert=config.tls_cert,
-                            tls_client_key=config.tls_key, require_encryption=True)
+    elif files:  # a file not given is read from the Dask config, as Security does
+        given_files = {"tls_ca_file": config.tls_ca_file, "tls_client_cert": config.tls_cert,
+                       "tls_client_key": config.tls_key}
+        security = Security(require_encryption=True, **{name: path for name, path in given_files.items() if path})
     else:
         security = Security()  # distributed.comm.tls.* from the Dask config and environment
     _check_tls_files(address, security.tls_ca_file, security.tls_client_cert, security.tls_client_key)
