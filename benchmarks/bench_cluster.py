@@ -23,11 +23,13 @@ Usage (one command per table; ``nice`` it on a shared machine)::
 
     nice .venv/bin/python benchmarks/bench_cluster.py memory --topics 100 1000
     nice .venv/bin/python benchmarks/bench_cluster.py throughput --workers 1 2 --repeat 3
+    nice .venv/bin/python benchmarks/bench_cluster.py throughput --workers 2 --repeat 3 --tls --no-anchor
 
 ``memory``: one fit per K (``--iterations``, default 2) at V = 100,000 terms, 2 workers x 1 thread,
 4 GiB each. ``throughput``: K = 100 fits with each number of worker processes, best of
 ``--repeat``, and in the same run the anchor: the same fit on topicflow's local threads cluster
-(``--local-cluster threads``, no scheduler), which sends nothing between processes.
+(``--local-cluster threads``, no scheduler), which sends nothing between processes. ``--tls`` runs the cluster over TLS (certificates made with
+``openssl`` under the work directory) and passes ``--tls-ca-file/--tls-cert/--tls-key`` to the fit.
 
 Prints one JSON object per fit and then a table.
 """
@@ -128,6 +130,38 @@ def store_facts(store: Path) -> dict[str, Any]:
             "distinct_terms_per_shard": float(np.mean(distinct))}
 
 
+def make_certificates(directory: Path) -> dict[str, str]:
+    """A self-signed CA and the scheduler's, workers' and client's certificates (the ``openssl`` command line)."""
+    directory.mkdir(parents=True, exist_ok=True)
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=directory, check=True, capture_output=True)
+
+    key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    openssl("req", "-x509", *key, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=bench-ca")
+    for name in ("scheduler", "worker", "client"):
+        openssl("req", *key, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}")
+        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                "-out", f"{name}.pem", "-days", "2")
+    return {name: str(directory / name) for name in
+            ("ca.pem", "scheduler.pem", "scheduler.key", "worker.pem", "worker.key", "client.pem", "client.key")}
+
+
+def cluster_security(args: argparse.Namespace) -> tuple[Any, list[str]]:
+    """With ``--tls``: the cluster's ``distributed.Security`` and the fit's ``--tls-*`` options; else (None, [])."""
+    if not args.tls:
+        return None, []
+    from distributed import Security
+
+    files = make_certificates(args.work_dir / "tls")
+    security = Security(tls_ca_file=files["ca.pem"], require_encryption=True,
+                        tls_scheduler_cert=files["scheduler.pem"], tls_scheduler_key=files["scheduler.key"],
+                        tls_worker_cert=files["worker.pem"], tls_worker_key=files["worker.key"],
+                        tls_client_cert=files["client.pem"], tls_client_key=files["client.key"])
+    return security, ["--tls-ca-file", files["ca.pem"], "--tls-cert", files["client.pem"],
+                      "--tls-key", files["client.key"]]
+
+
 def fit_command(store: Path, model: Path, args: argparse.Namespace, n_topics: int) -> list[str]:
     return [sys.executable, "-m", "topicflow", "fit", str(store), "--model", str(model), "--topics", str(n_topics),
             "--max-iter", str(args.iterations), "--tol", "0", "--max-doc-iter", str(args.max_doc_iter),
@@ -141,12 +175,14 @@ def run_on_cluster(store: Path, args: argparse.Namespace, n_topics: int, n_worke
     captured = Captured()
     logging.getLogger("distributed").addHandler(captured)
     model = args.work_dir / f"model-K{n_topics}-w{n_workers}"
+    security, tls_options = cluster_security(args)
     with LocalCluster(n_workers=n_workers, threads_per_worker=args.threads, processes=True, host="127.0.0.1",
-                      memory_limit=args.memory_limit, dashboard_address="127.0.0.1:0",
+                      memory_limit=args.memory_limit, dashboard_address="127.0.0.1:0", security=security,
+                      protocol="tls" if args.tls else "tcp",
                       local_directory=str(args.work_dir / "dask-worker-space")) as cluster, \
             Client(cluster) as client, Sampler() as sampler:
         first_pids = set(client.run(os.getpid).values())
-        command = fit_command(store, model, args, n_topics) + ["--scheduler", cluster.scheduler_address]
+        command = fit_command(store, model, args, n_topics) + ["--scheduler", cluster.scheduler_address, *tls_options]
         started = time.perf_counter()
         driver = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         _, stderr = driver.communicate()
@@ -223,6 +259,9 @@ def main() -> None:
     parser.add_argument("--split-every", type=int, default=None,
                         help="fan-in of the statistics' tree merge (default: topicflow.split-every, 8)")
     parser.add_argument("--repeat", type=int, default=1, help="throughput: best of this many fits")
+    parser.add_argument("--tls", action="store_true",
+                        help="a TLS cluster (a self-signed CA made with openssl) and fits with --tls-* options")
+    parser.add_argument("--no-anchor", action="store_true", help="throughput: skip the local threads anchor")
     parser.add_argument("--work-dir", type=Path, default=Path("/tmp/bench-cluster"))
     args = parser.parse_args()
     args.work_dir.mkdir(parents=True, exist_ok=True)
@@ -240,11 +279,11 @@ def main() -> None:
             runs = [run_on_cluster(store, args, n_topics, n_workers) for _ in range(args.repeat)]
             finished = [r for r in runs if r["finished"]]
             row = max(finished, key=lambda r: r["tokens_per_second"]) if finished else runs[-1]
-            row["executor"] = "processes via --scheduler"
+            row["executor"] = "processes via --scheduler" + (" tls://" if args.tls else "")
             row["model_mb"] = round(8 * n_topics * facts["n_terms"] / 1e6)
             print(json.dumps(row), flush=True)
             rows.append(row)
-        if not memory:
+        if not memory and not args.no_anchor:
             for n_workers in workers:
                 anchor = max((run_threads_anchor(store, args, n_topics, n_workers) for _ in range(args.repeat)),
                              key=lambda r: r["tokens_per_second"])
@@ -253,10 +292,10 @@ def main() -> None:
     print()
     print(f"store: {facts['n_docs']} docs, {facts['n_tokens']:,} tokens, {facts['n_shards']} shards, "
           f"V = {facts['n_terms']:,}, {facts['distinct_terms_per_shard']:,.0f} distinct terms per shard")
-    print(f"{'K':>5} {'executor':>26} {'workers':>7} {'threads':>7} {'fan-in':>7} {'K x V MB':>8} {'worker peak MB':>14} {'driver peak MB':>14} "
+    print(f"{'K':>5} {'executor':>32} {'workers':>7} {'threads':>7} {'fan-in':>7} {'K x V MB':>8} {'worker peak MB':>14} {'driver peak MB':>14} "
           f"{'spilled MB':>10} {'pauses':>6} {'restarts':>8} {'s/iter':>7} {'tokens/s':>9}  finished")
     for row in rows:
-        print(f"{row['n_topics']:>5} {row['executor']:>26} {row['workers']:>7} {row['threads_per_worker']:>7} "
+        print(f"{row['n_topics']:>5} {row['executor']:>32} {row['workers']:>7} {row['threads_per_worker']:>7} "
               f"{row.get('split_every', ''):>7} {row.get('model_mb', ''):>8} "
               f"{row.get('worker_peak_mb', ''):>14} {row['driver_peak_mb']:>14} {row.get('spilled_mb', ''):>10} "
               f"{row.get('pauses', ''):>6} {row.get('restarts', ''):>8} {row.get('seconds_per_iteration', ''):>7} "
