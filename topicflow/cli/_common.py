@@ -30,7 +30,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def cluster_options(func: F) -> F:
-    """Add the cluster options (``--scheduler``, ``--local-cluster``, ...); pass ``cluster=``.
+    """Add the cluster options (``--scheduler``, ``--local-cluster``, ``--tls-*``, ...); pass ``cluster=``.
 
     The :class:`~topicflow.pipeline.cluster.ClusterConfig` passed on carries the command's
     :class:`~topicflow.pipeline.cluster.Workload`, sized from its path arguments (and its number of
@@ -49,8 +49,8 @@ def cluster_options(func: F) -> F:
     """
 
     @click.option("--scheduler", default=None, metavar="ADDRESS|FILE",
-                  help="Run on an existing Dask scheduler (tcp://host:port or a scheduler file). "
-                  "Default: start a local cluster.")
+                  help="Run on an existing Dask scheduler (tcp://host:port, tls://host:port or a scheduler "
+                  "file; see docs/cluster.md). Default: start a local cluster.")
     @click.option("--local-cluster", "local_executor", type=click.Choice(LOCAL_EXECUTORS), default=None,
                   help="Workers of the local cluster: threads of this process (quick to start; the kernels "
                   "release the GIL), worker processes (memory kept apart), or auto: threads when the corpus "
@@ -66,15 +66,25 @@ def cluster_options(func: F) -> F:
     @click.option("--dashboard-address", default=DEFAULT_DASHBOARD_ADDRESS, show_default=True, metavar="HOST:PORT",
                   help="Where the local cluster's dashboard listens; the default serves this machine only, "
                   "':0' every interface (it then shows the cluster's work to the network).")
+    @click.option("--tls-ca-file", default=None, metavar="FILE",
+                  help="For a tls:// scheduler: the PEM certificate of the CA that signed the cluster's "
+                  "certificates.  [default: distributed.comm.tls.ca-file]")
+    @click.option("--tls-cert", default=None, metavar="FILE",
+                  help="For a tls:// scheduler: this client's PEM certificate, signed by that CA.  "
+                  "[default: distributed.comm.tls.client.cert]")
+    @click.option("--tls-key", default=None, metavar="FILE",
+                  help="For a tls:// scheduler: the private key of --tls-cert (unless that file holds it).  "
+                  "[default: distributed.comm.tls.client.key]")
     @functools.wraps(func)
     def wrapper(*args: Any, scheduler: str | None, local_executor: str | None, workers: int | None,
                 threads_per_worker: int | None, memory_limit: str | None, dashboard_address: str,
+                tls_ca_file: str | None, tls_cert: str | None, tls_key: str | None,
                 **kwargs: Any) -> Any:
         workload = None if scheduler else estimate_workload(_path_arguments(kwargs), _topics_argument(kwargs))
         kwargs["cluster"] = ClusterConfig(
             scheduler=scheduler, workers=workers, threads_per_worker=threads_per_worker,
             memory_limit=memory_limit, executor=cast(Any, local_executor), workload=workload,
-            dashboard_address=dashboard_address,
+            dashboard_address=dashboard_address, tls_ca_file=tls_ca_file, tls_cert=tls_cert, tls_key=tls_key,
         )
         return func(*args, **kwargs)
 

@@ -4,6 +4,15 @@ The CLI starts a local distributed cluster unless given ``--scheduler`` (an addr
 file); the Python API takes a ``distributed.Client``, else the current one, else Dask's threaded
 scheduler. Every pipeline computes through :func:`compute` so both paths behave the same.
 
+A remote scheduler at ``tls://host:port`` is reached through ``distributed.Security``, with the
+client's TLS files given on the command line (``--tls-ca-file``, ``--tls-cert``, ``--tls-key``,
+which :class:`ClusterConfig` carries) or in Dask's security config (``distributed.comm.tls.ca-file``,
+``distributed.comm.tls.client.cert`` and ``.key``). :func:`client_security` checks them before any
+connection (a ``tls://`` address without certificates, an unreadable or malformed file, TLS files
+for a ``tcp://`` scheduler) and :func:`connect` turns a refused handshake into a
+:class:`SchedulerConnectionError` that says which side refused and what to check. Dask's TLS is
+mutual: the client, like every worker, shows a certificate signed by the cluster's CA.
+
 A local cluster's workers are threads of this process or worker processes (the *executor*).
 Threads start in a fraction of the time (no interpreters to launch, no modules to import again,
 no data to pickle between processes) and every kernel on the hot path is numba ``nogil``, so they
@@ -32,6 +41,8 @@ log = logging.getLogger(__name__)
 
 #: Where a local cluster's dashboard listens unless told otherwise: loopback only, any free port.
 DEFAULT_DASHBOARD_ADDRESS = "127.0.0.1:0"
+#: The host a local cluster's scheduler and worker processes listen on: this machine only.
+LOCAL_CLUSTER_HOST = "127.0.0.1"
 #: How a local cluster runs its workers: "auto" picks by :class:`Workload` (see the module docstring).
 LocalExecutor = Literal["auto", "threads", "processes"]
 LOCAL_EXECUTORS: tuple[str, ...] = get_args(LocalExecutor)
@@ -93,8 +104,8 @@ class ClusterConfig:
     Attributes
     ----------
     scheduler : str or None
-        ``tcp://host:port`` of a running scheduler, or the path of a scheduler file; None starts a
-        local cluster.
+        ``tcp://host:port`` or ``tls://host:port`` of a running scheduler, or the path of a
+        scheduler file; None starts a local cluster.
     workers, threads_per_worker : int or None
         Size of the local cluster (defaults: one worker per core, one thread each).
     memory_limit : str or None
@@ -111,6 +122,14 @@ class ClusterConfig:
         ``host:port`` the local cluster's dashboard listens on. The default serves this machine only
         (loopback, any free port); ``:0`` serves every interface, which exposes the dashboard (and
         what it shows of the data) to the network. The workers' HTTP endpoints listen on the same host.
+    tls_ca_file, tls_cert, tls_key : str or None
+        The client's TLS files for a ``tls://`` scheduler: the PEM certificate of the CA that signed
+        the scheduler's and workers' certificates, this client's certificate (signed by that CA)
+        and its private key (None when the certificate file holds it). None: Dask's security config
+        (``distributed.comm.tls.ca-file``, ``distributed.comm.tls.client.cert``, ``.key``).
+    security : distributed.Security or None
+        A ready ``distributed.Security`` for a ``tls://`` scheduler (the Python API's way), instead
+        of the three files.
     """
 
     scheduler: str | None = None
@@ -120,11 +139,28 @@ class ClusterConfig:
     executor: LocalExecutor | None = None
     workload: Workload | None = None
     dashboard_address: str = DEFAULT_DASHBOARD_ADDRESS
+    tls_ca_file: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    security: Any = None
 
     def __post_init__(self) -> None:
         if self.executor is not None and self.executor not in LOCAL_EXECUTORS:
             raise InvalidParameterError(
                 f"executor {self.executor!r} is not one of {', '.join(LOCAL_EXECUTORS)}")
+
+    @property
+    def tls_files(self) -> dict[str, str]:
+        """The TLS files given, by option name (``--tls-ca-file`` ...), for messages and checks."""
+        given = {"--tls-ca-file": self.tls_ca_file, "--tls-cert": self.tls_cert, "--tls-key": self.tls_key}
+        return {option: path for option, path in given.items() if path}
+
+
+class SchedulerConnectionError(TopicflowError, ConnectionError):
+    """The Dask scheduler given with ``--scheduler`` could not be reached or refused this client.
+
+    The message names the address, which side refused a TLS handshake and what to check.
+    """
 
 
 def memory_budget() -> int:
@@ -292,11 +328,210 @@ def _largest_first_dimension(path: Path) -> int:
     return max((int(meta["shape"][0]) for meta in _zarr_arrays(path) if meta.get("shape")), default=0)
 
 
+def scheduler_address(scheduler: str) -> str:
+    """The address of ``scheduler``: itself, or the ``address`` a scheduler file holds.
+
+    Parameters
+    ----------
+    scheduler : str
+        ``tcp://host:port``, ``tls://host:port``, ``host:port`` or the path of a scheduler file
+        (``dask scheduler --scheduler-file``).
+
+    Returns
+    -------
+    str
+        The address (a file that is not a scheduler file: its path, for Dask to report).
+
+    Examples
+    --------
+    >>> scheduler_address("tls://10.0.0.5:8786")
+    'tls://10.0.0.5:8786'
+    """
+    if not Path(scheduler).is_file():
+        return scheduler
+    try:
+        with open(scheduler, encoding="utf-8") as handle:
+            address = json.load(handle).get("address")
+    except (OSError, ValueError, AttributeError):
+        return scheduler
+    return address if isinstance(address, str) else scheduler
+
+
+def _scheme(address: str) -> str:
+    """``tls``, ``tcp``, ...: the protocol of a scheduler address (Dask's default ``tcp`` when none is written)."""
+    return address.split("://", 1)[0].lower() if "://" in address else "tcp"
+
+
+def client_security(config: ClusterConfig) -> Any:
+    """Return the ``distributed.Security`` this client connects to ``config.scheduler`` with, checked.
+
+    The TLS files come from ``config`` (``--tls-ca-file``, ``--tls-cert``, ``--tls-key``; each one not
+    given from Dask's security config, ``distributed.comm.tls.*``), else from ``config.security``,
+    else from Dask's security config alone. They are
+    opened and loaded here, so that a missing or malformed file is named before any connection.
+
+    Parameters
+    ----------
+    config : ClusterConfig
+        Its ``scheduler`` (an address or a scheduler file) and TLS settings.
+
+    Returns
+    -------
+    distributed.Security or None
+        None for a local cluster or a scheduler that does not use TLS (Dask's defaults apply).
+
+    Raises
+    ------
+    InvalidParameterError
+        TLS settings without a remote scheduler or for a ``tcp://`` one; a ``tls://`` scheduler
+        without a CA file and client certificate; a TLS file that cannot be read or loaded (named).
+    """
+    files = config.tls_files
+    given = ", ".join(files) or "a security object"
+    if not config.scheduler:
+        if files or config.security is not None:
+            raise InvalidParameterError(
+                f"{given} given without --scheduler: TLS settings are for a remote scheduler "
+                "(--scheduler tls://HOST:PORT); the local cluster listens on 127.0.0.1 only.")
+        return None
+    address = scheduler_address(config.scheduler)
+    if _scheme(address) != "tls":
+        if files or config.security is not None:
+            raise InvalidParameterError(
+                f"{given} given, but the scheduler address {address!r} is {_scheme(address)}://, which is not "
+                "encrypted: give the scheduler's tls://HOST:PORT address (a scheduler started with TLS), "
+                "or drop the TLS options.")
+        return None
+    if files and config.security is not None:
+        raise InvalidParameterError(f"TLS files ({given}) and a security object were both given; give one.")
+    from distributed import Security
+
+    if config.security is not None:
+        security = config.security
+    elif files:  # a file not given is read from the Dask config, as Security does
+        given_files = {"tls_ca_file": config.tls_ca_file, "tls_client_cert": config.tls_cert,
+                       "tls_client_key": config.tls_key}
+        security = Security(require_encryption=True, **{name: path for name, path in given_files.items() if path})
+    else:
+        security = Security()  # distributed.comm.tls.* from the Dask config and environment
+    _check_tls_files(address, security.tls_ca_file, security.tls_client_cert, security.tls_client_key)
+    return security
+
+
+def _check_tls_files(address: str, ca_file: str | None, cert: str | None, key: str | None) -> None:
+    """Check that the client's TLS files exist, can be read and load (Dask also accepts PEM text: not opened)."""
+    if not ca_file or not cert:
+        raise InvalidParameterError(
+            f"the scheduler {address!r} uses TLS, but no {'CA file' if not ca_file else 'client certificate'} "
+            "was given: pass --tls-ca-file CA.pem --tls-cert CLIENT.pem --tls-key CLIENT.key (or set "
+            "distributed.comm.tls.ca-file, distributed.comm.tls.client.cert and .key in the Dask config). "
+            "Dask's TLS is mutual: this client needs a certificate signed by the CA the scheduler trusts.")
+    import ssl
+
+    for what, path in (("CA file", ca_file), ("client certificate", cert), ("client key", key)):
+        if path and "\n" not in path:
+            try:
+                with open(path, "rb") as handle:
+                    handle.read(1)
+            except OSError as exc:
+                raise InvalidParameterError(
+                    f"cannot read the TLS {what} {path!r}: {exc.strerror or exc}. Check the path and its permissions."
+                ) from exc
+    try:
+        context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, **(
+            {"cadata": ca_file} if "\n" in ca_file else {"cafile": ca_file}))
+    except (ssl.SSLError, ValueError) as exc:
+        raise InvalidParameterError(
+            f"the TLS CA file {ca_file!r} holds no PEM certificate ({exc}): give the CA's certificate "
+            "(-----BEGIN CERTIFICATE-----), not its key.") from exc
+    if "\n" in cert or (key and "\n" in key):
+        return  # certificate or key as PEM text: Dask writes them to temporary files and loads them itself
+    try:
+        context.load_cert_chain(cert, key)
+    except ssl.SSLError as exc:
+        raise InvalidParameterError(
+            f"the TLS client certificate {cert!r} and key {key or cert!r} do not load ({exc.reason or exc}): "
+            "give a PEM certificate and the private key that belongs to it (--tls-key, unless the "
+            "certificate file holds the key too).") from exc
+
+
+#: Phrases of a TLS alert the scheduler sent, or of the scheduler closing the handshake (under TLS 1.3
+#: the client may finish its side before the scheduler checks the client's certificate, and then
+#: sees the connection closed rather than the alert): the scheduler refused this client's certificate.
+_REFUSED_BY_SCHEDULER = ("UNKNOWN_CA", "BAD_CERTIFICATE", "CERTIFICATE_REQUIRED", "CERTIFICATE_UNKNOWN",
+                         "CERTIFICATE_EXPIRED", "CERTIFICATE_REVOKED", "HANDSHAKE_FAILURE",
+                         "EOF occurred in violation of protocol")
+
+
+def explain_connection_failure(address: str, exc: BaseException, security: Any = None) -> str:
+    """Say why connecting to the scheduler at ``address`` failed, which side refused, and what to check.
+
+    Parameters
+    ----------
+    address : str
+        The scheduler's address.
+    exc : BaseException
+        What ``distributed.Client`` raised (its causes are read too).
+    security : distributed.Security, optional
+        The client's TLS settings, to name the files in the message.
+
+    Returns
+    -------
+    str
+        One paragraph for :class:`SchedulerConnectionError`.
+    """
+    chain: list[str] = []
+    seen: BaseException | None = exc
+    while seen is not None and len(chain) < 6:
+        chain.append(f"{type(seen).__name__}: {seen}")
+        seen = seen.__cause__ or seen.__context__
+    details = " <- ".join(chain)
+    ca = getattr(security, "tls_ca_file", None)
+    cert = getattr(security, "tls_client_cert", None)
+    # A plain scheduler answers the TLS hello with garbage, or sends its own handshake message before
+    # the client starts TLS (tornado: "IOStream is not idle"), whichever comes first.
+    if _scheme(address) == "tls" and ("WRONG_VERSION_NUMBER" in details or "cannot convert to SSL" in details):
+        return (f"the scheduler at {address!r} does not speak TLS (the handshake met plain TCP): it was "
+                "started without TLS; use its tcp:// address, or start it with TLS "
+                f"(dask scheduler --tls-ca-file ... --tls-cert ... --tls-key ...). [{details}]")
+    if "CERTIFICATE_VERIFY_FAILED" in details or "certificate does not match" in details:
+        return (f"this client refused the certificate of the scheduler at {address!r}: check that the CA file "
+                f"{ca!r} is the CA that signed the scheduler's certificate, and that the certificate is still "
+                f"valid. [{details}]")
+    if any(phrase in details for phrase in _REFUSED_BY_SCHEDULER):
+        return (f"the scheduler at {address!r} refused this client's TLS certificate {cert!r} (a TLS alert, or the "
+                "handshake closed by the scheduler): it must be signed "
+                "by the CA the scheduler trusts (the scheduler's --tls-ca-file or distributed.comm.tls.ca-file) "
+                f"and still be valid; ask the cluster's administrator for a client certificate. [{details}]")
+    if _scheme(address) == "tcp" and ("reset by peer" in details or "Stream is closed" in details):
+        return (f"the scheduler at {address!r} closed the connection: if it was started with TLS, connect to "
+                f"tls://{address.split('://')[-1]} with --tls-ca-file, --tls-cert and --tls-key. [{details}]")
+    return (f"cannot connect to the Dask scheduler at {address!r}: check the address, that the scheduler is "
+            "running, and that this machine can reach its port (a firewall, a VPN); Dask waits "
+            f"distributed.comm.timeouts.connect for it. [{details}]")
+
+
+def _connect_remote(config: ClusterConfig, scheduler: str) -> Any:
+    """A ``distributed.Client`` connected to ``scheduler`` (``config.scheduler``), with a clear error when it fails."""
+    from distributed import Client
+
+    security = client_security(config)
+    address = scheduler_address(scheduler)
+    try:
+        if Path(scheduler).is_file():
+            return Client(scheduler_file=scheduler, security=security)
+        return Client(scheduler, security=security)
+    except (OSError, TimeoutError, ValueError) as exc:  # ValueError: a malformed address, a TLS start on a plain stream
+        raise SchedulerConnectionError(explain_connection_failure(address, exc, security)) from exc
+
+
 @contextlib.contextmanager
 def connect(config: ClusterConfig) -> Iterator[Any]:
     """Yield a ``distributed.Client`` for ``config``; a local cluster is closed on exit.
 
-    A local cluster's executor is chosen by :func:`choose_executor` and logged in one line.
+    A local cluster's executor is chosen by :func:`choose_executor` and logged in one line; its
+    scheduler, workers and dashboard listen on 127.0.0.1 (the dashboard: ``dashboard_address``).
+    A remote scheduler is reached with the TLS settings :func:`client_security` checks.
 
     Parameters
     ----------
@@ -307,20 +542,25 @@ def connect(config: ClusterConfig) -> Iterator[Any]:
     ------
     distributed.Client
         Connected for the duration of the ``with`` block.
+
+    Raises
+    ------
+    InvalidParameterError
+        Wrong or unreadable TLS settings (see :func:`client_security`).
+    SchedulerConnectionError
+        The scheduler cannot be reached or a TLS handshake failed.
     """
     from distributed import Client, LocalCluster
 
     if config.scheduler:
-        if Path(config.scheduler).is_file():
-            client = Client(scheduler_file=config.scheduler)
-        else:
-            client = Client(config.scheduler)
+        client = _connect_remote(config, config.scheduler)
         log.info("connected to scheduler %s (dashboard %s)", client.scheduler.address, client.dashboard_link)
         try:
             yield client
         finally:
             client.close()
         return
+    client_security(config)  # TLS settings without --scheduler: refused
     choice = choose_executor(config)
     log.info("%s", choice.line())
     processes = choice.executor == "processes"
@@ -331,10 +571,12 @@ def connect(config: ClusterConfig) -> Iterator[Any]:
         threads_per_worker=config.threads_per_worker or 1,
         memory_limit=config.memory_limit or ("auto" if processes else 0),
         processes=processes,
+        # Worker processes and their scheduler talk over TCP on loopback (Dask's default, written out);
+        # threads talk in-process (inproc://, which takes no host).
+        host=LOCAL_CLUSTER_HOST if processes else None,
         dashboard_address=config.dashboard_address,
         # The workers' HTTP endpoints (metrics, health) listen on the dashboard's host, any free port;
-        # in-process workers would otherwise listen on every interface. (The scheduler and worker
-        # processes listen on 127.0.0.1, Dask's default for a local cluster; threads talk in-process.)
+        # in-process workers would otherwise listen on every interface.
         worker_dashboard_address=f"{host}:0",
     )
     # Workers are on this machine, so the client can reach them: results and actor calls (online
