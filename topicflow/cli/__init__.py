@@ -80,6 +80,37 @@ class LazyCommands(MutableMapping[str, click.Command]):
         return name in self._loaded
 
 
+class LazyDefault:
+    """An option default that is a constant of another module, imported when the default is needed.
+
+    ``@click.option("--concepts", default=LazyDefault("topicflow.pipeline.tree_lda.readout",
+    "DEFAULT_CONCEPTS"), show_default=True)`` keeps the constant in one place without importing its
+    module (and what that module imports) when a command module is loaded: click calls the default
+    when the option is not given, and ``--help`` shows ``str()`` of it, the constant's value.
+
+    Parameters
+    ----------
+    module : str
+        The module that defines the constant.
+    name : str
+        The constant's name in ``module``.
+    """
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module = module
+        self.name = name
+
+    def __call__(self) -> Any:
+        """The constant's value (imports ``module``)."""
+        return getattr(importlib.import_module(self.module), self.name)
+
+    def __str__(self) -> str:
+        return str(self())
+
+    def __repr__(self) -> str:
+        return f"LazyDefault({self.module!r}, {self.name!r})"
+
+
 class LazyGroup(click.Group):
     """A click group whose commands (:class:`LazyCommands`) are imported when first looked up."""
 
