@@ -8,12 +8,23 @@ Issue 22 part 3. Every number is taken in a fresh interpreter (a subprocess), as
   before the option existed were taken). Best of ``--repeat`` runs. For ``fit`` the run is driven
   through ``topicflow.cli.main(args, obj=reporter)`` with a reporter that stamps the moment the
   first iteration starts (the first item its ``track`` hands out), so "to first iteration" is
-  measured from the moment the subprocess was launched to that stamp.
+  measured from the moment the subprocess was launched to that stamp; ``modules`` is how many
+  modules the process had imported then.
 * ``breakdown`` (``--breakdown``): one batch-VB fit through the Python API in a fresh interpreter,
   split into interpreter start, imports, cluster start, store open, graph build (up to the first
   iteration), iteration 0 and iteration 1. Numba's cached kernels load (and, on a cold cache,
   compile) inside iteration 0, so ``iteration 0 - iteration 1`` is the kernel-loading cost; with
   processes the workers also import topicflow there, so compare "to end of iteration 0" across executors.
+  ``numba init (registries)`` is the part of the first kernel call numba spends once per process
+  (``CPUContext.load_additional_registries`` and the typing context's ``_load_builtins``: importing and
+  installing its typing and lowering registries, scipy.linalg for BLAS, the extensions' entry points),
+  timed by wrapping those two methods; with threads it falls inside "graph build" (the initial
+  state's first kernel call). The module counts are ``len(sys.modules)`` after the imports and at
+  the first iteration.
+
+To compare with an older tree, put a copy of its package first on ``PYTHONPATH`` (the subprocesses
+inherit it), e.g. ``git archive <commit> topicflow | tar -x -C /tmp/before`` and
+``PYTHONPATH=/tmp/before nice .venv/bin/python benchmarks/bench_startup.py ...``.
 
 The numba cache is warmed by one untimed run of each command first, so no timed run compiles.
 
@@ -52,7 +63,7 @@ class Stamp:
         for item in items:
             if not Stamp.stamped:
                 Stamp.stamped = True
-                print(f"BENCH-FIRST-ITEM {time.time():.6f}", file=sys.stderr, flush=True)
+                print(f"BENCH-FIRST-ITEM {time.time():.6f} {len(sys.modules)}", file=sys.stderr, flush=True)
             yield item
     def message(self, text):
         pass
@@ -67,10 +78,27 @@ stamps = {"interpreter": time.time()}
 from topicflow import LDA, Corpus
 from topicflow.pipeline.cluster import ClusterConfig, connect
 stamps["imports"] = time.time()
+modules = {"after imports": len(sys.modules)}
+# numba's one-time initialization on the first kernel call of the process (typing and lowering
+# registries, their imports, the extensions' entry points), timed by wrapping the two methods.
+import numba.core.cpu, numba.core.typing.context
+numba_init = []
+def timed(cls, name):
+    method = getattr(cls, name)
+    def wrapper(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            numba_init.append(time.perf_counter() - started)
+    setattr(cls, name, wrapper)
+timed(numba.core.cpu.CPUContext, "load_additional_registries")
+timed(numba.core.typing.context.BaseContext, "_load_builtins")
 class Stamp:
     def track(self, items, *, total, desc, unit):
         for item in items:
             stamps[f"item {len([k for k in stamps if k.startswith('item')])}"] = time.time()
+            modules.setdefault("at first iteration", len(sys.modules))
             yield item
     def message(self, text):
         pass
@@ -82,6 +110,8 @@ with connect(config) as client:
     stamps["store"] = time.time()
     LDA(20, max_iter=3, tol=0.0).fit(corpus, client, progress=Stamp())
     stamps["done"] = time.time()
+stamps["numba init"] = sum(numba_init)
+stamps["modules"] = modules
 print("BENCH-STAMPS " + json.dumps(stamps), file=sys.stderr, flush=True)
 """
 
@@ -118,9 +148,10 @@ def run_cli(args: list[str]) -> dict[str, float | None]:
     wall = time.time() - launched
     if done.returncode != 0:
         raise RuntimeError(f"{args} failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    first = next((float(line.split()[1]) - launched for line in done.stderr.splitlines()
-                  if line.startswith("BENCH-FIRST-ITEM ")), None)
-    return {"wall_s": wall, "first_iteration_s": first}
+    stamp = next((line.split() for line in done.stderr.splitlines() if line.startswith("BENCH-FIRST-ITEM ")), None)
+    first = None if stamp is None else float(stamp[1]) - launched
+    return {"wall_s": wall, "first_iteration_s": first, "modules_at_first_iteration": None if stamp is None
+            else int(stamp[2])}
 
 
 def run_breakdown(store: Path, executor: str) -> dict[str, float]:
@@ -141,6 +172,10 @@ def run_breakdown(store: Path, executor: str) -> dict[str, float]:
     # With processes, the workers import topicflow and load the kernels inside iteration 0.
     phases["to end of iteration 0"] = stamps["item 1"] - launched
     phases["numba load (it0 - it1)"] = phases["iteration 0"] - phases["iteration 1"]
+    # In this process (threads: the first kernel call is here; processes: only the initial state's).
+    phases["numba init (registries)"] = stamps["numba init"]
+    phases["modules after imports"] = stamps["modules"]["after imports"]
+    phases["modules at 1st iteration"] = stamps["modules"]["at first iteration"]
     return phases
 
 
@@ -184,7 +219,8 @@ def main() -> None:
             phases = list(next(iter(report["results"].values()))["best"])
             print(f"\n{'phase (best of %d, s)' % options.repeat:<26}" + "".join(f"{e:>12}" for e in executors))
             for phase in phases:
-                print(f"{phase:<26}" + "".join(f"{report['results'][e]['best'][phase]:>12.3f}" for e in executors))
+                cells = [report["results"][e]["best"][phase] for e in executors]
+                print(f"{phase:<26}" + "".join(f"{c:>12d}" if isinstance(c, int) else f"{c:>12.3f}" for c in cells))
             return
         names = options.commands.split(",")
         for executor in executors:
@@ -196,10 +232,11 @@ def main() -> None:
                     "command": ["topicflow", *lines[name]], "runs": runs,
                     "best_wall_s": best(runs, "wall_s"), "best_first_iteration_s": best(runs, "first_iteration_s")}
         print(json.dumps(report, indent=1))
-        print(f"\n{'command [executor]':<28}{'wall (s)':>10}{'to 1st iter (s)':>17}   best of {options.repeat}")
+        print(f"\n{'command [executor]':<28}{'wall (s)':>10}{'to 1st iter (s)':>17}{'modules':>9}   best of {options.repeat}")
         for key, cell in report["results"].items():
-            first = cell["best_first_iteration_s"]
-            print(f"{key:<28}{cell['best_wall_s']:>10.2f}{'' if first is None else f'{first:.2f}':>17}")
+            first, modules = cell["best_first_iteration_s"], cell["runs"][0]["modules_at_first_iteration"]
+            print(f"{key:<28}{cell['best_wall_s']:>10.2f}{'' if first is None else f'{first:.2f}':>17}"
+                  f"{'' if modules is None else modules:>9}")
     finally:
         if options.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -16,6 +16,7 @@ from typing import Any, cast
 
 import click
 
+from topicflow._numba_cache import skip_numba_extensions
 from topicflow._version import __version__
 from topicflow.cli._common import setup_logging
 
@@ -165,6 +166,9 @@ def _docstrings(module: str) -> dict[str, str]:
 def main(verbose: int, quiet: bool) -> None:
     """Out-of-core topic models on Dask: ingest corpora, fit, update and evaluate models."""
     setup_logging(-1 if quiet else verbose)
+    # click has imported the command's module (and numba with it) before this runs: the command's
+    # first kernel call then skips numba's loading of other packages' extensions (start-up, issue 22.3).
+    skip_numba_extensions()
 
 
 if __name__ == "__main__":
