@@ -33,6 +33,12 @@ Usage (one command per table; ``nice`` it on a shared machine)::
     nice .venv/bin/python benchmarks/bench_startup.py --repeat 5
     nice .venv/bin/python benchmarks/bench_startup.py --repeat 5 --breakdown
     nice .venv/bin/python benchmarks/bench_startup.py --repeat 3 --executors default   # a build without the option
+    nice .venv/bin/python benchmarks/bench_startup.py --repeat 5 --floor   # what any in-process fit pays
+
+``--floor`` runs no topicflow code: a fresh interpreter imports what a batch-VB fit uses (numpy,
+scipy.sparse and .special, dask, distributed, numba, zarr, tqdm), calls one cached numba kernel (numba's
+one-time initialization) and starts a threads ``LocalCluster`` as ``connect`` does. Its total is the
+least a fit run this way can take to its first iteration, whatever topicflow imports.
 
 Prints one JSON object (every run's numbers) and then a table.
 """
@@ -115,6 +121,39 @@ stamps["modules"] = modules
 print("BENCH-STAMPS " + json.dumps(stamps), file=sys.stderr, flush=True)
 """
 
+#: The floor: what any in-process fit pays before its first iteration, without topicflow. Imports the
+#: libraries a batch-VB fit uses, starts a threads LocalCluster as ``connect`` does, and calls one
+#: cached numba kernel (a module written to the work directory and warmed by an untimed run), whose
+#: first call pays numba's one-time initialization.
+FLOOR_DRIVER = r"""
+import json, sys, time
+started = time.time()
+import numpy, scipy.sparse, scipy.special, dask, dask.delayed, distributed, numba, zarr, tqdm
+imported = time.time()
+sys.path.insert(0, sys.argv[1])
+import bench_floor_kernel
+defined = time.time()
+bench_floor_kernel.total(numpy.ones(10))
+called = time.time()
+cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, memory_limit=0, processes=False,
+                                   dashboard_address="127.0.0.1:0", worker_dashboard_address="127.0.0.1:0")
+client = distributed.Client(cluster, direct_to_workers=True)
+clustered = time.time()
+client.close(); cluster.close()
+print("BENCH-STAMPS " + json.dumps({"interpreter": started, "imports": imported, "kernel module": defined,
+                                    "first kernel call": called, "cluster": clustered}), file=sys.stderr)
+"""
+FLOOR_KERNEL = """import numba
+
+
+@numba.njit(nogil=True, cache=True)
+def total(values):
+    result = 0.0
+    for value in values:
+        result += value
+    return result
+"""
+
 
 def bundled_corpus(workdir: Path) -> Path:
     """The demo corpus (King James passages) as plain JSON Lines in ``workdir``."""
@@ -179,6 +218,23 @@ def run_breakdown(store: Path, executor: str) -> dict[str, float]:
     return phases
 
 
+def run_floor(workdir: Path) -> dict[str, float]:
+    """Third-party imports, numba's first cached-kernel call and a threads cluster, in a fresh interpreter."""
+    (workdir / "bench_floor_kernel.py").write_text(FLOOR_KERNEL)
+    launched = time.time()
+    done = subprocess.run([PYTHON, "-c", FLOOR_DRIVER, str(workdir)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"floor failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    stamps = json.loads(next(line for line in done.stderr.splitlines()
+                             if line.startswith("BENCH-STAMPS ")).split(" ", 1)[1])
+    phases, previous = {}, launched
+    for name in ("interpreter", "imports", "kernel module", "first kernel call", "cluster"):
+        phases[name] = stamps[name] - previous
+        previous = stamps[name]
+    phases["total"] = previous - launched
+    return phases
+
+
 def prepare(workdir: Path) -> None:
     """Corpus, store and model the commands read (untimed)."""
     bundled_corpus(workdir)
@@ -200,12 +256,24 @@ def main() -> None:
                         help="Comma-separated: threads, processes, auto, default (no flag).")
     parser.add_argument("--commands", default="--help,ingest,fit,infer,topics")
     parser.add_argument("--breakdown", action="store_true", help="Phase breakdown of one API fit instead.")
+    parser.add_argument("--floor", action="store_true",
+                        help="The floor instead: third-party imports, numba's first kernel call, a threads cluster.")
     parser.add_argument("--workdir", type=Path, default=None, help="Keep the files here (default: a temp dir).")
     options = parser.parse_args()
     executors = options.executors.split(",")
     workdir = options.workdir or Path(tempfile.mkdtemp(prefix="bench-startup-"))
     workdir.mkdir(parents=True, exist_ok=True)
     try:
+        if options.floor:
+            run_floor(workdir)  # compiles the kernel into its cache, warms the page cache
+            runs = [run_floor(workdir) for _ in range(options.repeat)]
+            best_phases = {k: min(r[k] for r in runs) for k in runs[0]}
+            print(json.dumps({"repeat": options.repeat, "load_average": os.getloadavg(), "runs": runs,
+                              "best": best_phases}, indent=1))
+            print(f"\n{'floor phase (best of %d, s)' % options.repeat:<32}")
+            for phase, seconds in best_phases.items():
+                print(f"{phase:<32}{seconds:>8.3f}")
+            return
         prepare(workdir)
         report: dict[str, Any] = {"repeat": options.repeat, "cpu_count": os.cpu_count(),
                                   "load_average": os.getloadavg(), "results": {}}
