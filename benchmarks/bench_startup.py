@@ -74,7 +74,8 @@ class Stamp:
     def message(self, text):
         pass
 from topicflow.cli import main
-main(sys.argv[1:], obj=Stamp())
+sys.argv = ["topicflow", *sys.argv[1:]]
+main(obj=Stamp())  # no args: as the console script runs it (the program's exit included)
 """
 
 #: One batch-VB fit through the Python API, printing the wall-clock time at each phase boundary.

@@ -189,6 +189,26 @@ def test_an_lda_fit_imports_only_what_it_uses(store: Path, tmp_path: Path) -> No
     assert (tmp_path / "model").is_dir()
 
 
+#: Runs the command line with ``sys.argv[1]`` as its arguments, then reports at exit whether the heap was frozen.
+FREEZE_PROBE = r"""
+import atexit, gc, sys
+atexit.register(lambda: print("FROZEN", gc.get_freeze_count() > 0))  # runs after the handlers main registers
+from topicflow.cli import main
+if sys.argv[1] == "program":
+    sys.argv = ["topicflow", "--version"]
+    main()
+else:
+    main(["--version"])
+"""
+
+
+@pytest.mark.parametrize(("how", "frozen"), [("program", "True"), ("with-args", "False")])
+def test_the_program_freezes_its_heap_at_exit_and_a_caller_with_arguments_does_not(how: str, frozen: str) -> None:
+    done = subprocess.run([sys.executable, "-c", FREEZE_PROBE, how], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == f"FROZEN {frozen}"
+
+
 def test_skip_numba_extensions_sets_numba_flag_only_when_it_can() -> None:
     fresh = SimpleNamespace(_already_initialized=False)
     assert skip_numba_extensions({ENTRYPOINTS_MODULE: fresh}) is True and fresh._already_initialized is True

@@ -8,10 +8,12 @@ command's one-line help from its module's source.
 from __future__ import annotations
 
 import ast
+import atexit
 import functools
+import gc
 import importlib
 import importlib.util
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterator, MutableMapping, Sequence
 from typing import Any, cast
 
 import click
@@ -119,6 +121,20 @@ class LazyGroup(click.Group):
         super().__init__(*args, **kwargs)
         self.commands = LazyCommands()
 
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, windows_expand_args: bool = True, **extra: Any) -> Any:
+        """Run the command line; as the program (no ``args``: the console script, ``python -m``), freeze at exit.
+
+        Called without ``args`` in standalone mode, the group is the program: the process ends when the
+        command does. Then :func:`freeze_heap_at_exit` spares the interpreter's shutdown the garbage
+        collection of every object (issue 22.3). Called with ``args`` (tests, ``CliRunner``, a driver
+        in a longer-lived process), nothing is registered.
+        """
+        if args is None and standalone_mode:
+            freeze_heap_at_exit()
+        return super().main(args=args, prog_name=prog_name, complete_var=complete_var,
+                            standalone_mode=standalone_mode, windows_expand_args=windows_expand_args, **extra)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list of ``--help``, read from each module's source for the commands not imported yet."""
         names = self.list_commands(ctx)
@@ -129,6 +145,22 @@ class LazyGroup(click.Group):
                 for name in names]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+
+def freeze_heap_at_exit() -> None:
+    """Move every object to the garbage collector's permanent generation when the interpreter exits.
+
+    Registered with :mod:`atexit` when the command line runs as the program. The interpreter's
+    shutdown runs full garbage collections while it tears the modules down; with numba's compiler,
+    Dask, distributed and zarr loaded (about 150,000 tracked objects) they took 0.9 to 1.0 s of every
+    command at load average 10 on the 2-core machine, against 0.1 s with the heap frozen. Frozen
+    objects are still freed when their reference count drops to zero (files closed, buffers flushed);
+    only reference cycles alive at exit are left to the operating system, as ``os._exit`` would leave
+    everything. Every ``atexit`` handler still runs (logging's flush among them), and a command's
+    outputs are written and closed before it returns (atomic writes with fsync), so nothing a command
+    writes depends on the collection.
+    """
+    atexit.register(gc.freeze)
 
 
 def command_help(name: str) -> str:
