@@ -123,13 +123,17 @@ print("BENCH-STAMPS " + json.dumps(stamps), file=sys.stderr, flush=True)
 """
 
 #: The floor: what any in-process fit pays before its first iteration, without topicflow. Imports the
-#: libraries a batch-VB fit uses, starts a threads LocalCluster as ``connect`` does, and calls one
-#: cached numba kernel (a module written to the work directory and warmed by an untimed run), whose
-#: first call pays numba's one-time initialization.
+#: libraries a batch-VB fit uses (with the collector paused, then the imports frozen, as the command
+#: line does), calls one cached numba kernel (a module written to the work directory and warmed by an
+#: untimed run), whose first call pays numba's one-time initialization, and starts a threads
+#: LocalCluster as ``connect`` does.
 FLOOR_DRIVER = r"""
-import json, sys, time
+import gc, json, sys, time
 started = time.time()
+gc.disable()  # as the command line does: no collection while importing, then the imports frozen
 import numpy, scipy.sparse, scipy.special, dask, dask.delayed, distributed, numba, zarr, tqdm
+gc.freeze()
+gc.enable()
 imported = time.time()
 sys.path.insert(0, sys.argv[1])
 import bench_floor_kernel
