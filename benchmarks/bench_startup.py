@@ -8,12 +8,23 @@ Issue 22 part 3. Every number is taken in a fresh interpreter (a subprocess), as
   before the option existed were taken). Best of ``--repeat`` runs. For ``fit`` the run is driven
   through ``topicflow.cli.main(args, obj=reporter)`` with a reporter that stamps the moment the
   first iteration starts (the first item its ``track`` hands out), so "to first iteration" is
-  measured from the moment the subprocess was launched to that stamp.
+  measured from the moment the subprocess was launched to that stamp; ``modules`` is how many
+  modules the process had imported then.
 * ``breakdown`` (``--breakdown``): one batch-VB fit through the Python API in a fresh interpreter,
   split into interpreter start, imports, cluster start, store open, graph build (up to the first
   iteration), iteration 0 and iteration 1. Numba's cached kernels load (and, on a cold cache,
   compile) inside iteration 0, so ``iteration 0 - iteration 1`` is the kernel-loading cost; with
   processes the workers also import topicflow there, so compare "to end of iteration 0" across executors.
+  ``numba init (registries)`` is the part of the first kernel call numba spends once per process
+  (``CPUContext.load_additional_registries`` and the typing context's ``_load_builtins``: importing and
+  installing its typing and lowering registries, scipy.linalg for BLAS, the extensions' entry points),
+  timed by wrapping those two methods; with threads it falls inside "graph build" (the initial
+  state's first kernel call). The module counts are ``len(sys.modules)`` after the imports and at
+  the first iteration.
+
+To compare with an older tree, put a copy of its package first on ``PYTHONPATH`` (the subprocesses
+inherit it), e.g. ``git archive <commit> topicflow | tar -x -C /tmp/before`` and
+``PYTHONPATH=/tmp/before nice .venv/bin/python benchmarks/bench_startup.py ...``.
 
 The numba cache is warmed by one untimed run of each command first, so no timed run compiles.
 
@@ -22,6 +33,12 @@ Usage (one command per table; ``nice`` it on a shared machine)::
     nice .venv/bin/python benchmarks/bench_startup.py --repeat 5
     nice .venv/bin/python benchmarks/bench_startup.py --repeat 5 --breakdown
     nice .venv/bin/python benchmarks/bench_startup.py --repeat 3 --executors default   # a build without the option
+    nice .venv/bin/python benchmarks/bench_startup.py --repeat 5 --floor   # what any in-process fit pays
+
+``--floor`` runs no topicflow code: a fresh interpreter imports what a batch-VB fit uses (numpy,
+scipy.sparse and .special, dask, distributed, numba, zarr, tqdm), calls one cached numba kernel (numba's
+one-time initialization) and starts a threads ``LocalCluster`` as ``connect`` does. Its total is the
+least a fit run this way can take to its first iteration, whatever topicflow imports.
 
 Prints one JSON object (every run's numbers) and then a table.
 """
@@ -52,12 +69,13 @@ class Stamp:
         for item in items:
             if not Stamp.stamped:
                 Stamp.stamped = True
-                print(f"BENCH-FIRST-ITEM {time.time():.6f}", file=sys.stderr, flush=True)
+                print(f"BENCH-FIRST-ITEM {time.time():.6f} {len(sys.modules)}", file=sys.stderr, flush=True)
             yield item
     def message(self, text):
         pass
 from topicflow.cli import main
-main(sys.argv[1:], obj=Stamp())
+sys.argv = ["topicflow", *sys.argv[1:]]
+main(obj=Stamp())  # no args: as the console script runs it (the program's exit included)
 """
 
 #: One batch-VB fit through the Python API, printing the wall-clock time at each phase boundary.
@@ -67,10 +85,27 @@ stamps = {"interpreter": time.time()}
 from topicflow import LDA, Corpus
 from topicflow.pipeline.cluster import ClusterConfig, connect
 stamps["imports"] = time.time()
+modules = {"after imports": len(sys.modules)}
+# numba's one-time initialization on the first kernel call of the process (typing and lowering
+# registries, their imports, the extensions' entry points), timed by wrapping the two methods.
+import numba.core.cpu, numba.core.typing.context
+numba_init = []
+def timed(cls, name):
+    method = getattr(cls, name)
+    def wrapper(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            numba_init.append(time.perf_counter() - started)
+    setattr(cls, name, wrapper)
+timed(numba.core.cpu.CPUContext, "load_additional_registries")
+timed(numba.core.typing.context.BaseContext, "_load_builtins")
 class Stamp:
     def track(self, items, *, total, desc, unit):
         for item in items:
             stamps[f"item {len([k for k in stamps if k.startswith('item')])}"] = time.time()
+            modules.setdefault("at first iteration", len(sys.modules))
             yield item
     def message(self, text):
         pass
@@ -82,7 +117,46 @@ with connect(config) as client:
     stamps["store"] = time.time()
     LDA(20, max_iter=3, tol=0.0).fit(corpus, client, progress=Stamp())
     stamps["done"] = time.time()
+stamps["numba init"] = sum(numba_init)
+stamps["modules"] = modules
 print("BENCH-STAMPS " + json.dumps(stamps), file=sys.stderr, flush=True)
+"""
+
+#: The floor: what any in-process fit pays before its first iteration, without topicflow. Imports the
+#: libraries a batch-VB fit uses (with the collector paused, then the imports frozen, as the command
+#: line does), calls one cached numba kernel (a module written to the work directory and warmed by an
+#: untimed run), whose first call pays numba's one-time initialization, and starts a threads
+#: LocalCluster as ``connect`` does.
+FLOOR_DRIVER = r"""
+import gc, json, sys, time
+started = time.time()
+gc.disable()  # as the command line does: no collection while importing, then the imports frozen
+import numpy, scipy.sparse, scipy.special, dask, dask.delayed, distributed, numba, zarr, tqdm
+gc.freeze()
+gc.enable()
+imported = time.time()
+sys.path.insert(0, sys.argv[1])
+import bench_floor_kernel
+defined = time.time()
+bench_floor_kernel.total(numpy.ones(10))
+called = time.time()
+cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, memory_limit=0, processes=False,
+                                   dashboard_address="127.0.0.1:0", worker_dashboard_address="127.0.0.1:0")
+client = distributed.Client(cluster, direct_to_workers=True)
+clustered = time.time()
+client.close(); cluster.close()
+print("BENCH-STAMPS " + json.dumps({"interpreter": started, "imports": imported, "kernel module": defined,
+                                    "first kernel call": called, "cluster": clustered}), file=sys.stderr)
+"""
+FLOOR_KERNEL = """import numba
+
+
+@numba.njit(nogil=True, cache=True)
+def total(values):
+    result = 0.0
+    for value in values:
+        result += value
+    return result
 """
 
 
@@ -118,9 +192,10 @@ def run_cli(args: list[str]) -> dict[str, float | None]:
     wall = time.time() - launched
     if done.returncode != 0:
         raise RuntimeError(f"{args} failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    first = next((float(line.split()[1]) - launched for line in done.stderr.splitlines()
-                  if line.startswith("BENCH-FIRST-ITEM ")), None)
-    return {"wall_s": wall, "first_iteration_s": first}
+    stamp = next((line.split() for line in done.stderr.splitlines() if line.startswith("BENCH-FIRST-ITEM ")), None)
+    first = None if stamp is None else float(stamp[1]) - launched
+    return {"wall_s": wall, "first_iteration_s": first, "modules_at_first_iteration": None if stamp is None
+            else int(stamp[2])}
 
 
 def run_breakdown(store: Path, executor: str) -> dict[str, float]:
@@ -141,6 +216,27 @@ def run_breakdown(store: Path, executor: str) -> dict[str, float]:
     # With processes, the workers import topicflow and load the kernels inside iteration 0.
     phases["to end of iteration 0"] = stamps["item 1"] - launched
     phases["numba load (it0 - it1)"] = phases["iteration 0"] - phases["iteration 1"]
+    # In this process (threads: the first kernel call is here; processes: only the initial state's).
+    phases["numba init (registries)"] = stamps["numba init"]
+    phases["modules after imports"] = stamps["modules"]["after imports"]
+    phases["modules at 1st iteration"] = stamps["modules"]["at first iteration"]
+    return phases
+
+
+def run_floor(workdir: Path) -> dict[str, float]:
+    """Third-party imports, numba's first cached-kernel call and a threads cluster, in a fresh interpreter."""
+    (workdir / "bench_floor_kernel.py").write_text(FLOOR_KERNEL)
+    launched = time.time()
+    done = subprocess.run([PYTHON, "-c", FLOOR_DRIVER, str(workdir)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"floor failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    stamps = json.loads(next(line for line in done.stderr.splitlines()
+                             if line.startswith("BENCH-STAMPS ")).split(" ", 1)[1])
+    phases, previous = {}, launched
+    for name in ("interpreter", "imports", "kernel module", "first kernel call", "cluster"):
+        phases[name] = stamps[name] - previous
+        previous = stamps[name]
+    phases["total"] = previous - launched
     return phases
 
 
@@ -165,12 +261,24 @@ def main() -> None:
                         help="Comma-separated: threads, processes, auto, default (no flag).")
     parser.add_argument("--commands", default="--help,ingest,fit,infer,topics")
     parser.add_argument("--breakdown", action="store_true", help="Phase breakdown of one API fit instead.")
+    parser.add_argument("--floor", action="store_true",
+                        help="The floor instead: third-party imports, numba's first kernel call, a threads cluster.")
     parser.add_argument("--workdir", type=Path, default=None, help="Keep the files here (default: a temp dir).")
     options = parser.parse_args()
     executors = options.executors.split(",")
     workdir = options.workdir or Path(tempfile.mkdtemp(prefix="bench-startup-"))
     workdir.mkdir(parents=True, exist_ok=True)
     try:
+        if options.floor:
+            run_floor(workdir)  # compiles the kernel into its cache, warms the page cache
+            runs = [run_floor(workdir) for _ in range(options.repeat)]
+            best_phases = {k: min(r[k] for r in runs) for k in runs[0]}
+            print(json.dumps({"repeat": options.repeat, "load_average": os.getloadavg(), "runs": runs,
+                              "best": best_phases}, indent=1))
+            print(f"\n{'floor phase (best of %d, s)' % options.repeat:<32}")
+            for phase, seconds in best_phases.items():
+                print(f"{phase:<32}{seconds:>8.3f}")
+            return
         prepare(workdir)
         report: dict[str, Any] = {"repeat": options.repeat, "cpu_count": os.cpu_count(),
                                   "load_average": os.getloadavg(), "results": {}}
@@ -184,7 +292,8 @@ def main() -> None:
             phases = list(next(iter(report["results"].values()))["best"])
             print(f"\n{'phase (best of %d, s)' % options.repeat:<26}" + "".join(f"{e:>12}" for e in executors))
             for phase in phases:
-                print(f"{phase:<26}" + "".join(f"{report['results'][e]['best'][phase]:>12.3f}" for e in executors))
+                cells = [report["results"][e]["best"][phase] for e in executors]
+                print(f"{phase:<26}" + "".join(f"{c:>12d}" if isinstance(c, int) else f"{c:>12.3f}" for c in cells))
             return
         names = options.commands.split(",")
         for executor in executors:
@@ -196,10 +305,11 @@ def main() -> None:
                     "command": ["topicflow", *lines[name]], "runs": runs,
                     "best_wall_s": best(runs, "wall_s"), "best_first_iteration_s": best(runs, "first_iteration_s")}
         print(json.dumps(report, indent=1))
-        print(f"\n{'command [executor]':<28}{'wall (s)':>10}{'to 1st iter (s)':>17}   best of {options.repeat}")
+        print(f"\n{'command [executor]':<28}{'wall (s)':>10}{'to 1st iter (s)':>17}{'modules':>9}   best of {options.repeat}")
         for key, cell in report["results"].items():
-            first = cell["best_first_iteration_s"]
-            print(f"{key:<28}{cell['best_wall_s']:>10.2f}{'' if first is None else f'{first:.2f}':>17}")
+            first, modules = cell["best_first_iteration_s"], cell["runs"][0]["modules_at_first_iteration"]
+            print(f"{key:<28}{cell['best_wall_s']:>10.2f}{'' if first is None else f'{first:.2f}':>17}"
+                  f"{'' if modules is None else modules:>9}")
     finally:
         if options.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)

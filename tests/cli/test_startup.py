@@ -11,6 +11,7 @@ import logging
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import click
 import dask.config
@@ -18,7 +19,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from topicflow._numba_cache import ensure_cache_dir, user_cache_dir
+from topicflow._numba_cache import (
+    ENTRYPOINTS_MODULE,
+    ensure_cache_dir,
+    skip_numba_extensions,
+    user_cache_dir,
+)
 from topicflow.cli import COMMAND_MODULES, command_help, main
 from topicflow.cli._common import cluster_options
 from topicflow.pipeline.cluster import (
@@ -153,6 +159,68 @@ def test_help_and_import_load_no_dask_numba_or_zarr() -> None:
     assert loaded_after("import topicflow") == []
     help_run = "from topicflow.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass"
     assert loaded_after(help_run) == []
+
+
+#: An LDA fit by the command line in a fresh interpreter, then the modules of ``sys.argv[1]`` it loaded.
+FIT_PROBE = r"""
+import sys
+from topicflow.cli import main
+watched = sys.argv[1].split(",")
+try:
+    main(sys.argv[2:])
+except SystemExit as stop:
+    assert not stop.code, stop.code
+print("LOADED", *(m for m in watched if m in sys.modules))
+"""
+#: What a batch-VB fit of LDA on a store does not use: the other families' estimators and drivers,
+#: the text sources (pyarrow) and ingest, and the numba extension of pydata/sparse.
+NOT_FOR_AN_LDA_FIT = ("topicflow.api.hdp", "topicflow.api.infvoc", "topicflow.api.tree_lda",
+                      "topicflow.pipeline.collapsed", "topicflow.pipeline.tree_lda", "topicflow.io.sources",
+                      "topicflow.pipeline.ingest", "pyarrow", "dask.array", "sparse")
+
+
+def test_an_lda_fit_imports_only_what_it_uses(store: Path, tmp_path: Path) -> None:
+    args = ["fit", str(store), "--model", str(tmp_path / "model"), "--topics", "3", "--max-iter", "2",
+            "--local-cluster", "threads", "--workers", "1"]
+    done = subprocess.run([sys.executable, "-c", FIT_PROBE, ",".join(NOT_FOR_AN_LDA_FIT), *args],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1].split()[1:] == []
+    assert (tmp_path / "model").is_dir()
+
+
+#: Runs ``topicflow info STORE`` (``sys.argv[2]``) as the program or with arguments (``sys.argv[1]``), recording
+#: each call of ``gc.freeze``: whether the command's module was imported by then.
+FREEZE_PROBE = r"""
+import atexit, gc, sys
+calls, freeze = [], gc.freeze
+gc.freeze = lambda: calls.append("topicflow.cli.corpus" in sys.modules) or freeze()
+atexit.register(lambda: print("FREEZES", gc.isenabled(), *calls))  # registered first: runs after main's handlers
+from topicflow.cli import main
+how, store = sys.argv[1:]
+if how == "program":
+    sys.argv = ["topicflow", "info", store]
+    main()
+else:
+    main(["info", store], standalone_mode=False)
+"""
+
+
+@pytest.mark.parametrize(("how", "freezes"), [("program", ["True", "True"]), ("with-args", [])])
+def test_the_program_freezes_its_heap_and_a_caller_with_arguments_does_not(store: Path, how: str,
+                                                                            freezes: list[str]) -> None:
+    done = subprocess.run([sys.executable, "-c", FREEZE_PROBE, how, str(store)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    # After the command's module is imported (the group's callback), then at exit; the collector runs again.
+    assert done.stdout.splitlines()[-1].split()[1:] == ["True", *freezes]
+
+
+def test_skip_numba_extensions_sets_numba_flag_only_when_it_can() -> None:
+    fresh = SimpleNamespace(_already_initialized=False)
+    assert skip_numba_extensions({ENTRYPOINTS_MODULE: fresh}) is True and fresh._already_initialized is True
+    assert skip_numba_extensions({ENTRYPOINTS_MODULE: fresh}) is False  # already loaded (or marked)
+    assert skip_numba_extensions({}) is False  # numba not imported yet: numba loads them as usual
+    assert skip_numba_extensions({ENTRYPOINTS_MODULE: SimpleNamespace()}) is False  # a numba without the flag
 
 
 def test_command_table_matches_the_command_modules() -> None:

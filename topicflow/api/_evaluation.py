@@ -24,7 +24,6 @@ from topicflow.api._inputs import column_terms, input_kind, store_for, transform
 from topicflow.errors import InvalidParameterError
 from topicflow.io.corpus.reader import Corpus, as_corpus
 from topicflow.io.models.store import SavedModel, save_model
-from topicflow.io.sources.base import FieldSpec
 from topicflow.metrics.classification import DEFAULT_FOLDS, FeatureTransform
 from topicflow.pipeline.cluster import compute
 from topicflow.pipeline.evaluation.features import FeaturesResult, topic_features_scores
@@ -41,6 +40,9 @@ from topicflow.pipeline.vb.infer import (
     model_blocks,
     model_token,
 )
+
+if TYPE_CHECKING:  # io.sources loads every source format (pyarrow); the annotations need only the name
+    from topicflow.io.sources.base import FieldSpec
 
 
 class EvaluationMixin:

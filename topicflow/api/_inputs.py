@@ -34,26 +34,19 @@ import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import Any, Iterator, Literal, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Literal, Mapping, Sequence
 
 import dask
 import numpy as np
 
 from topicflow import config as tf_config
 from topicflow.errors import InputError, InvalidParameterError
-from topicflow.io.corpus.from_arrays import (
-    count_matrix,
-    hstack_counts,
-    parse_terms,
-    write_count_store,
-)
 from topicflow.io.corpus.reader import Corpus, as_corpus
-from topicflow.io.sources.base import FieldSpec
-from topicflow.io.tokenizer import TokenizerConfig, make_tokenizer
 from topicflow.models.common.blocks import DocBlock, remap_terms
 from topicflow.pipeline.cluster import compute
-from topicflow.pipeline.ingest.ingest import ingest_corpus
-from topicflow.tasks.ingest import encode_bag
+
+if TYPE_CHECKING:
+    from topicflow.io.sources.base import FieldSpec
 
 InputKind = Literal["store", "matrix", "dask-array", "dask-frame", "dask-bag"]
 #: Inputs whose documents are texts (tokenized) rather than counts.
@@ -128,6 +121,9 @@ def check_options(kind: InputKind, *, vocabulary: Any, fields: Any) -> None:
     if fields is not None:
         if kind not in TEXT_KINDS:
             raise InvalidParameterError(f"fields= applies to Dask DataFrames and bags of texts, not to a {kind}.")
+        # Imported here: it loads every source format (pyarrow), which only texts need.
+        from topicflow.io.sources.base import FieldSpec
+
         if not isinstance(fields, FieldSpec) or fields.is_multilingual:
             raise InvalidParameterError(
                 f"fields must be a monolingual topicflow.io.sources.base.FieldSpec, got {fields!r}."
@@ -186,6 +182,8 @@ def store_for(
         elif kind == "dask-array":
             _write_dask_array(documents, path, vocabulary, client)
         else:
+            from topicflow.io.sources.base import FieldSpec
+
             _write_texts(documents, kind, path, fields or FieldSpec(), work, client)
         yield Corpus.open(path)
     finally:
@@ -202,6 +200,8 @@ def _scratch_root() -> str | None:
 
 
 def _write_matrix(matrix: Any, path: Path, vocabulary: Sequence[str] | None) -> None:
+    from topicflow.io.corpus.from_arrays import count_matrix, write_count_store
+
     counts = count_matrix(matrix)
     size = shard_size()
     blocks = (counts[start : start + size] for start in range(0, counts.shape[0], size))
@@ -220,6 +220,8 @@ def _check_dask_array(array: Any) -> int:
 
 
 def _write_dask_array(array: Any, path: Path, vocabulary: Sequence[str] | None, client: Any) -> None:
+    from topicflow.io.corpus.from_arrays import hstack_counts, write_count_store
+
     n_terms = _check_dask_array(array)
 
     def rows() -> Iterator[Any]:
@@ -232,6 +234,8 @@ def _write_dask_array(array: Any, path: Path, vocabulary: Sequence[str] | None, 
 
 def _write_texts(documents: Any, kind: InputKind, path: Path, fields: FieldSpec, work: Path, client: Any) -> None:
     """Write the partitions as parquet (DataFrame) or JSON Lines (bag) files, then ingest them."""
+    from topicflow.pipeline.ingest.ingest import ingest_corpus
+
     parts = work / "parts"
     if kind == "dask-frame":
         frame = _text_frame(documents, fields)
@@ -322,6 +326,9 @@ def transform_blocks(
     InputError
         Counts that are not non-negative integers (for Dask inputs, when the block is computed).
     """
+    from topicflow.io.corpus.from_arrays import count_matrix
+    from topicflow.io.sources.base import FieldSpec
+
     check_options(kind, vocabulary=vocabulary, fields=fields)
     n_model = len(terms)
     if kind in TEXT_KINDS:
@@ -350,6 +357,8 @@ def transform_blocks(
 
 def _term_map(n_columns: int, vocabulary: Sequence[str] | None, terms: Sequence[str], owner: str) -> np.ndarray | None:
     """Column -> model term id (-1: unknown to the model), or None when the columns are the model's terms."""
+    from topicflow.io.corpus.from_arrays import parse_terms
+
     if vocabulary is None:
         if n_columns != len(terms):
             raise InputError(
@@ -377,6 +386,8 @@ def _counts_block(counts: Any, first_doc: int, term_map: np.ndarray | None, n_te
 def _chunk_block(parts: Sequence[Any], first_doc: int, term_map: np.ndarray | None, n_terms: int,
                  language: str) -> dict[str, DocBlock]:
     """One row of chunks of a Dask array as a block in the model's term ids (validated here)."""
+    from topicflow.io.corpus.from_arrays import count_matrix, hstack_counts
+
     counts = count_matrix(hstack_counts(parts), what="the Dask array", first_row=first_doc)
     return {language: _counts_block(counts, first_doc, term_map, n_terms, language)}
 
@@ -403,6 +414,9 @@ def _text_blocks(documents: Any, kind: InputKind, terms: Sequence[str], language
 def _text_block(part: Any, text_field: str, index: Mapping[str, int], n_terms: int,
                 language: str) -> dict[str, DocBlock]:
     """Tokenize one partition's texts (default tokenizer) and count the model's terms; one row per text."""
+    from topicflow.io.tokenizer import TokenizerConfig, make_tokenizer
+    from topicflow.tasks.ingest import encode_bag
+
     run = make_tokenizer(TokenizerConfig())
     indptr, term_ids, counts = [0], [], []
     texts = _texts_of(part, text_field)

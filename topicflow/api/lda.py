@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from numbers import Integral, Real
 from pathlib import Path
-from typing import Any, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 import numpy as np
 
@@ -37,12 +37,9 @@ from topicflow.errors import InvalidParameterError
 from topicflow.io.corpus.reader import Corpus, as_corpus
 from topicflow.io.models.info import ModelInfo, corpus_provenance
 from topicflow.io.models.store import SavedModel, load_model
-from topicflow.io.sources.base import FieldSpec
 from topicflow.metrics.matching import MatchingScores
-from topicflow.models.hdp.params import HDPParams
 from topicflow.models.lda.priors import SeedTopic
 from topicflow.models.lda.vb.hybrid import HYBRID_ALPHA_STATS, HYBRID_INITS
-from topicflow.pipeline.collapsed import CollapsedConfig
 from topicflow.pipeline.evaluation.matching import document_matching
 from topicflow.pipeline.policies import CheckpointPolicy
 from topicflow.pipeline.presets import with_preset
@@ -71,6 +68,10 @@ from topicflow.pipeline.vb.svb import (
     fit_svb,
     svb_info,
 )
+
+if TYPE_CHECKING:
+    from topicflow.io.sources.base import FieldSpec
+    from topicflow.pipeline.collapsed import CollapsedConfig
 
 
 def _default_alpha_start(method: str, estep: str, n_topics: int) -> float:
@@ -402,6 +403,9 @@ class LDA(FittedModelMixin, TopicModelEstimator):
     def _scvb0_config(self) -> CollapsedConfig:
         """The settings of SCVB0 (``method="scvb0"``) for :func:`~topicflow.pipeline.collapsed.fit_collapsed`."""
         from dataclasses import replace
+
+        from topicflow.models.hdp.params import HDPParams
+        from topicflow.pipeline.collapsed import CollapsedConfig
 
         mode, value = parse_doc_topic_prior(self.doc_topic_prior)
         if mode == "symmetric" or (mode == "auto" and self.doc_topic_prior != "auto"):

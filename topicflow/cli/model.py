@@ -7,7 +7,7 @@ import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 import numpy as np
@@ -15,6 +15,7 @@ import numpy as np
 from topicflow._typing import (
     DocStart,
     EStepKind,
+    Executor,
     ExportFormat,
     Family,
     HDPMethod,
@@ -25,11 +26,7 @@ from topicflow._typing import (
     OutputFormat,
     choices,
 )
-from topicflow.api._collapsed import PAPER_STEP_POWER, parse_step
-from topicflow.api.hdp import HDP, hdp_topics
-from topicflow.api.infvoc import InfVocLDA, topic_words_with_ranks
-from topicflow.api.lda import LDA
-from topicflow.api.tree_lda import TreeLDA
+from topicflow.cli import LazyDefault
 from topicflow.cli._aliases import renamed_options
 from topicflow.cli._common import (
     apply_preset,
@@ -39,40 +36,22 @@ from topicflow.cli._common import (
     reports_errors,
 )
 from topicflow.errors import InvalidParameterError
-from topicflow.io.corpus.reader import Corpus
-from topicflow.io.models.store import export_npz, load_model
-from topicflow.metrics.classification import (
-    DEFAULT_FOLDS,
-    ClassificationScores,
-    FeatureTransform,
-)
+from topicflow.metrics.classification import DEFAULT_FOLDS, FeatureTransform
 from topicflow.metrics.left_to_right import DEFAULT_PARTICLES
-from topicflow.models.lda.priors import parse_seed_words
 from topicflow.pipeline.cluster import ClusterConfig, connect
-from topicflow.pipeline.evaluation.features import FeaturesResult, topic_features_scores
-from topicflow.pipeline.evaluation.heldout import (
-    DEFAULT_PROTOCOL,
-    HeldoutResult,
-    heldout_likelihood,
-)
-from topicflow.pipeline.infvoc_lda import is_infvoc_model
 from topicflow.pipeline.presets import (
     INFVOC_PRESETS,
     TREE_PRESETS,
     is_infvoc_preset,
     is_tree_preset,
 )
-from topicflow.pipeline.progress import TqdmProgress
-from topicflow.pipeline.tree_lda import is_tree_model
-from topicflow.pipeline.tree_lda.readout import (
-    DEFAULT_CONCEPTS,
-    add_tree_paths,
-    describe_tree_method,
-    export_tree_npz,
-    short_concept_name,
-)
-from topicflow.pipeline.vb.infer import infer_doc_topics
-from topicflow.pipeline.vb.online import EXECUTORS, MinibatchRecord
+
+if TYPE_CHECKING:
+    from topicflow.api.hdp import HDP
+    from topicflow.api.lda import LDA
+    from topicflow.metrics.classification import ClassificationScores
+    from topicflow.pipeline.evaluation.features import FeaturesResult
+    from topicflow.pipeline.evaluation.heldout import HeldoutResult
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +107,8 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
     InvalidParameterError
         If the file cannot be read or decoded, or a line is malformed.
     """
+    from topicflow.models.lda.priors import parse_seed_words
+
     if path is None:
         return ()
     try:
@@ -202,7 +183,7 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
               help="Online, pcsvb0, pcvb0, scvb0: passes over the corpus  [default: 1 online, 30 otherwise]")
 @click.option("--shuffle-window", default=0, show_default=True, type=click.IntRange(min=0),
               help="Online: visit documents in random order within windows of this many documents (0: store order).")
-@click.option("--executor", type=click.Choice(list(EXECUTORS)), default="auto", show_default=True,
+@click.option("--executor", type=click.Choice(list(choices(Executor))), default="auto", show_default=True,
               help="Online: where minibatch E-steps run. threads: a thread pool of this process, no cluster "
                    "(fastest on one machine); servers: one actor per Dask worker.")
 @click.option("--estep", type=click.Choice(choices(EStepKind)), default="vb", show_default=True,
@@ -346,7 +327,10 @@ def fit(store: str, model_path: str, n_topics: int | None, family: str | None, m
     refuse_options_of_other_methods(family, method)
     if test_store is None and values["eval_every"]:
         raise click.UsageError("--eval-every scores the --test store along the fit; give --test STORE")
+    # Only the chosen family's estimator is imported (the others cost start-up time: issue 22.3).
+    from topicflow.api.lda import LDA
     from topicflow.io._atomic import check_output_path
+    from topicflow.io.corpus.reader import Corpus
     from topicflow.io.models.checkpoint import (
         default_checkpoint_path,
         remove_checkpoint,
@@ -359,6 +343,8 @@ def fit(store: str, model_path: str, n_topics: int | None, family: str | None, m
     collapsed = method in COLLAPSED_METHODS
     estimator: LDA | HDP
     if family == "hdp":
+        from topicflow.api.hdp import HDP
+
         estimator = HDP(**hdp_estimator_values(values))
         estimator.config()  # validate before starting a cluster
         what = f"the HDP (truncation T={estimator.truncation}) by {method}"
@@ -371,6 +357,8 @@ def fit(store: str, model_path: str, n_topics: int | None, family: str | None, m
             lda["burn_in"] = 5
             lda["eval_every"] = values["eval_every"] or 0
             lda["doc_burn_in"] = 1 if values["burn_in"] is None else values["burn_in"]
+            from topicflow.api._collapsed import PAPER_STEP_POWER, parse_step
+
             for name in ("topic_word_step", "doc_step"):
                 if values[name] is not None:
                     lda[name] = parse_step(values[name], values["step_power"] or PAPER_STEP_POWER)
@@ -410,11 +398,15 @@ def fit(store: str, model_path: str, n_topics: int | None, family: str | None, m
         if checkpoint is not None:
             remove_checkpoint(checkpoint.path)
         seconds = time.perf_counter() - started
-        if isinstance(estimator, HDP):
-            click.echo(f"saved model to {model_path} ({estimator.n_docs_seen_} documents seen, {seconds:.1f} s): "
-                       f"{hdp_topics(estimator.model_).headline()}; alpha {estimator.alpha_:.4g}, "
-                       f"gamma {estimator.gamma_:.4g}", err=True)
+        if family == "hdp":
+            from topicflow.api.hdp import HDP, hdp_topics
+
+            hdp = cast(HDP, estimator)
+            click.echo(f"saved model to {model_path} ({hdp.n_docs_seen_} documents seen, {seconds:.1f} s): "
+                       f"{hdp_topics(hdp.model_).headline()}; alpha {hdp.alpha_:.4g}, "
+                       f"gamma {hdp.gamma_:.4g}", err=True)
         else:
+            estimator = cast(LDA, estimator)
             done = (f"{estimator.n_iter_} iterations, {'converged' if estimator.converged_ else 'not converged'}"
                     if method == "batch" else f"{estimator.n_docs_seen_} documents" if collapsed
                     else f"{estimator.n_iter_} minibatches, {estimator.n_docs_seen_} documents")
@@ -422,6 +414,8 @@ def fit(store: str, model_path: str, n_topics: int | None, family: str | None, m
             for name, words in estimator.model_.info.unknown_seed_words.items():
                 click.echo(f"warning: seed words of topic {name!r} not in the vocabulary: {', '.join(words)}", err=True)
         if doc_topics:
+            from topicflow.pipeline.vb.infer import infer_doc_topics
+
             written = infer_doc_topics(estimator.model_, corpus, Path(doc_topics), client=client,
                                        overwrite=overwrite, progress=progress)
             click.echo(f"wrote document topics of {written} documents to {doc_topics}", err=True)
@@ -453,12 +447,15 @@ def fit_gibbs(store: str, model_path: str, params: Any, *, cluster: ClusterConfi
     click.UsageError
         No ``--topics``, ``--family hdp``, or options the sampler does not read.
     """
+    from topicflow.api.lda import LDA
     from topicflow.io._atomic import check_output_path
+    from topicflow.io.corpus.reader import Corpus
     from topicflow.io.models.checkpoint import (
         default_checkpoint_path,
         remove_checkpoint,
     )
     from topicflow.pipeline.policies import CheckpointPolicy
+    from topicflow.pipeline.vb.infer import infer_doc_topics
 
     unread = [name for name in params if name not in GIBBS_READS and name not in _CLUSTER_PARAMS and _typed(name)]
     if unread:
@@ -625,6 +622,7 @@ def tree_settings(params: Any) -> dict[str, Any]:
         Options tree LDA, or the chosen scheme, does not use; a preset that is not a tree preset; alpha
         learned with gibbs.
     """
+    from topicflow.api.tree_lda import TreeLDA
     from topicflow.pipeline.presets import get_preset
 
     preset = params.get("preset")
@@ -696,8 +694,11 @@ def fit_tree(store: str, model_path: str, prior_tree: str | None, params: Any, *
     click.UsageError
         No tree, no ``--topics``, or options tree LDA (or its scheme) does not use.
     """
+    from topicflow.api.tree_lda import TreeLDA
     from topicflow.io._atomic import check_output_path
+    from topicflow.io.corpus.reader import Corpus
     from topicflow.io.trees import check_tree_matches, read_tree_info
+    from topicflow.pipeline.vb.infer import infer_doc_topics
 
     settings = tree_settings(params)
     if prior_tree is None:
@@ -860,7 +861,9 @@ def fit_infvoc(store: str, model_path: str, params: Any, *, cluster: ClusterConf
     OrderNotKeptError
         The store was ingested without ``--keep-order`` (before a cluster starts).
     """
+    from topicflow.api.infvoc import InfVocLDA
     from topicflow.io._atomic import check_output_path
+    from topicflow.io.corpus.reader import Corpus
     from topicflow.pipeline.infvoc_lda import ordered_language
 
     settings = infvoc_settings(params)
@@ -1080,6 +1083,8 @@ SHOWN_PATH_SHARE = 0.05
 
 def _via_note(term: dict[str, Any], langs: tuple[str, ...]) -> str:
     """``via concept`` (one path), or the paths with at least 5 % of the word's p and how many others."""
+    from topicflow.pipeline.tree_lda.readout import short_concept_name
+
     paths = term["paths"]
     if all(p["concept"] is None for p in paths):
         return ""
@@ -1101,6 +1106,7 @@ def _short(value: Any) -> str:
 def trace_lines(estimator: LDA) -> list[str]:
     """One line per batch iteration or svb minibatch, or one per bound estimate of an online run, plus throughput."""
     from topicflow.pipeline.vb.batch import IterationRecord
+    from topicflow.pipeline.vb.online import MinibatchRecord
     from topicflow.pipeline.vb.svb import SVBRecord
 
     records = estimator.trace_
@@ -1157,6 +1163,9 @@ def format_topics(model_path: str, top: int, *, all_topics: bool = False) -> dic
         ``stick_weight`` and ``share`` of the tokens, and adds ``family``, ``truncation``,
         ``topics_in_use``, ``min_share`` and ``headline``.
     """
+    from topicflow.api.hdp import hdp_topics
+    from topicflow.io.models.store import load_model
+
     model = load_model(Path(model_path))
     state = model.state
     topic_word = state.topic_word()
@@ -1189,7 +1198,8 @@ def format_topics(model_path: str, top: int, *, all_topics: bool = False) -> dic
 @click.option("--paths/--no-paths", default=None,
               help="Tree models: show the concept each top word's probability comes through and each topic's "
                    "top concepts  [default: --paths for a tree model]")
-@click.option("--concepts", "n_concepts", default=DEFAULT_CONCEPTS, show_default=True, type=click.IntRange(min=0),
+@click.option("--concepts", "n_concepts", default=LazyDefault("topicflow.pipeline.tree_lda.readout", "DEFAULT_CONCEPTS"),
+              show_default=True, type=click.IntRange(min=0),
               help="Tree models: concepts listed per topic (with --paths).")
 @click.option("--format", "fmt", type=click.Choice(choices(OutputFormat)), default="text", show_default=True)
 @reports_errors
@@ -1202,6 +1212,11 @@ def topics(model_path: str, top: int, all_topics: bool, paths: bool | None, n_co
     probability and the concepts it comes through, then the topic's top concepts (--no-paths: the
     words alone).
     """
+    from topicflow.io.models.store import load_model
+    from topicflow.pipeline.infvoc_lda import is_infvoc_model
+    from topicflow.pipeline.tree_lda import is_tree_model
+    from topicflow.pipeline.tree_lda.readout import add_tree_paths
+
     model = load_model(Path(model_path))
     if is_infvoc_model(model):
         if paths:
@@ -1258,6 +1273,7 @@ def infvoc_listing(model: Any, top: int) -> dict[str, Any]:
         ``alpha``, ``tos_size`` and under ``default`` its words as ``term``, ``p`` (E[beta_kt]) and
         ``rank`` (TOS position + 1).
     """
+    from topicflow.api.infvoc import topic_words_with_ranks
     from topicflow.pipeline.infvoc_lda import saved_infvoc
 
     params, state, index, position = saved_infvoc(model)
@@ -1311,6 +1327,11 @@ def tree_topic_lines(listing: dict[str, Any]) -> list[str]:
         with their mass per language (and, when a concept has several words in a language, their
         edge means).
     """
+    from topicflow.pipeline.tree_lda.readout import (
+        describe_tree_method,
+        short_concept_name,
+    )
+
     langs = tuple(listing["languages"])
     tree = listing["tree"]
     lines = [f"tree model: {tree['source'] or 'tree object'} ({tree['n_concepts']:,} concepts, normalization "
@@ -1346,6 +1367,11 @@ def tree_topic_lines(listing: dict[str, Any]) -> list[str]:
 @reports_errors
 def infer(model_path: str, store: str, out: str, overwrite: bool, cluster: ClusterConfig) -> None:
     """Fold STORE's documents into MODEL (topics fixed) and write their topic proportions."""
+    from topicflow.io.corpus.reader import Corpus
+    from topicflow.io.models.store import load_model
+    from topicflow.pipeline.progress import TqdmProgress
+    from topicflow.pipeline.vb.infer import infer_doc_topics
+
     model = load_model(Path(model_path))
     corpus = Corpus.open(store)
     with connect(cluster) as client:
@@ -1381,6 +1407,14 @@ def evaluate(model_path: str, store: str, protocol: str | None, seed: int, fract
              with_labels: bool, folds: int, max_docs: int | None, baseline: str, fmt: str,
              cluster: ClusterConfig) -> None:
     """Held-out likelihood of MODEL on STORE under a named protocol, or (--labels) topics as features."""
+    from topicflow.io.corpus.reader import Corpus
+    from topicflow.io.models.store import load_model
+    from topicflow.pipeline.evaluation.features import topic_features_scores
+    from topicflow.pipeline.evaluation.heldout import (
+        DEFAULT_PROTOCOL,
+        heldout_likelihood,
+    )
+
     if with_labels and protocol is not None:
         raise click.UsageError("--labels scores topics as features, --protocol held-out likelihood: run "
                                "`topicflow evaluate` once for each.")
@@ -1476,6 +1510,11 @@ def export(model_path: str, out: str, fmt: str, store: str | None, language: str
     A tree model's npz adds its edge parameters, the tree's structure and the path read-out
     (docs/tree-lda.md, "Reading a tree model").
     """
+    from topicflow.io.corpus.reader import Corpus
+    from topicflow.io.models.store import export_npz, load_model
+    from topicflow.pipeline.tree_lda import is_tree_model
+    from topicflow.pipeline.tree_lda.readout import export_tree_npz
+
     if fmt == "npz":
         if store is not None or language is not None:
             raise InvalidParameterError("--corpus and --language belong to --format pyldavis; the npz export "
