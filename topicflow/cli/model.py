@@ -34,6 +34,7 @@ from topicflow.cli._common import (
     preset_option,
     progress_reporter,
     reports_errors,
+    storage_options_option,
 )
 from topicflow.errors import InvalidParameterError
 from topicflow.metrics.classification import DEFAULT_FOLDS, FeatureTransform
@@ -263,6 +264,7 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @click.option("--restate-tail", is_flag=True,
               help="infvoc: after each reordering, recompute nu2 from the new order's tail sums (not the "
                    "chapter's; docs/infvoc.md, \"The sawtooth at a contraction\").")
+@storage_options_option
 @preset_option("fit")
 @cluster_options
 @reports_errors
@@ -1363,6 +1365,7 @@ def tree_topic_lines(listing: dict[str, Any]) -> list[str]:
 @click.argument("store", type=click.Path(file_okay=False))
 @click.option("--out", required=True, type=click.Path(), help="zarr path for the document topics.")
 @click.option("--overwrite", is_flag=True)
+@storage_options_option
 @cluster_options
 @reports_errors
 def infer(model_path: str, store: str, out: str, overwrite: bool, cluster: ClusterConfig) -> None:
@@ -1401,6 +1404,7 @@ def infer(model_path: str, store: str, out: str, overwrite: bool, cluster: Clust
 @click.option("--baseline", type=click.Choice(choices(FeatureTransform)), default="tfidf", show_default=True,
               help="--labels: the bag-of-words baseline's features, tf-idf weights or raw counts.")
 @click.option("--format", "fmt", type=click.Choice(choices(OutputFormat)), default="text", show_default=True)
+@storage_options_option
 @cluster_options
 @reports_errors
 def evaluate(model_path: str, store: str, protocol: str | None, seed: int, fraction: float, particles: int,
@@ -1501,6 +1505,7 @@ def features_lines(scores: FeaturesResult) -> list[str]:
 @click.option("--corpus", "store", type=click.Path(file_okay=False), default=None,
               help="pyldavis: the store whose documents and term frequencies are shown.")
 @click.option("--language", default=None, help="pyldavis: the language shown (required for a polylingual model).")
+@storage_options_option
 @cluster_options
 @reports_errors
 def export(model_path: str, out: str, fmt: str, store: str | None, language: str | None,

@@ -215,5 +215,11 @@ def test_cli_ingest_and_info_with_storage_options(s3_server: Any, tmp_path: Path
         again = CliRunner().invoke(main, ["ingest", f"s3://{bucket}/in.jsonl", "--out", f"s3://{bucket}/s.zarr",
                                           "--local-cluster", "threads", *options])
         assert again.exit_code == 2 and "exists already" in again.output
+        # fit reads the store from s3 with the same command-line options (the model stays local).
+        fitted = CliRunner().invoke(main, ["fit", f"s3://{bucket}/s.zarr", "--model", str(tmp_path / "m"),
+                                           "--topics", "3", "--max-iter", "2", "--local-cluster", "threads", *options])
+        assert fitted.exit_code == 0, fitted.output
+        shown = CliRunner().invoke(main, ["topics", str(tmp_path / "m")])
+        assert shown.exit_code == 0 and "topic-2" in shown.output, shown.output
     finally:
         dask.config.set({"topicflow.storage-options": before})
