@@ -421,12 +421,41 @@ class LanguageCounts:
         corpus_freq.update(other.corpus_freq)
         return LanguageCounts(doc_freq, corpus_freq, self.n_docs + other.n_docs)
 
+    @staticmethod
+    def merge_all(parts: Sequence[LanguageCounts]) -> LanguageCounts:
+        """The merge of all ``parts`` at once: equal to ``parts[0].merge(parts[1]).merge(...)``.
+
+        Vectorized (one Arrow hash group-by over the concatenated terms, integer sums), where chained
+        :meth:`merge` calls add term by term in Python; the Counters' insertion order may differ.
+        """
+        if len(parts) == 1:
+            return parts[0]
+        return LanguageCounts(_sum_counters([p.doc_freq for p in parts]), _sum_counters([p.corpus_freq for p in parts]),
+                              sum(p.n_docs for p in parts))
+
     def without(self, other: LanguageCounts) -> LanguageCounts:
         """These counts minus ``other`` (documents removed after counting, e.g. duplicates)."""
         doc_freq, corpus_freq = Counter(self.doc_freq), Counter(self.corpus_freq)
         doc_freq.subtract(other.doc_freq)
         corpus_freq.subtract(other.corpus_freq)
         return LanguageCounts(+doc_freq, +corpus_freq, self.n_docs - other.n_docs)
+
+
+def _sum_counters(counters: Sequence[Counter[str]]) -> Counter[str]:
+    """Per-key sums of ``counters`` (every key of any of them kept, as ``Counter.update`` keeps it)."""
+    sizes = [len(c) for c in counters]
+    if sum(size > 0 for size in sizes) <= 1:
+        return Counter(next((c for c in counters if c), Counter()))
+    try:
+        keys = pa.array([key for c in counters for key in c], pa.string())
+    except (pa.ArrowException, UnicodeError):  # a term with a lone surrogate (the Python tokenizer's)
+        total: Counter[str] = Counter()
+        for counter in counters:
+            total.update(counter)
+        return total
+    values = np.fromiter((v for c in counters for v in c.values()), np.int64, sum(sizes))
+    summed = pa.table({"key": keys, "value": values}).group_by("key", use_threads=False).aggregate([("value", "sum")])
+    return Counter(dict(zip(summed.column("key").to_pylist(), summed.column("value_sum").to_pylist())))
 
 
 @dataclass(frozen=True, slots=True)
@@ -444,6 +473,13 @@ class TermCounts:
         for lang, counts in other.languages.items():
             merged[lang] = merged[lang].merge(counts) if lang in merged else counts
         return TermCounts(merged)
+
+    @staticmethod
+    def merge_all(parts: Sequence[TermCounts]) -> TermCounts:
+        """The merge of all ``parts`` at once (see :meth:`LanguageCounts.merge_all`)."""
+        languages = dict.fromkeys(lang for part in parts for lang in part.languages)
+        return TermCounts({lang: LanguageCounts.merge_all([p.languages[lang] for p in parts if lang in p.languages])
+                           for lang in languages})
 
     def without(self, other: TermCounts) -> TermCounts:
         return TermCounts({

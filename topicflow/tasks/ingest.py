@@ -15,13 +15,13 @@ Passes over the input (each a map over partitions). Ingest reads and tokenizes t
     3. ``write_tokenized``: map the provisional ids to the store's vocabulary (integer work, no
        text is read again) and write the partition's shard (one partition -> one shard); with
        ``keep_order`` also each document's tokens in reading order, as :class:`OrderEncoder` does.
-Append keeps two passes over its (small) input: ``count_partition`` (pass 1) and
-``write_partition`` (pass 3, re-reading and re-tokenizing), because its vocabulary is only known
-once candidate terms are promoted; both give the same counts and shards as the one-pass route.
+Append runs the same passes (its vocabulary, grown by promoted candidate terms, is known before
+pass 3 runs). ``count_partition`` and ``write_partition`` are the two-pass bodies (count, then
+re-read and re-tokenize while writing) that ingest and append used before: they give the same
+counts and shards, and remain as the reference the one-pass route is tested against.
 """
 from __future__ import annotations
 
-import functools
 import os
 import pickle
 from collections import Counter
@@ -31,14 +31,22 @@ from typing import Iterator, Mapping, Sequence
 
 import dask
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from dask.delayed import Delayed
 
 from topicflow._typing import OnError
 from topicflow.io.corpus.id_index import hash_ids
 from topicflow.io.corpus.reader import read_vocabulary
 from topicflow.io.corpus.writer import write_shard
-from topicflow.io.sources import read_partition
-from topicflow.io.sources.base import FieldSpec, InputPartition, Record, RecordError
+from topicflow.io.sources import read_columns, read_partition
+from topicflow.io.sources.base import (
+    FieldSpec,
+    InputPartition,
+    Record,
+    RecordColumns,
+    RecordError,
+)
 from topicflow.io.tokenizer import (
     LanguageCounts,
     TermCounts,
@@ -76,6 +84,15 @@ class IdHashes:
     def merge(self, other: IdHashes) -> IdHashes:
         values, counts = np.unique(np.concatenate([self.unique, other.unique]), return_counts=True)
         repeated = np.union1d(np.union1d(self.repeated, other.repeated), values[counts > 1])
+        return IdHashes(values, repeated.astype(np.uint64))
+
+    @staticmethod
+    def merge_all(parts: Sequence[IdHashes]) -> IdHashes:
+        """The merge of all ``parts`` at once: equal to chained :meth:`merge` calls."""
+        if len(parts) == 1:
+            return parts[0]
+        values, counts = np.unique(np.concatenate([p.unique for p in parts]), return_counts=True)
+        repeated = np.union1d(np.concatenate([p.repeated for p in parts]), values[counts > 1])
         return IdHashes(values, repeated.astype(np.uint64))
 
 
@@ -162,6 +179,27 @@ def iter_records(
         yield item
 
 
+def read_partition_columns(
+    partition: InputPartition, fields: FieldSpec, on_error: OnError, skipped: Counter[str] | None = None
+) -> RecordColumns:
+    """The valid records of a partition as columns: the format's columnar reader, else :func:`iter_records`.
+
+    Parameters
+    ----------
+    partition, fields, on_error, skipped
+        As for :func:`iter_records`.
+
+    Returns
+    -------
+    RecordColumns
+        The records :func:`iter_records` yields, whichever way they were read.
+    """
+    columns = read_columns(partition, fields)
+    if columns is not None:
+        return columns
+    return RecordColumns.of(list(iter_records(partition, fields, on_error, skipped)), fields.languages)
+
+
 def record_bags(record: Record, tokenizer: TokenizerConfig) -> Bags:
     """Per-language term counts of one record (None for a language the record lacks)."""
     run = make_tokenizer(tokenizer)
@@ -193,8 +231,14 @@ def count_partition(
 
 
 def merge_summaries(*parts: PartitionSummary) -> PartitionSummary:
-    """Body of one tree node: the merge of its children."""
-    return functools.reduce(PartitionSummary.merge, parts)
+    """Body of one tree node: the merge of its children (chained :meth:`PartitionSummary.merge`, vectorized)."""
+    if len(parts) == 1:
+        return parts[0]
+    skipped: Counter[str] = Counter()
+    for part in parts:
+        skipped.update(part.skipped)
+    return PartitionSummary(TermCounts.merge_all([p.counts for p in parts]), IdHashes.merge_all([p.ids for p in parts]),
+                            sum(p.n_records for p in parts), dict(skipped))
 
 
 def locate_ids(
@@ -211,9 +255,43 @@ def locate_ids(
     return found
 
 
-def load_vocab_index(store: str, languages: tuple[str, ...]) -> dict[str, dict[str, int]]:
+class VocabIndex(dict[str, int]):
+    """Term -> id of a vocabulary (a dict), with its terms in id order as an Arrow array.
+
+    Parameters
+    ----------
+    terms : sequence of str
+        The vocabulary's terms in id order (distinct).
+    """
+
+    def __init__(self, terms: Sequence[str]) -> None:
+        super().__init__((str(t), i) for i, t in enumerate(terms))
+        try:
+            self.terms: pa.Array | None = pa.array(list(self), pa.string())
+        except (pa.ArrowException, UnicodeError):
+            self.terms = None
+
+    def ids_of(self, terms: np.ndarray) -> np.ndarray:
+        """The id of each of ``terms`` (object array of str), -1 for a term outside the vocabulary.
+
+        Notes
+        -----
+        NumPy equivalent: ``np.array([self.get(t, -1) for t in terms])``; one Arrow hash look-up here.
+        """
+        if self.terms is not None and len(terms):
+            try:
+                found = pc.index_in(pa.array(terms, pa.string()), value_set=self.terms)
+            except (pa.ArrowException, UnicodeError):
+                pass
+            else:
+                return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        get = self.get
+        return np.fromiter((get(t, -1) for t in terms.tolist()), np.int64, len(terms))
+
+
+def load_vocab_index(store: str, languages: tuple[str, ...]) -> dict[str, VocabIndex]:
     """Term -> id mapping of each language of the store's vocabulary (one task, shared by writers)."""
-    return {lang: dict(read_vocabulary(Path(store) / "vocab" / lang).index) for lang in languages}
+    return {lang: VocabIndex(read_vocabulary(Path(store) / "vocab" / lang).terms) for lang in languages}
 
 
 def encode_bag(bag: Counter[str] | None, index: Mapping[str, int]) -> tuple[list[int], list[int]]:
@@ -398,16 +476,18 @@ def tokenize_partition(
     The counts, id hashes and skipped records are those of :func:`count_partition`.
     """
     skipped: Counter[str] = Counter()
-    records = list(iter_records(partition, fields, on_error, skipped))
-    languages = {lang: LanguageTokens.of([r.texts[lang] for r in records], tokenizer) for lang in fields.languages}
-    doc_ids = [r.doc_id for r in records]
-    TokenizedPartition(doc_ids, [r.label for r in records], [r.timestamp for r in records], languages).save(path)
+    columns = read_partition_columns(partition, fields, on_error, skipped)
+    languages = {lang: LanguageTokens.of(columns.texts[lang], tokenizer) for lang in fields.languages}
+    doc_ids = columns.doc_ids
+    TokenizedPartition(doc_ids, columns.labels, columns.timestamps, languages).save(path)
     counts = TermCounts({lang: tokens.counts() for lang, tokens in languages.items()})
     return PartitionSummary(counts, IdHashes.of(hash_ids(doc_ids)), len(doc_ids), dict(skipped))
 
 
 def _provisional_to_vocab(terms: np.ndarray, index: Mapping[str, int]) -> np.ndarray:
     """Vocabulary id of each provisional term, -1 outside the vocabulary."""
+    if isinstance(index, VocabIndex):
+        return index.ids_of(terms)
     get = index.get
     return np.fromiter((get(t, -1) for t in terms.tolist()), np.int64, len(terms))
 

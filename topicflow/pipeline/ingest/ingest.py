@@ -59,10 +59,8 @@ from topicflow.tasks.ingest import (
     IdOccurrence,
     PartitionSummary,
     ShardWritten,
-    map_count,
     map_locate_ids,
     map_tokenize,
-    map_write_shards,
     map_write_tokenized,
     tree_merge,
 )
@@ -155,14 +153,6 @@ def _settings(shard_size: int | None, split_every: int | None, on_error: str) ->
     return int(shard_size or config.get("shard-size")), split
 
 
-def _count_pass(
-    partitions: Sequence[InputPartition], fields: FieldSpec, tokenizer: TokenizerConfig,
-    on_error: OnError, split_every: int, client: Any, progress: ProgressReporter,
-) -> PartitionSummary:
-    """Pass 1 of append: count every partition, then tree-merge (see :func:`_summarize`)."""
-    return _summarize(map_count(partitions, fields, tokenizer, on_error), split_every, client, progress)
-
-
 def _summarize(parts: Sequence[Any], split_every: int, client: Any, progress: ProgressReporter) -> PartitionSummary:
     """Tree-merge the partitions' summaries; per-partition progress on a distributed client."""
     root = tree_merge(parts, split_every=split_every)
@@ -240,16 +230,6 @@ def _skip_plan(skipped: Iterable[IdOccurrence]) -> dict[int, frozenset[int]]:
     for occurrence in skipped:
         plan[occurrence.partition].add(occurrence.position)
     return {index: frozenset(positions) for index, positions in plan.items()}
-
-
-def _write_pass(
-    partitions: Sequence[InputPartition], fields: FieldSpec, tokenizer: TokenizerConfig, on_error: OnError,
-    *, store: Path, shard_dirs: Mapping[int, str], skip: Mapping[int, frozenset[int]], drop_reason: str,
-    client: Any, progress: ProgressReporter, keep_order: bool = False,
-) -> list[ShardWritten]:
-    graphs = map_write_shards(partitions, fields, tokenizer, on_error, store=str(store),
-                              shard_dirs=shard_dirs, skip=skip, drop_reason=drop_reason, keep_order=keep_order)
-    return compute_list(graphs, client=client, progress=progress, desc="writing shards", unit="shard")
 
 
 def _place_shards(written: Sequence[ShardWritten], shards_dir: Path, manifest: Manifest,
