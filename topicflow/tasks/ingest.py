@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import pickle
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
@@ -50,10 +50,12 @@ from topicflow.io.sources.base import (
 from topicflow.io.tokenizer import (
     LanguageCounts,
     TermCounts,
+    TermTable,
     TokenBatch,
     TokenizerConfig,
     count_document,
     make_tokenizer,
+    tokenize_arrow,
     tokenize_batch,
 )
 from topicflow.tasks.reduce import tree_reduce
@@ -102,7 +104,10 @@ class PartitionSummary:
 
     Attributes
     ----------
-    counts : TermCounts
+    counts : TermCounts or TermTable
+        The columnar :class:`~topicflow.io.tokenizer.TermTable` inside the ingest tree (what
+        :func:`tokenize_partition` returns and :func:`merge_summaries` keeps), :class:`TermCounts`
+        otherwise; :meth:`with_counters` gives the latter.
     ids : IdHashes
     n_records : int
         Valid records read.
@@ -110,16 +115,21 @@ class PartitionSummary:
         Bad records skipped (``on_error="skip"``), by reason.
     """
 
-    counts: TermCounts = field(default_factory=TermCounts)
+    counts: TermCounts | TermTable = field(default_factory=TermCounts)
     ids: IdHashes = field(default_factory=IdHashes)
     n_records: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
 
     def merge(self, other: PartitionSummary) -> PartitionSummary:
-        skipped = Counter(self.skipped)
-        skipped.update(other.skipped)
-        return PartitionSummary(self.counts.merge(other.counts), self.ids.merge(other.ids),
-                                self.n_records + other.n_records, dict(skipped))
+        return merge_summaries(self, other)
+
+    def term_counts(self) -> TermCounts:
+        """The term statistics as :class:`TermCounts`."""
+        return self.counts.to_counts() if isinstance(self.counts, TermTable) else self.counts
+
+    def with_counters(self) -> PartitionSummary:
+        """This summary with its counts as :class:`TermCounts` (what the drivers work with)."""
+        return replace(self, counts=self.term_counts())
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,7 +247,13 @@ def merge_summaries(*parts: PartitionSummary) -> PartitionSummary:
     skipped: Counter[str] = Counter()
     for part in parts:
         skipped.update(part.skipped)
-    return PartitionSummary(TermCounts.merge_all([p.counts for p in parts]), IdHashes.merge_all([p.ids for p in parts]),
+    tables = [p.counts for p in parts if isinstance(p.counts, TermTable)]
+    counts: TermCounts | TermTable
+    if len(tables) == len(parts):
+        counts = TermTable.merge_all(tables)
+    else:
+        counts = TermCounts.merge_all([p.term_counts() for p in parts])
+    return PartitionSummary(counts, IdHashes.merge_all([p.ids for p in parts]),
                             sum(p.n_records for p in parts), dict(skipped))
 
 
@@ -272,19 +288,24 @@ class VocabIndex(dict[str, int]):
             self.terms = None
 
     def ids_of(self, terms: np.ndarray) -> np.ndarray:
-        """The id of each of ``terms`` (object array of str), -1 for a term outside the vocabulary.
+        """The id of each of ``terms`` (distinct, object array of str), -1 for a term outside the vocabulary.
 
         Notes
         -----
-        NumPy equivalent: ``np.array([self.get(t, -1) for t in terms])``; one Arrow hash look-up here.
+        NumPy equivalent: ``np.array([self.get(t, -1) for t in terms])``. Here one Arrow hash look-up of
+        the vocabulary's terms among ``terms`` (which does not hold the GIL, unlike the dict look-ups).
         """
         if self.terms is not None and len(terms):
             try:
-                found = pc.index_in(pa.array(terms, pa.string()), value_set=self.terms)
+                wanted = pa.array(terms, pa.string())
             except (pa.ArrowException, UnicodeError):
                 pass
             else:
-                return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+                position = pc.index_in(self.terms, value_set=wanted)
+                found = np.flatnonzero(position.is_valid().to_numpy(zero_copy_only=False))
+                ids = np.full(len(terms), -1, np.int64)
+                ids[position.drop_null().to_numpy(zero_copy_only=False)] = found
+                return ids
         get = self.get
         return np.fromiter((get(t, -1) for t in terms.tolist()), np.int64, len(terms))
 
@@ -417,20 +438,32 @@ class LanguageTokens:
     bags: tuple[np.ndarray, np.ndarray, np.ndarray]
 
     @classmethod
-    def of(cls, texts: Sequence[str | None], tokenizer: TokenizerConfig) -> LanguageTokens:
-        """Tokenize the texts of one language (None: the record lacks it)."""
+    def of(cls, texts: Sequence[str | None] | pa.Array, tokenizer: TokenizerConfig) -> LanguageTokens:
+        """Tokenize the texts of one language (None, or an Arrow null: the record lacks it)."""
+        if isinstance(texts, pa.Array):
+            tokens = tokenize_arrow(texts, tokenizer)
+            return cls(texts.is_valid().to_numpy(zero_copy_only=False), tokens, tokens.bags())
         tokens = tokenize_batch(["" if t is None else t for t in texts], tokenizer)
         return cls(np.array([t is not None for t in texts], np.bool_), tokens, tokens.bags())
 
-    def counts(self) -> LanguageCounts:
-        """Document and corpus frequencies of the terms, as :func:`count_partition` counts them."""
+    def frequencies(self) -> tuple[np.ndarray, np.ndarray]:
+        """Document and corpus frequency of each term of ``tokens.terms`` (int64)."""
         _, term_ids, counts = self.bags
         n_terms = len(self.tokens.terms)
-        doc_freq = np.bincount(term_ids, minlength=n_terms)
+        doc_freq = np.bincount(term_ids, minlength=n_terms).astype(np.int64)
         corpus_freq = np.bincount(term_ids, weights=counts, minlength=n_terms).astype(np.int64)
+        return doc_freq, corpus_freq
+
+    def counts(self) -> LanguageCounts:
+        """Document and corpus frequencies of the terms, as :func:`count_partition` counts them."""
+        doc_freq, corpus_freq = self.frequencies()
         terms = self.tokens.terms.tolist()
         return LanguageCounts(Counter(dict(zip(terms, doc_freq.tolist()))),
                               Counter(dict(zip(terms, corpus_freq.tolist()))), int(self.has_text.sum()))
+
+    def table(self, language: str) -> TermTable | None:
+        """:meth:`counts` as a :class:`~topicflow.io.tokenizer.TermTable` (None: see ``TermTable.of``)."""
+        return TermTable.of(self.tokens.terms, *self.frequencies(), int(self.has_text.sum()), language)
 
 
 @dataclass(frozen=True, slots=True)
@@ -480,7 +513,12 @@ def tokenize_partition(
     languages = {lang: LanguageTokens.of(columns.texts[lang], tokenizer) for lang in fields.languages}
     doc_ids = columns.doc_ids
     TokenizedPartition(doc_ids, columns.labels, columns.timestamps, languages).save(path)
-    counts = TermCounts({lang: tokens.counts() for lang, tokens in languages.items()})
+    tables = [tokens.table(lang) for lang, tokens in languages.items()]
+    counts: TermCounts | TermTable
+    if all(table is not None for table in tables):
+        counts = TermTable.merge_all([t for t in tables if t is not None]) if tables else TermCounts()
+    else:
+        counts = TermCounts({lang: tokens.counts() for lang, tokens in languages.items()})
     return PartitionSummary(counts, IdHashes.of(hash_ids(doc_ids)), len(doc_ids), dict(skipped))
 
 

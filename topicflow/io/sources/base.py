@@ -15,11 +15,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterator, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Protocol
 
 from topicflow._typing import InputKind, LocationUnit
 from topicflow.errors import InputError, InvalidParameterError
 from topicflow.io.corpus.layout import DEFAULT_LANGUAGE
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: How a record's position is named in messages: a line of a file, a row of a table, or a whole file.
 
@@ -125,8 +128,9 @@ class RecordColumns:
     Attributes
     ----------
     doc_ids : list of str
-    texts : dict of str to list of (str or None)
-        Per language, the text of each record (None: the record lacks the language).
+    texts : dict of str to (list of (str or None) or pyarrow.Array)
+        Per language, the text of each record (None/null: the record lacks the language); a columnar
+        reader may give an Arrow string array.
     labels : list of (str or None)
     timestamps : list of (int or None)
     lines : list of int
@@ -134,7 +138,7 @@ class RecordColumns:
     """
 
     doc_ids: list[str]
-    texts: dict[str, list[str | None]]
+    texts: dict[str, list[str | None] | pa.Array]
     labels: list[str | None]
     timestamps: list[int | None]
     lines: list[int]

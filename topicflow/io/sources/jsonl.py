@@ -128,7 +128,11 @@ def read_columns(partition: InputPartition, fields: FieldSpec) -> RecordColumns 
 
 
 def parse_columns(data: bytes, fields: FieldSpec, *, path: str, first_line: int) -> RecordColumns | None:
-    """:func:`read_columns` on the bytes of some whole lines that start at line ``first_line``."""
+    """:func:`read_columns` on the bytes of some whole lines that start at line ``first_line``.
+
+    The texts are Arrow string arrays (tokenized without Python strings by
+    :func:`topicflow.io.tokenizer.tokenize_arrow`).
+    """
     if len(data) >= 2**31 - 1:
         return None
     try:
@@ -156,7 +160,7 @@ def parse_columns(data: bytes, fields: FieldSpec, *, path: str, first_line: int)
         return None
     if table.num_rows != len(lines):
         return None
-    texts = {lang: table.column(name).to_pylist() for lang, name in fields.text_fields}
+    texts = {lang: table.column(name).combine_chunks() for lang, name in fields.text_fields}
     has_text = np.zeros(len(lines), np.bool_)
     for lang, name in fields.text_fields:
         has_text |= table.column(name).is_valid().to_numpy(zero_copy_only=False)

@@ -154,11 +154,11 @@ def _settings(shard_size: int | None, split_every: int | None, on_error: str) ->
 
 
 def _summarize(parts: Sequence[Any], split_every: int, client: Any, progress: ProgressReporter) -> PartitionSummary:
-    """Tree-merge the partitions' summaries; per-partition progress on a distributed client."""
+    """Tree-merge the partitions' summaries (counts as Counters); per-partition progress on a distributed client."""
     root = tree_merge(parts, split_every=split_every)
     client = current_client(client)
     if client is None or progress is NO_PROGRESS:
-        return compute(root, client=client)[0]
+        return compute(root, client=client)[0].with_counters()
     from distributed import as_completed
 
     # Holding the partitions' futures lets the tree reuse their results instead of recomputing.
@@ -167,7 +167,7 @@ def _summarize(parts: Sequence[Any], split_every: int, client: Any, progress: Pr
         pass
     summary = compute(root, client=client)[0]
     del futures
-    return summary
+    return summary.with_counters()
 
 
 def _resolve_duplicates(
