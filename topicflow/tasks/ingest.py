@@ -642,7 +642,11 @@ def map_tokenize(
     """
     token = dask.base.tokenize(pass_token(partitions, fields, tokenizer, on_error), dict(paths))
     task = dask.delayed(tokenize_partition, pure=True)
-    return [task(p, fields, tokenizer, on_error, paths[p.index], dask_key_name=f"ingest-tokenize-{token}-{p.index}")
+    # The settings as one shared node each: dask then does not walk them (300 stop words) for every task.
+    shared_fields = dask.delayed(fields, name=f"ingest-fields-{token}")
+    shared_tokenizer = dask.delayed(tokenizer, name=f"ingest-tokenizer-{token}")
+    return [task(p, shared_fields, shared_tokenizer, on_error, paths[p.index],
+                 dask_key_name=f"ingest-tokenize-{token}-{p.index}")
             for p in partitions]
 
 
@@ -672,8 +676,9 @@ def map_write_tokenized(
     vocab = dask.delayed(load_vocab_index, pure=True)(store, fields.languages,
                                                       dask_key_name=f"ingest-vocab-{token}")
     task = dask.delayed(write_tokenized, pure=True)
+    shared_fields = dask.delayed(fields, name=f"ingest-fields-{token}")
     return [
-        task(paths[p.index], fields, vocab, shard_dirs[p.index], p.index, skip.get(p.index, frozenset()),
+        task(paths[p.index], shared_fields, vocab, shard_dirs[p.index], p.index, skip.get(p.index, frozenset()),
              drop_reason, keep_order, dask_key_name=f"ingest-encode-{token}-{p.index}")
         for p in partitions
     ]
