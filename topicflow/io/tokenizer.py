@@ -305,7 +305,7 @@ def tokenize_arrow(texts: pa.Array, config: TokenizerConfig) -> TokenBatch:
 
     Parameters
     ----------
-    texts : pyarrow.Array of string
+    texts : pyarrow.Array of str
     config : TokenizerConfig
 
     Returns

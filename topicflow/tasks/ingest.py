@@ -196,7 +196,13 @@ def read_partition_columns(
 
     Parameters
     ----------
-    partition, fields, on_error, skipped
+    partition : InputPartition
+        Part of one input.
+    fields : FieldSpec
+        Which fields hold the text, id, label and timestamp.
+    on_error : {"raise", "skip"}
+        As for :func:`iter_records` (used when the columnar reader declines).
+    skipped : Counter of str, optional
         As for :func:`iter_records`.
 
     Returns
@@ -280,7 +286,7 @@ class VocabIndex(dict[str, int]):
         The vocabulary's terms in id order (distinct).
     """
 
-    def __init__(self, terms: Sequence[str]) -> None:
+    def __init__(self, terms: Sequence[str] | np.ndarray) -> None:
         super().__init__((str(t), i) for i, t in enumerate(terms))
         try:
             self.terms: pa.Array | None = pa.array(list(self), pa.string())

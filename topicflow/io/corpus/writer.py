@@ -118,7 +118,7 @@ def _encode_chunk(data: np.ndarray, string: bool) -> bytes:
 _VLEN_UTF8 = VLenUTF8()
 _ZSTD = Zstd(level=0, checksum=False)
 #: A sample of each kind of array a shard holds, to learn zarr's files from.
-_SAMPLES = {"int64": np.array([0, 7, -3], np.int64), "int32": np.array([5, 0, 2**31 - 1], np.int32),
+_SAMPLES: dict[str, np.ndarray] = {"int64": np.array([0, 7, -3], np.int64), "int32": np.array([5, 0, 2**31 - 1], np.int32),
             "string": np.array(["a", "", "é\u20ac"], dtype=object)}
 
 
@@ -130,6 +130,8 @@ def _array_format(kind: str) -> _ArrayFormat | None:
     zarr's API) unless re-serializing its metadata and encoding its chunk here give exactly zarr's
     bytes, so the store's files never depend on which path wrote them.
     """
+    if kind not in _SAMPLES:
+        return None
     sample = _SAMPLES[kind]
     store = zarr.storage.MemoryStore()
     _write_array(zarr.open_group(store, mode="w-"), "x", sample)

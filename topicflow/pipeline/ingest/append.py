@@ -368,7 +368,7 @@ def _append_locked(
         summary, skip = _resolve_duplicates(summary, partitions, fields, tokenizer, on_error, in_store,
                                             str(store), client, progress)
         _check_records(summary, inputs)
-        plan = _plan_vocabulary(Corpus(store, manifest), summary.counts, promote_min_df)
+        plan = _plan_vocabulary(Corpus(store, manifest), summary.term_counts(), promote_min_df)
         encode_root = _stage_encoding_vocabulary(store, plan, tag)
         try:
             shard_dirs = {p.index: str(store / "shards" / f".append-{tag}-{p.index:06d}") for p in partitions}

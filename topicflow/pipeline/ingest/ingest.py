@@ -221,7 +221,7 @@ def _without(summary: PartitionSummary, skipped: Sequence[IdOccurrence]) -> Part
         removed = removed.merge(occurrence.counts)
     reasons = Counter(summary.skipped)
     reasons["duplicate_id"] += len(skipped)
-    return replace(summary, counts=summary.counts.without(removed),
+    return replace(summary, counts=summary.term_counts().without(removed),
                    n_records=summary.n_records - len(skipped), skipped=dict(reasons))
 
 
@@ -368,10 +368,10 @@ def ingest_corpus(
         summary, skip = _resolve_duplicates(summary, partitions, fields, tokenizer, on_error, {}, str(out),
                                             client, progress)
         _check_records(summary, inputs)
-        vocabs = {lang: prune_vocabulary(summary.counts.get(lang), prune) for lang in fields.languages}
+        vocabs = {lang: prune_vocabulary(summary.term_counts().get(lang), prune) for lang in fields.languages}
         for lang, vocab in vocabs.items():
             write_vocabulary(tmp / "vocab" / lang, vocab)
-            write_vocabulary(tmp / "excluded" / lang, too_common_terms(summary.counts.get(lang), prune))
+            write_vocabulary(tmp / "excluded" / lang, too_common_terms(summary.term_counts().get(lang), prune))
         shard_dirs = {p.index: str(tmp / "shards" / f".part-{p.index:06d}") for p in partitions}
         written = compute_list(
             map_write_tokenized(partitions, fields, store=str(tmp), paths=token_paths, shard_dirs=shard_dirs,
