@@ -168,7 +168,7 @@ def stage_cpu_seconds(src: Path, work: Path, n_partitions: int, shard_size: int,
     init_store(scratch / "store")
     saved = {p.index: str(scratch / f"tokens-{p.index}") for p in partitions}
     summary = merge_summaries(*(tokenize_partition(p, fields, tokenizer, "raise", saved[p.index]) for p in partitions))
-    write_vocabulary(scratch / "store" / "vocab" / "default", prune_vocabulary(summary.counts.get("default"),
+    write_vocabulary(scratch / "store" / "vocab" / "default", prune_vocabulary(summary.term_counts().get("default"),
                                                                                PruneConfig()))
     index = load_vocab_index(str(scratch / "store"), fields.languages)
     best: dict[str, float] = {}
