@@ -118,8 +118,11 @@ def _encode_chunk(data: np.ndarray, string: bool) -> bytes:
 _VLEN_UTF8 = VLenUTF8()
 _ZSTD = Zstd(level=0, checksum=False)
 #: A sample of each kind of array a shard holds, to learn zarr's files from.
-_SAMPLES: dict[str, np.ndarray] = {"int64": np.array([0, 7, -3], np.int64), "int32": np.array([5, 0, 2**31 - 1], np.int32),
-            "string": np.array(["a", "", "é\u20ac"], dtype=object)}
+_SAMPLES: dict[str, np.ndarray] = {
+    "int64": np.array([0, 7, -3], np.int64),
+    "int32": np.array([5, 0, 2**31 - 1], np.int32),
+    "string": np.array(["a", "", "é\u20ac"], dtype=object),
+}
 
 
 @functools.lru_cache(maxsize=None)

@@ -118,7 +118,7 @@ def read_columns(partition: InputPartition, fields: FieldSpec) -> RecordColumns 
     ``read_partition`` yields (same ids, texts, labels and line numbers). It returns None, and the
     caller reads the partition line by line, whenever a line could give a :class:`RecordError` or
     could be read differently by Arrow than by ``json.loads``: invalid UTF-8, a non-blank line that
-    does not start with ``{`` (blank lines with spaces or ``\r``, a byte-order mark, arrays, ``null``),
+    does not start with ``{`` (blank lines with spaces or ``\\r``, a byte-order mark, arrays, ``null``),
     more than one object on a line, a used field of another type than a string (integer ids and
     labels), a field given twice, a record without text or label, and always with a timestamp field.
     """
