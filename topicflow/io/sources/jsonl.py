@@ -136,7 +136,8 @@ def parse_columns(data: bytes, fields: FieldSpec, *, path: str, first_line: int)
     if len(data) >= 2**31 - 1:
         return None
     try:
-        data.decode("utf-8")
+        if not data.isascii():  # ASCII is valid UTF-8; checking it makes no string
+            data.decode("utf-8")
     except UnicodeDecodeError:
         return None
     buffer = np.frombuffer(data, np.uint8)
