@@ -16,7 +16,8 @@ With ``--real`` it measures real text instead (issue 22 part 5): a JSON Lines fi
 ``--real-mb`` MB made by repeating the dev corpora ``bible_kjv.jsonl`` and ``labeled_fortunes.jsonl``
 (from ``~/.cache/topicflow-dev-corpora``, built by ``/work/shared/corpora/build-dev-corpora.sh``)
 with distinct ids, ingested by the whole ``topicflow ingest`` command (a fresh process: imports,
-local cluster of ``--workers`` processes, both passes, commit), next to the anchor: scikit-learn's
+local cluster of ``--workers`` workers on the default executor, both passes, commit; the previous
+run's store is deleted before each run, untimed), next to the anchor: scikit-learn's
 ``CountVectorizer`` in one process, reading the same JSONL (``json.loads`` per line) and counting
 with the same tokens as topicflow's default tokenizer (lowercase, ``\\b\\w\\w+\\b``, i.e. runs of word
 characters of length >= 2, and topicflow's English stop words). Wall time of each command and peak
@@ -34,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -128,7 +130,7 @@ def run_cli_child(args: argparse.Namespace) -> None:
 def stage_cpu_seconds(src: Path, work: Path, n_partitions: int, shard_size: int, repeat: int) -> dict[str, float]:
     """CPU seconds of each stage of ingest on the first ``n_partitions`` partitions, serially in this process.
 
-    One-pass route: ``read`` (records only), ``tokenize pass`` (read + tokenize + count + save the
+    One-pass route: ``read`` (records only: line by line, and the columnar reader ingest uses), ``tokenize pass`` (read + tokenize + count + save the
     tokens), ``write pass`` (remap + write the shards), of which ``zarr writes`` (``write_shard``
     alone on the same arrays); two-pass route (append's, and ingest's before): ``count pass`` and
     ``re-tokenize + write pass``; and CountVectorizer on the same documents. Best of ``repeat``.
@@ -153,6 +155,7 @@ def stage_cpu_seconds(src: Path, work: Path, n_partitions: int, shard_size: int,
         iter_records,
         load_vocab_index,
         merge_summaries,
+        read_partition_columns,
         tokenize_partition,
         write_partition,
         write_tokenized,
@@ -165,7 +168,7 @@ def stage_cpu_seconds(src: Path, work: Path, n_partitions: int, shard_size: int,
     init_store(scratch / "store")
     saved = {p.index: str(scratch / f"tokens-{p.index}") for p in partitions}
     summary = merge_summaries(*(tokenize_partition(p, fields, tokenizer, "raise", saved[p.index]) for p in partitions))
-    write_vocabulary(scratch / "store" / "vocab" / "default", prune_vocabulary(summary.counts.get("default"),
+    write_vocabulary(scratch / "store" / "vocab" / "default", prune_vocabulary(summary.term_counts().get("default"),
                                                                                PruneConfig()))
     index = load_vocab_index(str(scratch / "store"), fields.languages)
     best: dict[str, float] = {}
@@ -196,7 +199,9 @@ def stage_cpu_seconds(src: Path, work: Path, n_partitions: int, shard_size: int,
     for _ in range(max(1, repeat)):
         for name in ("new", "old"):
             shutil.rmtree(scratch / name, ignore_errors=True)
-        timed("read", lambda: [list(iter_records(p, fields, "raise")) for p in partitions])
+        timed("read records (json.loads per line)", lambda: [list(iter_records(p, fields, "raise")) for p in partitions])
+        timed("read columns (Arrow JSON reader)", lambda: [read_partition_columns(p, fields, "raise")
+                                                           for p in partitions])
         timed("tokenize pass", lambda: [tokenize_partition(p, fields, tokenizer, "raise", saved[p.index])
                                         for p in partitions])
         timed("write pass", write_new)
@@ -247,6 +252,10 @@ def run_real(args: argparse.Namespace, work: Path) -> None:
     best: dict[str, dict[str, Any]] = {}
     for _ in range(max(1, args.repeat)):
         for name, cmd in arms.items():
+            # The previous run's store is deleted here, untimed: with it in place `--overwrite` would
+            # delete it inside the timed command (5,400 files: 5-6 s on this machine's disk, mostly
+            # waiting on the file system), a cost CountVectorizer, which writes nothing, never pays.
+            shutil.rmtree(work / "real.zarr", ignore_errors=True)
             result, wall, peak_mb, cpu = measure_with_cpu(cmd)
             if name not in best or wall < best[name]["wall_s"]:
                 best[name] = {"tool": name, "input_mb": n_bytes / 1e6, "n_docs": n_docs,

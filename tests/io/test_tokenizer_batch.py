@@ -3,11 +3,13 @@
 The reference is :func:`topicflow.io.tokenizer.tokenize` (Python ``re`` on one lowercased text),
 which is itself checked against ``re.findall`` in ``test_tokenizer.py``; the batch tokenizer's
 vectorized path (NumPy over UTF-8 bytes, pyarrow dictionary encoding) must agree token for token,
-and its terms and ids must be those of the plain-Python batch path.
+and its terms and ids must be those of the plain-Python batch path; so must ``tokenize_arrow``, which
+ingest uses on the Arrow texts of the JSON reader (Arrow's lowercasing for ASCII texts).
 """
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,6 +21,7 @@ from topicflow.io.tokenizer import (
     TokenizerConfig,
     _tokenize_python,
     tokenize,
+    tokenize_arrow,
     tokenize_batch,
 )
 
@@ -91,3 +94,35 @@ def test_texts_with_lone_surrogates_take_the_python_path() -> None:
 def test_empty_batches_and_empty_texts() -> None:
     assert check_batch([], TokenizerConfig()).indptr.tolist() == [0]
     assert check_batch(["", "the of", ""], TokenizerConfig()).indptr.tolist() == [0, 0, 0, 0]
+
+
+# ----------------------------------------------------------------------------- Arrow texts (ingest's path)
+
+def check_arrow(texts: list[str | None], config: TokenizerConfig, start: int = 0) -> TokenBatch:
+    """``tokenize_arrow`` on ``texts[start:]`` as a (sliced) Arrow array equals the batch tokenizer's."""
+    array = pa.array(texts, pa.string()).slice(start)
+    batch = tokenize_arrow(array, config)
+    rest = ["" if t is None else t for t in texts[start:]]
+    reference = _tokenize_python(rest, config)
+    assert [batch.tokens(i) for i in range(len(rest))] == [tokenize(t, config) for t in rest]
+    assert batch.terms.tolist() == reference.terms.tolist()
+    np.testing.assert_array_equal(batch.token_ids, reference.token_ids)
+    np.testing.assert_array_equal(batch.indptr, reference.indptr)
+    return batch
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: f"{c.token_pattern}-{c.lowercase}-{c.min_length}")
+@settings(max_examples=30, deadline=None)
+@given(texts=st.lists(st.one_of(st.none(), tricky_text, any_text, st.text(alphabet="AbC dEf,", max_size=20)),
+                      max_size=6), start=st.integers(0, 2))
+def test_arrow_tokens_equal_python_tokens(config: TokenizerConfig, texts: list[str | None], start: int) -> None:
+    # Some texts pure ASCII (Arrow lowercases them), some not (Python does), nulls, sliced arrays.
+    check_arrow(texts, config, min(start, len(texts)))
+
+
+def test_arrow_on_every_code_point_and_on_empty_input() -> None:
+    chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000]
+    chunks = [" ".join(chars[i:i + 4096]) for i in range(0, len(chars), 4096)]
+    check_arrow(chunks + ["ASCII Only TEXT", None], TokenizerConfig(min_length=1, stop_words_name="none", stop_words=()))
+    assert check_arrow([], TokenizerConfig()).indptr.tolist() == [0]
+    assert check_arrow([None, "", "the of"], TokenizerConfig()).indptr.tolist() == [0, 0, 0, 0]

@@ -295,6 +295,43 @@ def tokenize_batch(texts: Sequence[str], config: TokenizerConfig) -> TokenBatch:
     return _tokenize_python(texts, config)
 
 
+def tokenize_arrow(texts: pa.Array, config: TokenizerConfig) -> TokenBatch:
+    """:func:`tokenize_batch` for an Arrow string array (a null is an empty text), without Python strings.
+
+    Text ``i`` gets exactly the tokens ``tokenize(texts[i].as_py() or "", config)``. For the patterns
+    of :data:`RUN_PATTERNS` the texts' UTF-8 bytes are tokenized where they are: lowercasing is
+    Arrow's ``ascii_lower`` for the texts that are pure ASCII (where it is ``str.lower``) and
+    Python's ``str.lower`` for the others; any other pattern goes through :func:`tokenize_batch`.
+
+    Parameters
+    ----------
+    texts : pyarrow.Array of str
+    config : TokenizerConfig
+
+    Returns
+    -------
+    TokenBatch
+        The same as ``tokenize_batch`` on the texts as Python strings.
+    """
+    min_run = RUN_PATTERNS.get(config.token_pattern)
+    if min_run is None or not pa.types.is_string(texts.type):
+        return tokenize_batch(["" if t is None else t for t in texts.to_pylist()], config)
+    texts = texts.fill_null("") if texts.null_count else texts
+    if config.lowercase and len(texts):
+        is_ascii = pc.string_is_ascii(texts)
+        lowered = pc.ascii_lower(texts)
+        if not pc.all(is_ascii).as_py():
+            others = pc.invert(is_ascii)
+            python_lowered = [t.lower() for t in texts.filter(others).to_pylist()]
+            lowered = pc.replace_with_mask(lowered, others, pa.array(python_lowered, pa.string()))
+        texts = lowered
+    offsets = np.frombuffer(texts.buffers()[1], np.int32, len(texts) + 1, texts.offset * 4).astype(np.int64)
+    data = texts.buffers()[2]
+    joined = pa.py_buffer(b"") if data is None else data.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+    return _tokenize_joined(joined, offsets - offsets[0], max(min_run, config.min_length),
+                            _stop_word_array(config.stop_words))
+
+
 def _tokenize_python(texts: Sequence[str], config: TokenizerConfig) -> TokenBatch:
     run = make_tokenizer(config)
     index: dict[str, int] = {}
@@ -363,7 +400,12 @@ def _tokenize_utf8(encoded: list[bytes], min_chars: int, stop_words: pa.Array | 
     """
     text_starts = np.zeros(len(encoded) + 1, np.int64)
     np.cumsum([len(e) for e in encoded], out=text_starts[1:])
-    joined = b"".join(encoded)
+    return _tokenize_joined(pa.py_buffer(b"".join(encoded)), text_starts, min_chars, stop_words)
+
+
+def _tokenize_joined(joined: pa.Buffer, text_starts: np.ndarray, min_chars: int,
+                     stop_words: pa.Array | None) -> TokenBatch:
+    """:func:`_tokenize_utf8` on the texts' bytes joined, text ``i`` at ``[text_starts[i], text_starts[i + 1])``."""
     data = np.frombuffer(joined, np.uint8)
     word = _word_bytes(data)
     change = np.empty(len(data) + 1, np.bool_)
@@ -373,7 +415,7 @@ def _tokenize_utf8(encoded: list[bytes], min_chars: int, stop_words: pa.Array | 
     large = len(data) >= 2**31 - 1
     bounds = np.flatnonzero(change).astype(np.int64 if large else np.int32)
     segments = pa.Array.from_buffers(pa.large_string() if large else pa.string(), len(bounds) - 1,
-                                     [None, pa.py_buffer(bounds), pa.py_buffer(joined)])
+                                     [None, pa.py_buffer(bounds), joined])
     encoded_segments = pc.dictionary_encode(segments)
     distinct = encoded_segments.dictionary
     is_token = _is_word_run(distinct) & (pc.utf8_length(distinct).to_numpy(zero_copy_only=False) >= min_chars)
@@ -421,12 +463,41 @@ class LanguageCounts:
         corpus_freq.update(other.corpus_freq)
         return LanguageCounts(doc_freq, corpus_freq, self.n_docs + other.n_docs)
 
+    @staticmethod
+    def merge_all(parts: Sequence[LanguageCounts]) -> LanguageCounts:
+        """The merge of all ``parts`` at once: equal to ``parts[0].merge(parts[1]).merge(...)``.
+
+        Vectorized (one Arrow hash group-by over the concatenated terms, integer sums), where chained
+        :meth:`merge` calls add term by term in Python; the Counters' insertion order may differ.
+        """
+        if len(parts) == 1:
+            return parts[0]
+        return LanguageCounts(_sum_counters([p.doc_freq for p in parts]), _sum_counters([p.corpus_freq for p in parts]),
+                              sum(p.n_docs for p in parts))
+
     def without(self, other: LanguageCounts) -> LanguageCounts:
         """These counts minus ``other`` (documents removed after counting, e.g. duplicates)."""
         doc_freq, corpus_freq = Counter(self.doc_freq), Counter(self.corpus_freq)
         doc_freq.subtract(other.doc_freq)
         corpus_freq.subtract(other.corpus_freq)
         return LanguageCounts(+doc_freq, +corpus_freq, self.n_docs - other.n_docs)
+
+
+def _sum_counters(counters: Sequence[Counter[str]]) -> Counter[str]:
+    """Per-key sums of ``counters`` (every key of any of them kept, as ``Counter.update`` keeps it)."""
+    sizes = [len(c) for c in counters]
+    if sum(size > 0 for size in sizes) <= 1:
+        return Counter(next((c for c in counters if c), Counter()))
+    try:
+        keys = pa.array([key for c in counters for key in c], pa.string())
+    except (pa.ArrowException, UnicodeError):  # a term with a lone surrogate (the Python tokenizer's)
+        total: Counter[str] = Counter()
+        for counter in counters:
+            total.update(counter)
+        return total
+    values = np.fromiter((v for c in counters for v in c.values()), np.int64, sum(sizes))
+    summed = pa.table({"key": keys, "value": values}).group_by("key", use_threads=False).aggregate([("value", "sum")])
+    return Counter(dict(zip(summed.column("key").to_pylist(), summed.column("value_sum").to_pylist())))
 
 
 @dataclass(frozen=True, slots=True)
@@ -445,6 +516,13 @@ class TermCounts:
             merged[lang] = merged[lang].merge(counts) if lang in merged else counts
         return TermCounts(merged)
 
+    @staticmethod
+    def merge_all(parts: Sequence[TermCounts]) -> TermCounts:
+        """The merge of all ``parts`` at once (see :meth:`LanguageCounts.merge_all`)."""
+        languages = dict.fromkeys(lang for part in parts for lang in part.languages)
+        return TermCounts({lang: LanguageCounts.merge_all([p.languages[lang] for p in parts if lang in p.languages])
+                           for lang in languages})
+
     def without(self, other: TermCounts) -> TermCounts:
         return TermCounts({
             lang: counts.without(other.languages[lang]) if lang in other.languages else counts
@@ -453,6 +531,68 @@ class TermCounts:
 
     def get(self, language: str) -> LanguageCounts:
         return self.languages.get(language, LanguageCounts())
+
+
+@dataclass(frozen=True, slots=True)
+class TermTable:
+    """Per-language term statistics as Arrow columns: the columnar form of :class:`TermCounts`.
+
+    What the ingest graph tree-merges: :meth:`merge_all` sums by term with one hash group-by in
+    Arrow (no Python object per term, and no GIL held); :meth:`to_counts` gives the
+    :class:`TermCounts` once, at the root.
+
+    Attributes
+    ----------
+    languages : dict of str to pyarrow.Table
+        Per language, the columns ``term`` (string, distinct), ``doc_freq`` and ``corpus_freq`` (int64).
+    n_docs : dict of str to int
+        Per language, documents that have text in it.
+    """
+
+    languages: dict[str, pa.Table]
+    n_docs: dict[str, int]
+
+    @classmethod
+    def of(cls, terms: np.ndarray, doc_freq: np.ndarray, corpus_freq: np.ndarray, n_docs: int,
+           language: str) -> TermTable | None:
+        """One language's distinct ``terms`` (object array of str) and their frequencies; None if a term
+        is not valid Unicode text (a lone surrogate, from the Python tokenizer)."""
+        try:
+            column = pa.array(terms, pa.string())
+        except (pa.ArrowException, UnicodeError):
+            return None
+        table = pa.table({"term": column, "doc_freq": np.asarray(doc_freq, np.int64),
+                          "corpus_freq": np.asarray(corpus_freq, np.int64)})
+        return cls({language: table}, {language: int(n_docs)})
+
+    @staticmethod
+    def merge_all(parts: Sequence[TermTable]) -> TermTable:
+        """Term-wise sums of ``parts`` (their :meth:`to_counts` merged, as :meth:`TermCounts.merge`)."""
+        if len(parts) == 1:
+            return parts[0]
+        languages = dict.fromkeys(lang for part in parts for lang in part.languages)
+        tables, n_docs = {}, {}
+        for lang in languages:
+            found = [p.languages[lang] for p in parts if lang in p.languages]
+            n_docs[lang] = sum(p.n_docs[lang] for p in parts if lang in p.n_docs)
+            if len(found) == 1:
+                tables[lang] = found[0]
+                continue
+            summed = pa.concat_tables(found).group_by("term", use_threads=False).aggregate(
+                [("doc_freq", "sum"), ("corpus_freq", "sum")])
+            tables[lang] = pa.table({"term": summed.column("term"), "doc_freq": summed.column("doc_freq_sum"),
+                                     "corpus_freq": summed.column("corpus_freq_sum")})
+        return TermTable(tables, n_docs)
+
+    def to_counts(self) -> TermCounts:
+        """The same statistics as :class:`TermCounts` (Counters of Python ints)."""
+        out = {}
+        for lang, table in self.languages.items():
+            terms = table.column("term").to_pylist()
+            out[lang] = LanguageCounts(Counter(dict(zip(terms, table.column("doc_freq").to_pylist()))),
+                                       Counter(dict(zip(terms, table.column("corpus_freq").to_pylist()))),
+                                       self.n_docs[lang])
+        return TermCounts(out)
 
 
 def count_document(bags: Mapping[str, Counter[str] | None]) -> TermCounts:

@@ -15,37 +15,47 @@ Passes over the input (each a map over partitions). Ingest reads and tokenizes t
     3. ``write_tokenized``: map the provisional ids to the store's vocabulary (integer work, no
        text is read again) and write the partition's shard (one partition -> one shard); with
        ``keep_order`` also each document's tokens in reading order, as :class:`OrderEncoder` does.
-Append keeps two passes over its (small) input: ``count_partition`` (pass 1) and
-``write_partition`` (pass 3, re-reading and re-tokenizing), because its vocabulary is only known
-once candidate terms are promoted; both give the same counts and shards as the one-pass route.
+Append runs the same passes (its vocabulary, grown by promoted candidate terms, is known before
+pass 3 runs). ``count_partition`` and ``write_partition`` are the two-pass bodies (count, then
+re-read and re-tokenize while writing) that ingest and append used before: they give the same
+counts and shards, and remain as the reference the one-pass route is tested against.
 """
 from __future__ import annotations
 
-import functools
 import os
 import pickle
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
 import dask
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from dask.delayed import Delayed
 
 from topicflow._typing import OnError
 from topicflow.io.corpus.id_index import hash_ids
 from topicflow.io.corpus.reader import read_vocabulary
 from topicflow.io.corpus.writer import write_shard
-from topicflow.io.sources import read_partition
-from topicflow.io.sources.base import FieldSpec, InputPartition, Record, RecordError
+from topicflow.io.sources import read_columns, read_partition
+from topicflow.io.sources.base import (
+    FieldSpec,
+    InputPartition,
+    Record,
+    RecordColumns,
+    RecordError,
+)
 from topicflow.io.tokenizer import (
     LanguageCounts,
     TermCounts,
+    TermTable,
     TokenBatch,
     TokenizerConfig,
     count_document,
     make_tokenizer,
+    tokenize_arrow,
     tokenize_batch,
 )
 from topicflow.tasks.reduce import tree_reduce
@@ -78,6 +88,15 @@ class IdHashes:
         repeated = np.union1d(np.union1d(self.repeated, other.repeated), values[counts > 1])
         return IdHashes(values, repeated.astype(np.uint64))
 
+    @staticmethod
+    def merge_all(parts: Sequence[IdHashes]) -> IdHashes:
+        """The merge of all ``parts`` at once: equal to chained :meth:`merge` calls."""
+        if len(parts) == 1:
+            return parts[0]
+        values, counts = np.unique(np.concatenate([p.unique for p in parts]), return_counts=True)
+        repeated = np.union1d(np.concatenate([p.repeated for p in parts]), values[counts > 1])
+        return IdHashes(values, repeated.astype(np.uint64))
+
 
 @dataclass(frozen=True, slots=True)
 class PartitionSummary:
@@ -85,7 +104,10 @@ class PartitionSummary:
 
     Attributes
     ----------
-    counts : TermCounts
+    counts : TermCounts or TermTable
+        The columnar :class:`~topicflow.io.tokenizer.TermTable` inside the ingest tree (what
+        :func:`tokenize_partition` returns and :func:`merge_summaries` keeps), :class:`TermCounts`
+        otherwise; :meth:`with_counters` gives the latter.
     ids : IdHashes
     n_records : int
         Valid records read.
@@ -93,16 +115,21 @@ class PartitionSummary:
         Bad records skipped (``on_error="skip"``), by reason.
     """
 
-    counts: TermCounts = field(default_factory=TermCounts)
+    counts: TermCounts | TermTable = field(default_factory=TermCounts)
     ids: IdHashes = field(default_factory=IdHashes)
     n_records: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
 
     def merge(self, other: PartitionSummary) -> PartitionSummary:
-        skipped = Counter(self.skipped)
-        skipped.update(other.skipped)
-        return PartitionSummary(self.counts.merge(other.counts), self.ids.merge(other.ids),
-                                self.n_records + other.n_records, dict(skipped))
+        return merge_summaries(self, other)
+
+    def term_counts(self) -> TermCounts:
+        """The term statistics as :class:`TermCounts`."""
+        return self.counts.to_counts() if isinstance(self.counts, TermTable) else self.counts
+
+    def with_counters(self) -> PartitionSummary:
+        """This summary with its counts as :class:`TermCounts` (what the drivers work with)."""
+        return replace(self, counts=self.term_counts())
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +189,33 @@ def iter_records(
         yield item
 
 
+def read_partition_columns(
+    partition: InputPartition, fields: FieldSpec, on_error: OnError, skipped: Counter[str] | None = None
+) -> RecordColumns:
+    """The valid records of a partition as columns: the format's columnar reader, else :func:`iter_records`.
+
+    Parameters
+    ----------
+    partition : InputPartition
+        Part of one input.
+    fields : FieldSpec
+        Which fields hold the text, id, label and timestamp.
+    on_error : {"raise", "skip"}
+        As for :func:`iter_records` (used when the columnar reader declines).
+    skipped : Counter of str, optional
+        As for :func:`iter_records`.
+
+    Returns
+    -------
+    RecordColumns
+        The records :func:`iter_records` yields, whichever way they were read.
+    """
+    columns = read_columns(partition, fields)
+    if columns is not None:
+        return columns
+    return RecordColumns.of(list(iter_records(partition, fields, on_error, skipped)), fields.languages)
+
+
 def record_bags(record: Record, tokenizer: TokenizerConfig) -> Bags:
     """Per-language term counts of one record (None for a language the record lacks)."""
     run = make_tokenizer(tokenizer)
@@ -193,8 +247,20 @@ def count_partition(
 
 
 def merge_summaries(*parts: PartitionSummary) -> PartitionSummary:
-    """Body of one tree node: the merge of its children."""
-    return functools.reduce(PartitionSummary.merge, parts)
+    """Body of one tree node: the merge of its children (chained :meth:`PartitionSummary.merge`, vectorized)."""
+    if len(parts) == 1:
+        return parts[0]
+    skipped: Counter[str] = Counter()
+    for part in parts:
+        skipped.update(part.skipped)
+    tables = [p.counts for p in parts if isinstance(p.counts, TermTable)]
+    counts: TermCounts | TermTable
+    if len(tables) == len(parts):
+        counts = TermTable.merge_all(tables)
+    else:
+        counts = TermCounts.merge_all([p.term_counts() for p in parts])
+    return PartitionSummary(counts, IdHashes.merge_all([p.ids for p in parts]),
+                            sum(p.n_records for p in parts), dict(skipped))
 
 
 def locate_ids(
@@ -211,9 +277,48 @@ def locate_ids(
     return found
 
 
-def load_vocab_index(store: str, languages: tuple[str, ...]) -> dict[str, dict[str, int]]:
+class VocabIndex(dict[str, int]):
+    """Term -> id of a vocabulary (a dict), with its terms in id order as an Arrow array.
+
+    Parameters
+    ----------
+    terms : sequence of str
+        The vocabulary's terms in id order (distinct).
+    """
+
+    def __init__(self, terms: Sequence[str] | np.ndarray) -> None:
+        super().__init__((str(t), i) for i, t in enumerate(terms))
+        try:
+            self.terms: pa.Array | None = pa.array(list(self), pa.string())
+        except (pa.ArrowException, UnicodeError):
+            self.terms = None
+
+    def ids_of(self, terms: np.ndarray) -> np.ndarray:
+        """The id of each of ``terms`` (distinct, object array of str), -1 for a term outside the vocabulary.
+
+        Notes
+        -----
+        NumPy equivalent: ``np.array([self.get(t, -1) for t in terms])``. Here one Arrow hash look-up of
+        the vocabulary's terms among ``terms`` (which does not hold the GIL, unlike the dict look-ups).
+        """
+        if self.terms is not None and len(terms):
+            try:
+                wanted = pa.array(terms, pa.string())
+            except (pa.ArrowException, UnicodeError):
+                pass
+            else:
+                position = pc.index_in(self.terms, value_set=wanted)
+                found = np.flatnonzero(position.is_valid().to_numpy(zero_copy_only=False))
+                ids = np.full(len(terms), -1, np.int64)
+                ids[position.drop_null().to_numpy(zero_copy_only=False)] = found
+                return ids
+        get = self.get
+        return np.fromiter((get(t, -1) for t in terms.tolist()), np.int64, len(terms))
+
+
+def load_vocab_index(store: str, languages: tuple[str, ...]) -> dict[str, VocabIndex]:
     """Term -> id mapping of each language of the store's vocabulary (one task, shared by writers)."""
-    return {lang: dict(read_vocabulary(Path(store) / "vocab" / lang).index) for lang in languages}
+    return {lang: VocabIndex(read_vocabulary(Path(store) / "vocab" / lang).terms) for lang in languages}
 
 
 def encode_bag(bag: Counter[str] | None, index: Mapping[str, int]) -> tuple[list[int], list[int]]:
@@ -339,20 +444,32 @@ class LanguageTokens:
     bags: tuple[np.ndarray, np.ndarray, np.ndarray]
 
     @classmethod
-    def of(cls, texts: Sequence[str | None], tokenizer: TokenizerConfig) -> LanguageTokens:
-        """Tokenize the texts of one language (None: the record lacks it)."""
+    def of(cls, texts: Sequence[str | None] | pa.Array, tokenizer: TokenizerConfig) -> LanguageTokens:
+        """Tokenize the texts of one language (None, or an Arrow null: the record lacks it)."""
+        if isinstance(texts, pa.Array):
+            tokens = tokenize_arrow(texts, tokenizer)
+            return cls(texts.is_valid().to_numpy(zero_copy_only=False), tokens, tokens.bags())
         tokens = tokenize_batch(["" if t is None else t for t in texts], tokenizer)
         return cls(np.array([t is not None for t in texts], np.bool_), tokens, tokens.bags())
 
-    def counts(self) -> LanguageCounts:
-        """Document and corpus frequencies of the terms, as :func:`count_partition` counts them."""
+    def frequencies(self) -> tuple[np.ndarray, np.ndarray]:
+        """Document and corpus frequency of each term of ``tokens.terms`` (int64)."""
         _, term_ids, counts = self.bags
         n_terms = len(self.tokens.terms)
-        doc_freq = np.bincount(term_ids, minlength=n_terms)
+        doc_freq = np.bincount(term_ids, minlength=n_terms).astype(np.int64)
         corpus_freq = np.bincount(term_ids, weights=counts, minlength=n_terms).astype(np.int64)
+        return doc_freq, corpus_freq
+
+    def counts(self) -> LanguageCounts:
+        """Document and corpus frequencies of the terms, as :func:`count_partition` counts them."""
+        doc_freq, corpus_freq = self.frequencies()
         terms = self.tokens.terms.tolist()
         return LanguageCounts(Counter(dict(zip(terms, doc_freq.tolist()))),
                               Counter(dict(zip(terms, corpus_freq.tolist()))), int(self.has_text.sum()))
+
+    def table(self, language: str) -> TermTable | None:
+        """:meth:`counts` as a :class:`~topicflow.io.tokenizer.TermTable` (None: see ``TermTable.of``)."""
+        return TermTable.of(self.tokens.terms, *self.frequencies(), int(self.has_text.sum()), language)
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,16 +515,23 @@ def tokenize_partition(
     The counts, id hashes and skipped records are those of :func:`count_partition`.
     """
     skipped: Counter[str] = Counter()
-    records = list(iter_records(partition, fields, on_error, skipped))
-    languages = {lang: LanguageTokens.of([r.texts[lang] for r in records], tokenizer) for lang in fields.languages}
-    doc_ids = [r.doc_id for r in records]
-    TokenizedPartition(doc_ids, [r.label for r in records], [r.timestamp for r in records], languages).save(path)
-    counts = TermCounts({lang: tokens.counts() for lang, tokens in languages.items()})
+    columns = read_partition_columns(partition, fields, on_error, skipped)
+    languages = {lang: LanguageTokens.of(columns.texts[lang], tokenizer) for lang in fields.languages}
+    doc_ids = columns.doc_ids
+    TokenizedPartition(doc_ids, columns.labels, columns.timestamps, languages).save(path)
+    tables = [tokens.table(lang) for lang, tokens in languages.items()]
+    counts: TermCounts | TermTable
+    if all(table is not None for table in tables):
+        counts = TermTable.merge_all([t for t in tables if t is not None]) if tables else TermCounts()
+    else:
+        counts = TermCounts({lang: tokens.counts() for lang, tokens in languages.items()})
     return PartitionSummary(counts, IdHashes.of(hash_ids(doc_ids)), len(doc_ids), dict(skipped))
 
 
 def _provisional_to_vocab(terms: np.ndarray, index: Mapping[str, int]) -> np.ndarray:
     """Vocabulary id of each provisional term, -1 outside the vocabulary."""
+    if isinstance(index, VocabIndex):
+        return index.ids_of(terms)
     get = index.get
     return np.fromiter((get(t, -1) for t in terms.tolist()), np.int64, len(terms))
 
@@ -524,7 +648,11 @@ def map_tokenize(
     """
     token = dask.base.tokenize(pass_token(partitions, fields, tokenizer, on_error), dict(paths))
     task = dask.delayed(tokenize_partition, pure=True)
-    return [task(p, fields, tokenizer, on_error, paths[p.index], dask_key_name=f"ingest-tokenize-{token}-{p.index}")
+    # The settings as one shared node each: dask then does not walk them (300 stop words) for every task.
+    shared_fields = dask.delayed(fields, name=f"ingest-fields-{token}")
+    shared_tokenizer = dask.delayed(tokenizer, name=f"ingest-tokenizer-{token}")
+    return [task(p, shared_fields, shared_tokenizer, on_error, paths[p.index],
+                 dask_key_name=f"ingest-tokenize-{token}-{p.index}")
             for p in partitions]
 
 
@@ -554,8 +682,9 @@ def map_write_tokenized(
     vocab = dask.delayed(load_vocab_index, pure=True)(store, fields.languages,
                                                       dask_key_name=f"ingest-vocab-{token}")
     task = dask.delayed(write_tokenized, pure=True)
+    shared_fields = dask.delayed(fields, name=f"ingest-fields-{token}")
     return [
-        task(paths[p.index], fields, vocab, shard_dirs[p.index], p.index, skip.get(p.index, frozenset()),
+        task(paths[p.index], shared_fields, vocab, shard_dirs[p.index], p.index, skip.get(p.index, frozenset()),
              drop_reason, keep_order, dask_key_name=f"ingest-encode-{token}-{p.index}")
         for p in partitions
     ]

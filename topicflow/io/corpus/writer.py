@@ -1,13 +1,21 @@
 """Writing corpus stores: shards, vocabularies, manifests, debris removal."""
 from __future__ import annotations
 
+import asyncio
+import copy
+import functools
+import json
 import shutil
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import zarr
+import zarr.api.asynchronous as zarr_async
+from numcodecs import VLenUTF8, Zstd
+from zarr.core.buffer import default_buffer_prototype
+from zarr.core.sync import sync as zarr_sync
 
 from topicflow.io._atomic import atomic_write_json
 from topicflow.io._zarr import _write_array
@@ -55,24 +63,147 @@ def write_shard(
     n_tokens : dict of str to int
         Tokens per language (of the bags: in-vocabulary tokens).
     """
-    group = zarr.open_group(str(shard_dir), mode="w-")
-    _write_array(group, "doc_ids", np.asarray(doc_ids, dtype=object))
+    arrays: dict[str, np.ndarray] = {"doc_ids": np.asarray(doc_ids, dtype=object)}
     if labels is not None:
-        _write_array(group, "labels", np.asarray(labels, dtype=object))
+        arrays["labels"] = np.asarray(labels, dtype=object)
     if timestamps is not None:
-        _write_array(group, "timestamps", np.asarray(timestamps, dtype=np.int64))
+        arrays["timestamps"] = np.asarray(timestamps, dtype=np.int64)
+    groups = []
     n_tokens = {}
     for lang, (indptr, term_ids, counts) in sorted(bags.items()):
-        sub = group.create_group(lang)
-        _write_array(sub, "indptr", np.asarray(indptr, dtype=np.int64))
-        _write_array(sub, "term_ids", np.asarray(term_ids, dtype=np.int32))
-        _write_array(sub, "counts", np.asarray(counts, dtype=np.int32))
+        groups.append(lang)
+        arrays[f"{lang}/indptr"] = np.asarray(indptr, dtype=np.int64)
+        arrays[f"{lang}/term_ids"] = np.asarray(term_ids, dtype=np.int32)
+        arrays[f"{lang}/counts"] = np.asarray(counts, dtype=np.int32)
         n_tokens[lang] = int(np.asarray(counts, dtype=np.int64).sum())
         if orders is not None:
-            order = sub.create_group("order")
+            groups.append(f"{lang}/order")
             for name, data, dtype in zip(ORDER_ARRAYS, orders[lang], (np.int64, np.int32, object)):
-                _write_array(order, name, np.asarray(data, dtype=dtype))
+                arrays[f"{lang}/order/{name}"] = np.asarray(data, dtype=dtype)
+    _write_group(shard_dir, groups, arrays)
     return shard_checksum(bags, doc_ids, labels, timestamps, orders), n_tokens
+
+
+@dataclass(frozen=True)
+class _ArrayFormat:
+    """How zarr writes a one-chunk array of one dtype, learned from zarr itself (see :func:`_array_format`)."""
+
+    metadata: dict[str, Any]        #: the array's ``zarr.json``, its shape and chunk shape to be filled in
+    string: bool                    #: variable-length UTF-8 strings, else little-endian integers
+
+    def files(self, data: np.ndarray) -> dict[str, bytes]:
+        """``zarr.json`` and, unless zarr would skip it, the chunk ``c/0`` of ``data`` (one chunk)."""
+        metadata = copy.deepcopy(self.metadata)
+        metadata["shape"] = [len(data)]
+        metadata["chunk_grid"]["configuration"]["chunk_shape"] = [max(1, len(data))]
+        out = {"zarr.json": _dump_metadata(metadata)}
+        # zarr's write_empty_chunks=False: a chunk holding only the fill value is not written.
+        if len(data) and not np.all(data == self.metadata["fill_value"]):
+            out["c/0"] = _encode_chunk(data, self.string)
+        return out
+
+
+def _dump_metadata(metadata: Mapping[str, Any]) -> bytes:
+    """``zarr.json`` bytes as zarr v3 serializes array metadata (``ArrayV3Metadata.to_buffer_dict``)."""
+    return json.dumps(metadata, allow_nan=True, indent=zarr.config.get("json_indent")).encode()
+
+
+def _encode_chunk(data: np.ndarray, string: bool) -> bytes:
+    """The codec pipeline of :func:`topicflow.io._zarr._write_array`'s arrays: ``bytes``/``vlen-utf8``, ``zstd``."""
+    raw = _VLEN_UTF8.encode(np.asarray(data, dtype=object)) if string else np.ascontiguousarray(
+        data, dtype=data.dtype.newbyteorder("<")).tobytes()
+    return bytes(_ZSTD.encode(raw))
+
+
+_VLEN_UTF8 = VLenUTF8()
+_ZSTD = Zstd(level=0, checksum=False)
+#: A sample of each kind of array a shard holds, to learn zarr's files from.
+_SAMPLES: dict[str, np.ndarray] = {
+    "int64": np.array([0, 7, -3], np.int64),
+    "int32": np.array([5, 0, 2**31 - 1], np.int32),
+    "string": np.array(["a", "", "é\u20ac"], dtype=object),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def _array_format(kind: str) -> _ArrayFormat | None:
+    """The files of a ``kind`` array as :func:`~topicflow.io._zarr._write_array` makes zarr write them.
+
+    Learned once per process by letting zarr write a sample array into memory; None (write through
+    zarr's API) unless re-serializing its metadata and encoding its chunk here give exactly zarr's
+    bytes, so the store's files never depend on which path wrote them.
+    """
+    if kind not in _SAMPLES:
+        return None
+    sample = _SAMPLES[kind]
+    store = zarr.storage.MemoryStore()
+    _write_array(zarr.open_group(store, mode="w-"), "x", sample)
+    files = {key: _stored_bytes(store, key) for key in ("x/zarr.json", "x/c/0")}
+    metadata = json.loads(files["x/zarr.json"])
+    found = _ArrayFormat(metadata, kind == "string")
+    if found.files(sample) != {"zarr.json": files["x/zarr.json"], "c/0": files["x/c/0"]}:
+        return None
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def _group_metadata() -> bytes:
+    """``zarr.json`` of an empty zarr v3 group without attributes (as ``create_group`` writes it)."""
+    store = zarr.storage.MemoryStore()
+    zarr.open_group(store, mode="w-").create_group("g")
+    return _stored_bytes(store, "g/zarr.json")
+
+
+def _stored_bytes(store: zarr.storage.MemoryStore, key: str) -> bytes:
+    buffer = zarr_sync(store.get(key, default_buffer_prototype()))
+    if buffer is None:
+        raise KeyError(key)
+    return buffer.to_bytes()
+
+
+def _kind(data: np.ndarray) -> str:
+    return "string" if data.dtype == object or data.dtype.kind in "UT" else data.dtype.name
+
+
+def _write_group(directory: Path, groups: Sequence[str], arrays: Mapping[str, np.ndarray]) -> None:
+    """A new zarr group at ``directory`` with subgroups ``groups`` and one-chunk ``arrays``.
+
+    The files are those :func:`topicflow.io._zarr._write_array` writes array by array, byte for
+    byte (checked by :func:`_array_format`), but encoded here and stored concurrently through the
+    group's store: zarr v3's ``create_array`` costs about 5 ms of CPU per array (existence checks,
+    metadata parsing, codec pipeline set-up), which for the small arrays of a shard was most of its
+    write time. Arrays of a kind whose bytes cannot be reproduced go through zarr's API.
+    """
+    files = {f"{name}/zarr.json": _group_metadata() for name in groups}
+    through_zarr = {}
+    for path, data in arrays.items():
+        found = _array_format(_kind(data))
+        if found is None:
+            through_zarr[path] = data
+            continue
+        files.update({f"{path}/{key}": value for key, value in found.files(data).items()})
+    zarr_sync(_store_group_async(str(directory), files, through_zarr))
+
+
+async def _store_group_async(directory: str, files: Mapping[str, bytes], arrays: Mapping[str, np.ndarray]) -> None:
+    root = await zarr_async.open_group(directory, mode="w-")
+    prototype = default_buffer_prototype()
+    await asyncio.gather(*((root.store_path / key).set(prototype.buffer.from_bytes(value))
+                           for key, value in files.items()))
+    for path, data in arrays.items():
+        parent, _, leaf = path.rpartition("/")
+        await _write_array_async(await root.getitem(parent) if parent else root, leaf, data)
+
+
+async def _write_array_async(group: Any, name: str, data: np.ndarray) -> None:
+    """:func:`topicflow.io._zarr._write_array` on an asynchronous group."""
+    chunks = (max(1, len(data)),)
+    if _kind(data) == "string":
+        array = await group.create_array(name, shape=data.shape, dtype=str, chunks=chunks)
+        if len(data):
+            await array.setitem(slice(None), np.asarray(data, dtype=object))
+        return
+    await group.create_array(name, data=data, chunks=chunks)
 
 
 def write_vocabulary(directory: Path, vocab: Vocabulary) -> None:
@@ -100,12 +231,20 @@ def write_manifest(path: Path, manifest: Manifest) -> None:
 
 
 def remove_unlisted_shards(path: Path, manifest: Manifest) -> list[str]:
-    """Delete shard directories that the manifest does not list (left by an interrupted append)."""
+    """Delete shard directories that the manifest does not list (left by an interrupted append).
+
+    Also deletes the hidden ``.tokens-*`` files in which an append keeps each partition's tokens
+    between its two stages (:mod:`topicflow.tasks.ingest`), when the append was killed before it
+    could remove them.
+    """
     listed = {s.shard_id for s in manifest.shards}
     removed = []
     for child in sorted((Path(path) / "shards").iterdir()):
         if child.is_dir() and child.name not in listed:
             shutil.rmtree(child)
+            removed.append(child.name)
+        elif child.is_file() and child.name.startswith(".tokens-"):
+            child.unlink()
             removed.append(child.name)
     return removed
 

@@ -22,11 +22,12 @@ from topicflow.io.sources.base import (
     FieldSpec,
     InputPartition,
     Record,
+    RecordColumns,
     RecordError,
 )
 from topicflow.io.storage import StoragePath, as_location, check_bucket, expand_inputs
 
-__all__ = ["check_label_source", "discover_partitions", "read_partition", "source_for_path"]
+__all__ = ["check_label_source", "discover_partitions", "read_columns", "read_partition", "source_for_path"]
 
 
 def source_for_path(path: str | os.PathLike[str] | StoragePath, fields: FieldSpec) -> CorpusSource:
@@ -117,3 +118,12 @@ def check_label_source(source: CorpusSource, fields: FieldSpec) -> None:
 def read_partition(partition: InputPartition, fields: FieldSpec) -> Iterator[Record | RecordError]:
     """Return the records of one partition in input order (dispatches on ``partition.kind``)."""
     return SOURCES[partition.kind].read_partition(partition, fields)
+
+
+def read_columns(partition: InputPartition, fields: FieldSpec) -> RecordColumns | None:
+    """The records of one partition as columns, when its format reads them so and all are valid; else None.
+
+    A fast path only: None means "use :func:`read_partition`", which then gives every record or error.
+    """
+    reader = SOURCES[partition.kind].read_columns
+    return None if reader is None else reader(partition, fields)

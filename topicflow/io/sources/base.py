@@ -15,11 +15,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterator, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Protocol
 
 from topicflow._typing import InputKind, LocationUnit
 from topicflow.errors import InputError, InvalidParameterError
 from topicflow.io.corpus.layout import DEFAULT_LANGUAGE
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: How a record's position is named in messages: a line of a file, a row of a table, or a whole file.
 
@@ -113,6 +116,39 @@ class Record:
     @property
     def location(self) -> str:
         return describe_location(self.path, self.line, self.unit)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordColumns:
+    """The valid records of one partition as columns (what a columnar reader returns).
+
+    Equal, record for record, to the :class:`Record` objects the format's ``read_partition`` yields
+    when every record is valid; a columnar reader returns None instead whenever a record is not.
+
+    Attributes
+    ----------
+    doc_ids : list of str
+    texts : dict of str to (list of (str or None) or pyarrow.Array)
+        Per language, the text of each record (None/null: the record lacks the language); a columnar
+        reader may give an Arrow string array.
+    labels : list of (str or None)
+    timestamps : list of (int or None)
+    lines : list of int
+        1-based line (or row) of each record.
+    """
+
+    doc_ids: list[str]
+    texts: dict[str, list[str | None] | pa.Array]
+    labels: list[str | None]
+    timestamps: list[int | None]
+    lines: list[int]
+
+    @classmethod
+    def of(cls, records: list[Record], languages: tuple[str, ...]) -> RecordColumns:
+        """The columns of ``records``."""
+        return cls([r.doc_id for r in records], {lang: [r.texts[lang] for r in records] for lang in languages},
+                   [r.label for r in records], [r.timestamp for r in records],
+                   [-1 if r.line is None else r.line for r in records])
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,6 +335,9 @@ class SourceFormat:
     open: Callable[[str, FieldSpec], CorpusSource]
     #: ``read_partition(partition, fields)``: the records of one partition in input order.
     read_partition: Callable[[InputPartition, FieldSpec], Iterator[Record | RecordError]]
+    #: ``read_columns(partition, fields)``: the same records as columns when every one is valid, else
+    #: None (the caller then uses ``read_partition``); None when the format has no columnar reader.
+    read_columns: Callable[[InputPartition, FieldSpec], RecordColumns | None] | None = None
 
 
 #: Input formats by kind, filled by the format modules (:func:`register_source`).

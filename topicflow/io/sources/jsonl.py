@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.json as pa_json
 
 from topicflow._typing import InputKind
 from topicflow.errors import InputError
@@ -19,6 +21,7 @@ from topicflow.io.sources.base import (
     FieldSpec,
     InputPartition,
     Record,
+    RecordColumns,
     RecordError,
     SourceFormat,
     describe_location,
@@ -93,14 +96,88 @@ def read_partition(partition: InputPartition, fields: FieldSpec) -> Iterator[Rec
     Record or RecordError
         One per non-blank line, in file order; a line that cannot be parsed gives a RecordError.
     """
-    with open_input(partition.path) as handle:
-        handle.seek(partition.start)
-        data = handle.read(partition.stop - partition.start)
+    data = _partition_bytes(partition)
     # Split on "\n" only, as the offset scan counts lines; a "\r" before it is JSON whitespace.
     for number, raw in enumerate(data.split(b"\n"), start=partition.first_line):
         if not raw.strip():
             continue
         yield parse_line(raw, fields, path=partition.path, line=number)
+
+
+def _partition_bytes(partition: InputPartition) -> bytes:
+    """The bytes ``[start, stop)`` of the partition's file."""
+    with open_input(partition.path) as handle:
+        handle.seek(partition.start)
+        return handle.read(partition.stop - partition.start)
+
+
+def read_columns(partition: InputPartition, fields: FieldSpec) -> RecordColumns | None:
+    """The records of one partition as columns, parsed by Arrow's JSON reader; None unless all are valid.
+
+    A fast path for :func:`read_partition`: when it returns columns they hold exactly the records
+    ``read_partition`` yields (same ids, texts, labels and line numbers). It returns None, and the
+    caller reads the partition line by line, whenever a line could give a :class:`RecordError` or
+    could be read differently by Arrow than by ``json.loads``: invalid UTF-8, a non-blank line that
+    does not start with ``{`` (blank lines with spaces or ``\\r``, a byte-order mark, arrays, ``null``),
+    more than one object on a line, a used field of another type than a string (integer ids and
+    labels), a field given twice, a record without text or label, and always with a timestamp field.
+    """
+    if fields.timestamp_field is not None or fields.label_from_dir:
+        return None
+    return parse_columns(_partition_bytes(partition), fields, path=partition.path, first_line=partition.first_line)
+
+
+def parse_columns(data: bytes, fields: FieldSpec, *, path: str, first_line: int) -> RecordColumns | None:
+    """:func:`read_columns` on the bytes of some whole lines that start at line ``first_line``.
+
+    The texts are Arrow string arrays (tokenized without Python strings by
+    :func:`topicflow.io.tokenizer.tokenize_arrow`).
+    """
+    if len(data) >= 2**31 - 1:
+        return None
+    try:
+        if not data.isascii():  # ASCII is valid UTF-8; checking it makes no string
+            data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    buffer = np.frombuffer(data, np.uint8)
+    newlines = np.flatnonzero(buffer == 0x0A)
+    starts = np.concatenate([[0], newlines + 1])
+    ends = np.concatenate([newlines, [len(buffer)]])
+    non_blank = ends > starts
+    is_object = non_blank.copy()
+    is_object[non_blank] = buffer[starts[non_blank]] == ord("{")
+    if not np.array_equal(is_object, non_blank):
+        return None
+    lines = (np.flatnonzero(is_object) + first_line).tolist()
+    used = dict.fromkeys([name for _, name in fields.text_fields]
+                         + [name for name in (fields.id_field, fields.label_field) if name is not None])
+    options = pa_json.ParseOptions(explicit_schema=pa.schema([(name, pa.string()) for name in used]),
+                                   unexpected_field_behavior="ignore", newlines_in_values=False)
+    try:
+        table = pa_json.read_json(pa.BufferReader(data), parse_options=options,
+                                  read_options=pa_json.ReadOptions(use_threads=False, block_size=len(data) + 1))
+    except (pa.ArrowException, ValueError):
+        return None
+    if table.num_rows != len(lines):
+        return None
+    texts = {lang: table.column(name).combine_chunks() for lang, name in fields.text_fields}
+    has_text = np.zeros(len(lines), np.bool_)
+    for lang, name in fields.text_fields:
+        has_text |= table.column(name).is_valid().to_numpy(zero_copy_only=False)
+    if not has_text.all():
+        return None
+    labels: list[str | None] = [None] * len(lines)
+    if fields.label_field is not None:
+        if table.column(fields.label_field).null_count:
+            return None
+        labels = table.column(fields.label_field).to_pylist()
+    if fields.id_field is None:
+        doc_ids = [f"{path}:{line}" for line in lines]
+    else:
+        doc_ids = [f"{path}:{line}" if doc_id is None else doc_id
+                   for doc_id, line in zip(table.column(fields.id_field).to_pylist(), lines)]
+    return RecordColumns(doc_ids, texts, labels, [None] * len(lines), lines)
 
 
 def parse_line(raw: bytes, fields: FieldSpec, *, path: str, line: int) -> Record | RecordError:
@@ -127,4 +204,5 @@ def parse_line(raw: bytes, fields: FieldSpec, *, path: str, line: int) -> Record
 
 
 register_source(SourceFormat(kind="jsonl", suffixes=JSONL_SUFFIXES, directory=False,
-                            open=lambda path, fields: JsonlSource(path), read_partition=read_partition))
+                            open=lambda path, fields: JsonlSource(path), read_partition=read_partition,
+                            read_columns=read_columns))

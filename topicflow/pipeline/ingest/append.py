@@ -43,19 +43,20 @@ from topicflow.io.tokenizer import (
 )
 from topicflow.models.common.vocabulary import Vocabulary
 from topicflow.models.lda.vocab_growth import promote_candidates
+from topicflow.pipeline.cluster import compute_list
 from topicflow.pipeline.ingest.ingest import (
     IngestResult,
     _check_records,
-    _count_pass,
     _event,
     _per_language,
     _place_shards,
     _resolve_duplicates,
     _settings,
     _sum_dicts,
-    _write_pass,
+    _summarize,
 )
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
+from topicflow.tasks.ingest import map_tokenize, map_write_tokenized
 
 log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
@@ -237,7 +238,7 @@ def _write_candidates(store: Path, manifest: Manifest, plan: _VocabularyPlan) ->
 def _stage_encoding_vocabulary(store: Path, plan: _VocabularyPlan, tag: str) -> Path:
     """A directory whose ``vocab/<lang>`` holds the vocabulary the new shards are encoded with.
 
-    The write tasks (:func:`topicflow.tasks.ingest.map_write_shards`) read ``<root>/vocab/<lang>``.
+    The write tasks (:func:`topicflow.tasks.ingest.map_write_tokenized`) read ``<root>/vocab/<lang>``.
     While the vocabulary is version 1 that is the store itself. Otherwise the vocabulary is written
     to the hidden ``vocabs/.append-<tag>/vocab/``: a grown one is later renamed to its final
     ``vocabs/<version>/``, a current one of version >= 2 is a throw-away copy. Either way, nothing
@@ -365,26 +366,36 @@ def _append_locked(
     Everything is written under names the manifest does not reference (hidden shards, a hidden
     vocabulary, a new candidate set) and renamed; rewriting the manifest is the commit.
     """
-    summary = _count_pass(partitions, fields, tokenizer, on_error, split, client, progress)
-    in_store = ids_in_store(store, manifest, summary.ids.unique)
-    summary, skip = _resolve_duplicates(summary, partitions, fields, tokenizer, on_error, in_store,
-                                        str(store), client, progress)
-    _check_records(summary, inputs)
-    plan = _plan_vocabulary(Corpus(store, manifest), summary.counts, promote_min_df)
     tag = uuid.uuid4().hex[:12]
-    encode_root = _stage_encoding_vocabulary(store, plan, tag)
+    # One pass over the text, as ingest: tokenize once, keeping provisional term ids beside the shards
+    # (hidden files of shards/, removed below, or as debris by the next append after a crash).
+    token_paths = {p.index: str(store / "shards" / f".tokens-{tag}-{p.index:06d}") for p in partitions}
     try:
-        shard_dirs = {p.index: str(store / "shards" / f".append-{tag}-{p.index:06d}") for p in partitions}
-        written = _write_pass(partitions, fields, tokenizer, on_error, store=encode_root, shard_dirs=shard_dirs,
-                              skip=skip, drop_reason="all_terms_out_of_vocabulary", client=client,
-                              progress=progress, keep_order=manifest.has_order)
-        infos = _place_shards(written, store / "shards", manifest, plan.version)
-        if plan.grew:
-            os.replace(encode_root / "vocab", store / "vocabs" / vocabulary_version_name(plan.version))
-            fsync_directory(store / "vocabs")
+        summary = _summarize(map_tokenize(partitions, fields, tokenizer, on_error, paths=token_paths),
+                             split, client, progress)
+        in_store = ids_in_store(store, manifest, summary.ids.unique)
+        summary, skip = _resolve_duplicates(summary, partitions, fields, tokenizer, on_error, in_store,
+                                            str(store), client, progress)
+        _check_records(summary, inputs)
+        plan = _plan_vocabulary(Corpus(store, manifest), summary.term_counts(), promote_min_df)
+        encode_root = _stage_encoding_vocabulary(store, plan, tag)
+        try:
+            shard_dirs = {p.index: str(store / "shards" / f".append-{tag}-{p.index:06d}") for p in partitions}
+            written = compute_list(
+                map_write_tokenized(partitions, fields, store=str(encode_root), paths=token_paths,
+                                    shard_dirs=shard_dirs, skip=skip, drop_reason="all_terms_out_of_vocabulary",
+                                    keep_order=manifest.has_order),
+                client=client, progress=progress, desc="writing shards", unit="shard")
+            infos = _place_shards(written, store / "shards", manifest, plan.version)
+            if plan.grew:
+                os.replace(encode_root / "vocab", store / "vocabs" / vocabulary_version_name(plan.version))
+                fsync_directory(store / "vocabs")
+        finally:
+            if encode_root != store:
+                shutil.rmtree(encode_root, ignore_errors=True)
     finally:
-        if encode_root != store:
-            shutil.rmtree(encode_root, ignore_errors=True)
+        for path in token_paths.values():
+            Path(path).unlink(missing_ok=True)
     name = _write_candidates(store, manifest, plan)
     event = _event("append", inputs, fields, summary, written, candidates=name, oov_tokens=plan.oov_tokens,
                    promote_min_df=promote_min_df, promoted=plan.promoted, vocab_version=plan.version)

@@ -65,10 +65,8 @@ from topicflow.tasks.ingest import (
     IdOccurrence,
     PartitionSummary,
     ShardWritten,
-    map_count,
     map_locate_ids,
     map_tokenize,
-    map_write_shards,
     map_write_tokenized,
     tree_merge,
 )
@@ -161,20 +159,12 @@ def _settings(shard_size: int | None, split_every: int | None, on_error: str) ->
     return int(shard_size or config.get("shard-size")), split
 
 
-def _count_pass(
-    partitions: Sequence[InputPartition], fields: FieldSpec, tokenizer: TokenizerConfig,
-    on_error: OnError, split_every: int, client: Any, progress: ProgressReporter,
-) -> PartitionSummary:
-    """Pass 1 of append: count every partition, then tree-merge (see :func:`_summarize`)."""
-    return _summarize(map_count(partitions, fields, tokenizer, on_error), split_every, client, progress)
-
-
 def _summarize(parts: Sequence[Any], split_every: int, client: Any, progress: ProgressReporter) -> PartitionSummary:
-    """Tree-merge the partitions' summaries; per-partition progress on a distributed client."""
+    """Tree-merge the partitions' summaries (counts as Counters); per-partition progress on a distributed client."""
     root = tree_merge(parts, split_every=split_every)
     client = current_client(client)
     if client is None or progress is NO_PROGRESS:
-        return compute(root, client=client)[0]
+        return compute(root, client=client)[0].with_counters()
     from distributed import as_completed
 
     # Holding the partitions' futures lets the tree reuse their results instead of recomputing.
@@ -183,7 +173,7 @@ def _summarize(parts: Sequence[Any], split_every: int, client: Any, progress: Pr
         pass
     summary = compute(root, client=client)[0]
     del futures
-    return summary
+    return summary.with_counters()
 
 
 def _resolve_duplicates(
@@ -237,7 +227,7 @@ def _without(summary: PartitionSummary, skipped: Sequence[IdOccurrence]) -> Part
         removed = removed.merge(occurrence.counts)
     reasons = Counter(summary.skipped)
     reasons["duplicate_id"] += len(skipped)
-    return replace(summary, counts=summary.counts.without(removed),
+    return replace(summary, counts=summary.term_counts().without(removed),
                    n_records=summary.n_records - len(skipped), skipped=dict(reasons))
 
 
@@ -246,16 +236,6 @@ def _skip_plan(skipped: Iterable[IdOccurrence]) -> dict[int, frozenset[int]]:
     for occurrence in skipped:
         plan[occurrence.partition].add(occurrence.position)
     return {index: frozenset(positions) for index, positions in plan.items()}
-
-
-def _write_pass(
-    partitions: Sequence[InputPartition], fields: FieldSpec, tokenizer: TokenizerConfig, on_error: OnError,
-    *, store: Path, shard_dirs: Mapping[int, str], skip: Mapping[int, frozenset[int]], drop_reason: str,
-    client: Any, progress: ProgressReporter, keep_order: bool = False,
-) -> list[ShardWritten]:
-    graphs = map_write_shards(partitions, fields, tokenizer, on_error, store=str(store),
-                              shard_dirs=shard_dirs, skip=skip, drop_reason=drop_reason, keep_order=keep_order)
-    return compute_list(graphs, client=client, progress=progress, desc="writing shards", unit="shard")
 
 
 def _place_shards(written: Sequence[ShardWritten], shards_dir: Path, manifest: Manifest,
@@ -403,10 +383,10 @@ def ingest_corpus(
         summary, skip = _resolve_duplicates(summary, partitions, fields, tokenizer, on_error, {}, str(out),
                                             client, progress)
         _check_records(summary, inputs)
-        vocabs = {lang: prune_vocabulary(summary.counts.get(lang), prune) for lang in fields.languages}
+        vocabs = {lang: prune_vocabulary(summary.term_counts().get(lang), prune) for lang in fields.languages}
         for lang, vocab in vocabs.items():
             write_vocabulary(tmp / "vocab" / lang, vocab)
-            write_vocabulary(tmp / "excluded" / lang, too_common_terms(summary.counts.get(lang), prune))
+            write_vocabulary(tmp / "excluded" / lang, too_common_terms(summary.term_counts().get(lang), prune))
         shard_dirs = {p.index: str(tmp / "shards" / f".part-{p.index:06d}") for p in partitions}
         written = compute_list(
             map_write_tokenized(partitions, fields, store=str(tmp), paths=token_paths, shard_dirs=shard_dirs,
