@@ -46,7 +46,6 @@ from topicflow.models.lda.gibbs.sparse import (
     _PriorLists,
     _random_topics,
     _run_sweep,
-    _term_topic_from_lists,
     _word_lists,
 )
 from topicflow.models.lda.gibbs.state import _counts_from_topics
@@ -57,6 +56,18 @@ __all__ = ["BlockSweep", "CountDelta", "DocHistograms", "SweepView", "apply_delt
 
 _PAIR_SHIFT = 32
 _PAIR_MASK = (1 << _PAIR_SHIFT) - 1
+#: Largest (K, longest document + 1) table the histograms of a block are counted in (else: sorted).
+_DENSE_HISTOGRAM_CELLS = 1 << 22
+
+
+@numba.njit(nogil=True, cache=True)
+def _count_pairs(doc_topic, table):
+    """table[k, n] += 1 for every nonzero n = n_dk."""
+    for d in range(doc_topic.shape[0]):
+        for k in range(doc_topic.shape[1]):
+            n = doc_topic[d, k]
+            if n > 0:
+                table[k, n] += 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,12 +193,26 @@ class DocHistograms:
         Returns
         -------
         DocHistograms
+
+        Notes
+        -----
+        Counted in one pass into a dense (K, longest document + 1) table when that table is small
+        (the usual case), else by sorting the nonzero ``k << 32 | n_dk``; both give the same arrays.
         """
+        doc_topic = np.ascontiguousarray(doc_topic)
+        doc_lengths = doc_topic.sum(axis=1).astype(np.int64)
+        lengths = np.bincount(doc_lengths, minlength=1).astype(np.int64)
+        width = lengths.shape[0]  # n_dk <= n_d <= the longest document
+        if doc_topic.shape[1] * width <= _DENSE_HISTOGRAM_CELLS:
+            table = np.zeros((doc_topic.shape[1], width), dtype=np.int64)
+            _count_pairs(doc_topic, table)
+            topics, counts = np.nonzero(table)
+            keys = (topics.astype(np.int64) << _PAIR_SHIFT) | counts.astype(np.int64)
+            return cls(keys, table[topics, counts], lengths)
         docs, topics = np.nonzero(doc_topic)
         pairs = (topics.astype(np.int64) << _PAIR_SHIFT) | doc_topic[docs, topics].astype(np.int64)
-        keys, counts = np.unique(pairs, return_counts=True)
-        lengths = np.bincount(doc_topic.sum(axis=1).astype(np.int64), minlength=1).astype(np.int64)
-        return cls(keys.astype(np.int64), counts.astype(np.int64), lengths)
+        keys, found = np.unique(pairs, return_counts=True)
+        return cls(keys.astype(np.int64), found.astype(np.int64), lengths)
 
     def merge(self, *others: DocHistograms) -> DocHistograms:
         """The histograms of the union of the documents (integers: exact in any order).
@@ -303,47 +328,56 @@ def _rest_size(term_topic, terms, own):
 
 @numba.njit(nogil=True, cache=True)
 def _rest_lists(term_topic, terms, own, indptr, topics, values):
-    """Each term's nonzero rest N_wk by decreasing value, then increasing topic (``_prior_lists``' order)."""
+    """Each term's nonzero rest N_wk by decreasing value, then increasing topic (``_prior_lists``' order).
+
+    Insertion sort in place (a list holds at most K entries): topics arrive in increasing order and
+    an entry moves only past strictly smaller values, so ties keep increasing topic.
+    """
     n_topics = own.shape[1]
-    order_keys = np.empty(n_topics, dtype=np.int64)
-    found = np.empty(n_topics, dtype=np.int64)
     pos = 0
     for w in range(terms.shape[0]):
         indptr[w] = pos
-        n = 0
         row = terms[w]
+        n = 0
         for k in range(n_topics):
             v = np.int64(term_topic[row, k]) - own[w, k]
             if v > 0:
-                found[n] = k
-                order_keys[n] = -v
+                j = pos + n
+                while j > pos and values[j - 1] < v:
+                    values[j] = values[j - 1]
+                    topics[j] = topics[j - 1]
+                    j -= 1
+                values[j] = v
+                topics[j] = k
                 n += 1
-        order = np.argsort(order_keys[:n], kind="mergesort")  # stable: ties keep increasing topic
-        for j in range(n):
-            topics[pos + j] = found[order[j]]
-            values[pos + j] = -order_keys[order[j]]
         pos += n
     for w in range(terms.shape[0], indptr.shape[0]):
         indptr[w] = pos
 
 
 @numba.njit(nogil=True, cache=True)
-def _sparse_delta(terms, new, own):
-    """Keys ``terms[w] * K + k`` and values of the nonzero ``new - own`` (rows in order: keys sorted)."""
+def _lists_delta(terms, own, starts, lengths, packed, shift):
+    """Keys ``terms[w] * K + k`` and values of the nonzero n_wk(lists) - own (rows in order: keys sorted).
+
+    ``own`` is overwritten (with own - new), so that no dense copy of the new counts is made.
+    """
     n_topics = own.shape[1]
+    mask = (1 << shift) - 1
     n = 0
     for w in range(terms.shape[0]):
+        for j in range(starts[w], starts[w] + lengths[w]):
+            own[w, packed[j] & mask] -= packed[j] >> shift
         for k in range(n_topics):
-            if new[w, k] != own[w, k]:
+            if own[w, k] != 0:
                 n += 1
     keys = np.empty(n, dtype=np.int64)
     values = np.empty(n, dtype=np.int32)
     i = 0
     for w in range(terms.shape[0]):
         for k in range(n_topics):
-            if new[w, k] != own[w, k]:
+            if own[w, k] != 0:
                 keys[i] = terms[w] * n_topics + k
-                values[i] = np.int32(new[w, k] - own[w, k])
+                values[i] = np.int32(-own[w, k])
                 i += 1
     return keys, values
 
@@ -481,13 +515,25 @@ def _block_pass(token_indptr: IntArray, token_terms: Int32Array, topics: Int32Ar
     counts = own_totals.copy()
     _run_sweep(token_indptr, local, topics, doc_topic, counts, lists, np.ascontiguousarray(view.alpha, np.float64),
                float(view.beta), int(view.seed), int(epoch), int(first_doc), progressive, prior)
-    new = _term_topic_from_lists(lists, n_local, n_topics)
-    keys, values = _sparse_delta(terms, new, own)
+    keys, values = _lists_delta(terms, own, lists.starts, lists.lengths, lists.packed, lists.shift)
     return BlockSweep(topics, CountDelta(keys, values, n_topics), DocHistograms.from_doc_topic(doc_topic))
 
 
+@numba.njit(nogil=True, cache=True)
+def _apply_delta(flat, topic_counts, keys, values, n_topics):
+    """flat[keys] += values and topic_counts[keys % K] += values; False (nothing changed) if a count would
+    become negative."""
+    for i in range(keys.shape[0]):
+        if np.int64(flat[keys[i]]) + values[i] < 0:
+            return False
+    for i in range(keys.shape[0]):
+        flat[keys[i]] += values[i]
+        topic_counts[keys[i] % n_topics] += values[i]
+    return True
+
+
 def apply_delta(term_topic: Int32Array, topic_counts: IntArray, delta: CountDelta) -> None:
-    """Add a merged delta to the global counts, in place.
+    """Add a delta to the global counts, in place (deltas may be added in any order: integer sums).
 
     Parameters
     ----------
@@ -498,14 +544,14 @@ def apply_delta(term_topic: Int32Array, topic_counts: IntArray, delta: CountDelt
     Raises
     ------
     NumericalError
-        A count would become negative.
+        A count would become negative (the counts are then unchanged).
     """
     flat = term_topic.reshape(-1)
-    updated = flat[delta.keys].astype(np.int64) + delta.values
-    if updated.size and updated.min() < 0:
+    if not np.shares_memory(flat, term_topic):
+        raise InvalidParameterError("apply_delta needs C-contiguous term-topic counts")
+    if not _apply_delta(flat, topic_counts, np.ascontiguousarray(delta.keys, np.int64),
+                        np.ascontiguousarray(delta.values, np.int32), int(delta.n_topics)):
         raise NumericalError("a term-topic count became negative: the block deltas do not match the counts")
-    flat[delta.keys] = updated
-    np.add.at(topic_counts, delta.keys % delta.n_topics, delta.values)
 
 
 def count_histogram(term_topic: np.ndarray) -> FloatArray:
