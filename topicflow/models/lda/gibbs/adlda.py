@@ -311,51 +311,6 @@ def start_block(token_indptr: IntArray, token_terms: Int32Array, first_doc: int,
 
 
 @numba.njit(nogil=True, cache=True)
-def _rest_size(term_topic, terms, own):
-    """(entries, largest value) of the rest N = n_wk(all) - n_wk(block) on the block's terms; -1 if negative."""
-    n, largest = 0, 0
-    for w in range(terms.shape[0]):
-        row = terms[w]
-        for k in range(own.shape[1]):
-            v = np.int64(term_topic[row, k]) - own[w, k]
-            if v < 0:
-                return -1, 0
-            if v > 0:
-                n += 1
-                largest = max(largest, v)
-    return n, largest
-
-
-@numba.njit(nogil=True, cache=True)
-def _rest_lists(term_topic, terms, own, indptr, topics, values):
-    """Each term's nonzero rest N_wk by decreasing value, then increasing topic (``_prior_lists``' order).
-
-    Insertion sort in place (a list holds at most K entries): topics arrive in increasing order and
-    an entry moves only past strictly smaller values, so ties keep increasing topic.
-    """
-    n_topics = own.shape[1]
-    pos = 0
-    for w in range(terms.shape[0]):
-        indptr[w] = pos
-        row = terms[w]
-        n = 0
-        for k in range(n_topics):
-            v = np.int64(term_topic[row, k]) - own[w, k]
-            if v > 0:
-                j = pos + n
-                while j > pos and values[j - 1] < v:
-                    values[j] = values[j - 1]
-                    topics[j] = topics[j - 1]
-                    j -= 1
-                values[j] = v
-                topics[j] = k
-                n += 1
-        pos += n
-    for w in range(terms.shape[0], indptr.shape[0]):
-        indptr[w] = pos
-
-
-@numba.njit(nogil=True, cache=True)
 def _lists_delta(terms, own, starts, lengths, packed, shift):
     """Keys ``terms[w] * K + k`` and values of the nonzero n_wk(lists) - own (rows in order: keys sorted).
 
@@ -493,29 +448,25 @@ def _block_pass(token_indptr: IntArray, token_terms: Int32Array, topics: Int32Ar
         raise InvalidParameterError(f"topics must have shape {token_terms.shape!r}, got {topics.shape!r}")
     terms, local = _renumber(token_terms, view.n_terms)
     n_local = max(1, terms.shape[0])
+    # The block samples against one count table: the sweep-start counts of its terms, which hold the
+    # other blocks' counts (frozen) and its own (kept up to date by the sweep).
+    counts = np.zeros((n_local, n_topics), dtype=np.int32)
+    counts[:terms.shape[0]] = view.term_topic[terms]
+    totals = view.topic_counts.astype(np.int64)  # a copy: the sweep updates it
     if progressive:  # no token assigned yet
         doc_topic = np.zeros((token_indptr.shape[0] - 1, n_topics), dtype=np.int32)
-        own = np.zeros((n_local, n_topics), dtype=np.int32)
-        own_totals = np.zeros(n_topics, dtype=np.int64)
     else:
         doc_topic, own, own_totals = _counts_from_topics(token_indptr, local, topics, n_local, n_topics)
-    capacity, largest = _rest_size(view.term_topic, terms, own)
-    rest_totals = view.topic_counts.astype(np.int64) - own_totals
-    if capacity < 0 or rest_totals.min(initial=0) < 0:
-        raise NumericalError(f"the global counts of sweep {epoch} do not contain the block starting at document "
-                             f"{first_doc}: the assignment layer and the counts are out of step")
-    indptr = np.zeros(n_local + 1, dtype=np.int64)
-    # int32 topics and (for counts below 2**24, exact in float32) float32 values: a third of the
-    # cache footprint of int64/float64; every product with them is computed in float64, bit for bit.
-    rest_topics = np.zeros(capacity, dtype=np.int32)
-    rest_values = np.zeros(capacity, dtype=np.float32 if largest < 2**24 else np.float64)
-    _rest_lists(view.term_topic, terms, own, indptr, rest_topics, rest_values)
-    prior = _PriorLists(rest_totals.astype(np.float64), indptr, rest_topics, rest_values, view.n_terms)
-    lists = _word_lists(own, local, n_topics)
-    counts = own_totals.copy()
-    _run_sweep(token_indptr, local, topics, doc_topic, counts, lists, np.ascontiguousarray(view.alpha, np.float64),
-               float(view.beta), int(view.seed), int(epoch), int(first_doc), progressive, prior)
-    keys, values = _lists_delta(terms, own, lists.starts, lists.lengths, lists.packed, lists.shift)
+        if np.any(counts < own) or np.any(totals < own_totals):
+            raise NumericalError(f"the global counts of sweep {epoch} do not contain the block starting at "
+                                 f"document {first_doc}: the assignment layer and the counts are out of step")
+        del own
+    lists = _word_lists(counts, local, n_topics, shared=progressive)
+    no_prior = _PriorLists(np.zeros(n_topics), np.zeros(n_local + 1, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                           np.zeros(0), view.n_terms)  # empty lists; V beta with the whole vocabulary's V
+    _run_sweep(token_indptr, local, topics, doc_topic, totals, lists, np.ascontiguousarray(view.alpha, np.float64),
+               float(view.beta), int(view.seed), int(epoch), int(first_doc), progressive, no_prior)
+    keys, values = _lists_delta(terms, counts, lists.starts, lists.lengths, lists.packed, lists.shift)
     return BlockSweep(topics, CountDelta(keys, values, n_topics), DocHistograms.from_doc_topic(doc_topic))
 
 
