@@ -2,11 +2,13 @@
 
 Planted topics are recovered; the model is the same bit for bit on the threaded and distributed
 schedulers, for other groupings of blocks into tasks and other numbers of threads; a fit interrupted
-after a checkpoint and resumed ends with the uninterrupted model; the assignment layer lives in the
-checkpoint (or a scratch directory removed at the end).
+after a checkpoint and resumed ends with the uninterrupted model (also when the run directory lacks a
+block's tokens, as one of an earlier version does); the assignment layer lives in the checkpoint (or a
+scratch directory removed at the end).
 """
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -84,6 +86,8 @@ def test_resume_after_interruption_equals_uninterrupted(planted: tuple[Corpus, C
 
     with pytest.raises(KeyboardInterrupt):
         fit_gibbs(train, CONFIG, checkpoint=policy, on_sweep=interrupt)
+    assert assignment_layer.read_tokens(policy.path, 0, CONFIG.block_size) is not None
+    shutil.rmtree(assignment_layer.tokens_path(policy.path, 1))  # as a layer of an earlier version: read the store
     resumed = fit_gibbs(train, CONFIG, checkpoint=policy)
     _same(resumed, whole)
     assert [r.sweep for r in resumed.trace] == list(range(1, 7))

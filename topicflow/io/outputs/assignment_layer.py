@@ -89,10 +89,14 @@ def _dtype(n_topics: int) -> str:
 
 
 def _metadata(n: int, dtype: str) -> dict[str, object]:
-    """The ``zarr.json`` of a one-chunk, uncompressed, little-endian zarr v3 array of ``n`` values."""
+    """The ``zarr.json`` of a one-chunk, uncompressed, little-endian zarr v3 array of ``n`` values.
+
+    The chunk key encoding is zarr's ``v2`` with separator ".": the one chunk is the file ``0`` beside
+    ``zarr.json`` (no ``c/`` directory to create and delete every sweep).
+    """
     return {"shape": [n], "data_type": dtype,
             "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [max(1, n)]}},
-            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+            "chunk_key_encoding": {"name": "v2", "configuration": {"separator": "."}},
             "fill_value": 0, "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
             "attributes": {}, "zarr_format": 3, "node_type": "array", "storage_transformers": []}
 
@@ -102,17 +106,20 @@ _GROUP = {"zarr_format": 3, "node_type": "group", "attributes": {}}
 
 def _write_array(path: Path, values: np.ndarray, dtype: str) -> None:
     """Write ``values`` as a one-chunk zarr v3 array at ``path`` (a directory that does not exist yet)."""
-    (path / "c").mkdir(parents=True)
+    os.mkdir(path)
     n = int(values.shape[0])
-    (path / "zarr.json").write_text(json.dumps(_metadata(n, dtype), indent=2))
+    with open(os.path.join(path, "zarr.json"), "w") as out:
+        out.write(json.dumps(_metadata(n, dtype)))
     if n:
-        np.ascontiguousarray(values, dtype=np.dtype(dtype).newbyteorder("<")).tofile(path / "c" / "0")
+        np.ascontiguousarray(values, dtype=np.dtype(dtype).newbyteorder("<")).tofile(os.path.join(path, "0"))
 
 
 def _publish(tmp: Path, final: Path) -> None:
-    if final.exists():  # a rerun task: same content
+    try:
+        os.replace(tmp, final)
+    except OSError:  # a rerun task: the block is there already, with the same content
         shutil.rmtree(final, ignore_errors=True)
-    os.replace(tmp, final)
+        os.replace(tmp, final)
 
 
 def _temporary(final: Path) -> Path:
@@ -120,12 +127,21 @@ def _temporary(final: Path) -> Path:
     return final.with_name(f".{final.name}.tmp-{uuid.uuid4().hex[:12]}")
 
 
+def _chunk(path: Path, meta: dict[str, object]) -> str:
+    """The file of the one chunk: ``0`` (``v2`` key encoding), or ``c/0`` (the default; earlier layers)."""
+    encoding = meta.get("chunk_key_encoding")
+    if isinstance(encoding, dict) and encoding.get("name") == "v2":
+        return os.path.join(path, "0")
+    return os.path.join(path, "c", "0")
+
+
 def _read_array(path: Path, n: int | None) -> np.ndarray:
     """The values of an array written by :func:`_write_array`; ``n``: the length expected (None: any)."""
-    meta = json.loads((path / "zarr.json").read_text())
+    with open(os.path.join(path, "zarr.json")) as meta_file:
+        meta = json.loads(meta_file.read())
     dtype = np.dtype(meta["data_type"]).newbyteorder("<")
     size = int(meta["shape"][0])
-    values = np.fromfile(path / "c" / "0", dtype=dtype) if size else np.zeros(0, dtype=dtype)
+    values = np.fromfile(_chunk(path, meta), dtype=dtype) if size else np.zeros(0, dtype=dtype)
     if values.shape != (size,) or (n is not None and size != n):
         raise ValueError(f"{values.shape[0]} values, expected {size if n is None else n}")
     return values
@@ -202,7 +218,7 @@ def write_tokens(directory: str | Path, block: int, token_indptr: np.ndarray, to
     final = tokens_path(directory, block)
     tmp = _temporary(final)
     tmp.mkdir()
-    (tmp / "zarr.json").write_text(json.dumps(_GROUP, indent=2))
+    (tmp / "zarr.json").write_text(json.dumps(_GROUP))
     _write_array(tmp / "offsets", token_indptr, "int64")
     _write_array(tmp / "terms", token_terms, _dtype(n_terms))
     _publish(tmp, final)
