@@ -44,7 +44,8 @@ timed) for the one-thread sampler, the distributed route at each thread count an
 
 ``--memory-tokens 2e6 8e6 32e6`` instead measures the peak resident memory of the whole process tree of a
 ``fit_gibbs`` run (threaded executor, ``--sweeps`` sweeps, the default blocks) on generated stores of those
-sizes (``topicflow synth``: 10,000 terms, 50 true topics, 100 tokens per document)::
+sizes (``topicflow synth``: 10,000 terms, 50 true topics, 100 tokens per document), after two unmeasured
+fits that fill numba's cache (else the first row measures the compiler)::
 
     nice python benchmarks/bench_gibbs.py --memory-tokens 2e6 8e6 32e6 --topics 100 --sweeps 3
 """
@@ -249,6 +250,13 @@ def memory_rows(args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]
                             "--topics", str(SYNTH_TRUE_TOPICS), "--vocab", str(SYNTH_TERMS), "--doc-length",
                             str(SYNTH_DOC_LEN), "--seed", "1", "--workers", "1"], check=True, capture_output=True)
         for k in args.topics:
+            if not rows:  # fill numba's cache first: compiling the kernels would be measured, not the fit
+                warm = ("from topicflow.io.corpus.reader import Corpus; from topicflow.pipeline.gibbs import "
+                        f"GibbsConfig, fit_gibbs; fit_gibbs(Corpus.open({str(store)!r}), GibbsConfig(n_topics={k}, "
+                        "sweeps=1, init='sequential', block_size=10**9))")
+                subprocess.run([sys.executable, "-c", warm], check=True, capture_output=True)
+                subprocess.run([sys.executable, "-c", warm.replace("init='sequential', ", "")], check=True,
+                               capture_output=True)
             code = ("import json, time; from topicflow.io.corpus.reader import Corpus; "
                     "from topicflow.pipeline.gibbs import GibbsConfig, fit_gibbs; t = time.perf_counter(); "
                     f"r = fit_gibbs(Corpus.open({str(store)!r}), GibbsConfig(n_topics={k}, sweeps={args.sweeps})); "

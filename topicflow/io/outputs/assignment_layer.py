@@ -237,7 +237,7 @@ def read_tokens(directory: str | Path, block: int, n_docs: int) -> tuple[np.ndar
     Returns
     -------
     (token_indptr, token_terms) or None
-        int64 and int32 arrays; None when the block's tokens were never written (a run directory of
+        The int64 and int32 arrays; None when the block's tokens were never written (a run directory of
         an earlier version), so that the caller reads them from the store.
 
     Raises

@@ -376,7 +376,8 @@ def fit_gibbs(
         A monolingual store (a polylingual one is refused: ingest one language).
     config : GibbsConfig
     client : distributed.Client, optional
-        Default: the current client, else Dask's threaded scheduler in this process.
+        Default: the current client, else a pool of threads of this process (Dask's ``num_workers``
+        setting, else the cores).
     progress : ProgressReporter, optional
         Told of each sweep.
     checkpoint : CheckpointPolicy, optional
