@@ -451,7 +451,7 @@ def _block_pass(token_indptr: IntArray, token_terms: Int32Array, topics: Int32Ar
     # The block samples against one count table: the sweep-start counts of its terms, which hold the
     # other blocks' counts (frozen) and its own (kept up to date by the sweep).
     counts = np.zeros((n_local, n_topics), dtype=np.int32)
-    counts[:terms.shape[0]] = view.term_topic[terms]
+    np.take(view.term_topic, terms, axis=0, out=counts[:terms.shape[0]])  # no temporary copy
     totals = view.topic_counts.astype(np.int64)  # a copy: the sweep updates it
     if progressive:  # no token assigned yet
         doc_topic = np.zeros((token_indptr.shape[0] - 1, n_topics), dtype=np.int32)
