@@ -35,7 +35,9 @@ Prints one JSON object per line, then a table.
 Distributed route (issue 22): ``--dist-threads 1 2`` adds ``topicflow-dist-<n>``, the out-of-core AD-LDA
 sampler (``topicflow.pipeline.gibbs.fit_gibbs``: the training documents written to a store of 1000-document
 shards, z on disk, Dask's threaded scheduler with n threads, the default blocks), to the speed table
-(tokens/s over the timed sweeps from its per-sweep trace; sweeps/s). ``--targets P1 P2 ...`` instead
+(tokens/s over the timed sweeps from its per-sweep trace; sweeps/s; ``cpu_ms_per_sweep``: the process's CPU
+time over the whole fit, start and store reading included, divided by its sweeps, which a loaded machine
+disturbs less than wall time). ``--targets P1 P2 ...`` instead
 measures the time to reach each held-out perplexity (this script's evaluator, after every sweep, not
 timed) for the one-thread sampler, the distributed route at each thread count and tomotopy (workers=2)::
 
@@ -220,15 +222,24 @@ def run_dist(block: DocBlock, k: int, sweeps: int, seed: int, threads: int, work
 def measure_dist(block: DocBlock, pairs: list, k: int, args: argparse.Namespace, threads: int,
                  workdir: Path) -> dict[str, Any]:
     """Best-of-repeats tokens/s of the distributed route over the timed sweeps (its own per-sweep trace)."""
-    times, result = [], None
+    import resource
+
+    def cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+
+    times, cpu_ms, result = [], [], None
     for _ in range(args.repeats):
+        before = cpu()
         result = run_dist(block, k, args.warmup + args.sweeps, args.seed, threads, workdir)
+        cpu_ms.append((cpu() - before) * 1000 / (args.warmup + args.sweeps))
         times.append(sum(r.seconds for r in result.trace[args.warmup:]))
     assert result is not None
     best = min(times)
     phi = result.state.topic_word()["default"]
     return {
         "system": f"topicflow-dist-{threads}", "seconds": best, "all_seconds": [round(t, 4) for t in times],
+        "cpu_ms_per_sweep": min(cpu_ms), "all_cpu_ms_per_sweep": [round(c, 1) for c in cpu_ms],
         "tokens_per_second": block.n_tokens * args.sweeps / best, "sweeps_per_second": args.sweeps / best,
         "log_lik_per_token": result.trace[-1].log_likelihood_per_token,
         "perplexity": perplexity(pairs, phi, np.full(k, ALPHA)),
