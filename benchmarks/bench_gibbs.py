@@ -35,7 +35,9 @@ Prints one JSON object per line, then a table.
 Distributed route (issue 22): ``--dist-threads 1 2`` adds ``topicflow-dist-<n>``, the out-of-core AD-LDA
 sampler (``topicflow.pipeline.gibbs.fit_gibbs``: the training documents written to a store of 1000-document
 shards, z on disk, Dask's threaded scheduler with n threads, the default blocks), to the speed table
-(tokens/s over the timed sweeps from its per-sweep trace; sweeps/s). ``--targets P1 P2 ...`` instead
+(tokens/s over the timed sweeps from its per-sweep trace; sweeps/s; ``cpu_ms_per_sweep``: the process's CPU
+time over the whole fit, start and store reading included, divided by its sweeps, which a loaded machine
+disturbs less than wall time). ``--targets P1 P2 ...`` instead
 measures the time to reach each held-out perplexity (this script's evaluator, after every sweep, not
 timed) for the one-thread sampler, the distributed route at each thread count and tomotopy (workers=2)::
 
@@ -44,7 +46,8 @@ timed) for the one-thread sampler, the distributed route at each thread count an
 
 ``--memory-tokens 2e6 8e6 32e6`` instead measures the peak resident memory of the whole process tree of a
 ``fit_gibbs`` run (threaded executor, ``--sweeps`` sweeps, the default blocks) on generated stores of those
-sizes (``topicflow synth``: 10,000 terms, 50 true topics, 100 tokens per document)::
+sizes (``topicflow synth``: 10,000 terms, 50 true topics, 100 tokens per document), after two unmeasured
+fits that fill numba's cache (else the first row measures the compiler)::
 
     nice python benchmarks/bench_gibbs.py --memory-tokens 2e6 8e6 32e6 --topics 100 --sweeps 3
 """
@@ -219,15 +222,24 @@ def run_dist(block: DocBlock, k: int, sweeps: int, seed: int, threads: int, work
 def measure_dist(block: DocBlock, pairs: list, k: int, args: argparse.Namespace, threads: int,
                  workdir: Path) -> dict[str, Any]:
     """Best-of-repeats tokens/s of the distributed route over the timed sweeps (its own per-sweep trace)."""
-    times, result = [], None
+    import resource
+
+    def cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+
+    times, cpu_ms, result = [], [], None
     for _ in range(args.repeats):
+        before = cpu()
         result = run_dist(block, k, args.warmup + args.sweeps, args.seed, threads, workdir)
+        cpu_ms.append((cpu() - before) * 1000 / (args.warmup + args.sweeps))
         times.append(sum(r.seconds for r in result.trace[args.warmup:]))
     assert result is not None
     best = min(times)
     phi = result.state.topic_word()["default"]
     return {
         "system": f"topicflow-dist-{threads}", "seconds": best, "all_seconds": [round(t, 4) for t in times],
+        "cpu_ms_per_sweep": min(cpu_ms), "all_cpu_ms_per_sweep": [round(c, 1) for c in cpu_ms],
         "tokens_per_second": block.n_tokens * args.sweeps / best, "sweeps_per_second": args.sweeps / best,
         "log_lik_per_token": result.trace[-1].log_likelihood_per_token,
         "perplexity": perplexity(pairs, phi, np.full(k, ALPHA)),
@@ -249,6 +261,13 @@ def memory_rows(args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]
                             "--topics", str(SYNTH_TRUE_TOPICS), "--vocab", str(SYNTH_TERMS), "--doc-length",
                             str(SYNTH_DOC_LEN), "--seed", "1", "--workers", "1"], check=True, capture_output=True)
         for k in args.topics:
+            if not rows:  # fill numba's cache first: compiling the kernels would be measured, not the fit
+                warm = ("from topicflow.io.corpus.reader import Corpus; from topicflow.pipeline.gibbs import "
+                        f"GibbsConfig, fit_gibbs; fit_gibbs(Corpus.open({str(store)!r}), GibbsConfig(n_topics={k}, "
+                        "sweeps=1, init='sequential', block_size=10**9))")
+                subprocess.run([sys.executable, "-c", warm], check=True, capture_output=True)
+                subprocess.run([sys.executable, "-c", warm.replace("init='sequential', ", "")], check=True,
+                               capture_output=True)
             code = ("import json, time; from topicflow.io.corpus.reader import Corpus; "
                     "from topicflow.pipeline.gibbs import GibbsConfig, fit_gibbs; t = time.perf_counter(); "
                     f"r = fit_gibbs(Corpus.open({str(store)!r}), GibbsConfig(n_topics={k}, sweeps={args.sweeps})); "

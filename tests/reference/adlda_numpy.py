@@ -4,22 +4,20 @@ Everything AD-LDA adds to the sequential sampler is written out here with dense 
 recounts its own n_wk from its z, sees the other blocks' counts frozen at the start of the sweep
 (N = n_wk(all) - n_wk(block)), runs one sequential sweep of its tokens in document order, and the
 driver adds every block's change of n_wk. The within-block draw is the sequential sparse sampler's,
-:func:`topicflow.models.lda.gibbs.chain.run_sweeps` with the prior N (its distribution is checked
-against enumeration in tests/models/lda/gibbs/test_gibbs.py), called on global term ids, so the
-reference shares no code with the kernel's block bookkeeping (renumbered terms, prior lists, sparse
-deltas, histograms).
+:func:`topicflow.models.lda.gibbs.chain.run_sweeps` (its distribution is checked against enumeration
+in tests/models/lda/gibbs/test_gibbs.py), called on global term ids with the block's tokens and the
+counts N + n_wk(block) = n_wk(all, start of sweep) as its count table, so the reference shares no code
+with the kernel's block bookkeeping (renumbered terms, sparse deltas, histograms).
 """
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
 from tests.reference.gibbs_numpy import counts_from_topics
 from topicflow.models.lda.gibbs.chain import run_sweeps
-from topicflow.models.lda.gibbs.state import (
-    GibbsParams,
-    TopicWordPrior,
-    state_from_topics,
-)
+from topicflow.models.lda.gibbs.state import GibbsParams, state_from_topics
 
 
 def adlda_sweep(blocks, term_topic, alpha, beta, *, seed, sweep):
@@ -31,12 +29,14 @@ def adlda_sweep(blocks, term_topic, alpha, beta, *, seed, sweep):
     new_topics, doc_topics = [], []
     for token_indptr, token_terms, topics, first_doc in blocks:
         _, own, own_totals = counts_from_topics(token_indptr, token_terms, topics, n_terms, n_topics)
-        rest = term_topic - own
-        assert rest.min() >= 0
+        rest = term_topic - own  # the other blocks' counts, frozen
+        assert rest.min() >= 0 and (term_topic.sum(axis=0) - own_totals).min() >= 0
         state = state_from_topics(token_indptr, token_terms, topics, n_terms, params, first_doc=first_doc,
                                   sweeps_done=sweep - 1)
-        prior = TopicWordPrior(rest.astype(float), (term_topic.sum(axis=0) - own_totals).astype(float), n_terms)
-        out = run_sweeps(state, params, 1, prior=prior)
+        seen = rest + own  # what the block samples against: the others' counts and its own, kept current
+        state = dataclasses.replace(state, term_topic_counts=seen.astype(np.int32),
+                                    topic_counts=seen.sum(axis=0).astype(np.int64))
+        out = run_sweeps(state, params, 1)
         doc_topic, after, _ = counts_from_topics(token_indptr, token_terms, out.topics, n_terms, n_topics)
         delta += after - own
         new_topics.append(np.array(out.topics))

@@ -1,31 +1,32 @@
-"""Graph builders and task bodies of the distributed collapsed Gibbs sampler (AD-LDA over blocks).
+"""Task bodies and planning of the distributed collapsed Gibbs sampler (AD-LDA over blocks).
 
-A sweep is one task per *partition* (consecutive blocks): the task reads the shards it covers, each
-block's z of the previous sweep from the assignment layer, runs
-:func:`topicflow.models.lda.gibbs.adlda.sweep_block` on every block (in parallel threads: the kernels
-release the GIL), writes the new z, and returns the blocks' merged count delta and histograms
-(:class:`PartitionResult`). The partitions' results are tree-reduced in store order
-(:func:`topicflow.tasks.reduce.tree_reduce`). Blocks, not partitions, define the sampler: how blocks
-are grouped into tasks, and how many threads a task uses, never changes the result. The math is
-:mod:`topicflow.models.lda.gibbs.adlda`; nothing here computes it.
-
-Keys: ``gibbs-part-<token>-<sweep>-<i>`` and ``gibbs-sum-<token>-<sweep>-<depth>-<index>``.
+A sweep is one task per *partition* (consecutive blocks): for every block the task reads its tokens
+and its z of the previous sweep from the assignment layer (the start, sweep 0, reads the tokens from
+the store's shards once and writes them there), runs
+:func:`topicflow.models.lda.gibbs.adlda.sweep_block` (the blocks of a partition in parallel threads:
+the kernels release the GIL), writes the new z, and returns the blocks' count deltas and merged
+histograms (:class:`PartitionResult`). The driver (:mod:`topicflow.pipeline.gibbs.fit`) submits the
+tasks and adds each delta to its counts as it arrives: integer sums, so the order does not matter.
+Blocks, not partitions, define the sampler: how blocks are grouped into tasks, and how many threads
+a task uses, never changes the result. The math is :mod:`topicflow.models.lda.gibbs.adlda`; nothing
+here computes it.
 """
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
-import dask
 import numpy as np
 
 from topicflow.io.corpus.layout import ShardInfo
 from topicflow.io.corpus.reader import load_block
-from topicflow.io.outputs.assignment_layer import read_block, write_block
+from topicflow.io.outputs.assignment_layer import (
+    read_block,
+    read_tokens,
+    write_block,
+    write_tokens,
+)
 from topicflow.models.common.blocks import DocBlock, concat_blocks, expand_tokens
 from topicflow.models.lda.gibbs.adlda import (
     BlockSweep,
@@ -37,7 +38,6 @@ from topicflow.models.lda.gibbs.adlda import (
     start_block,
     sweep_block,
 )
-from topicflow.tasks.reduce import tree_reduce
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,16 +76,19 @@ class Partition:
 
 @dataclass(frozen=True, slots=True)
 class PartitionResult:
-    """What a sweep task returns (and what the tree reduction merges).
+    """What a sweep task returns.
 
     Attributes
     ----------
-    delta : CountDelta
+    deltas : tuple of CountDelta
+        One per block, in block order (not merged: the driver adds each to its counts, which costs
+        less than merging sparse deltas).
     histograms : DocHistograms
+        Of the partition's documents.
     n_tokens : int
     """
 
-    delta: CountDelta
+    deltas: tuple[CountDelta, ...]
     histograms: DocHistograms
     n_tokens: int
 
@@ -141,9 +144,33 @@ def plan_partitions(shards: Sequence[ShardInfo], blocks: Sequence[BlockSpec],
     return partitions
 
 
-def _sample(doc_block: DocBlock, spec: BlockSpec, layer: str, sweep: int, view: SweepView | None,
+def _store_tokens(store: str, partition: Partition, spec: BlockSpec, language: str, n_terms: int,
+                  loaded: dict[int, DocBlock]) -> tuple[np.ndarray, np.ndarray]:
+    """A block's tokens read from the store's shards (the start; ``loaded``: shards read by this task)."""
+    parts = []
+    for shard_index, start, stop in spec.pieces:
+        if shard_index not in loaded:
+            loaded[shard_index] = load_block(store, partition.shards[shard_index], language, n_terms,
+                                             with_meta=False)
+        parts.append(loaded[shard_index].slice(start, stop))
+    return expand_tokens(parts[0] if len(parts) == 1 else concat_blocks(parts))
+
+
+def _block_tokens(store: str, partition: Partition, spec: BlockSpec, language: str, n_terms: int, layer: str,
+                  sweep: int, loaded: dict[int, DocBlock]) -> tuple[np.ndarray, np.ndarray]:
+    """A block's (token_indptr, token_terms): from the assignment layer after the start, else the store."""
+    if sweep > 0:
+        found = read_tokens(layer, spec.index, spec.n_docs)
+        if found is not None:
+            return found
+    tokens = _store_tokens(store, partition, spec, language, n_terms, loaded)
+    write_tokens(layer, spec.index, tokens[0], tokens[1], n_terms)
+    return tokens
+
+
+def _sample(tokens: tuple[np.ndarray, np.ndarray], spec: BlockSpec, layer: str, sweep: int, view: SweepView | None,
             n_topics: int, seed: int, sequential: bool) -> tuple[BlockSweep, int]:
-    token_indptr, token_terms = expand_tokens(doc_block)
+    token_indptr, token_terms = tokens
     if sweep == 0 and sequential:
         assert view is not None, "the sequential start needs the counts of the blocks started before"
         result = sequential_start_block(token_indptr, token_terms, spec.first_doc, view)
@@ -157,56 +184,6 @@ def _sample(doc_block: DocBlock, spec: BlockSpec, layer: str, sweep: int, view: 
     return result, int(token_terms.shape[0])
 
 
-#: Bytes of shard arrays a process keeps between sweeps (least recently used first out): reading and
-#: checking a shard every sweep costs about as much as sampling it. 0 disables the cache.
-SHARD_CACHE_BYTES = 64 * 2**20
-_cache: OrderedDict[tuple[str, str, str, str, int], DocBlock] = OrderedDict()
-_cache_lock = threading.Lock()
-
-
-def _nbytes(block: DocBlock) -> int:
-    return int(block.indptr.nbytes + block.term_ids.nbytes + block.counts.nbytes + 64 * block.n_docs)
-
-
-def cached_shard(store: str, shard: ShardInfo, language: str, n_terms: int) -> DocBlock:
-    """A shard's documents, from this process's small LRU cache or read from the store.
-
-    Parameters
-    ----------
-    store : str
-    shard : ShardInfo
-        Its checksum is part of the key, so a rewritten shard is read again.
-    language : str
-    n_terms : int
-
-    Returns
-    -------
-    DocBlock
-    """
-    key = (store, shard.shard_id, shard.checksum, language, n_terms)
-    with _cache_lock:
-        if key in _cache:
-            _cache.move_to_end(key)
-            return _cache[key]
-    block = load_block(store, shard, language, n_terms, with_meta=False)
-    if _nbytes(block) <= SHARD_CACHE_BYTES:
-        with _cache_lock:
-            _cache[key] = block
-            while sum(_nbytes(b) for b in _cache.values()) > SHARD_CACHE_BYTES:
-                _cache.popitem(last=False)
-    return block
-
-
-def _block_documents(store: str, partition: Partition, spec: BlockSpec, language: str, n_terms: int,
-                     loaded: dict[int, DocBlock]) -> DocBlock:
-    parts = []
-    for shard_index, start, stop in spec.pieces:
-        if shard_index not in loaded:
-            loaded[shard_index] = cached_shard(store, partition.shards[shard_index], language, n_terms)
-        parts.append(loaded[shard_index].slice(start, stop))
-    return parts[0] if len(parts) == 1 else concat_blocks(parts)
-
-
 def sweep_partition(store: str, partition: Partition, language: str, n_terms: int, layer: str, sweep: int,
                     view: SweepView | None, n_topics: int, seed: int, threads: int,
                     sequential: bool = False) -> PartitionResult:
@@ -215,13 +192,14 @@ def sweep_partition(store: str, partition: Partition, language: str, n_terms: in
     Parameters
     ----------
     store : str
-        The corpus store.
+        The corpus store (read by the start only, and by a later sweep whose run directory lacks a
+        block's tokens).
     partition : Partition
     language : str
     n_terms : int
         The language's vocabulary size.
     layer : str
-        The run directory holding the assignment layer.
+        The run directory holding the assignment layer (z and the blocks' tokens).
     sweep : int
         0: the start; s >= 1 reads the z of sweep s - 1.
     view : SweepView or None
@@ -236,83 +214,42 @@ def sweep_partition(store: str, partition: Partition, language: str, n_terms: in
     Returns
     -------
     PartitionResult
-        The blocks' deltas and histograms merged in block order.
+        The blocks' deltas in block order and their merged histograms.
+
+    Notes
+    -----
+    A block's tokens, z and sampler arrays are released when its sweep ends; a task holds at most
+    ``threads`` blocks' arrays at once, and nothing is kept in the process between tasks.
     """
     loaded: dict[int, DocBlock] = {}
-    documents = [_block_documents(store, partition, spec, language, n_terms, loaded) for spec in partition.blocks]
-    loaded.clear()
+
+    def tokens_of(spec: BlockSpec) -> tuple[np.ndarray, np.ndarray]:
+        return _block_tokens(store, partition, spec, language, n_terms, layer, sweep, loaded)
+
     if sweep == 0 and sequential:  # each block given the ones before it: one after the other
         assert view is not None, "the sequential start needs the counts of the blocks started before"
         term_topic, topic_counts = view.term_topic.copy(), view.topic_counts.copy()
         results = []
-        for doc_block, spec in zip(documents, partition.blocks):
+        for spec in partition.blocks:
             current = SweepView(term_topic, topic_counts, view.alpha, view.beta, view.seed)
-            result, n = _sample(doc_block, spec, layer, 0, current, n_topics, seed, True)
+            result, n = _sample(tokens_of(spec), spec, layer, 0, current, n_topics, seed, True)
             apply_delta(term_topic, topic_counts, result.delta)
-            results.append((result, n))
+            results.append((result.delta, result.histograms, n))
     else:
-        def one(item: tuple[DocBlock, BlockSpec]) -> tuple[BlockSweep, int]:
-            return _sample(item[0], item[1], layer, sweep, view, n_topics, seed, False)
+        # The start reads each shard once, before the blocks share them out; later sweeps read a
+        # block's tokens in its own thread, from the assignment layer.
+        prepared = {spec.index: tokens_of(spec) for spec in partition.blocks} if sweep == 0 else {}
+        loaded.clear()
 
-        items = list(zip(documents, partition.blocks))
-        if threads > 1 and len(items) > 1:
-            with ThreadPoolExecutor(max_workers=min(threads, len(items))) as pool:
-                results = list(pool.map(one, items))
+        def one(spec: BlockSpec) -> tuple[CountDelta, DocHistograms, int]:
+            tokens = prepared.pop(spec.index) if sweep == 0 else tokens_of(spec)
+            result, n = _sample(tokens, spec, layer, sweep, view, n_topics, seed, False)
+            return result.delta, result.histograms, n  # z is on disk: not kept
+
+        if threads > 1 and len(partition.blocks) > 1:
+            with ThreadPoolExecutor(max_workers=min(threads, len(partition.blocks))) as pool:
+                results = list(pool.map(one, partition.blocks))
         else:
-            results = [one(item) for item in items]
-    first = results[0][0]
-    return PartitionResult(first.delta.merge(*(r.delta for r, _ in results[1:])),
-                           first.histograms.merge(*(r.histograms for r, _ in results[1:])),
-                           sum(n for _, n in results))
-
-
-def merge_results(*parts: PartitionResult) -> PartitionResult:
-    """Body of one tree node: merge partition results left to right.
-
-    Parameters
-    ----------
-    *parts : PartitionResult
-        At least one, in store order.
-
-    Returns
-    -------
-    PartitionResult
-    """
-    first = parts[0]
-    return PartitionResult(first.delta.merge(*(p.delta for p in parts[1:])),
-                           first.histograms.merge(*(p.histograms for p in parts[1:])),
-                           sum(p.n_tokens for p in parts))
-
-
-def sweep_graph(store: str, partitions: Sequence[Partition], language: str, n_terms: int, layer: str, sweep: int,
-                view: Any, n_topics: int, seed: int, threads: int, *, split_every: int, token: str,
-                sequential: bool = False) -> Any:
-    """The lazy graph of one sweep: a task per partition, tree-merged in store order.
-
-    Parameters
-    ----------
-    store : str
-    partitions : sequence of Partition
-    language : str
-    n_terms : int
-    layer : str
-    sweep : int
-    view : SweepView, a scattered future of one, a Delayed, or None (sweep 0)
-        Passed to every task as is, so that the graph holds it once.
-    n_topics, seed, threads : int
-    split_every : int
-        Fan-in of the tree reduction.
-    token : str
-        Names the keys.
-    sequential : bool, default False
-        Sweep 0: the sequential start (give one partition at a time, with the counts so far).
-
-    Returns
-    -------
-    Delayed[PartitionResult]
-    """
-    task = dask.delayed(sweep_partition, pure=True)
-    parts = [task(store, partition, language, n_terms, layer, sweep, view, n_topics, seed, threads, sequential,
-                  dask_key_name=f"gibbs-part-{token}-{sweep}-{i}")
-             for i, partition in enumerate(partitions)]
-    return tree_reduce(parts, merge_results, split_every=split_every, name=f"gibbs-sum-{token}-{sweep}")
+            results = [one(spec) for spec in partition.blocks]
+    histograms = results[0][1].merge(*(h for _, h, _ in results[1:])) if len(results) > 1 else results[0][1]
+    return PartitionResult(tuple(d for d, _, _ in results), histograms, sum(n for _, _, n in results))

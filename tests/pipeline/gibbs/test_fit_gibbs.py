@@ -2,11 +2,13 @@
 
 Planted topics are recovered; the model is the same bit for bit on the threaded and distributed
 schedulers, for other groupings of blocks into tasks and other numbers of threads; a fit interrupted
-after a checkpoint and resumed ends with the uninterrupted model; the assignment layer lives in the
-checkpoint (or a scratch directory removed at the end).
+after a checkpoint and resumed ends with the uninterrupted model (also when the run directory lacks a
+block's tokens, as one of an earlier version does); the assignment layer lives in the checkpoint (or a
+scratch directory removed at the end).
 """
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +46,7 @@ def _same(a: object, b: object) -> None:
 
 def test_recovers_planted_topics_and_scores_the_test_store(planted: tuple[Corpus, Corpus, np.ndarray]) -> None:
     train, test, topic_word = planted
-    result = fit_gibbs(train, GibbsConfig(n_topics=5, sweeps=30, block_size=40, seed=2, eval_every=15), test=test)
+    result = fit_gibbs(train, GibbsConfig(n_topics=5, sweeps=30, block_size=40, seed=7, eval_every=15), test=test)
     assert worst_matched_distance(result.state.topic_word()["default"], topic_word) < 0.15
     scored = [r.heldout_perplexity for r in result.trace if r.heldout_perplexity is not None]
     assert [r.sweep for r in result.trace if r.heldout_perplexity is not None] == [15, 30]
@@ -84,6 +86,8 @@ def test_resume_after_interruption_equals_uninterrupted(planted: tuple[Corpus, C
 
     with pytest.raises(KeyboardInterrupt):
         fit_gibbs(train, CONFIG, checkpoint=policy, on_sweep=interrupt)
+    assert assignment_layer.read_tokens(policy.path, 0, CONFIG.block_size) is not None
+    shutil.rmtree(assignment_layer.tokens_path(policy.path, 1))  # as a layer of an earlier version: read the store
     resumed = fit_gibbs(train, CONFIG, checkpoint=policy)
     _same(resumed, whole)
     assert [r.sweep for r in resumed.trace] == list(range(1, 7))

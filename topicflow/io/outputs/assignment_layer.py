@@ -12,6 +12,12 @@ final name; a sweep is *committed* only when the driver records it (in the run's
 every block of it is written. Sweeps older than the last committed one (and than the one being read)
 are deleted.
 
+The layer also holds each block's tokens, written once by the start (sweep 0):
+``<directory>/z.zarr/tokens/block-<j>/terms`` (the term of every token, uint16 when V <= 65536, else
+int32) and ``.../offsets`` (int64, n_docs + 1: document d owns tokens ``offsets[d]:offsets[d + 1]``).
+Later sweeps read a block's tokens from there with its z, so they never reread (and recheck) the
+store's shards, and no process needs to keep shards in memory between sweeps.
+
 Where: inside the checkpoint directory with ``--checkpoint-every``/``--resume`` (so that a resumed
 fit finds the z of the committed sweep there), else in a scratch directory beside the store (or under
 the ``scratch-dir`` setting), removed when the fit ends.
@@ -28,7 +34,8 @@ import numpy as np
 
 from topicflow.errors import ModelFormatError
 
-__all__ = ["block_path", "drop_sweeps", "layer_path", "read_block", "remove_layer", "sweeps_on_disk", "write_block"]
+__all__ = ["block_path", "drop_sweeps", "layer_path", "read_block", "read_tokens", "remove_layer", "sweeps_on_disk",
+           "tokens_path", "write_block", "write_tokens"]
 
 
 def layer_path(directory: str | Path) -> Path:
@@ -62,17 +69,82 @@ def block_path(directory: str | Path, sweep: int, block: int) -> Path:
     return layer_path(directory) / f"sweep-{int(sweep)}" / f"block-{int(block)}"
 
 
+def tokens_path(directory: str | Path, block: int) -> Path:
+    """Where the tokens of block ``block`` live (a group of two arrays, ``terms`` and ``offsets``).
+
+    Parameters
+    ----------
+    directory : str or Path
+    block : int
+
+    Returns
+    -------
+    Path
+    """
+    return layer_path(directory) / "tokens" / f"block-{int(block)}"
+
+
 def _dtype(n_topics: int) -> str:
     return "uint16" if n_topics <= 65536 else "int32"
 
 
 def _metadata(n: int, dtype: str) -> dict[str, object]:
-    """The ``zarr.json`` of a one-chunk, uncompressed, little-endian zarr v3 array of ``n`` values."""
+    """The ``zarr.json`` of a one-chunk, uncompressed, little-endian zarr v3 array of ``n`` values.
+
+    The chunk key encoding is zarr's ``v2`` with separator ".": the one chunk is the file ``0`` beside
+    ``zarr.json`` (no ``c/`` directory to create and delete every sweep).
+    """
     return {"shape": [n], "data_type": dtype,
             "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [max(1, n)]}},
-            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+            "chunk_key_encoding": {"name": "v2", "configuration": {"separator": "."}},
             "fill_value": 0, "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
             "attributes": {}, "zarr_format": 3, "node_type": "array", "storage_transformers": []}
+
+
+_GROUP = {"zarr_format": 3, "node_type": "group", "attributes": {}}
+
+
+def _write_array(path: Path, values: np.ndarray, dtype: str) -> None:
+    """Write ``values`` as a one-chunk zarr v3 array at ``path`` (a directory that does not exist yet)."""
+    os.mkdir(path)
+    n = int(values.shape[0])
+    with open(os.path.join(path, "zarr.json"), "w") as out:
+        out.write(json.dumps(_metadata(n, dtype)))
+    if n:
+        np.ascontiguousarray(values, dtype=np.dtype(dtype).newbyteorder("<")).tofile(os.path.join(path, "0"))
+
+
+def _publish(tmp: Path, final: Path) -> None:
+    try:
+        os.replace(tmp, final)
+    except OSError:  # a rerun task: the block is there already, with the same content
+        shutil.rmtree(final, ignore_errors=True)
+        os.replace(tmp, final)
+
+
+def _temporary(final: Path) -> Path:
+    final.parent.mkdir(parents=True, exist_ok=True)
+    return final.with_name(f".{final.name}.tmp-{uuid.uuid4().hex[:12]}")
+
+
+def _chunk(path: Path, meta: dict[str, object]) -> str:
+    """The file of the one chunk: ``0`` (``v2`` key encoding), or ``c/0`` (the default; earlier layers)."""
+    encoding = meta.get("chunk_key_encoding")
+    if isinstance(encoding, dict) and encoding.get("name") == "v2":
+        return os.path.join(path, "0")
+    return os.path.join(path, "c", "0")
+
+
+def _read_array(path: Path, n: int | None) -> np.ndarray:
+    """The values of an array written by :func:`_write_array`; ``n``: the length expected (None: any)."""
+    with open(os.path.join(path, "zarr.json")) as meta_file:
+        meta = json.loads(meta_file.read())
+    dtype = np.dtype(meta["data_type"]).newbyteorder("<")
+    size = int(meta["shape"][0])
+    values = np.fromfile(_chunk(path, meta), dtype=dtype) if size else np.zeros(0, dtype=dtype)
+    if values.shape != (size,) or (n is not None and size != n):
+        raise ValueError(f"{values.shape[0]} values, expected {size if n is None else n}")
+    return values
 
 
 def write_block(directory: str | Path, sweep: int, block: int, topics: np.ndarray, n_topics: int) -> None:
@@ -92,16 +164,9 @@ def write_block(directory: str | Path, sweep: int, block: int, topics: np.ndarra
         K (chooses the stored dtype).
     """
     final = block_path(directory, sweep, block)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = final.with_name(f".{final.name}.tmp-{uuid.uuid4().hex[:12]}")
-    (tmp / "c").mkdir(parents=True)
-    n, dtype = int(topics.shape[0]), _dtype(n_topics)
-    (tmp / "zarr.json").write_text(json.dumps(_metadata(n, dtype), indent=2))
-    if n:
-        np.ascontiguousarray(topics, dtype=np.dtype(dtype).newbyteorder("<")).tofile(tmp / "c" / "0")
-    if final.exists():  # a rerun task: same content
-        shutil.rmtree(final, ignore_errors=True)
-    os.replace(tmp, final)
+    tmp = _temporary(final)
+    _write_array(tmp, topics, _dtype(n_topics))
+    _publish(tmp, final)
 
 
 def read_block(directory: str | Path, sweep: int, block: int, n_tokens: int) -> np.ndarray:
@@ -127,17 +192,71 @@ def read_block(directory: str | Path, sweep: int, block: int, n_tokens: int) -> 
     """
     path = block_path(directory, sweep, block)
     try:
-        meta = json.loads((path / "zarr.json").read_text())
-        dtype = np.dtype(meta["data_type"]).newbyteorder("<")
-        values = np.fromfile(path / "c" / "0", dtype=dtype) if n_tokens else np.zeros(0, dtype=dtype)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ModelFormatError(f"the Gibbs assignments {str(path)!r} are missing or damaged ({exc}); delete "
-                               f"{str(Path(directory))!r} and fit again (without --resume).", path=str(path)) from exc
-    if values.shape != (n_tokens,) or meta.get("shape") != [n_tokens]:
-        raise ModelFormatError(f"the Gibbs assignments {str(path)!r} hold {values.shape[0]} tokens, expected "
-                               f"{n_tokens}; delete {str(Path(directory))!r} and fit again (without --resume).",
-                               path=str(path))
+        values = _read_array(path, n_tokens)
+    except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+        raise ModelFormatError(f"the Gibbs assignments {str(path)!r} are missing, damaged or of another length "
+                               f"({exc}); delete {str(Path(directory))!r} and fit again (without --resume).",
+                               path=str(path)) from exc
     return values.astype(np.int32)
+
+
+def write_tokens(directory: str | Path, block: int, token_indptr: np.ndarray, token_terms: np.ndarray,
+                 n_terms: int) -> None:
+    """Write one block's tokens atomically (the start does it once per run).
+
+    Parameters
+    ----------
+    directory : str or Path
+    block : int
+    token_indptr : ndarray of shape (n_docs + 1,), int
+        Document d owns tokens ``token_indptr[d]:token_indptr[d + 1]``.
+    token_terms : ndarray of shape (n_tokens,), int
+        The term of every token.
+    n_terms : int
+        V (chooses the stored dtype of the terms).
+    """
+    final = tokens_path(directory, block)
+    tmp = _temporary(final)
+    tmp.mkdir()
+    (tmp / "zarr.json").write_text(json.dumps(_GROUP))
+    _write_array(tmp / "offsets", token_indptr, "int64")
+    _write_array(tmp / "terms", token_terms, _dtype(n_terms))
+    _publish(tmp, final)
+
+
+def read_tokens(directory: str | Path, block: int, n_docs: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """One block's tokens as :func:`write_tokens` wrote them, or None where they are missing.
+
+    Parameters
+    ----------
+    directory : str or Path
+    block : int
+    n_docs : int
+        The documents the caller expects.
+
+    Returns
+    -------
+    (token_indptr, token_terms) or None
+        The int64 and int32 arrays; None when the block's tokens were never written (a run directory of
+        an earlier version), so that the caller reads them from the store.
+
+    Raises
+    ------
+    ModelFormatError
+        The arrays exist but are damaged or do not hold ``n_docs`` documents.
+    """
+    path = tokens_path(directory, block)
+    if not (path / "zarr.json").exists():
+        return None
+    try:
+        indptr = _read_array(path / "offsets", n_docs + 1).astype(np.int64)
+        terms = _read_array(path / "terms", int(indptr[-1]))
+        if indptr[0] != 0 or np.any(np.diff(indptr) < 0):
+            raise ValueError("document offsets are not increasing from 0")
+    except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+        raise ModelFormatError(f"the Gibbs tokens {str(path)!r} are damaged or of another corpus ({exc}); delete "
+                               f"{str(Path(directory))!r} and fit again (without --resume).", path=str(path)) from exc
+    return indptr, terms.astype(np.int32)
 
 
 def sweeps_on_disk(directory: str | Path) -> list[int]:

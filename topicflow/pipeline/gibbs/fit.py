@@ -1,17 +1,19 @@
 """Driver of the distributed collapsed Gibbs sampler for LDA (AD-LDA over fixed blocks; docs/gibbs.md).
 
-Per sweep s: share the global counts n_wk, n_k at the start of the sweep (one scatter), map one task
-per partition (consecutive blocks of one shard; each block is sampled against those counts plus its
-own changes, :func:`topicflow.models.lda.gibbs.adlda.sweep_block`, its z read from and written to the
-assignment layer, :mod:`topicflow.io.outputs.assignment_layer`), tree-merge the partitions' sparse
-count deltas and document-topic histograms in store order, apply the delta, and, every
-``optimize_every`` sweeps after ``burn_in``, set alpha (and beta) by Minka's fixed point from the
-histograms. The driver holds K x V counts; a worker holds one shard's tokens and z plus K x V counts.
+Per sweep s: share the global counts n_wk, n_k at the start of the sweep (one scatter), submit one task
+per partition (consecutive blocks; each block is sampled against those counts plus its own changes,
+:func:`topicflow.models.lda.gibbs.adlda.sweep_block`, its tokens and z read from and its z written to
+the assignment layer, :mod:`topicflow.io.outputs.assignment_layer`), add each partition's sparse
+count deltas to the counts and merge its document-topic histograms as the partition finishes, and,
+every ``optimize_every`` sweeps after ``burn_in``, set alpha (and beta) by Minka's fixed point from
+the histograms. The driver holds two K x V counts (the running ones and the sweep-start view) and
+the results of at most the running tasks; a worker holds its blocks' tokens and z plus K x V counts.
 
-Determinism: blocks are runs of ``block_size`` documents within each shard, the random numbers are
+Determinism: blocks are runs of ``block_size`` documents of the store, the random numbers are
 keyed by (seed, sweep, global document), every block reads only the sweep-start counts, and integer
-deltas are summed exactly; so the model is the same for any number of workers, partitions
-(``blocks_per_partition``) or threads, on the threaded or the distributed scheduler.
+deltas and histograms are summed exactly, in whatever order the tasks finish; so the model is the
+same for any number of workers, partitions (``blocks_per_partition``) or threads, on threads of this
+process or on a distributed cluster.
 
 Checkpoints: with a :class:`~topicflow.pipeline.policies.CheckpointPolicy` the assignment layer lives
 in the checkpoint directory, and every ``checkpoint.every`` sweeps (and after the last) the counts,
@@ -26,7 +28,9 @@ import logging
 import math
 import os
 import time
-from collections.abc import Callable, Mapping
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -44,6 +48,7 @@ from topicflow.io.outputs import assignment_layer
 from topicflow.io.outputs.gamma_scratch import scratch_directory
 from topicflow.models.common.validation import parse_int, parse_positive_float
 from topicflow.models.lda.gibbs.adlda import (
+    DocHistograms,
     SweepView,
     apply_delta,
     joint_log_likelihood,
@@ -51,24 +56,20 @@ from topicflow.models.lda.gibbs.adlda import (
     optimize_hyperparameters,
 )
 from topicflow.models.lda.state import LDAState
-from topicflow.pipeline.cluster import compute, current_client
+from topicflow.pipeline.cluster import current_client
 from topicflow.pipeline.evaluation import heldout_likelihood
 from topicflow.pipeline.policies import CheckpointPolicy
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 from topicflow.tasks.estep import graph_token
 from topicflow.tasks.gibbs import (
+    Partition,
     PartitionResult,
     plan_blocks,
     plan_partitions,
-    sweep_graph,
+    sweep_partition,
 )
 
 log = logging.getLogger(__name__)
-
-#: Fan-in of the reduction of the blocks' count deltas. A pair at a time keeps few deltas waiting:
-#: with the general ``split-every`` of 8, the peak memory of a fit grew 93% as the corpus grew 16x
-#: (2M to 32M tokens, K = 100), with 2 it grew 48% (and 13% from 8M to 32M): benchmarks/RESULTS.md.
-DELTA_FAN_IN = 2
 
 #: Kind of the saved model (``model.json``'s ``kind``).
 GIBBS_KIND = "gibbs_lda"
@@ -271,14 +272,88 @@ def default_block_size(n_docs: int) -> int:
     return int(min(MAX_BLOCK_DOCS, max(MIN_BLOCK_DOCS, -(-n_docs // DEFAULT_BLOCKS))))
 
 
+def _local_slots() -> int:
+    """Threads of this process's pool: Dask's ``num_workers`` setting, else the cores (Dask's default)."""
+    return int(dask.config.get("num_workers", None) or os.cpu_count() or 1)
+
+
 def _threads(config: GibbsConfig, client: Any, n_partitions: int, largest: int) -> int:
     if config.threads is not None:
         return config.threads
-    if client is not None:
-        slots = sum(client.nthreads().values())
-    else:
-        slots = os.cpu_count() or 1
+    slots = sum(client.nthreads().values()) if client is not None else _local_slots()
     return max(1, min(largest, slots // max(1, n_partitions)))
+
+
+class _Executor:
+    """Runs a sweep's partition tasks on the cluster, or on a pool of threads of this process, and hands
+    back their results as they finish (so that the driver adds each delta at once and never holds
+    more results than tasks run at a time)."""
+
+    def __init__(self, client: Any, name: str) -> None:
+        self.client = client
+        self.name = f"{name}-{uuid.uuid4().hex[:8]}"  # keys of one fit: never another fit's results
+        self.pool = ThreadPoolExecutor(max_workers=_local_slots()) if client is None else None
+
+    def share(self, view: SweepView) -> Any:
+        """The sweep-start counts as every task receives them (one scatter on a cluster)."""
+        if self.client is not None:
+            return self.client.scatter(view, broadcast=True, hash=False)
+        return view
+
+    def run(self, sweep: int, partitions: list[Partition], args: Callable[[Partition], tuple[Any, ...]]
+            ) -> Iterator[PartitionResult]:
+        """Yield the result of ``sweep_partition(*args(p))`` for every partition, in the order they finish."""
+        if self.pool is not None:
+            pending: set[Future[PartitionResult]] = {self.pool.submit(sweep_partition, *args(p)) for p in partitions}
+            try:
+                while pending:
+                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        yield future.result()
+            finally:  # on an error, let the running tasks end before the caller removes their directory
+                for future in pending:
+                    future.cancel()
+                wait(pending)
+            return
+        from distributed import as_completed
+
+        futures = {self.client.submit(sweep_partition, *args(p), key=f"gibbs-part-{self.name}-{sweep}-{i}",
+                                      pure=False): i for i, p in enumerate(partitions)}
+        try:
+            for future, result in as_completed(list(futures), with_results=True):
+                del futures[future]  # released: its result leaves the worker
+                yield result
+        finally:
+            if futures:
+                self.client.cancel(list(futures))
+
+    def close(self) -> None:
+        """Stop the thread pool, if any."""
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _SweepSums:
+    """What the driver keeps of one sweep's results: the merged histograms and the token count (the
+    deltas go straight into the counts)."""
+
+    def __init__(self) -> None:
+        self._histograms: DocHistograms | None = None
+        self.n_tokens = 0
+
+    @property
+    def histograms(self) -> DocHistograms:
+        """The histograms of every document of the sweep."""
+        assert self._histograms is not None, "a sweep has at least one partition"
+        return self._histograms
+
+    def add(self, result: PartitionResult, term_topic: np.ndarray, topic_counts: np.ndarray) -> None:
+        """Add one partition's deltas to the counts (in place) and merge its histograms."""
+        for delta in result.deltas:
+            apply_delta(term_topic, topic_counts, delta)
+        self._histograms = (result.histograms if self._histograms is None
+                            else self._histograms.merge(result.histograms))
+        self.n_tokens += result.n_tokens
 
 
 def fit_gibbs(
@@ -301,7 +376,8 @@ def fit_gibbs(
         A monolingual store (a polylingual one is refused: ingest one language).
     config : GibbsConfig
     client : distributed.Client, optional
-        Default: the current client, else Dask's threaded scheduler in this process.
+        Default: the current client, else a pool of threads of this process (Dask's ``num_workers``
+        setting, else the cores).
     progress : ProgressReporter, optional
         Told of each sweep.
     checkpoint : CheckpointPolicy, optional
@@ -309,8 +385,8 @@ def fit_gibbs(
     test : Corpus or path, optional
         Held-out documents, scored every ``config.eval_every`` sweeps and after the last.
     split_every : int, optional
-        Fan-in of the tree reduction (default :data:`DELTA_FAN_IN`; the sums are integers, so the
-        model is the same for any fan-in).
+        Accepted for the estimators' common signature and ignored: the partitions' deltas are added to
+        the counts as they arrive (integer sums), not reduced in a tree.
     scratch_dir : str, optional
         Parent of the assignment layer without a checkpoint (default: the ``scratch-dir`` setting,
         else beside the store).
@@ -339,7 +415,6 @@ def fit_gibbs(
         raise InvalidParameterError(f"store {str(corpus.path)!r} has no tokens to fit; ingest documents first.")
     test_corpus = None if test is None else as_corpus(test)
     client = current_client(client)
-    split_every = int(split_every or DELTA_FAN_IN)
     n_terms = corpus.vocab_sizes()[language]
     shards = list(corpus.shards)
     if config.block_size is None:
@@ -371,15 +446,20 @@ def fit_gibbs(
     layer = str(directory)
     committed = chain.sweep if resumed else -1
 
-    def run(sweep: int, view: Any, parts: Any = partitions, sequential: bool = False) -> PartitionResult:
-        graph = sweep_graph(str(corpus.path), parts, language, n_terms, layer, sweep, view, config.n_topics,
-                            config.seed, threads, split_every=split_every, token=token, sequential=sequential)
-        return compute(graph, client=client)[0]
+    executor = _Executor(client, f"{token}")
 
-    def share(view: SweepView) -> Any:
-        if client is not None:
-            return client.scatter(view, broadcast=True, hash=False)
-        return dask.delayed(view, traverse=False)
+    def run(sweep: int, view: Any, parts: list[Partition] = partitions, sequential: bool = False) -> _SweepSums:
+        """Run one sweep's tasks; add each delta to the chain's counts as it arrives."""
+        shared = executor.share(view) if view is not None else None
+        sums = _SweepSums()
+        for result in executor.run(sweep, parts, lambda p: (str(corpus.path), p, language, n_terms, layer, sweep, shared,
+                                                             config.n_topics, config.seed, threads, sequential)):
+            sums.add(result, chain.term_topic, chain.topic_counts)
+            del result
+        return sums
+
+    def view() -> SweepView:
+        return SweepView(chain.term_topic.copy(), chain.topic_counts.copy(), chain.alpha, chain.beta, config.seed)
 
     def heldout() -> float:
         view = lda_view(chain.term_topic, chain.alpha, chain.beta, language)
@@ -390,15 +470,10 @@ def fit_gibbs(
     try:
         started = time.perf_counter()
         if not resumed and config.init == "random":
-            start = run(0, None)
-            apply_delta(chain.term_topic, chain.topic_counts, start.delta)
-            chain.n_tokens = start.n_tokens
+            chain.n_tokens = run(0, None).n_tokens
         elif not resumed:  # partition after partition, each given the counts of the ones before
             for partition in progress.track(partitions, total=len(partitions), desc="Gibbs start", unit="task"):
-                start = run(0, share(SweepView(chain.term_topic.copy(), chain.topic_counts.copy(), chain.alpha,
-                                               chain.beta, config.seed)), [partition], True)
-                apply_delta(chain.term_topic, chain.topic_counts, start.delta)
-                chain.n_tokens += start.n_tokens
+                chain.n_tokens += run(0, view(), [partition], True).n_tokens
         if not resumed:
             chain.start_seconds = time.perf_counter() - started
         else:
@@ -406,9 +481,7 @@ def fit_gibbs(
         remaining = range(chain.sweep + 1, config.sweeps + 1)
         for sweep in progress.track(remaining, total=len(remaining), desc="Gibbs", unit="sweep"):
             started = time.perf_counter()
-            result = run(sweep, share(SweepView(chain.term_topic.copy(), chain.topic_counts.copy(), chain.alpha,
-                                                chain.beta, config.seed)))
-            apply_delta(chain.term_topic, chain.topic_counts, result.delta)
+            result = run(sweep, view())
             learn = config.learn_alpha or config.learn_beta
             if learn and sweep > config.burn_in and (sweep - config.burn_in) % config.optimize_every == 0:
                 chain.alpha, chain.beta = optimize_hyperparameters(
@@ -433,6 +506,7 @@ def fit_gibbs(
             if on_sweep is not None:
                 on_sweep(record, lda_view(chain.term_topic, chain.alpha, chain.beta, language))
     finally:
+        executor.close()
         if checkpoint is None:
             assignment_layer.remove_layer(directory)
             try:

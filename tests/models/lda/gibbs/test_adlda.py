@@ -165,3 +165,54 @@ def test_block_errors_and_empty_block() -> None:
     empty = sweep_block(np.zeros(3, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), 0,
                         view, 1)
     assert empty.delta.keys.size == 0 and empty.histograms.length_counts.tolist() == [2]
+
+
+def test_deltas_added_as_they_arrive_equal_the_tree_in_any_order() -> None:
+    """The driver adds each block's delta as its task ends: any order gives the tree's counts and histograms."""
+    n_terms, n_topics, seed = 25, 4, 5
+    blocks = _blocks(40, n_terms, 6, seed=2)
+    topics, term_topic, topic_counts = _start(blocks, n_terms, n_topics, seed)
+    view = SweepView(term_topic.copy(), topic_counts.copy(), np.full(n_topics, 0.2), 0.05, seed)
+    results = [sweep_block(indptr, terms, z, first, view, 1) for (indptr, terms, first), z in zip(blocks, topics)]
+    level = list(results)
+    deltas, histograms = [r.delta for r in level], [r.histograms for r in level]
+    while len(deltas) > 1:  # the tree of fan-in 2 the driver used before
+        deltas = [deltas[i].merge(*deltas[i + 1:i + 2]) for i in range(0, len(deltas), 2)]
+        histograms = [histograms[i].merge(*histograms[i + 1:i + 2]) for i in range(0, len(histograms), 2)]
+    tree_counts, tree_totals = term_topic.copy(), topic_counts.copy()
+    apply_delta(tree_counts, tree_totals, deltas[0])
+    for order in (range(len(results)), reversed(range(len(results))), np.random.default_rng(0).permutation(len(results))):
+        counts, totals, merged = term_topic.copy(), topic_counts.copy(), None
+        for i in order:
+            apply_delta(counts, totals, results[i].delta)
+            merged = results[i].histograms if merged is None else merged.merge(results[i].histograms)
+        assert merged is not None
+        assert_array_equal(counts, tree_counts)
+        assert_array_equal(totals, tree_totals)
+        assert_array_equal(merged.pair_keys, histograms[0].pair_keys)
+        assert_array_equal(merged.pair_counts, histograms[0].pair_counts)
+        assert_array_equal(merged.length_counts, histograms[0].length_counts)
+    assert_array_equal(tree_totals, tree_counts.sum(axis=0))
+    before = tree_counts.copy()
+    with pytest.raises(NumericalError, match="negative"):  # refused whole: nothing is added
+        apply_delta(tree_counts, tree_totals, CountDelta(np.array([0, 1]), np.array([1, -10**6], np.int32), n_topics))
+    assert_array_equal(tree_counts, before)
+
+
+def test_histograms_of_long_documents_are_sorted_like_short_ones() -> None:
+    """The dense table (short documents) and the sort (a document too long for it) both give the plain count."""
+    rng = np.random.default_rng(3)
+    doc_topic = rng.poisson(2.0, size=(30, 6)).astype(np.int32)
+    long_doc = doc_topic.copy()
+    long_doc[0, 2] = 2**22  # K x (longest + 1) cells exceed the table's bound
+    for counts in (doc_topic, long_doc):
+        found = DocHistograms.from_doc_topic(counts)
+        expected: dict[int, int] = {}
+        for d in range(counts.shape[0]):
+            for k in range(counts.shape[1]):
+                if counts[d, k]:
+                    key = (k << 32) | int(counts[d, k])
+                    expected[key] = expected.get(key, 0) + 1
+        assert found.pair_keys.tolist() == sorted(expected)
+        assert found.pair_counts.tolist() == [expected[key] for key in sorted(expected)]
+        assert_array_equal(found.length_counts, np.bincount(counts.sum(axis=1)))

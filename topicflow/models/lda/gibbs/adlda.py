@@ -46,7 +46,6 @@ from topicflow.models.lda.gibbs.sparse import (
     _PriorLists,
     _random_topics,
     _run_sweep,
-    _term_topic_from_lists,
     _word_lists,
 )
 from topicflow.models.lda.gibbs.state import _counts_from_topics
@@ -57,6 +56,18 @@ __all__ = ["BlockSweep", "CountDelta", "DocHistograms", "SweepView", "apply_delt
 
 _PAIR_SHIFT = 32
 _PAIR_MASK = (1 << _PAIR_SHIFT) - 1
+#: Largest (K, longest document + 1) table the histograms of a block are counted in (else: sorted).
+_DENSE_HISTOGRAM_CELLS = 1 << 22
+
+
+@numba.njit(nogil=True, cache=True)
+def _count_pairs(doc_topic, table):
+    """table[k, n] += 1 for every nonzero n = n_dk."""
+    for d in range(doc_topic.shape[0]):
+        for k in range(doc_topic.shape[1]):
+            n = doc_topic[d, k]
+            if n > 0:
+                table[k, n] += 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,12 +193,26 @@ class DocHistograms:
         Returns
         -------
         DocHistograms
+
+        Notes
+        -----
+        Counted in one pass into a dense (K, longest document + 1) table when that table is small
+        (the usual case), else by sorting the nonzero ``k << 32 | n_dk``; both give the same arrays.
         """
+        doc_topic = np.ascontiguousarray(doc_topic)
+        doc_lengths = doc_topic.sum(axis=1).astype(np.int64)
+        lengths = np.bincount(doc_lengths, minlength=1).astype(np.int64)
+        width = lengths.shape[0]  # n_dk <= n_d <= the longest document
+        if doc_topic.shape[1] * width <= _DENSE_HISTOGRAM_CELLS:
+            table = np.zeros((doc_topic.shape[1], width), dtype=np.int64)
+            _count_pairs(doc_topic, table)
+            topics, counts = np.nonzero(table)
+            keys = (topics.astype(np.int64) << _PAIR_SHIFT) | counts.astype(np.int64)
+            return cls(keys, table[topics, counts], lengths)
         docs, topics = np.nonzero(doc_topic)
         pairs = (topics.astype(np.int64) << _PAIR_SHIFT) | doc_topic[docs, topics].astype(np.int64)
-        keys, counts = np.unique(pairs, return_counts=True)
-        lengths = np.bincount(doc_topic.sum(axis=1).astype(np.int64), minlength=1).astype(np.int64)
-        return cls(keys.astype(np.int64), counts.astype(np.int64), lengths)
+        keys, found = np.unique(pairs, return_counts=True)
+        return cls(keys.astype(np.int64), found.astype(np.int64), lengths)
 
     def merge(self, *others: DocHistograms) -> DocHistograms:
         """The histograms of the union of the documents (integers: exact in any order).
@@ -286,64 +311,28 @@ def start_block(token_indptr: IntArray, token_terms: Int32Array, first_doc: int,
 
 
 @numba.njit(nogil=True, cache=True)
-def _rest_size(term_topic, terms, own):
-    """(entries, largest value) of the rest N = n_wk(all) - n_wk(block) on the block's terms; -1 if negative."""
-    n, largest = 0, 0
-    for w in range(terms.shape[0]):
-        row = terms[w]
-        for k in range(own.shape[1]):
-            v = np.int64(term_topic[row, k]) - own[w, k]
-            if v < 0:
-                return -1, 0
-            if v > 0:
-                n += 1
-                largest = max(largest, v)
-    return n, largest
+def _lists_delta(terms, own, starts, lengths, packed, shift):
+    """Keys ``terms[w] * K + k`` and values of the nonzero n_wk(lists) - own (rows in order: keys sorted).
 
-
-@numba.njit(nogil=True, cache=True)
-def _rest_lists(term_topic, terms, own, indptr, topics, values):
-    """Each term's nonzero rest N_wk by decreasing value, then increasing topic (``_prior_lists``' order)."""
+    ``own`` is overwritten (with own - new), so that no dense copy of the new counts is made.
+    """
     n_topics = own.shape[1]
-    order_keys = np.empty(n_topics, dtype=np.int64)
-    found = np.empty(n_topics, dtype=np.int64)
-    pos = 0
-    for w in range(terms.shape[0]):
-        indptr[w] = pos
-        n = 0
-        row = terms[w]
-        for k in range(n_topics):
-            v = np.int64(term_topic[row, k]) - own[w, k]
-            if v > 0:
-                found[n] = k
-                order_keys[n] = -v
-                n += 1
-        order = np.argsort(order_keys[:n], kind="mergesort")  # stable: ties keep increasing topic
-        for j in range(n):
-            topics[pos + j] = found[order[j]]
-            values[pos + j] = -order_keys[order[j]]
-        pos += n
-    for w in range(terms.shape[0], indptr.shape[0]):
-        indptr[w] = pos
-
-
-@numba.njit(nogil=True, cache=True)
-def _sparse_delta(terms, new, own):
-    """Keys ``terms[w] * K + k`` and values of the nonzero ``new - own`` (rows in order: keys sorted)."""
-    n_topics = own.shape[1]
+    mask = (1 << shift) - 1
     n = 0
     for w in range(terms.shape[0]):
+        for j in range(starts[w], starts[w] + lengths[w]):
+            own[w, packed[j] & mask] -= packed[j] >> shift
         for k in range(n_topics):
-            if new[w, k] != own[w, k]:
+            if own[w, k] != 0:
                 n += 1
     keys = np.empty(n, dtype=np.int64)
     values = np.empty(n, dtype=np.int32)
     i = 0
     for w in range(terms.shape[0]):
         for k in range(n_topics):
-            if new[w, k] != own[w, k]:
+            if own[w, k] != 0:
                 keys[i] = terms[w] * n_topics + k
-                values[i] = np.int32(new[w, k] - own[w, k])
+                values[i] = np.int32(-own[w, k])
                 i += 1
     return keys, values
 
@@ -459,35 +448,43 @@ def _block_pass(token_indptr: IntArray, token_terms: Int32Array, topics: Int32Ar
         raise InvalidParameterError(f"topics must have shape {token_terms.shape!r}, got {topics.shape!r}")
     terms, local = _renumber(token_terms, view.n_terms)
     n_local = max(1, terms.shape[0])
+    # The block samples against one count table: the sweep-start counts of its terms, which hold the
+    # other blocks' counts (frozen) and its own (kept up to date by the sweep).
+    counts = np.zeros((n_local, n_topics), dtype=np.int32)
+    np.take(view.term_topic, terms, axis=0, out=counts[:terms.shape[0]])  # no temporary copy
+    totals = view.topic_counts.astype(np.int64)  # a copy: the sweep updates it
     if progressive:  # no token assigned yet
         doc_topic = np.zeros((token_indptr.shape[0] - 1, n_topics), dtype=np.int32)
-        own = np.zeros((n_local, n_topics), dtype=np.int32)
-        own_totals = np.zeros(n_topics, dtype=np.int64)
     else:
         doc_topic, own, own_totals = _counts_from_topics(token_indptr, local, topics, n_local, n_topics)
-    capacity, largest = _rest_size(view.term_topic, terms, own)
-    rest_totals = view.topic_counts.astype(np.int64) - own_totals
-    if capacity < 0 or rest_totals.min(initial=0) < 0:
-        raise NumericalError(f"the global counts of sweep {epoch} do not contain the block starting at document "
-                             f"{first_doc}: the assignment layer and the counts are out of step")
-    indptr = np.zeros(n_local + 1, dtype=np.int64)
-    # int32 topics and (for counts below 2**24, exact in float32) float32 values: a third of the
-    # cache footprint of int64/float64; every product with them is computed in float64, bit for bit.
-    rest_topics = np.zeros(capacity, dtype=np.int32)
-    rest_values = np.zeros(capacity, dtype=np.float32 if largest < 2**24 else np.float64)
-    _rest_lists(view.term_topic, terms, own, indptr, rest_topics, rest_values)
-    prior = _PriorLists(rest_totals.astype(np.float64), indptr, rest_topics, rest_values, view.n_terms)
-    lists = _word_lists(own, local, n_topics)
-    counts = own_totals.copy()
-    _run_sweep(token_indptr, local, topics, doc_topic, counts, lists, np.ascontiguousarray(view.alpha, np.float64),
-               float(view.beta), int(view.seed), int(epoch), int(first_doc), progressive, prior)
-    new = _term_topic_from_lists(lists, n_local, n_topics)
-    keys, values = _sparse_delta(terms, new, own)
+        if np.any(counts < own) or np.any(totals < own_totals):
+            raise NumericalError(f"the global counts of sweep {epoch} do not contain the block starting at "
+                                 f"document {first_doc}: the assignment layer and the counts are out of step")
+        del own
+    lists = _word_lists(counts, local, n_topics, shared=progressive)
+    no_prior = _PriorLists(np.zeros(n_topics), np.zeros(n_local + 1, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                           np.zeros(0), view.n_terms)  # empty lists; V beta with the whole vocabulary's V
+    _run_sweep(token_indptr, local, topics, doc_topic, totals, lists, np.ascontiguousarray(view.alpha, np.float64),
+               float(view.beta), int(view.seed), int(epoch), int(first_doc), progressive, no_prior)
+    keys, values = _lists_delta(terms, counts, lists.starts, lists.lengths, lists.packed, lists.shift)
     return BlockSweep(topics, CountDelta(keys, values, n_topics), DocHistograms.from_doc_topic(doc_topic))
 
 
+@numba.njit(nogil=True, cache=True)
+def _apply_delta(flat, topic_counts, keys, values, n_topics):
+    """flat[keys] += values and topic_counts[keys % K] += values; False (nothing changed) if a count would
+    become negative."""
+    for i in range(keys.shape[0]):
+        if np.int64(flat[keys[i]]) + values[i] < 0:
+            return False
+    for i in range(keys.shape[0]):
+        flat[keys[i]] += values[i]
+        topic_counts[keys[i] % n_topics] += values[i]
+    return True
+
+
 def apply_delta(term_topic: Int32Array, topic_counts: IntArray, delta: CountDelta) -> None:
-    """Add a merged delta to the global counts, in place.
+    """Add a delta to the global counts, in place (deltas may be added in any order: integer sums).
 
     Parameters
     ----------
@@ -498,14 +495,14 @@ def apply_delta(term_topic: Int32Array, topic_counts: IntArray, delta: CountDelt
     Raises
     ------
     NumericalError
-        A count would become negative.
+        A count would become negative (the counts are then unchanged).
     """
     flat = term_topic.reshape(-1)
-    updated = flat[delta.keys].astype(np.int64) + delta.values
-    if updated.size and updated.min() < 0:
+    if not np.shares_memory(flat, term_topic):
+        raise InvalidParameterError("apply_delta needs C-contiguous term-topic counts")
+    if not _apply_delta(flat, topic_counts, np.ascontiguousarray(delta.keys, np.int64),
+                        np.ascontiguousarray(delta.values, np.int32), int(delta.n_topics)):
         raise NumericalError("a term-topic count became negative: the block deltas do not match the counts")
-    flat[delta.keys] = updated
-    np.add.at(topic_counts, delta.keys % delta.n_topics, delta.values)
 
 
 def count_histogram(term_topic: np.ndarray) -> FloatArray:

@@ -365,21 +365,34 @@ class _WordLists:
 
 
 def _word_lists(
-    term_topic: Int32Array, token_terms: Int32Array, n_topics: int, dtype: type | None = None
+    term_topic: Int32Array, token_terms: Int32Array, n_topics: int, dtype: type | None = None, *,
+    shared: bool = False,
 ) -> _WordLists:
     """Lists of capacity min(K, frequency of w) filled from ``term_topic`` (zeros give empty lists).
+
+    ``term_topic`` may count other tokens than ``token_terms`` (other blocks'; seen where n_w differs
+    from the frequency, or said by ``shared=True``): such a term's capacity is min(K, its topics + its
+    frequency).
 
     The packed dtype is int32 (half the cache footprint) unless a count could overflow its field, then
     int64; ``dtype`` forces one (tests).
     """
     n_terms = term_topic.shape[0]
     freq = np.bincount(token_terms, minlength=n_terms).astype(np.int64)
-    capacity = np.minimum(freq, n_topics)
+    # When ``term_topic`` counts the block's tokens only (the in-memory sampler) or none yet (the
+    # progressive start), a term's list never holds more than min(K, frequency) topics. When it also
+    # counts other tokens (the AD-LDA block sweep; n_w differs from the frequency unless the caller
+    # says so), a term holds at most its topics now plus one per token of the block, and its counts
+    # reach at most n_w + frequency.
+    totals = term_topic.sum(axis=1, dtype=np.int64)
+    others = np.ones(n_terms, dtype=bool) if shared else totals != freq
+    capacity = np.minimum(np.where(others, np.count_nonzero(term_topic, axis=1) + freq, freq), n_topics)
     starts = np.zeros(n_terms, dtype=np.int64)
     np.cumsum(capacity[:-1], out=starts[1:])
     shift = max(1, int(n_topics - 1).bit_length())
     if dtype is None:
-        dtype = np.int32 if int(freq.max(initial=0)) < 2 ** (31 - shift) else np.int64
+        largest = max(int(freq.max(initial=0)), int((totals + freq)[others].max(initial=0)))
+        dtype = np.int32 if largest < 2 ** (31 - shift) else np.int64
     packed: np.ndarray = np.zeros(max(1, int(capacity.sum())), dtype=dtype)
     lengths = np.zeros(n_terms, dtype=np.int64)
     _build_word_lists(term_topic, starts, lengths, shift, packed)
