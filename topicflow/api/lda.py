@@ -153,7 +153,8 @@ class LDA(FittedModelMixin, TopicModelEstimator):
     optimize_topic_word_prior : bool, default False
         Learn a symmetric eta by Newton-Raphson.
     split_every : int, optional
-        Fan-in of the statistics tree reduction (default from ``topicflow.split-every``).
+        Fan-in of the statistics tree reduction (default from ``topicflow.split-every``); no effect
+        with ``method="gibbs"``.
     warm_start : bool, default False
         After ``cold_iterations`` (10) cold iterations, start each document's E-step from its gamma of
         the previous iteration (kept on disk beside the store, or in ``topicflow.scratch-dir``). Off by
@@ -222,8 +223,9 @@ class LDA(FittedModelMixin, TopicModelEstimator):
         ``doc_topic_prior`` "auto" (an asymmetric alpha learned by Minka's fixed point from
         ``doc_topic_prior_init``, default 0.1) or a fixed number, ``topic_word_prior`` (learned with
         ``optimize_topic_word_prior``), ``burn_in`` sweeps before the first hyperparameter update,
-        ``optimize_every``, ``seed``, ``eval_every`` (sweeps between scores of ``fit(..., test=...)``)
-        and ``split_every`` apply.
+        ``optimize_every``, ``seed`` and ``eval_every`` (sweeps between scores of ``fit(..., test=...)``)
+        apply; ``split_every`` is accepted and ignored (the blocks' count deltas are added as they
+        arrive, not reduced by a tree).
     optimize_every : int, default 10
         ``method="gibbs"``: sweeps between hyperparameter updates.
     threads : int, optional

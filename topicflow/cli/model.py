@@ -504,7 +504,7 @@ def fit_gibbs(store: str, model_path: str, params: Any, *, cluster: ClusterConfi
     with contextlib.ExitStack() as stack:
         client = None if threads_only else stack.enter_context(connect(cluster))
         if client is None:
-            click.echo("executor: threads (Dask's threaded scheduler in this process; no cluster started)", err=True)
+            click.echo("executor: threads (a pool of threads in this process; no cluster started)", err=True)
         else:
             click.echo(f"executor: tasks on {len(client.nthreads())} workers; dashboard: {client.dashboard_link}",
                        err=True)
