@@ -21,6 +21,29 @@ author = "the topicflow authors"
 copyright = "the topicflow authors"
 version = release = topicflow.__version__
 
+def _bind_type_checking_imports(package: str) -> None:
+    """Run each ``if TYPE_CHECKING:`` block's imports of ``package``'s modules into those modules."""
+    import ast
+    import importlib
+
+    root = Path(importlib.import_module(package).__file__).parent
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        blocks = [node for node in tree.body if isinstance(node, ast.If) and isinstance(node.test, ast.Name)
+                  and node.test.id == "TYPE_CHECKING"]
+        if not blocks:
+            continue
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        module = importlib.import_module(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+        for block in blocks:
+            for node in block.body:
+                if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                    source = importlib.import_module(node.module)
+                    for alias in node.names:
+                        if alias.name in vars(source) or hasattr(source, alias.name):
+                            module.__dict__.setdefault(alias.asname or alias.name, getattr(source, alias.name))
+
+
 extensions = [
     "myst_nb",  # markdown pages (MyST) and the notebooks in docs/notebooks (a link to ../notebooks)
     "sphinx.ext.autodoc",
@@ -63,6 +86,9 @@ topicflow_repository_pages = {
 # --- API reference -------------------------------------------------------------------------------------
 autodoc_default_options = {"member-order": "bysource"}
 autodoc_typehints = "signature"
+# Names that modules import only for type checking (`if TYPE_CHECKING:`, to keep their imports light)
+# are bound in those modules for the build, so that autodoc can evaluate the annotations that use them.
+_bind_type_checking_imports("topicflow")
 autodoc_preserve_defaults = True
 autosummary_generate = False  # the summary tables only link; topicflow-api writes the sections (no files)
 numpydoc_show_class_members = False  # autodoc lists the members itself
