@@ -21,6 +21,11 @@ Layout::
 unfinished work and is removed by the next commit. A legacy model (written before versions existed)
 is a single model directory at ``MODEL/`` itself; it loads as version 1 and is converted to this
 layout by the first :func:`topicflow.io.models.versions.commit_version`.
+
+On object storage (a URL, docs/storage.md) the layout is the same. :func:`save_model` uploads the
+version's objects under their own prefix and then ``versions.json`` with a conditional put (the
+commit); :func:`load_model` reads ``versions.json`` and then that prefix. The lock does not exist
+there: whatever needs it (update, rollback, prune) is refused (:func:`refuse_remote_lock`).
 """
 from __future__ import annotations
 
@@ -429,12 +434,14 @@ def save_model(path: Path, model: SavedModel, *, overwrite: bool = False) -> Non
 
     The whole directory is built in a temporary sibling and renamed into place, so ``path`` is
     either absent (or the old model) or complete. Replacing an existing model (``overwrite``)
-    discards its versions and takes its lock, so it fails while an update is running.
+    discards its versions and takes its lock, so it fails while an update is running. For a URL
+    (also one ``pathlib`` collapsed, ``s3:/bucket/m``) the version's objects are uploaded first and
+    ``versions.json`` last by a conditional put, and no lock is taken (docs/storage.md).
 
     Parameters
     ----------
-    path : path
-        Model directory to create.
+    path : path or URL
+        Model directory to create (``s3://bucket/models/news``, ``memory://...`` work too).
     model : SavedModel
     overwrite : bool
         Replace an existing ``path`` once the new model is complete.
@@ -520,9 +527,9 @@ def load_model(path: Path, version: int | None = None) -> SavedModel:
 
     Parameters
     ----------
-    path : path
-        A model directory written by :func:`save_model`, or a legacy one (``model.json`` at its
-        top, written before versions existed), which loads as version 1.
+    path : path or URL
+        A model directory written by :func:`save_model` (local, or a URL on object storage), or a
+        legacy one (``model.json`` at its top, written before versions existed), which loads as version 1.
     version : int, optional
         Default: the current version (see ``topicflow versions MODEL``).
 
