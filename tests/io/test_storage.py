@@ -26,7 +26,7 @@ from topicflow.errors import (
 )
 from topicflow.io import storage
 from topicflow.io._atomic import check_output_path
-from topicflow.io.models.store import load_model
+from topicflow.io.models.versions import model_lock
 from topicflow.io.storage import StoragePath, as_location, is_url, storage_options
 from topicflow.pipeline.ingest.append import append_corpus
 from topicflow.pipeline.ingest.ingest import ingest_corpus
@@ -118,11 +118,12 @@ def test_failed_publish_leaves_no_store(memory_root: str, monkeypatch: pytest.Mo
         ingest_corpus([f"memory://{memory_root}/in.jsonl"], url, overwrite=True)
 
 
-def test_models_on_object_storage_are_refused_clearly() -> None:
-    with pytest.raises(UnsupportedStorageError, match=r"'s3://bucket/model' \(fit --model\).*not keep models yet"):
-        check_output_path(Path("s3://bucket/model"), overwrite=False, what="model")  # pathlib made it s3:/bucket
-    with pytest.raises(UnsupportedStorageError, match="MODEL argument"):
-        load_model(Path("memory://models/lda"))
+def test_outputs_other_than_models_on_object_storage_are_refused_clearly() -> None:
+    with pytest.raises(UnsupportedStorageError, match=r"'s3://bucket/report' \(report --out\).*not keep reports yet"):
+        check_output_path(Path("s3://bucket/report"), overwrite=False, what="report")  # pathlib made it s3:/bucket
+    with pytest.raises(UnsupportedStorageError, match="cannot update model 'memory://models/lda'.*no lock"):
+        with model_lock(Path("memory://models/lda"), action="update"):
+            pass
     with pytest.raises(UnsupportedStorageError, match="--doc-topics"):
         check_output_path(Path("gs://b/doc-topics"), overwrite=False, what="doc-topics output")
 

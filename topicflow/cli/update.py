@@ -45,10 +45,11 @@ def update(model_path: str, store: str, batch_size: int | None, tau0: float | No
     from dataclasses import replace
 
     from topicflow.io.corpus.reader import Corpus
-    from topicflow.io.models.store import load_model
+    from topicflow.io.models.store import load_model, refuse_remote_lock
     from topicflow.pipeline.update import update_model
     from topicflow.pipeline.vb.online import OnlineConfig
 
+    refuse_remote_lock(model_path, action="update")  # before any work: no lock on object storage yet
     model = load_model(Path(model_path))
     if model.info.method in COLLAPSED_METHODS:
         given = {"--batch-size": batch_size, "--tau0": tau0, "--kappa": kappa, "--shuffle-window": shuffle_window,

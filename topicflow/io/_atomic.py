@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import Any, Iterator, cast
 
 from topicflow.errors import LockedError, StoreExistsError
-from topicflow.io.storage import StoragePath, is_url, open_input, require_local
+from topicflow.io.storage import (
+    StoragePath,
+    check_bucket,
+    is_url,
+    open_input,
+    require_local,
+    url_of,
+)
 
 
 def temporary_sibling(path: Path, tag: str = "tmp") -> Path:
@@ -87,9 +94,18 @@ OUTPUT_OPTIONS = {"model": "fit --model", "doc-topics output": "fit --doc-topics
 def check_output_path(path: Path, *, overwrite: bool, what: str = "store") -> None:
     """Refuse to write over an existing path unless ``overwrite`` was asked for.
 
-    Also refuses URLs (and local paths that are URLs mangled by ``pathlib``, ``s3:/bucket/...``): the
-    outputs that reach this check are not written to object storage yet (docs/storage.md).
+    Also refuses URLs (and local paths that are URLs mangled by ``pathlib``, ``s3:/bucket/...``), except
+    for a model (``what="model"``), which may be on object storage: the other outputs that reach this
+    check are not written to object storage yet (docs/storage.md).
     """
+    url = url_of(path)
+    if url is not None and what == "model":  # models may live on object storage (docs/storage.md)
+        check_bucket(StoragePath(url))
+        if (StoragePath(url) / "versions.json").is_file() and not overwrite:  # models.store.VERSIONS_JSON
+            raise StoreExistsError(
+                f"model path {url!r} exists already; choose another path or pass --overwrite "
+                "(overwrite=True) to replace it once the new model is complete.", path=url)
+        return
     require_local(path, what=what, option=OUTPUT_OPTIONS.get(what, "--out"))
     if path.exists() and not overwrite:
         raise StoreExistsError(

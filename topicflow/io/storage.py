@@ -279,7 +279,7 @@ def _call(url: str, function: Callable[..., Any], *args: Any, **kwargs: Any) -> 
         if "bucket" in str(exc).lower():
             raise storage_error(url, exc) from exc
         raise
-    except (PermissionError, StorageError):
+    except (PermissionError, FileExistsError, StorageError):  # FileExistsError: a conditional put lost
         raise
     except OSError as exc:
         raise storage_error(url, exc) from exc
@@ -436,6 +436,27 @@ def require_local(path: Any, *, what: str, option: str) -> None:
         )
 
 
+def url_of(path: Any) -> str | None:
+    """The URL ``path`` names, also when ``pathlib`` collapsed it (``Path("s3://b/m")`` is ``s3:/b/m``).
+
+    Parameters
+    ----------
+    path : path, URL or StoragePath
+
+    Returns
+    -------
+    str or None
+        The URL, or None for a local path (or a ``file://`` URL).
+    """
+    if isinstance(path, StoragePath):
+        return path.url
+    if is_url(path):
+        return str(path)
+    if _mangled_url(path):
+        return os.fspath(path).replace(":/", "://", 1)
+    return None
+
+
 def _mangled_url(path: Any) -> bool:
     """Whether ``path`` is a URL that ``pathlib`` collapsed (``Path("s3://b/m")`` is ``s3:/b/m``)."""
     if not isinstance(path, (str, os.PathLike)):
@@ -486,6 +507,71 @@ def write_object(url: str, data: bytes, *, create_only: bool = False) -> None:
     _put(url, data, create_only=create_only)
 
 
+def read_tagged(url: str) -> tuple[bytes, str | None] | None:
+    """An object's bytes and its ETag (None where the backend has none), or None if there is no object.
+
+    Parameters
+    ----------
+    url : str
+
+    Returns
+    -------
+    tuple of (bytes, str or None), or None
+        What :func:`replace_object` takes as ``previous``.
+    """
+    fs, inner = filesystem(url)
+    with contextlib.suppress(AttributeError):
+        fs.invalidate_cache(inner)  # another process may have replaced it since this one listed it
+    try:
+        info = _call(url, fs.info, inner)
+        data = bytes(_call(url, fs.cat_file, inner))
+    except FileNotFoundError:
+        return None
+    etag = info.get("ETag") or info.get("etag")
+    return data, (str(etag) if etag else None)
+
+
+def replace_object(url: str, data: bytes, *, previous: tuple[bytes, str | None] | None) -> None:
+    """Write ``url`` only if it still is ``previous`` (as :func:`read_tagged` returned it): a compare-and-swap.
+
+    ``previous`` None: only if no object exists (``If-None-Match: *``). Else, on S3, ``If-Match`` on
+    the ETag read before, one conditional request; on backends without it (``memory://``, some
+    others), the object is read again and compared first: two requests, so not safe against a writer
+    committing in between.
+
+    Parameters
+    ----------
+    url : str
+    data : bytes
+    previous : tuple of (bytes, str or None), or None
+
+    Raises
+    ------
+    FileExistsError
+        The object is no longer ``previous`` (another writer replaced or created it).
+    """
+    if previous is None:
+        _put(url, data, create_only=True)
+        return
+    body, etag = previous
+    fs, inner = filesystem(url)
+    if before_write is not None:
+        before_write(url)
+    protocols = (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
+    if etag and "s3" in protocols:
+        try:
+            fs.pipe_file(inner, data, IfMatch=etag)
+        except Exception as exc:
+            if any(sign in repr(exc) for sign in ("PreconditionFailed", "pre-condition", "412", "ConditionalRequest")):
+                raise FileExistsError(url) from exc
+            raise storage_error(url, exc) from exc
+        return
+    current = read_tagged(url)
+    if current is None or current[0] != body:
+        raise FileExistsError(url)
+    _call(url, fs.pipe_file, inner, data)
+
+
 def remove_prefix(url: str) -> None:
     """Delete every object under ``url`` (no error if there is none)."""
     fs, inner = filesystem(url)
@@ -494,6 +580,28 @@ def remove_prefix(url: str) -> None:
             _call(url, fs.rm, inner, recursive=True)
     except FileNotFoundError:
         pass
+
+
+def upload_files(local: Path, url: str, names: list[str] | None = None) -> None:
+    """Upload files of the local directory ``local`` under the prefix ``url``, concurrently in batches.
+
+    Parameters
+    ----------
+    local : Path
+    url : str
+    names : list of str, optional
+        Paths relative to ``local`` (default: every file under it, sorted).
+    """
+    if names is None:
+        names = sorted(p.relative_to(local).as_posix() for p in local.rglob("*") if p.is_file())
+    fs, inner = filesystem(url)
+    for start in range(0, len(names), UPLOAD_BATCH):
+        batch = {}
+        for name in names[start:start + UPLOAD_BATCH]:
+            if before_write is not None:
+                before_write(f"{url}/{name}")
+            batch[f"{inner.rstrip('/')}/{name}"] = (local / name).read_bytes()
+        _call(url, fs.pipe, batch)  # concurrent puts on async backends (s3fs, gcsfs, adlfs)
 
 
 def publish_directory(local: Path, url: str, *, commit_file: str, files: list[str] | None = None,
@@ -522,15 +630,7 @@ def publish_directory(local: Path, url: str, *, commit_file: str, files: list[st
     """
     names = files if files is not None else sorted(
         p.relative_to(local).as_posix() for p in local.rglob("*") if p.is_file())
-    names = [name for name in names if name != commit_file and not name.endswith(".lock")]
-    fs, inner = filesystem(url)
-    for start in range(0, len(names), UPLOAD_BATCH):
-        batch = {}
-        for name in names[start:start + UPLOAD_BATCH]:
-            if before_write is not None:
-                before_write(f"{url}/{name}")
-            batch[f"{inner.rstrip('/')}/{name}"] = (local / name).read_bytes()
-        _call(url, fs.pipe, batch)  # concurrent puts on async backends (s3fs, gcsfs, adlfs)
+    upload_files(local, url, [name for name in names if name != commit_file and not name.endswith(".lock")])
     try:
         _put(f"{url}/{commit_file}", (local / commit_file).read_bytes(), create_only=create_commit)
     except FileExistsError as exc:
@@ -539,7 +639,8 @@ def publish_directory(local: Path, url: str, *, commit_file: str, files: list[st
         ) from exc
 
 
-def _staging_root() -> str | None:
+def staging_root() -> str | None:
+    """Where staging directories go: ``topicflow.scratch-dir`` (created if missing), else None (the system's)."""
     root = config.get("scratch-dir")
     if root:
         Path(root).mkdir(parents=True, exist_ok=True)
@@ -587,7 +688,7 @@ def staged_new_store(url: str, *, overwrite: bool, commit_file: str) -> Iterator
                 "(or over the leftovers of an interrupted ingest): choose another URL.", path=url)
         log.warning("removing objects under %s left by an interrupted ingest (no %s)", url, commit_file)
         remove_prefix(url)
-    staging = Path(tempfile.mkdtemp(prefix="topicflow-stage-", dir=_staging_root()))
+    staging = Path(tempfile.mkdtemp(prefix="topicflow-stage-", dir=staging_root()))
     published = False
     try:
         local = staging / "store"
@@ -650,7 +751,7 @@ def staged_store_copy(url: str, *, commit_file: str) -> Iterator[Path]:
     """
     target = StoragePath(url)
     fs, inner = filesystem(url)
-    staging = Path(tempfile.mkdtemp(prefix="topicflow-stage-", dir=_staging_root()))
+    staging = Path(tempfile.mkdtemp(prefix="topicflow-stage-", dir=staging_root()))
     try:
         local = staging / "store"
         if not (target / commit_file).is_file():

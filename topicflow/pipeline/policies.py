@@ -31,6 +31,11 @@ class CheckpointPolicy:
     def __post_init__(self) -> None:
         if self.every < 1:
             raise InvalidParameterError(f"checkpoint interval must be at least 1, got {self.every!r}")
+        from topicflow.io.storage import require_local
+
+        # Checkpoints stay on local disk (a model on object storage gets MODEL.checkpoint as a URL: refused).
+        require_local(self.path, what="checkpoint",
+                      option="--checkpoint-path; by default MODEL.checkpoint beside the model")
 
     def due(self, done: int) -> bool:
         """Whether to write after ``done`` iterations (or minibatches) in all."""

@@ -21,11 +21,18 @@ Layout::
 unfinished work and is removed by the next commit. A legacy model (written before versions existed)
 is a single model directory at ``MODEL/`` itself; it loads as version 1 and is converted to this
 layout by the first :func:`topicflow.io.models.versions.commit_version`.
+
+On object storage (a URL, docs/storage.md) the layout is the same. :func:`save_model` uploads the
+version's objects under their own prefix and then ``versions.json`` with a conditional put (the
+commit); :func:`load_model` reads ``versions.json`` and then that prefix. The lock does not exist
+there: whatever needs it (update, rollback, prune) is refused (:func:`refuse_remote_lock`).
 """
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
+import tempfile
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -44,7 +51,10 @@ from topicflow.errors import (
     LockedError,
     ModelFormatError,
     ModelNotFoundError,
+    StoreExistsError,
+    UnsupportedStorageError,
 )
+from topicflow.io import storage
 from topicflow.io._atomic import (
     atomic_write_json,
     check_output_path,
@@ -58,7 +68,7 @@ from topicflow.io.corpus.reader import read_vocabulary
 from topicflow.io.corpus.writer import write_vocabulary
 from topicflow.io.models.info import ModelInfo
 from topicflow.io.models.validation import model_problems
-from topicflow.io.storage import require_local
+from topicflow.io.storage import Location, StoragePath, url_of
 from topicflow.models.common.vocabulary import Vocabulary
 from topicflow.models.lda.state import LDAState
 
@@ -245,9 +255,13 @@ def version_path(path: Path, version: int) -> Path:
     return Path(path) / VERSIONS_DIR / version_name(version)
 
 
-def read_version_index(path: Path) -> VersionIndex | None:
+def read_version_index(path: Location) -> VersionIndex | None:
     """The index of the model at ``path``, or None when it has none (legacy layout, or no model)."""
-    file = Path(path) / VERSIONS_JSON
+    url = url_of(path)
+    if url is not None:
+        tagged = storage.read_tagged(f"{url}/{VERSIONS_JSON}")
+        return None if tagged is None else _parse_index(tagged[0], f"{url}/{VERSIONS_JSON}")
+    file = Path(cast(Path, path)) / VERSIONS_JSON
     if not file.is_file():
         return None
     try:
@@ -258,6 +272,20 @@ def read_version_index(path: Path) -> VersionIndex | None:
             path=str(path),
         ) from exc
     return VersionIndex.from_dict(payload, path=str(file))
+
+
+def _parse_index(data: bytes, where: str) -> VersionIndex:
+    try:
+        payload = json.loads(data)
+    except ValueError as exc:
+        raise CorpusFormatError(f"{where!r} is not valid JSON ({exc}); restore it from a copy or refit the model.",
+                                path=where) from exc
+    return VersionIndex.from_dict(payload, path=where)
+
+
+def index_bytes(index: VersionIndex) -> bytes:
+    """``versions.json`` as written: indented, key-sorted JSON (the bytes :func:`write_version_index` writes)."""
+    return (json.dumps(index.to_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def write_version_index(path: Path, index: VersionIndex) -> None:
@@ -342,6 +370,7 @@ def model_lock(path: Path, *, action: str = "change") -> Iterator[None]:
     LockedError
         If another process holds the lock.
     """
+    refuse_remote_lock(path, action=action)
     path = Path(path)
     if not (path / VERSIONS_JSON).is_file() and not (path / MODEL_JSON).is_file():
         raise model_not_found(path)
@@ -370,6 +399,33 @@ def model_lock(path: Path, *, action: str = "change") -> Iterator[None]:
                 _HELD_LOCKS.pop(key, None)
 
 
+def refuse_remote_lock(path: Any, *, action: str) -> None:
+    """Refuse an ``action`` that needs the model's lock (update, rollback, prune) on object storage.
+
+    Parameters
+    ----------
+    path : path or URL
+    action : str
+        What was asked (``"update"``...), named in the message.
+
+    Raises
+    ------
+    UnsupportedStorageError
+        ``path`` is a URL.
+    """
+    url = url_of(path)
+    if url is None:
+        return
+    raise UnsupportedStorageError(
+        f"cannot {action} model {url!r}: it is on object storage, where topicflow has no lock yet to keep two "
+        f"updates of one model from running at once (the lock is a local file lock, and object stores have "
+        f"none; a lease object is not implemented). Its versions can be read (topics, infer, export) and "
+        f"written by `fit --model {url} --overwrite`; to {action} it, copy it to a local disk, {action} the copy "
+        "and fit or upload from there (docs/storage.md).",
+        path=url,
+    )
+
+
 # ----------------------------------------------------------------------------- one model
 
 
@@ -378,12 +434,14 @@ def save_model(path: Path, model: SavedModel, *, overwrite: bool = False) -> Non
 
     The whole directory is built in a temporary sibling and renamed into place, so ``path`` is
     either absent (or the old model) or complete. Replacing an existing model (``overwrite``)
-    discards its versions and takes its lock, so it fails while an update is running.
+    discards its versions and takes its lock, so it fails while an update is running. For a URL
+    (also one ``pathlib`` collapsed, ``s3:/bucket/m``) the version's objects are uploaded first and
+    ``versions.json`` last by a conditional put, and no lock is taken (docs/storage.md).
 
     Parameters
     ----------
-    path : path
-        Model directory to create.
+    path : path or URL
+        Model directory to create (``s3://bucket/models/news``, ``memory://...`` work too).
     model : SavedModel
     overwrite : bool
         Replace an existing ``path`` once the new model is complete.
@@ -401,6 +459,10 @@ def save_model(path: Path, model: SavedModel, *, overwrite: bool = False) -> Non
     >>> load_model(Path("model")).version              # doctest: +SKIP
     1
     """
+    url = url_of(path)
+    if url is not None:
+        _save_remote(url, model, overwrite=overwrite)
+        return
     path = Path(path)
     check_output_path(path, overwrite=overwrite, what="model")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -465,9 +527,9 @@ def load_model(path: Path, version: int | None = None) -> SavedModel:
 
     Parameters
     ----------
-    path : path
-        A model directory written by :func:`save_model`, or a legacy one (``model.json`` at its
-        top, written before versions existed), which loads as version 1.
+    path : path or URL
+        A model directory written by :func:`save_model` (local, or a URL on object storage), or a
+        legacy one (``model.json`` at its top, written before versions existed), which loads as version 1.
     version : int, optional
         Default: the current version (see ``topicflow versions MODEL``).
 
@@ -490,7 +552,10 @@ def load_model(path: Path, version: int | None = None) -> SavedModel:
     >>> model = load_model(Path("model"))              # doctest: +SKIP
     >>> previous = load_model(Path("model"), version=model.version - 1)  # doctest: +SKIP
     """
-    require_local(path, what="model", option=MODEL_ARGUMENT)
+    url = url_of(path)
+    if url is not None:
+        directory, number = _remote_version(url, version)
+        return read_model_dir(directory, model_path=StoragePath(url), version=number)
     path = Path(path)
     index = read_version_index(path)
     if index is None:
@@ -531,7 +596,12 @@ def read_model_info(path: Path, version: int | None = None) -> ModelInfo:
     ModelFormatError
         ``model.json`` is missing, not JSON, or written by a newer topicflow.
     """
-    require_local(path, what="model", option=MODEL_ARGUMENT)
+    url = url_of(path)
+    directory: Location
+    if url is not None:
+        directory, number = _remote_version(url, version)
+        info = _read_model_json(directory, StoragePath(url), number)
+        return ModelInfo.from_json(info, where=f"model {url!r} version {number}: {MODEL_JSON}")
     path = Path(path)
     index = read_version_index(path)
     if index is None:
@@ -545,12 +615,12 @@ def read_model_info(path: Path, version: int | None = None) -> ModelInfo:
     return ModelInfo.from_json(info, where=f"model {str(path)!r} version {number}: {MODEL_JSON}")
 
 
-def damaged_model(model_path: Path, version: int | None, field: str, problem: str) -> ModelFormatError:
+def damaged_model(model_path: Location, version: int | None, field: str, problem: str) -> ModelFormatError:
     """The error of a model that cannot be used: where, which field, what is wrong and what to do.
 
     Parameters
     ----------
-    model_path : Path
+    model_path : Path or StoragePath
         The model directory (as the user named it).
     version : int or None
         The version read.
@@ -575,7 +645,7 @@ def damaged_model(model_path: Path, version: int | None, field: str, problem: st
     )
 
 
-def _read_model_json(directory: Path, model_path: Path, version: int | None) -> dict[str, Any]:
+def _read_model_json(directory: Location, model_path: Location, version: int | None) -> dict[str, Any]:
     """``model.json`` of ``directory``, checked to be a model description this topicflow reads."""
     try:
         info = read_json(directory / MODEL_JSON)
@@ -599,18 +669,18 @@ def _read_model_json(directory: Path, model_path: Path, version: int | None) -> 
     return info
 
 
-def _read_model_arrays(directory: Path, names: list[str], model_path: Path,
+def _read_model_arrays(directory: Location, names: list[str], model_path: Location,
                        version: int | None) -> dict[str, np.ndarray]:
     """The arrays ``directory/arrays/<name>``, any missing or undecodable one reported as damage."""
     try:
         return read_arrays(directory / "arrays", names)
     except CorpusFormatError as exc:
-        failed, root = Path(exc.path or directory / "arrays"), directory / "arrays"
-        field = str(failed.relative_to(root)) if failed.is_relative_to(root) and failed != root else "arrays"
+        failed, root = str(exc.path or directory / "arrays"), str(directory / "arrays")
+        field = failed[len(root) + 1:] if failed.startswith(root + "/") else "arrays"
         raise damaged_model(model_path, version, field, str(exc)) from exc
 
 
-def read_model_dir(directory: Path, *, model_path: Path, version: int | None) -> SavedModel:
+def read_model_dir(directory: Location, *, model_path: Location, version: int | None) -> SavedModel:
     """Read and validate the model written by :func:`write_model_dir` at ``directory``.
 
     Every array is checked against ``model.json`` and for sound values
@@ -670,6 +740,82 @@ def read_model_dir(directory: Path, *, model_path: Path, version: int | None) ->
     record = ModelInfo.from_json(info, where=f"{where}: {MODEL_JSON}")
     return SavedModel(state=state, vocabularies=vocabularies, info=record, version=version,
                       sampler_state=sampler_state)
+
+
+# ----------------------------------------------------------------------------- models on object storage
+
+
+def _remote_version(url: str, version: int | None) -> tuple[StoragePath, int]:
+    """The prefix and number of ``version`` (default: the current one) of the model at ``url``."""
+    storage.check_bucket(StoragePath(url))
+    index = read_version_index(StoragePath(url))
+    if index is None:
+        raise ModelNotFoundError(
+            f"no topicflow model at {url!r} (no {VERSIONS_JSON}; an interrupted save leaves none); fit one with "
+            f"`topicflow fit STORE --model {url}`.", path=url)
+    number = index.current if version is None else index.require(version, path=url).version
+    return StoragePath(url) / VERSIONS_DIR / version_name(number), number
+
+
+def _save_remote(url: str, model: SavedModel, *, overwrite: bool) -> None:
+    """:func:`save_model` on object storage: the version's objects first, ``versions.json`` last, conditionally.
+
+    The new version goes under its own prefix, ``versions/<N>/``, with N one more than the highest
+    version listed (1 for a new model), so the current version's objects are never touched. The
+    commit is one conditional put of ``versions.json``: ``If-None-Match: *`` for a new model,
+    ``If-Match`` on the ETag read before for an overwrite, so of two writers only one commits. After
+    the commit, prefixes under ``versions/`` that the index does not list (old versions of an
+    overwritten model, leftovers of a failed save) are deleted; a failure before it leaves the
+    previous ``versions.json`` and every version it lists untouched.
+    """
+    storage.check_bucket(StoragePath(url))
+    index_url = f"{url}/{VERSIONS_JSON}"
+    previous = storage.read_tagged(index_url)
+    if previous is not None and not overwrite:
+        raise StoreExistsError(
+            f"model path {url!r} exists already; choose another path or pass --overwrite (overwrite=True) to "
+            "replace it once the new model is complete.", path=url)
+    number = 1 if previous is None else _parse_index(previous[0], index_url).next_version
+    record = VersionRecord(version=number, created=utc_now(), kind="fit", summary=summary_of(model.info))
+    event = {"action": "commit", "time": record.created, "version": number, "kind": "fit", "previous": None}
+    index = VersionIndex(current=number, versions=(record,), history=(event,))
+    prefix = f"{url}/{VERSIONS_DIR}/{version_name(number)}"
+    staging = Path(tempfile.mkdtemp(prefix="topicflow-model-", dir=storage.staging_root()))
+    try:
+        write_model_dir(staging / "version", model)
+        storage.remove_prefix(prefix)  # leftovers of an earlier failed save of this number: never listed
+        storage.upload_files(staging / "version", prefix)
+        try:
+            storage.replace_object(index_url, index_bytes(index), previous=previous)
+        except FileExistsError as exc:
+            raise StoreExistsError(
+                f"model {url!r} was saved by another writer while this one uploaded (its {VERSIONS_JSON} "
+                "changed), so this save did not commit; the other writer's model is current. Run it again to "
+                "replace that one.", path=url) from exc
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    remove_remote_debris(url, index)
+
+
+def remove_remote_debris(url: str, index: VersionIndex) -> list[str]:
+    """Delete the prefixes under ``URL/versions/`` that ``index`` does not list; return their names.
+
+    Failures are logged, not raised: what is left is unlisted, so no reader uses it, and the next save
+    removes it.
+    """
+    import logging
+
+    listed = {version_name(n) for n in index.numbers}
+    removed = []
+    try:
+        root = StoragePath(url) / VERSIONS_DIR
+        for child in list(root.iterdir()):
+            if child.name not in listed:
+                storage.remove_prefix(child.url)
+                removed.append(f"{VERSIONS_DIR}/{child.name}")
+    except Exception as exc:  # committed already: leftovers are garbage a later save removes
+        logging.getLogger(__name__).warning("could not remove unlisted versions under %s (%s)", url, exc)
+    return removed
 
 
 def export_npz(path: Path, model: SavedModel) -> dict[str, tuple[int, ...]]:
