@@ -38,19 +38,22 @@ import numpy as np
 from topicflow._typing import FloatArray, IntArray
 from topicflow.errors import InvalidParameterError, NumericalError
 from topicflow.models.common.blocks import DocBlock
-from topicflow.models.common.dirichlet import add_dirichlet_entropy, exp_dirichlet_expectation_into, posterior_mean
+from topicflow.models.common.dirichlet import (
+    add_dirichlet_entropy,
+    exp_dirichlet_expectation_into,
+    posterior_mean,
+)
 from topicflow.models.common.rng import STREAM_GAMMA_INIT, gamma_rows_from_keys
 from topicflow.models.common.validation import parse_dirichlet_prior
 from topicflow.models.lda.vb.layout import (
     PreparedTopics,
-    _split_stats,
     _stack_languages,
     as_block_mapping,
     as_prepared_topics,
     check_blocks,
 )
 from topicflow.models.lda.vb.params import VBParams
-from topicflow.models.lda.vb.stats import EStepStats
+from topicflow.models.lda.vb.stats import EStepStats, TopicTermStats
 
 #: Added to every phi normalizer sum_k exp(E[log theta_k]) exp(E[log beta_kw]) so a term whose
 #: exp(E[log beta]) underflows to 0 in every topic gives phi = 0 instead of 0/0 (as Hoffman's code does).
@@ -136,18 +139,25 @@ def _fit_doc(rows, cols, cnts, n, alpha, gamma_d, eth, norm, acc, max_iter, tol)
 
 
 @numba.njit(nogil=True, cache=True)
-def _doc_stats(rows, cols, cnts, n, local_cols,
+def _doc_stats(cols, cnts, n, local_cols,
                gamma_d, eth, norm, stats, alpha_suff):
-    """Add n_w phi_wk to ``stats`` and E[log theta] to ``alpha_suff``; return the document's ELBO terms."""
+    """Add n_w phi_wk to ``stats`` (K, n_present) and E[log theta] to ``alpha_suff``; return the ELBO terms.
+
+    ``stats`` is written in the (topic, term) layout :class:`TopicTermStats` keeps, so the block's
+    result needs no transposed copy. ``norm`` is turned into the ratios n_j / norm_j (it is scratch).
+    Each entry gets the same product, in the same document order, as a (term, topic) layout did.
+    """
     n_topics = gamma_d.shape[0]
     _phi_norm(cols, n, eth, norm)
     elbo = 0.0
     for j in range(n):
-        ratio = cnts[j] / norm[j]
         elbo += cnts[j] * math.log(norm[j])
-        c = local_cols[j]
-        for k in range(n_topics):
-            stats[c, k] += ratio * eth[k] * rows[j, k]
+        norm[j] = cnts[j] / norm[j]
+    for k in range(n_topics):
+        e = eth[k]
+        row = stats[k]
+        for j in range(n):
+            row[local_cols[j]] += norm[j] * e * cols[k, j]
     return add_dirichlet_entropy(gamma_d, elbo, alpha_suff)
 
 
@@ -158,7 +168,7 @@ def _estep_csr(indptr, term_ids, counts, local_cols,
     """Coordinate ascent for every document; NumPy equivalent in tests/reference/vb_lda_numpy.py.
 
     ``gamma`` (n_docs, K) holds the start point on entry and the result on exit; ``stats``
-    (n_present, K), ``alpha_suff`` (K,) and ``doc_elbo`` (n_docs,) are accumulated into; the rest
+    (K, n_present), ``alpha_suff`` (K,) and ``doc_elbo`` (n_docs,) are accumulated into; the rest
     are scratch buffers sized for the longest document. Returns (capped documents, total sweeps).
     """
     n_capped = 0
@@ -170,9 +180,26 @@ def _estep_csr(indptr, term_ids, counts, local_cols,
         converged, sweeps = _fit_doc(rows, cols, cnts, n, alpha, gamma[d], eth, norm, acc, max_iter, tol)
         n_capped += not converged
         n_sweeps += sweeps
-        doc_elbo[d] = _doc_stats(rows, cols, cnts, n, local_cols[lo:lo + n], gamma[d], eth, norm,
+        doc_elbo[d] = _doc_stats(cols, cnts, n, local_cols[lo:lo + n], gamma[d], eth, norm,
                                  stats, alpha_suff)
     return n_capped, n_sweeps
+
+
+def _split_topic_stats(
+    term_ids: IntArray, stats: FloatArray, topics: PreparedTopics
+) -> dict[str, TopicTermStats]:
+    """Split (K, n_present) statistics of the stacked vocabulary into per-language TopicTermStats.
+
+    With one language the array is kept as it is (no copy: at K = 1000 a block's statistics are
+    hundreds of MB); with several, each language gets its columns.
+    """
+    bounds = np.searchsorted(term_ids, topics.offsets)
+    out = {}
+    for i, lang in enumerate(topics.languages):
+        lo, hi = int(bounds[i]), int(bounds[i + 1])
+        values = stats if (lo, hi) == (0, stats.shape[1]) else np.ascontiguousarray(stats[:, lo:hi])
+        out[lang] = TopicTermStats((term_ids[lo:hi] - topics.offsets[i]).astype(np.int64), values)
+    return out
 
 
 def random_initial_gamma(n_docs: int, n_topics: int, *, seed: int, first_doc: int) -> FloatArray:
@@ -285,7 +312,7 @@ def estep_block(
     indptr, term_ids, counts = _stack_languages(blocks, topics, n_docs)
     gamma = _initial_gamma(indptr, counts, alpha, gamma_init, params, next(iter(blocks.values())).first_doc)
     present, local_cols = _present_terms(term_ids, int(topics.offsets[-1]))
-    stats = np.zeros((present.shape[0], params.n_topics), dtype=np.float64)
+    stats = np.zeros((params.n_topics, present.shape[0]), dtype=np.float64)
     alpha_suff = np.zeros(params.n_topics, dtype=np.float64)
     doc_elbo = np.zeros(n_docs, dtype=np.float64)
     max_len = int(np.max(np.diff(indptr), initial=0))
@@ -305,7 +332,7 @@ def estep_block(
             "check exp_elog_topic_word and doc_topic_prior for zeros, infinities or NaN"
         )
     result = EStepStats(
-        topic_terms=_split_stats(present, stats, topics), alpha_suff=alpha_suff, doc_elbo=elbo,
+        topic_terms=_split_topic_stats(present, stats, topics), alpha_suff=alpha_suff, doc_elbo=elbo,
         n_docs=n_docs, n_tokens=int(counts.sum(dtype=np.int64)), n_capped=int(n_capped),
         n_doc_iter=int(n_sweeps),
     )

@@ -104,7 +104,9 @@ def topic_elbo_terms(topic_word_var: FloatArray, topic_word_prior: FloatArray | 
     return prior_norm + float(np.sum((eta - lam) * elog)) + var_norm
 
 
-def mstep_batch(stats_dense: FloatArray, topic_word_prior: FloatArray | float) -> FloatArray:
+def mstep_batch(
+    stats_dense: FloatArray, topic_word_prior: FloatArray | float, *, overwrite_stats: bool = False
+) -> FloatArray:
     """Batch M-step for one language: lambda = eta + sum_d n_dw phi_dwk.
 
     Parameters
@@ -112,6 +114,10 @@ def mstep_batch(stats_dense: FloatArray, topic_word_prior: FloatArray | float) -
     stats_dense : ndarray of shape (n_topics, n_terms), float64
         ``TopicTermStats.to_dense(n_terms)`` of the merged statistics.
     topic_word_prior : float or ndarray of shape (n_topics, n_terms), float64
+    overwrite_stats : bool, default False
+        Add the prior into ``stats_dense`` in place and return it (one K x V array fewer; the same
+        bits, float addition being commutative). ``stats_dense`` must then be a C-contiguous float64
+        array the caller no longer needs.
 
     Returns
     -------
@@ -121,7 +127,13 @@ def mstep_batch(stats_dense: FloatArray, topic_word_prior: FloatArray | float) -
     --------
     >>> mstep_batch(np.zeros((1, 2)), 0.5).tolist()
     [[0.5, 0.5]]
+    >>> stats = np.ones((1, 2))
+    >>> mstep_batch(stats, 0.5, overwrite_stats=True) is stats, stats.tolist()
+    (True, [[1.5, 1.5]])
     """
+    if overwrite_stats and isinstance(stats_dense, np.ndarray) and stats_dense.dtype == np.float64:
+        np.add(stats_dense, np.asarray(topic_word_prior, dtype=np.float64), out=stats_dense)
+        return stats_dense
     return np.asarray(topic_word_prior, dtype=np.float64) + np.asarray(stats_dense, dtype=np.float64)
 
 
