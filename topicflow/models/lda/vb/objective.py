@@ -13,7 +13,7 @@ from topicflow.models.common.dirichlet import (
     dirichlet_objective,
 )
 from topicflow.models.common.rng import STREAM_TOPIC_INIT, doc_generator
-from topicflow.models.common.special import gammaln_array
+from topicflow.models.common.special import digamma_array, gammaln_array
 from topicflow.models.lda.vb.stats import EStepStats
 
 
@@ -93,15 +93,37 @@ def topic_elbo_terms(topic_word_var: FloatArray, topic_word_prior: FloatArray | 
     """
     lam = np.asarray(topic_word_var, dtype=np.float64)
     eta = np.broadcast_to(np.asarray(topic_word_prior, dtype=np.float64), lam.shape)
-    elog = dirichlet_expectation(lam)
     if np.ndim(topic_word_prior) == 0:
         n_topics, n_terms = lam.shape
         value = float(topic_word_prior)
         prior_norm = n_topics * (math.lgamma(n_terms * value) - n_terms * math.lgamma(value))
     else:
         prior_norm = float(gammaln_array(eta.sum(axis=1)).sum() - gammaln_array(eta).sum())
+    cross = _cross_term(lam, eta)
     var_norm = float(gammaln_array(lam).sum() - gammaln_array(lam.sum(axis=1)).sum())
-    return prior_norm + float(np.sum((eta - lam) * elog)) + var_norm
+    return prior_norm + cross + var_norm
+
+
+#: Rows of lambda per block in :func:`_cross_term` (the block's temporary is this many rows of V).
+CROSS_TERM_ROWS = 64
+
+
+def _cross_term(lam: FloatArray, eta: FloatArray) -> float:
+    """``np.sum((eta - lam) * dirichlet_expectation(lam))`` with one K x V temporary instead of three.
+
+    E[log beta] is built in place (digamma of lambda, minus digamma of the row sums) and multiplied
+    by ``eta - lam`` a block of rows at a time; every element and the final sum over the whole
+    array are the same operations as the one-line form, so the value is bit for bit the same.
+    At K = 1000 and V = 100,000 each K x V temporary is 800 MB on the driver.
+    """
+    if lam.size == 0 or not lam.flags.c_contiguous:  # another layout would sum in another order
+        return float(np.sum((eta - lam) * dirichlet_expectation(lam)))
+    elog = digamma_array(lam)
+    elog -= digamma_array(lam.sum(axis=-1, keepdims=True))
+    for start in range(0, lam.shape[0], CROSS_TERM_ROWS):
+        rows = slice(start, start + CROSS_TERM_ROWS)
+        elog[rows] *= eta[rows] - lam[rows]
+    return float(np.sum(elog))
 
 
 def mstep_batch(
