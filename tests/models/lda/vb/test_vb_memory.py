@@ -53,3 +53,13 @@ def test_mstep_in_place_has_the_same_bits() -> None:
         scratch = stats.copy()
         out = mstep_batch(scratch, prior, overwrite_stats=True)
         assert out is scratch and out.tobytes() == expected.tobytes()
+
+
+def test_initial_topics_filled_in_place_are_the_same_draws() -> None:
+    from topicflow.models.common.rng import STREAM_TOPIC_INIT, doc_generator
+    from topicflow.models.lda.vb.objective import initial_topic_word_var
+
+    lam = initial_topic_word_var(5, 33, seed=7, language_index=1, shape=10.0)
+    rows = [doc_generator(7, STREAM_TOPIC_INIT, 1, k).gamma(10.0, 0.1, size=33) for k in range(5)]
+    assert lam.flags.c_contiguous and lam.tobytes() == np.asarray(rows).tobytes()
+    assert initial_topic_word_var(0, 4, seed=1).shape == (0, 4)

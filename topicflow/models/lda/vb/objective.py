@@ -188,11 +188,10 @@ def initial_topic_word_var(
     >>> initial_topic_word_var(2, 3, seed=0).shape
     (2, 3)
     """
-    rows = [
-        doc_generator(seed, STREAM_TOPIC_INIT, language_index, k).gamma(shape, 1.0 / shape, size=n_terms)
-        for k in range(n_topics)
-    ]
-    return np.asarray(rows, dtype=np.float64).reshape(n_topics, n_terms)
+    out = np.empty((n_topics, n_terms), dtype=np.float64)  # filled row by row: no second K x V copy
+    for k in range(n_topics):
+        out[k] = doc_generator(seed, STREAM_TOPIC_INIT, language_index, k).gamma(shape, 1.0 / shape, size=n_terms)
+    return out
 
 
 def full_elbo(
