@@ -63,3 +63,35 @@ def test_initial_topics_filled_in_place_are_the_same_draws() -> None:
     rows = [doc_generator(7, STREAM_TOPIC_INIT, 1, k).gamma(10.0, 0.1, size=33) for k in range(5)]
     assert lam.flags.c_contiguous and lam.tobytes() == np.asarray(rows).tobytes()
     assert initial_topic_word_var(0, 4, seed=1).shape == (0, 4)
+
+
+@pytest.mark.parametrize("languages", [("en",), ("en", "de")])
+def test_estep_statistics_written_directly_have_the_same_bits(languages: tuple[str, ...],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Large blocks write (K, terms) statistics directly; forcing that path on a small block gives the
+    same bits as the (terms, K) accumulation and its transpose."""
+    import scipy.sparse as sp
+
+    from topicflow.models.common.blocks import block_from_csr
+    from topicflow.models.lda.vb import estep
+    from topicflow.models.lda.vb.params import VBParams
+
+    rng = np.random.default_rng(11)
+    n_topics = estep.STATS_TOPIC_BLOCK + 5
+    sizes = {"en": 40, "de": 31}
+    blocks, topics = {}, {}
+    for lang in languages:
+        counts = sp.csr_matrix(rng.poisson(0.3, (25, sizes[lang])))
+        blocks[lang] = block_from_csr(counts, language=lang)
+        topics[lang] = rng.gamma(1.0, 1.0, (n_topics, sizes[lang]))
+    params = VBParams(n_topics=n_topics)
+    by_rows, gamma_rows = estep.estep_block(blocks, topics, 0.1, params, return_gamma=True)
+    monkeypatch.setattr(estep, "DIRECT_STATS_BYTES", 0)
+    direct, gamma_direct = estep.estep_block(blocks, topics, 0.1, params, return_gamma=True)
+    assert gamma_rows.tobytes() == gamma_direct.tobytes()
+    assert by_rows.doc_elbo == direct.doc_elbo and by_rows.alpha_suff.tobytes() == direct.alpha_suff.tobytes()
+    for lang in languages:
+        a, b = by_rows.topic_terms[lang], direct.topic_terms[lang]
+        assert np.array_equal(a.term_ids, b.term_ids)
+        assert b.values.shape == (n_topics, a.term_ids.shape[0]) and b.values.flags.c_contiguous
+        assert a.values.tobytes() == b.values.tobytes()
