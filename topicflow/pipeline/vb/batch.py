@@ -10,7 +10,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 import dask
 import numpy as np
@@ -23,7 +23,7 @@ from topicflow._typing import (
     HybridAlphaStats,
     HybridInit,
 )
-from topicflow.errors import InvalidParameterError
+from topicflow.errors import InvalidParameterError, TopicflowError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
 from topicflow.io.outputs import gamma_scratch
@@ -330,7 +330,8 @@ def share(value: Any, client: Any, *, name: str) -> Any:
 def mstep(state: LDAState, stats: EStepStats, config: VBConfig) -> LDAState:
     """Apply the batch M-step: lambda = eta + statistics, and alpha and eta by Newton-Raphson as asked."""
     lam = {
-        lang: mstep_batch(stats.topic_terms[lang].to_dense(state.n_terms(lang)), state.topic_word_prior[lang])
+        lang: mstep_batch(stats.topic_terms[lang].to_dense(state.n_terms(lang)), state.topic_word_prior[lang],
+                          overwrite_stats=True)
         for lang in state.languages
     }
     alpha = state.doc_topic_prior
@@ -345,15 +346,40 @@ def mstep(state: LDAState, stats: EStepStats, config: VBConfig) -> LDAState:
         for lang in state.languages:
             eta = float(state.topic_word_prior[lang])
             priors[lang] = float(newton_symmetric_eta(lam[lang], eta)[0])
-            lam[lang] = lam[lang] - eta + priors[lang]
+            lam[lang] -= eta  # in place, the same bits as lam - eta + new eta
+            lam[lang] += priors[lang]
     return state.with_updates(topic_word_var=lam, doc_topic_prior=np.asarray(alpha), topic_word_prior=priors)
 
 
-def run_iteration(
-    blocks: Sequence[Any], state: LDAState, config: VBConfig, *, token: str, split_every: int,
-    client: Any, warm: WarmStart | None = None, iteration: int = 0,
-) -> tuple[LDAState, EStepStats, float]:
-    """One E-step over every block, the tree-merge, the ELBO and the M-step."""
+#: Attempts at one iteration when the workers lose what it was sent (see :func:`run_iteration`).
+MAX_ATTEMPTS = 3
+
+
+class WorkersLostError(TopicflowError, RuntimeError):
+    """Batch VB could not finish an iteration: the workers kept losing its shared topics or tasks."""
+
+
+def _lost_to_workers(exc: BaseException) -> bool:
+    """Whether ``exc`` says a worker died under the computation rather than the computation failing.
+
+    A worker that dies (killed, or restarted by its nanny for passing 95% of its memory limit) takes
+    its scattered data with it: tasks that need the topics are then cancelled
+    (``FutureCancelledError``, a ``CancelledError``); a task whose workers keep dying is given up
+    (``KilledWorker``); a scatter to a dying worker fails on its connection (``CommClosedError``).
+    """
+    from concurrent.futures import CancelledError
+
+    from distributed.comm.core import CommClosedError
+    from distributed.scheduler import KilledWorker
+
+    return isinstance(exc, (CancelledError, KilledWorker, CommClosedError))
+
+
+def _estep_statistics(
+    blocks: Sequence[Any], state: LDAState, config: VBConfig, *, token: str, split_every: int, client: Any,
+    warm: WarmStart | None, iteration: int,
+) -> EStepStats:
+    """Share the topics, map the E-step over the blocks and tree-merge the statistics."""
     topics = share(state.prepared_topics(), client, name=f"topics-{token}")
     if warm is None or iteration < config.cold_iterations:
         parts = map_estep(blocks, topics, state.doc_topic_prior, config.estep_params(), token=token, epoch=iteration)
@@ -361,10 +387,105 @@ def run_iteration(
         parts = map_estep_warm(blocks, topics, state.doc_topic_prior, config.vb_params(), scratch=str(warm.directory),
                                shard_ids=warm.shard_ids, iteration=iteration, token=token)
     (stats,) = compute(tree_merge(parts, split_every=split_every, token=token), client=client)
+    return cast(EStepStats, stats)
+
+
+def run_iteration(
+    blocks: Sequence[Any], state: LDAState, config: VBConfig, *, token: str, split_every: int,
+    client: Any, warm: WarmStart | None = None, iteration: int = 0,
+) -> tuple[LDAState, EStepStats, float]:
+    """One E-step over every block, the tree-merge, the ELBO and the M-step.
+
+    On a cluster, when a worker dies under the E-step (most often restarted by its nanny for passing
+    95% of its memory limit), the topics scattered to it are lost with it and the tasks that need them
+    are cancelled. The iteration is then rerun from a new scatter, under new task keys, up to
+    :data:`MAX_ATTEMPTS` times in all; the E-step is a pure function of the topics, so the model is
+    the one an undisturbed run gives.
+
+    Raises
+    ------
+    WorkersLostError
+        The workers were lost under every attempt (the message points to docs/cluster.md,
+        "Worker memory").
+    """
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        try:
+            stats = _estep_statistics(
+                blocks, state, config, token=token if attempt == 1 else f"{token}-retry{attempt - 1}",
+                split_every=split_every, client=client, warm=warm, iteration=iteration,
+            )
+            break
+        except TopicflowError:
+            raise
+        except Exception as exc:
+            if client is None or not _lost_to_workers(exc):
+                raise
+            if attempt == MAX_ATTEMPTS:
+                raise WorkersLostError(_lost_message(state, iteration, split_every, exc)) from exc
+            log.warning("iteration %d: the workers lost its topics or tasks (%s: %s), most often because a worker "
+                        "was restarted for exceeding its memory limit; scattering the topics again and rerunning "
+                        "the iteration (attempt %d of %d)", iteration, type(exc).__name__, exc, attempt + 1,
+                        MAX_ATTEMPTS)
     if warm is not None and iteration >= config.cold_iterations:
         gamma_scratch.drop_iterations_before(warm.directory, iteration)
     elbo = full_elbo(stats, state.topic_word_var, state.doc_topic_prior, state.topic_word_prior)
     return mstep(state, stats, config), stats, elbo
+
+
+#: Models of at least this many bytes (8 K V, float64, V summed over languages) merge their statistics
+#: two at a time by default (:func:`merge_fan_in`).
+LARGE_MODEL_BYTES = 256 * 10**6
+
+
+def merge_fan_in(n_topics: int, n_terms: int, split_every: int | None = None) -> int:
+    """The fan-in of batch VB's statistics merge: ``split_every`` if given, else set by the model size.
+
+    Parameters
+    ----------
+    n_topics : int
+        K.
+    n_terms : int
+        V, summed over the languages.
+    split_every : int, optional
+        Asked for (``fit --split-every``, ``LDA(split_every=...)``); always used when given.
+
+    Returns
+    -------
+    int
+        ``split_every`` if given; otherwise ``topicflow.split-every`` (8 by default) when the model's
+        8 K V bytes are under :data:`LARGE_MODEL_BYTES` (256 MB), and at most 2 from there on.
+
+    Notes
+    -----
+    A merge node holds its children, each up to K x (terms of a shard) float64, and its output; at
+    K = 1000 and V = 100,000 eight children took 2.7 GB and restarted 4 GiB workers, where fan-in 2
+    finished without pausing (docs/cluster.md, "Worker memory"). The choice depends on the model
+    only, never on the cluster, so a seed gives the same model on any cluster; models under the
+    threshold are merged exactly as before.
+
+    Examples
+    --------
+    >>> merge_fan_in(100, 10_000), merge_fan_in(1000, 100_000), merge_fan_in(1000, 100_000, 4)
+    (8, 2, 4)
+    """
+    if split_every:
+        return int(split_every)
+    configured = int(tf_config.get("split-every", 8))
+    if 8 * n_topics * n_terms >= LARGE_MODEL_BYTES:
+        return min(configured, 2)
+    return configured
+
+
+def _lost_message(state: LDAState, iteration: int, split_every: int, exc: BaseException) -> str:
+    n_values = sum(state.n_topics * state.n_terms(lang) for lang in state.languages)
+    return (
+        f"batch VB iteration {iteration} failed on all {MAX_ATTEMPTS} attempts: the workers lost the topics sent to them or "
+        f"their tasks ({type(exc).__name__}), most often because a worker passed 95% of its memory limit and was "
+        f"restarted. Each worker holds exp E[log beta] ({state.n_topics} topics, {8 * n_values / 1e6:,.1f} MB) plus, "
+        f"per thread, the statistics of the shard it works on, and the merge nodes hold up to split-every "
+        f"(now {split_every}) of them. See docs/cluster.md, \"Worker memory\": use --split-every 2, one thread per "
+        f"worker process, more memory per worker, smaller shards, or --method online."
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -399,7 +520,9 @@ def fit_batch_vb(
         The ELBO became non-finite.
     """
     client = current_client(client)
-    split_every = split_every or int(tf_config.get("split-every", 8))
+    split_every = merge_fan_in(config.n_topics, sum(len(corpus.vocabulary(lang)) for lang in corpus.languages),
+                               split_every)
+    log.info("batch VB: statistics merged %d at a time", split_every)
     run_token = graph_token(corpus.token(), config.to_dict(), split_every)
     warm = None
     if config.warm_start:

@@ -38,7 +38,11 @@ import numpy as np
 from topicflow._typing import FloatArray, IntArray
 from topicflow.errors import InvalidParameterError, NumericalError
 from topicflow.models.common.blocks import DocBlock
-from topicflow.models.common.dirichlet import add_dirichlet_entropy, exp_dirichlet_expectation_into, posterior_mean
+from topicflow.models.common.dirichlet import (
+    add_dirichlet_entropy,
+    exp_dirichlet_expectation_into,
+    posterior_mean,
+)
 from topicflow.models.common.rng import STREAM_GAMMA_INIT, gamma_rows_from_keys
 from topicflow.models.common.validation import parse_dirichlet_prior
 from topicflow.models.lda.vb.layout import (
@@ -50,7 +54,7 @@ from topicflow.models.lda.vb.layout import (
     check_blocks,
 )
 from topicflow.models.lda.vb.params import VBParams
-from topicflow.models.lda.vb.stats import EStepStats
+from topicflow.models.lda.vb.stats import EStepStats, TopicTermStats
 
 #: Added to every phi normalizer sum_k exp(E[log theta_k]) exp(E[log beta_kw]) so a term whose
 #: exp(E[log beta]) underflows to 0 in every topic gives phi = 0 instead of 0/0 (as Hoffman's code does).
@@ -136,43 +140,111 @@ def _fit_doc(rows, cols, cnts, n, alpha, gamma_d, eth, norm, acc, max_iter, tol)
 
 
 @numba.njit(nogil=True, cache=True)
-def _doc_stats(rows, cols, cnts, n, local_cols,
-               gamma_d, eth, norm, stats, alpha_suff):
-    """Add n_w phi_wk to ``stats`` and E[log theta] to ``alpha_suff``; return the document's ELBO terms."""
-    n_topics = gamma_d.shape[0]
+def _doc_stats(cols, cnts, n, gamma_d, eth, norm, ratios, alpha_suff):
+    """Store the document's n_j / norm_j in ``ratios`` and add E[log theta] to ``alpha_suff``; return its ELBO terms.
+
+    The statistics n_j phi_jk = ratios_j eth_k exp(E[log beta_kj]) are added later, topic block by
+    topic block, by :func:`_add_topic_stats`.
+    """
     _phi_norm(cols, n, eth, norm)
     elbo = 0.0
     for j in range(n):
-        ratio = cnts[j] / norm[j]
         elbo += cnts[j] * math.log(norm[j])
-        c = local_cols[j]
-        for k in range(n_topics):
-            stats[c, k] += ratio * eth[k] * rows[j, k]
+        ratios[j] = cnts[j] / norm[j]
     return add_dirichlet_entropy(gamma_d, elbo, alpha_suff)
+
+
+#: A block whose statistics (8 K n_present bytes) reach this size writes them directly in the
+#: (K, n_present) layout of :class:`TopicTermStats` (no transposed copy, somewhat slower); smaller
+#: blocks accumulate (n_present, K) and transpose it. Both give the same bits.
+DIRECT_STATS_BYTES = 64 * 10**6
+
+#: Topics per pass of :func:`_add_topic_stats`: the statistics rows a pass writes stay in cache.
+STATS_TOPIC_BLOCK = 16
+
+
+@numba.njit(nogil=True, cache=True)
+def _add_topic_stats(indptr, term_ids, local_cols, term_topic, ratios, eths, stats):
+    """stats[k, c_j] += ratios_j eths[d, k] term_topic[t_j, k] for every entry j of every document d.
+
+    ``stats`` is (K, n_present), the layout :class:`TopicTermStats` keeps, so the block's result
+    needs no transposed copy. Writing it document by document would touch one cache line per
+    (topic, term); a pass over the documents per block of :data:`STATS_TOPIC_BLOCK` topics keeps the
+    rows it writes in cache. Each entry still receives the same products in document order, so the
+    sums have the same bits as a (term, topic) accumulation.
+    """
+    n_topics = stats.shape[0]
+    for k0 in range(0, n_topics, STATS_TOPIC_BLOCK):
+        k1 = min(k0 + STATS_TOPIC_BLOCK, n_topics)
+        for d in range(indptr.shape[0] - 1):
+            for i in range(indptr[d], indptr[d + 1]):
+                t = term_ids[i]
+                c = local_cols[i]
+                ratio = ratios[i]
+                for k in range(k0, k1):
+                    stats[k, c] += ratio * eths[d, k] * term_topic[t, k]
+
+
+@numba.njit(nogil=True, cache=True)
+def _add_doc_stats_rows(rows, n, local_cols, eth, ratios, stats):
+    """stats[c_j, k] += ratios_j eth_k exp(E[log beta_kj]) into (n_present, K) statistics (small blocks)."""
+    for j in range(n):
+        ratio = ratios[j]
+        c = local_cols[j]
+        for k in range(stats.shape[1]):
+            stats[c, k] += ratio * eth[k] * rows[j, k]
 
 
 @numba.njit(nogil=True, cache=True)
 def _estep_csr(indptr, term_ids, counts, local_cols,
                term_topic, alpha, max_iter, tol, gamma, stats, alpha_suff, doc_elbo,
-               rows, cols, cnts, eth, norm, acc):
+               rows, cols, cnts, eth, norm, acc, direct):
     """Coordinate ascent for every document; NumPy equivalent in tests/reference/vb_lda_numpy.py.
 
-    ``gamma`` (n_docs, K) holds the start point on entry and the result on exit; ``stats``
-    (n_present, K), ``alpha_suff`` (K,) and ``doc_elbo`` (n_docs,) are accumulated into; the rest
-    are scratch buffers sized for the longest document. Returns (capped documents, total sweeps).
+    ``gamma`` (n_docs, K) holds the start point on entry and the result on exit; ``stats``,
+    ``alpha_suff`` (K,) and ``doc_elbo`` (n_docs,) are accumulated into; the rest are scratch buffers
+    sized for the longest document. ``stats`` is (K, n_present) when ``direct`` (filled by
+    :func:`_add_topic_stats` after the documents), else (n_present, K), filled document by document
+    (faster, but the caller then transposes it). Both give the same bits. Returns (capped documents,
+    total sweeps).
     """
     n_capped = 0
     n_sweeps = 0
-    for d in range(indptr.shape[0] - 1):
+    n_docs = indptr.shape[0] - 1
+    ratios = np.empty(term_ids.shape[0], dtype=np.float64)
+    eths = np.empty((n_docs if direct else 0, alpha.shape[0]), dtype=np.float64)
+    for d in range(n_docs):
         lo = indptr[d]
         n = indptr[d + 1] - lo
         _gather_doc(term_topic, term_ids, counts, lo, n, rows, cols, cnts)
         converged, sweeps = _fit_doc(rows, cols, cnts, n, alpha, gamma[d], eth, norm, acc, max_iter, tol)
         n_capped += not converged
         n_sweeps += sweeps
-        doc_elbo[d] = _doc_stats(rows, cols, cnts, n, local_cols[lo:lo + n], gamma[d], eth, norm,
-                                 stats, alpha_suff)
+        doc_elbo[d] = _doc_stats(cols, cnts, n, gamma[d], eth, norm, ratios[lo:lo + n], alpha_suff)
+        if direct:
+            eths[d] = eth
+        else:
+            _add_doc_stats_rows(rows, n, local_cols[lo:lo + n], eth, ratios[lo:lo + n], stats)
+    if direct:
+        _add_topic_stats(indptr, term_ids, local_cols, term_topic, ratios, eths, stats)
     return n_capped, n_sweeps
+
+
+def _split_topic_stats(
+    term_ids: IntArray, stats: FloatArray, topics: PreparedTopics
+) -> dict[str, TopicTermStats]:
+    """Split (K, n_present) statistics of the stacked vocabulary into per-language TopicTermStats.
+
+    With one language the array is kept as it is (no copy: at K = 1000 a block's statistics are
+    hundreds of MB); with several, each language gets its columns.
+    """
+    bounds = np.searchsorted(term_ids, topics.offsets)
+    out = {}
+    for i, lang in enumerate(topics.languages):
+        lo, hi = int(bounds[i]), int(bounds[i + 1])
+        values = stats if (lo, hi) == (0, stats.shape[1]) else np.ascontiguousarray(stats[:, lo:hi])
+        out[lang] = TopicTermStats((term_ids[lo:hi] - topics.offsets[i]).astype(np.int64), values)
+    return out
 
 
 def random_initial_gamma(n_docs: int, n_topics: int, *, seed: int, first_doc: int) -> FloatArray:
@@ -285,7 +357,11 @@ def estep_block(
     indptr, term_ids, counts = _stack_languages(blocks, topics, n_docs)
     gamma = _initial_gamma(indptr, counts, alpha, gamma_init, params, next(iter(blocks.values())).first_doc)
     present, local_cols = _present_terms(term_ids, int(topics.offsets[-1]))
-    stats = np.zeros((present.shape[0], params.n_topics), dtype=np.float64)
+    # Large statistics are written directly as (K, n_present), sparing a transposed copy (338 MB per
+    # block at K = 1000 with 42k terms) for about 20% more E-step time at that size (RESULTS.md).
+    direct = 8 * params.n_topics * present.shape[0] >= DIRECT_STATS_BYTES
+    shape = (params.n_topics, present.shape[0]) if direct else (present.shape[0], params.n_topics)
+    stats = np.zeros(shape, dtype=np.float64)
     alpha_suff = np.zeros(params.n_topics, dtype=np.float64)
     doc_elbo = np.zeros(n_docs, dtype=np.float64)
     max_len = int(np.max(np.diff(indptr), initial=0))
@@ -295,7 +371,7 @@ def estep_block(
         params.max_doc_iter, params.doc_tol, gamma, stats, alpha_suff, doc_elbo,
         np.empty((max_len, params.n_topics), dtype=dtype), np.empty((params.n_topics, max_len), dtype=dtype),
         np.empty(max_len, dtype=np.float64), np.empty(params.n_topics), np.empty(max_len),
-        np.empty(params.n_topics),
+        np.empty(params.n_topics), direct,
     )
     elbo = float(doc_elbo.sum())
     if not math.isfinite(elbo):
@@ -305,7 +381,8 @@ def estep_block(
             "check exp_elog_topic_word and doc_topic_prior for zeros, infinities or NaN"
         )
     result = EStepStats(
-        topic_terms=_split_stats(present, stats, topics), alpha_suff=alpha_suff, doc_elbo=elbo,
+        topic_terms=(_split_topic_stats if direct else _split_stats)(present, stats, topics),
+        alpha_suff=alpha_suff, doc_elbo=elbo,
         n_docs=n_docs, n_tokens=int(counts.sum(dtype=np.int64)), n_capped=int(n_capped),
         n_doc_iter=int(n_sweeps),
     )

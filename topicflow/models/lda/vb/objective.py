@@ -13,7 +13,7 @@ from topicflow.models.common.dirichlet import (
     dirichlet_objective,
 )
 from topicflow.models.common.rng import STREAM_TOPIC_INIT, doc_generator
-from topicflow.models.common.special import gammaln_array
+from topicflow.models.common.special import digamma_array, gammaln_array
 from topicflow.models.lda.vb.stats import EStepStats
 
 
@@ -93,18 +93,42 @@ def topic_elbo_terms(topic_word_var: FloatArray, topic_word_prior: FloatArray | 
     """
     lam = np.asarray(topic_word_var, dtype=np.float64)
     eta = np.broadcast_to(np.asarray(topic_word_prior, dtype=np.float64), lam.shape)
-    elog = dirichlet_expectation(lam)
     if np.ndim(topic_word_prior) == 0:
         n_topics, n_terms = lam.shape
         value = float(topic_word_prior)
         prior_norm = n_topics * (math.lgamma(n_terms * value) - n_terms * math.lgamma(value))
     else:
         prior_norm = float(gammaln_array(eta.sum(axis=1)).sum() - gammaln_array(eta).sum())
+    cross = _cross_term(lam, eta)
     var_norm = float(gammaln_array(lam).sum() - gammaln_array(lam.sum(axis=1)).sum())
-    return prior_norm + float(np.sum((eta - lam) * elog)) + var_norm
+    return prior_norm + cross + var_norm
 
 
-def mstep_batch(stats_dense: FloatArray, topic_word_prior: FloatArray | float) -> FloatArray:
+#: Rows of lambda per block in :func:`_cross_term` (the block's temporary is this many rows of V).
+CROSS_TERM_ROWS = 64
+
+
+def _cross_term(lam: FloatArray, eta: FloatArray) -> float:
+    """``np.sum((eta - lam) * dirichlet_expectation(lam))`` with one K x V temporary instead of three.
+
+    E[log beta] is built in place (digamma of lambda, minus digamma of the row sums) and multiplied
+    by ``eta - lam`` a block of rows at a time; every element and the final sum over the whole
+    array are the same operations as the one-line form, so the value is bit for bit the same.
+    At K = 1000 and V = 100,000 each K x V temporary is 800 MB on the driver.
+    """
+    if lam.size == 0 or not lam.flags.c_contiguous:  # another layout would sum in another order
+        return float(np.sum((eta - lam) * dirichlet_expectation(lam)))
+    elog = digamma_array(lam)
+    elog -= digamma_array(lam.sum(axis=-1, keepdims=True))
+    for start in range(0, lam.shape[0], CROSS_TERM_ROWS):
+        rows = slice(start, start + CROSS_TERM_ROWS)
+        elog[rows] *= eta[rows] - lam[rows]
+    return float(np.sum(elog))
+
+
+def mstep_batch(
+    stats_dense: FloatArray, topic_word_prior: FloatArray | float, *, overwrite_stats: bool = False
+) -> FloatArray:
     """Batch M-step for one language: lambda = eta + sum_d n_dw phi_dwk.
 
     Parameters
@@ -112,6 +136,10 @@ def mstep_batch(stats_dense: FloatArray, topic_word_prior: FloatArray | float) -
     stats_dense : ndarray of shape (n_topics, n_terms), float64
         ``TopicTermStats.to_dense(n_terms)`` of the merged statistics.
     topic_word_prior : float or ndarray of shape (n_topics, n_terms), float64
+    overwrite_stats : bool, default False
+        Add the prior into ``stats_dense`` in place and return it (one K x V array fewer; the same
+        bits, float addition being commutative). ``stats_dense`` must then be a C-contiguous float64
+        array the caller no longer needs.
 
     Returns
     -------
@@ -121,7 +149,13 @@ def mstep_batch(stats_dense: FloatArray, topic_word_prior: FloatArray | float) -
     --------
     >>> mstep_batch(np.zeros((1, 2)), 0.5).tolist()
     [[0.5, 0.5]]
+    >>> stats = np.ones((1, 2))
+    >>> mstep_batch(stats, 0.5, overwrite_stats=True) is stats, stats.tolist()
+    (True, [[1.5, 1.5]])
     """
+    if overwrite_stats and isinstance(stats_dense, np.ndarray) and stats_dense.dtype == np.float64:
+        np.add(stats_dense, np.asarray(topic_word_prior, dtype=np.float64), out=stats_dense)
+        return stats_dense
     return np.asarray(topic_word_prior, dtype=np.float64) + np.asarray(stats_dense, dtype=np.float64)
 
 
@@ -154,11 +188,10 @@ def initial_topic_word_var(
     >>> initial_topic_word_var(2, 3, seed=0).shape
     (2, 3)
     """
-    rows = [
-        doc_generator(seed, STREAM_TOPIC_INIT, language_index, k).gamma(shape, 1.0 / shape, size=n_terms)
-        for k in range(n_topics)
-    ]
-    return np.asarray(rows, dtype=np.float64).reshape(n_topics, n_terms)
+    out = np.empty((n_topics, n_terms), dtype=np.float64)  # filled row by row: no second K x V copy
+    for k in range(n_topics):
+        out[k] = doc_generator(seed, STREAM_TOPIC_INIT, language_index, k).gamma(shape, 1.0 / shape, size=n_terms)
+    return out
 
 
 def full_elbo(
