@@ -281,6 +281,9 @@ def main() -> None:
             row = max(finished, key=lambda r: r["tokens_per_second"]) if finished else runs[-1]
             row["executor"] = "processes via --scheduler" + (" tls://" if args.tls else "")
             row["model_mb"] = round(8 * n_topics * facts["n_terms"] / 1e6)
+            # The fan-in the fit used: the one asked for, else batch VB's rule by model size.
+            from topicflow.pipeline.vb.batch import merge_fan_in
+            row["split_every"] = merge_fan_in(n_topics, facts["n_terms"], args.split_every)
             print(json.dumps(row), flush=True)
             rows.append(row)
         if not memory and not args.no_anchor:

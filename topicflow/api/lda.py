@@ -153,8 +153,8 @@ class LDA(FittedModelMixin, TopicModelEstimator):
     optimize_topic_word_prior : bool, default False
         Learn a symmetric eta by Newton-Raphson.
     split_every : int, optional
-        Fan-in of the statistics tree reduction (default from ``topicflow.split-every``); no effect
-        with ``method="gibbs"``.
+        Fan-in of the statistics tree reduction (default from ``topicflow.split-every``; batch VB
+        merges 2 at a time when 8 x K x V reaches 256 MB); no effect with ``method="gibbs"``.
     warm_start : bool, default False
         After ``cold_iterations`` (10) cold iterations, start each document's E-step from its gamma of
         the previous iteration (kept on disk beside the store, or in ``topicflow.scratch-dir``). Off by

@@ -224,7 +224,9 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
               help="Checkpoint directory (default: MODEL.checkpoint beside the model).")
 @click.option("--resume", is_flag=True, help="Continue from the checkpoint of an interrupted run with the same settings.")
 @click.option("--doc-topics", type=click.Path(), default=None, help="Also write normalized document topics to this zarr path.")
-@click.option("--split-every", default=None, type=click.IntRange(min=2), help="Fan-in of the statistics tree reduction.")
+@click.option("--split-every", default=None, type=click.IntRange(min=2),
+              help="Fan-in of the statistics tree reduction (default: topicflow.split-every, or 2 for batch VB "
+                   "when 8 x K x V >= 256 MB).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing model / doc-topics output.")
 @click.option("--prior-tree", default=None, type=click.Path(file_okay=False),
               help="Tree LDA (family tree_lda): the prior tree built by `topicflow tree build` (docs/tree-lda.md).")
