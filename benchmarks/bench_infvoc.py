@@ -487,6 +487,19 @@ def main(argv: list[str] | None = None) -> int:
               "seed": args.seed, "restate_tail": args.restate_tail}
     print(json.dumps({"header": header}), flush=True)
     results = []
+
+    def record(res: dict, arm: str, t0: float) -> None:
+        """Complete one arm's result, print it, append it to --out and keep it."""
+        res.update(header)
+        res["arm"] = arm
+        res["docs_per_second"] = len(docs) / res["fit_seconds"]
+        res["arm_seconds"] = time.perf_counter() - t0
+        print(json.dumps(res), flush=True)
+        if args.out:
+            with open(args.out, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(res) + "\n")
+        results.append(res)
+
     with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
         for arm in args.arms.split(","):
@@ -496,15 +509,7 @@ def main(argv: list[str] | None = None) -> int:
                     raise SystemExit(f"--per-minibatch runs infvoc arms only, not {arm}")
                 for restate in (False, True):
                     res = run_infvoc_curve(args, store, docs, ref, arm == "infvoc-g0", restate, client)
-                    res.update(header)
-                    res["arm"] = arm + ("+restate" if restate else "")
-                    res["docs_per_second"] = len(docs) / res["fit_seconds"]
-                    res["arm_seconds"] = time.perf_counter() - t0
-                    print(json.dumps(res), flush=True)
-                    if args.out:
-                        with open(args.out, "a", encoding="utf-8") as handle:
-                            handle.write(json.dumps(res) + "\n")
-                    results.append(res)
+                    record(res, arm + ("+restate" if restate else ""), t0)
                 continue
             if arm == "river":
                 res = run_river(args, docs, sizes, ref, labels)
@@ -514,15 +519,7 @@ def main(argv: list[str] | None = None) -> int:
                 estep, kind = arm.split("-", 1)
                 vocab = make_vocab(kind, docs, args.batch_size, dictionary, args.hash_buckets, ref.freq)
                 res = run_fixvoc(args, docs, sizes, ref, labels, vocab, estep, client)
-            res.update(header)
-            res["arm"] = arm
-            res["docs_per_second"] = len(docs) / res["fit_seconds"]
-            res["arm_seconds"] = time.perf_counter() - t0
-            print(json.dumps(res), flush=True)
-            if args.out:
-                with open(args.out, "a", encoding="utf-8") as handle:
-                    handle.write(json.dumps(res) + "\n")
-            results.append(res)
+            record(res, arm, t0)
     if args.per_minibatch:
         print_curves(results, args.reorder_every)
         return 0
