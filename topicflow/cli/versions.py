@@ -12,6 +12,7 @@ import click
 
 from topicflow._typing import OutputFormat, choices
 from topicflow.cli._common import LOCATION, reports_errors, storage_options_option
+from topicflow.io.models.store import refuse_remote_lock
 from topicflow.io.models.versions import (
     VersionInfo,
     list_versions,
@@ -65,6 +66,8 @@ def versions(model: Path | str, keep: int | None, output_format: str) -> None:
     one current again. MODEL may be a URL (s3://...); --keep there takes the model's lease
     (docs/storage.md).
     """
+    if keep is not None:
+        refuse_remote_lock(model, action="prune")  # before reading anything: gs://, az:// have no lease
     removed = prune_versions(model, keep) if keep is not None else []
     infos = list_versions(model)
     if output_format == "json":
@@ -84,6 +87,7 @@ def versions(model: Path | str, keep: int | None, output_format: str) -> None:
 @reports_errors
 def rollback_command(model: Path | str, version: int) -> None:
     """Make VERSION the current version of MODEL (later versions are kept; see `topicflow versions`)."""
+    refuse_remote_lock(model, action="rollback")  # before reading anything: gs://, az:// have no lease
     before = next(info.version for info in list_versions(model) if info.is_current)
     rollback(model, version)
     if before == version:

@@ -466,6 +466,7 @@ def remote_model_lock(url: str, *, action: str, require_model: bool = True,
     UnsupportedStorageError
         The object store has no conditional writes topicflow uses.
     """
+    url = StoragePath(url).url  # one key per model, whatever trailing slash it was given with
     refuse_remote_lock(url, action=action)
     storage.check_bucket(StoragePath(url))
     if require_model and storage.read_tagged(f"{url}/{VERSIONS_JSON}") is None:
@@ -494,7 +495,7 @@ def remote_model_lock(url: str, *, action: str, require_model: bool = True,
 
 def held_lease(url: str) -> ModelLease | None:
     """The lease the calling thread holds on the model at ``url``, or None."""
-    key = f"{url}/{LEASE_FILE_REMOTE}"
+    key = f"{StoragePath(url).url}/{LEASE_FILE_REMOTE}"
     with _HELD_LOCKS_GUARD:
         if _HELD_LOCKS.get(key) != threading.get_ident():
             return None

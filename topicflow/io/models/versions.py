@@ -183,7 +183,7 @@ def commit_version(path: ModelPath, model: SavedModel, *, kind: str,
     """
     kind = parse_version_kind(kind)
     summary = _json_dict(summary)
-    url = url_of(path)
+    url = _url(path)
     if url is not None:
         return _commit_remote(url, model, kind=kind, summary=summary)
     path = Path(cast(Path, path))
@@ -257,7 +257,7 @@ def rollback(path: ModelPath, version: int) -> None:
     --------
     >>> rollback("model", 1)                                   # doctest: +SKIP
     """
-    url = url_of(path)
+    url = _url(path)
     if url is not None:
         _rollback_remote(url, version)
         return
@@ -309,7 +309,7 @@ def prune_versions(path: ModelPath, keep: int) -> list[int]:
     """
     if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
         raise InvalidParameterError(f"keep must be a positive integer, got {keep!r}.")
-    url = url_of(path)
+    url = _url(path)
     if url is not None:
         return _prune_remote(url, keep)
     path = Path(cast(Path, path))
@@ -357,9 +357,15 @@ def remove_version_debris(path: Path, index: VersionIndex) -> list[str]:
 # ----------------------------------------------------------------------------- helpers
 
 
+def _url(path: Any) -> str | None:
+    """The model's URL without a trailing slash (one lease key per model), or None for a local path."""
+    url = url_of(path)
+    return None if url is None else StoragePath(url).url
+
+
 def _where(path: ModelPath | Location) -> Location:
     """A local :class:`~pathlib.Path`, or the URL (also one ``pathlib`` collapsed) as a StoragePath."""
-    url = url_of(path)
+    url = _url(path)
     return as_location(url) if url is not None else Path(cast(Path, path))
 
 
@@ -421,7 +427,7 @@ def _prune_remote(url: str, keep: int) -> list[int]:
 
 def _read_index(path: Location) -> VersionIndex:
     """The model's index; a legacy model reads as one version, 1, without being converted."""
-    url = url_of(path)
+    url = _url(path)
     if url is not None:
         return read_remote_index(url)[0]
     path = Path(cast(Path, path))
