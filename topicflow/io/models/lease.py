@@ -67,7 +67,7 @@ _MEMORY_GUARD = threading.Lock()
 
 
 def lease_seconds() -> float:
-    """The lease duration: ``topicflow.model-lease-seconds``, default :data:`DEFAULT_LEASE_SECONDS`."""
+    """The lease duration in seconds: the ``topicflow.model-lease-seconds`` setting, default 600."""
     return float(config.get("model-lease-seconds", DEFAULT_LEASE_SECONDS))
 
 
@@ -277,7 +277,7 @@ def write_lease_object(url: str, data: bytes, *, etag: str | None) -> str:
 
 
 class ModelLease:
-    """A held lease on a model on object storage; get one with :meth:`acquire`.
+    """A held lease on a model on object storage (see :meth:`~topicflow.io.models.lease.ModelLease.acquire`).
 
     Parameters
     ----------
