@@ -263,6 +263,11 @@ def write_lease_object(url: str, data: bytes, *, etag: str | None) -> str:
     except Exception as exc:
         if _conflict(exc):
             raise FileExistsError(url) from exc
+        if "NotImplemented" in repr(exc) or "NotImplemented" in repr(exc.__cause__):
+            raise UnsupportedStorageError(
+                f"the object store of {url!r} does not implement conditional puts (If-None-Match / If-Match: "
+                f"{exc}), so topicflow cannot lock the model there; update, roll back or prune a local copy "
+                "(docs/storage.md, \"Model versions and the update lock\").", path=url) from exc
         raise storage.storage_error(url, exc) from exc
     new = (out or {}).get("ETag") if isinstance(out, dict) else None
     if not new:  # a backend that does not return it: read it back (our token makes the bytes unique)
