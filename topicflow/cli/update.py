@@ -8,7 +8,12 @@ from typing import Any
 import click
 
 from topicflow._typing import OutputFormat, choices
-from topicflow.cli._common import cluster_options, reports_errors
+from topicflow.cli._common import (
+    LOCATION,
+    cluster_options,
+    reports_errors,
+    storage_options_option,
+)
 from topicflow.pipeline.cluster import ClusterConfig, connect
 from topicflow.pipeline.progress import TqdmProgress
 from topicflow.pipeline.vb.online import EXECUTORS
@@ -18,8 +23,8 @@ COLLAPSED_METHODS = ("pcsvb0", "pcvb0", "scvb0")
 
 
 @click.command()
-@click.argument("model_path", metavar="MODEL", type=click.Path(file_okay=False))
-@click.argument("store", type=click.Path(file_okay=False))
+@click.argument("model_path", metavar="MODEL", type=LOCATION)
+@click.argument("store", type=LOCATION)
 @click.option("--batch-size", default=None, type=click.IntRange(min=1), help="Documents per minibatch (default: the model's).")
 @click.option("--tau0", default=None, type=float, help="Online: delay of the step sizes (default: the model's).")
 @click.option("--kappa", default=None, type=float, help="Online: forgetting rate (default: the model's).")
@@ -31,8 +36,9 @@ COLLAPSED_METHODS = ("pcsvb0", "pcvb0", "scvb0")
 @click.option("--keep", default=None, type=click.IntRange(min=1), help="Afterwards keep only the newest N versions.")
 @click.option("--format", "fmt", type=click.Choice(choices(OutputFormat)), default="text", show_default=True)
 @cluster_options
+@storage_options_option
 @reports_errors
-def update(model_path: str, store: str, batch_size: int | None, tau0: float | None, kappa: float | None,
+def update(model_path: Path | str, store: Path | str, batch_size: int | None, tau0: float | None, kappa: float | None,
            passes: int | None, shuffle_window: int | None, executor: str | None, keep: int | None, fmt: str, cluster: ClusterConfig) -> None:
     """Continue MODEL with the shards of STORE it has not seen, and save the result as a new version.
 
@@ -41,6 +47,7 @@ def update(model_path: str, store: str, batch_size: int | None, tau0: float | No
     tree LDA model (batch, online or Gibbs) continues by online tree VB with its own prior tree; new terms hang
     from the tree's root until the tree is rebuilt and the model refitted. The model is locked meanwhile; a
     crashed update leaves the previous version current, and running the same command again redoes it. Exit status 0 also when there is nothing new.
+    MODEL and STORE may be URLs (s3://...): the lock is then a lease object, MODEL/.lease.json (docs/storage.md).
     """
     from dataclasses import replace
 
@@ -49,8 +56,8 @@ def update(model_path: str, store: str, batch_size: int | None, tau0: float | No
     from topicflow.pipeline.update import update_model
     from topicflow.pipeline.vb.online import OnlineConfig
 
-    refuse_remote_lock(model_path, action="update")  # before any work: no lock on object storage yet
-    model = load_model(Path(model_path))
+    refuse_remote_lock(model_path, action="update")  # before any work: gs://, az:// have no lease yet
+    model = load_model(model_path)  # type: ignore[arg-type]  # (a Path or a URL string)
     if model.info.method in COLLAPSED_METHODS:
         given = {"--batch-size": batch_size, "--tau0": tau0, "--kappa": kappa, "--shuffle-window": shuffle_window,
                  "--executor": executor}
@@ -76,7 +83,7 @@ def update(model_path: str, store: str, batch_size: int | None, tau0: float | No
         SVBConfig.from_online(online)  # refuses --passes > 1 before a cluster starts
     corpus = Corpus.open(store)
     with connect(cluster) as client:
-        result = update_model(Path(model_path), corpus, online=online, client=client, keep=keep, progress=TqdmProgress())
+        result = update_model(model_path, corpus, online=online, client=client, keep=keep, progress=TqdmProgress())
     if fmt == "json":
         click.echo(json.dumps(result.to_dict(), indent=2))
         return

@@ -11,7 +11,8 @@ from typing import Any
 import click
 
 from topicflow._typing import OutputFormat, choices
-from topicflow.cli._common import reports_errors
+from topicflow.cli._common import LOCATION, reports_errors, storage_options_option
+from topicflow.io.models.store import refuse_remote_lock
 from topicflow.io.models.versions import (
     VersionInfo,
     list_versions,
@@ -36,7 +37,7 @@ def _format_summary(summary: dict[str, Any]) -> str:
     return " ".join(f"{key}={_format_value(value)}" for key, value in summary.items()) or "-"
 
 
-def _format_versions(model: Path, infos: list[VersionInfo], removed: list[int]) -> list[str]:
+def _format_versions(model: Path | str, infos: list[VersionInfo], removed: list[int]) -> list[str]:
     lines = [f"model {model}"]
     if removed:
         lines.append(f"removed versions {', '.join(str(v) for v in removed)}")
@@ -51,18 +52,22 @@ def _format_versions(model: Path, infos: list[VersionInfo], removed: list[int]) 
 
 
 @click.command()
-@click.argument("model", type=click.Path(path_type=Path))
+@click.argument("model", type=LOCATION)
 @click.option("--keep", type=click.IntRange(min=1), default=None, metavar="N",
               help="First remove the oldest versions beyond the newest N (never the current one).")
 @click.option("--format", "output_format", type=click.Choice(choices(OutputFormat)), default="text",
               show_default=True, help="Human-readable text or JSON.")
+@storage_options_option
 @reports_errors
-def versions(model: Path, keep: int | None, output_format: str) -> None:
+def versions(model: Path | str, keep: int | None, output_format: str) -> None:
     """List the versions of MODEL, oldest first, the current one marked with *.
 
     Each nightly `topicflow update` adds a version; `topicflow rollback MODEL N` makes an older
-    one current again.
+    one current again. MODEL may be a URL (s3://...); --keep there takes the model's lease
+    (docs/storage.md).
     """
+    if keep is not None:
+        refuse_remote_lock(model, action="prune")  # before reading anything: gs://, az:// have no lease
     removed = prune_versions(model, keep) if keep is not None else []
     infos = list_versions(model)
     if output_format == "json":
@@ -76,11 +81,13 @@ def versions(model: Path, keep: int | None, output_format: str) -> None:
 
 
 @click.command("rollback")
-@click.argument("model", type=click.Path(path_type=Path))
+@click.argument("model", type=LOCATION)
 @click.argument("version", type=click.IntRange(min=1))
+@storage_options_option
 @reports_errors
-def rollback_command(model: Path, version: int) -> None:
+def rollback_command(model: Path | str, version: int) -> None:
     """Make VERSION the current version of MODEL (later versions are kept; see `topicflow versions`)."""
+    refuse_remote_lock(model, action="rollback")  # before reading anything: gs://, az:// have no lease
     before = next(info.version for info in list_versions(model) if info.is_current)
     rollback(model, version)
     if before == version:

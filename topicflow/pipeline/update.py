@@ -6,6 +6,10 @@ grows its vocabulary when the store's has grown (new topic columns from the prio
 unseen shards through the continuer registered for the model's kind (online VB for variational models,
 streaming VB for those it fitted, the stream itself for SGS and DSGS: see
 :mod:`topicflow.pipeline.continuation`), and commits the result as a new version. The commit is one rename, so a crashed update leaves the previous version current and rerunning it simply redoes the work.
+
+A model on object storage (s3://, memory://) is updated the same way: the lock is a lease object
+renewed in the background, the new version is uploaded under its own prefix and the commit is a
+conditional put of ``versions.json`` (:mod:`topicflow.io.models.versions`, docs/storage.md).
 """
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import topicflow.pipeline.collapsed  # (registers the "hdp" and "scvb0" continuations)
 import topicflow.pipeline.infvoc_lda  # noqa: F401  (registers the "infvoc" continuation)
@@ -24,6 +28,7 @@ from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.info import unseen_shards
 from topicflow.io.models.store import SavedModel, load_model
 from topicflow.io.models.versions import commit_version, model_lock, prune_versions
+from topicflow.io.storage import Location, as_location, url_of
 from topicflow.pipeline.continuation import CONTINUERS, Continuer, continuation_key
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 from topicflow.pipeline.vb import (  # (importing pipeline.vb registers "vb_lda" continuations)
@@ -89,16 +94,17 @@ def continuer_for(model: SavedModel, model_path: Path) -> Continuer:
 
 
 def update_model(
-    model_path: Path, store: Path | Corpus, *, online: OnlineConfig | SVBConfig | None = None, client: Any = None,
+    model_path: Location | str, store: Path | str | Corpus, *, online: OnlineConfig | SVBConfig | None = None, client: Any = None,
     keep: int | None = None, split_every: int | None = None, progress: ProgressReporter = NO_PROGRESS,
 ) -> UpdateResult:
     """Process the shards of ``store`` that the model at ``model_path`` has not seen; commit a new version.
 
     Parameters
     ----------
-    model_path : Path
-        A saved model (any method); it is locked for the whole update.
-    store : Path or Corpus
+    model_path : Path or URL
+        A saved model (any method); it is locked for the whole update (on object storage: by a
+        lease, docs/storage.md).
+    store : Path, URL or Corpus
         The store the model was fitted on, grown since by ``topicflow append``.
     online : OnlineConfig or SVBConfig, optional
         Minibatch size and step sizes; default: the model's own (or defaults for a batch model).
@@ -114,24 +120,28 @@ def update_model(
     Raises
     ------
     LockedError
-        Another update of this model is running.
+        Another update of this model is running (the message says who, and on object storage until when).
+    UnsupportedStorageError
+        The model is on an object store where topicflow cannot keep a lease (gs://, az://).
     VocabularyMismatchError
         The store is not the one the model was fitted on (see :func:`unseen_shards`).
     """
-    model_path = Path(model_path)
+    url = url_of(model_path)
+    model_path = as_location(url) if url is not None else Path(cast(Path, model_path))
     corpus = store if isinstance(store, Corpus) else Corpus.open(store)
     started = time.perf_counter()
     with model_lock(model_path):
-        model = load_model(model_path)
-        continuer = continuer_for(model, model_path)
+        model = load_model(cast(Path, model_path))  # a Path or a StoragePath: load_model takes both
+        # Continuers name the model in messages only; a StoragePath prints as its URL.
+        continuer = continuer_for(model, cast(Path, model_path))
         shards = unseen_shards(model, corpus)  # also refuses a rebuilt or different store
         if not shards:
-            new_terms = continuer.check(model, corpus, model_path)  # still explain a mismatch
+            new_terms = continuer.check(model, corpus, cast(Path, model_path))  # still explain a mismatch
             log.info("model %s has seen every shard of %s; nothing to do", model_path, corpus.path)
             pruned = tuple(prune_versions(model_path, keep)) if keep else ()
             return UpdateResult(None, (), 0, new_terms, 0, time.perf_counter() - started, pruned)
         done = continuer.run(model, corpus, shards, options=online, client=client, split_every=split_every,
-                             progress=progress, model_path=model_path)
+                             progress=progress, model_path=cast(Path, model_path))
         new_ids = tuple(corpus.shards[i].shard_id for i in shards)
         summary: dict[str, Any] = {
             "store": str(corpus.path), "new_shards": list(new_ids), "new_docs": done.new_docs,

@@ -2,8 +2,8 @@
 
 A version's objects are written under its own prefix first and ``versions.json`` last, conditionally;
 a failure at any object write leaves the previous version current and readable, and of two writers
-racing for one model only one commits. Update (which needs the model's lock) is refused on object
-storage with a message saying why.
+racing for one model only one commits. The lock that update, rollback and prune need is a lease object
+there (tests/io/models/test_lease.py); object stores without conditional writes are refused.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from topicflow.errors import (
 )
 from topicflow.io import storage
 from topicflow.io._atomic import check_output_path
+from topicflow.io.models.lease import LeaseRecord
 from topicflow.io.models.store import load_model, read_model_info, save_model
 from topicflow.io.models.versions import list_versions, model_lock
 
@@ -65,7 +66,9 @@ def test_save_and_load_versioned_model(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(storage, "before_write", None)
     assert writes.seen[-1] == f"{model_url}/versions.json"  # the commit, written last
     assert all(url.startswith(f"{model_url}/versions/000001/") for url in writes.seen[:-1])
-    assert sorted(f"{model_url}/{name}" for name in objects(model_url)) == sorted(writes.seen)
+    assert sorted(f"{model_url}/{name}" for name in objects(model_url) if name != ".lease.json") == sorted(writes.seen)
+    lease = LeaseRecord.from_bytes(storage.StoragePath(f"{model_url}/.lease.json").read_bytes())
+    assert lease is not None and lease.action == "save" and lease.released  # the save held the lease
     loaded = load_model(model_url)
     assert loaded.version == 1
     for lang in ("en", "de"):
@@ -139,11 +142,12 @@ def test_two_writers_cannot_both_commit(model_url: str, monkeypatch: pytest.Monk
     assert lam(current) == 7.0 and current.version == 2
 
 
-def test_update_is_refused_on_object_storage() -> None:
+def test_update_takes_the_lease_on_object_storage() -> None:
+    """The lock exists on object storage (a lease object; tests/io/models/test_lease.py): a commit under it works."""
     model_url = f"memory://tf-models-{uuid.uuid4().hex[:12]}/lda"
     save_model(model_url, make_model(1.0))
-    for action in ("update", "rollback"):
-        with pytest.raises(UnsupportedStorageError, match=f"cannot {action} model .*no lock"):
-            with model_lock(Path(model_url), action=action):
+    with model_lock(Path(model_url), action="update"):
+        with pytest.raises(UnsupportedStorageError, match="cannot update model 'gs://"):
+            with model_lock("gs://bucket/lda", action="update"):
                 pass
     assert np.all(load_model(model_url).state.topic_word_var["en"] == 1.0)

@@ -9,6 +9,7 @@ Layout::
     MODEL/
       versions.json                     index: current version, every version's kind/created/summary, history
       .lock                             advisory lock of whoever commits, rolls back or prunes versions
+      .lease.json                       the same lock on object storage: a lease (holder, expiry), see lease.py
       versions/<NNNNNN>/                one complete model per version (zero-padded, 000001 first):
         model.json                      format, kind, topics, languages, topic names, settings, traces
         arrays/topic_word_var/<lang>    lambda, (n_topics, n_terms) float64
@@ -24,8 +25,10 @@ layout by the first :func:`topicflow.io.models.versions.commit_version`.
 
 On object storage (a URL, docs/storage.md) the layout is the same. :func:`save_model` uploads the
 version's objects under their own prefix and then ``versions.json`` with a conditional put (the
-commit); :func:`load_model` reads ``versions.json`` and then that prefix. The lock does not exist
-there: whatever needs it (update, rollback, prune) is refused (:func:`refuse_remote_lock`).
+commit); :func:`load_model` reads ``versions.json`` and then that prefix. The lock there is a lease
+object, ``MODEL/.lease.json`` instead of ``MODEL/.lock`` (:mod:`topicflow.io.models.lease`), on object
+stores with conditional writes (s3://, memory://); elsewhere whatever needs it (update, rollback,
+prune) is refused (:func:`refuse_remote_lock`).
 """
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ import json
 import shutil
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -52,7 +56,6 @@ from topicflow.errors import (
     ModelFormatError,
     ModelNotFoundError,
     StoreExistsError,
-    UnsupportedStorageError,
 )
 from topicflow.io import storage
 from topicflow.io._atomic import (
@@ -66,7 +69,10 @@ from topicflow.io._atomic import (
 from topicflow.io._zarr import check_format, read_arrays
 from topicflow.io.corpus.reader import read_vocabulary
 from topicflow.io.corpus.writer import write_vocabulary
+from topicflow.io.models import lease as lease_module
 from topicflow.io.models.info import ModelInfo
+from topicflow.io.models.lease import LEASE_FILE as LEASE_FILE_REMOTE
+from topicflow.io.models.lease import ModelLease
 from topicflow.io.models.validation import model_problems
 from topicflow.io.storage import Location, StoragePath, url_of
 from topicflow.models.common.vocabulary import Vocabulary
@@ -274,6 +280,23 @@ def read_version_index(path: Location) -> VersionIndex | None:
     return VersionIndex.from_dict(payload, path=str(file))
 
 
+def read_remote_index(url: str) -> tuple[VersionIndex, tuple[bytes, str | None]]:
+    """The index of the model at ``url`` and ``versions.json`` as read (what a conditional commit compares with).
+
+    Raises
+    ------
+    ModelNotFoundError
+        No ``versions.json`` at ``url``.
+    """
+    index_url = f"{url}/{VERSIONS_JSON}"
+    tagged = storage.read_tagged(index_url)
+    if tagged is None:
+        raise ModelNotFoundError(
+            f"no topicflow model at {url!r} (no {VERSIONS_JSON}; an interrupted save leaves none); fit one with "
+            f"`topicflow fit STORE --model {url}`.", path=url)
+    return _parse_index(tagged[0], index_url), tagged
+
+
 def _parse_index(data: bytes, where: str) -> VersionIndex:
     try:
         payload = json.loads(data)
@@ -337,23 +360,29 @@ def lock_key(path: Path) -> str:
     return str((Path(path) / LOCK_FILE).resolve())
 
 
-def holds_model_lock(path: Path) -> bool:
-    """Whether the calling thread holds :func:`model_lock` on the model at ``path``."""
+def holds_model_lock(path: Location) -> bool:
+    """Whether the calling thread holds :func:`model_lock` on the model at ``path`` (local or URL)."""
+    url = url_of(path)
+    if url is not None:
+        return held_lease(url) is not None
     with _HELD_LOCKS_GUARD:
-        return _HELD_LOCKS.get(lock_key(path)) == threading.get_ident()
+        return _HELD_LOCKS.get(lock_key(cast(Path, path))) == threading.get_ident()
 
 
 @contextlib.contextmanager
-def model_lock(path: Path, *, action: str = "change") -> Iterator[None]:
-    """Hold the model's advisory lock (``MODEL/.lock``) or fail at once with LockedError.
+def model_lock(path: Location, *, action: str = "change") -> Iterator[None]:
+    """Hold the model's lock or fail at once with LockedError.
 
-    Re-entrant within one thread, so a caller holding the lock can also call
-    :func:`~topicflow.io.models.versions.rollback` or :func:`~topicflow.io.models.versions.prune_versions`.
-    See :func:`topicflow.io.models.versions.model_lock`, which documents it in full.
+    On a local disk the lock is advisory (``fcntl.flock`` on ``MODEL/.lock``); on object storage it is
+    a lease object, ``MODEL/.lease.json``, taken and renewed by conditional writes
+    (:mod:`topicflow.io.models.lease`). Re-entrant within one thread, so a caller holding the lock can
+    also call :func:`~topicflow.io.models.versions.rollback` or
+    :func:`~topicflow.io.models.versions.prune_versions`. See
+    :func:`topicflow.io.models.versions.model_lock`, which documents it in full.
 
     Parameters
     ----------
-    path : Path
+    path : Path or URL
         Model directory.
     action : str, default "change"
         What the caller is about to do, named in the error message.
@@ -368,10 +397,16 @@ def model_lock(path: Path, *, action: str = "change") -> Iterator[None]:
     ModelNotFoundError
         If ``path`` holds no model.
     LockedError
-        If another process holds the lock.
+        If another process holds the lock (on object storage: an unexpired lease).
+    UnsupportedStorageError
+        A URL whose object store has no conditional writes topicflow uses (``gs://``, ``az://``).
     """
-    refuse_remote_lock(path, action=action)
-    path = Path(path)
+    url = url_of(path)
+    if url is not None:
+        with remote_model_lock(url, action=action, require_model=True):
+            yield
+        return
+    path = Path(cast(Path, path))
     if not (path / VERSIONS_JSON).is_file() and not (path / MODEL_JSON).is_file():
         raise model_not_found(path)
     if holds_model_lock(path):
@@ -399,8 +434,79 @@ def model_lock(path: Path, *, action: str = "change") -> Iterator[None]:
                 _HELD_LOCKS.pop(key, None)
 
 
+#: Leases this process holds on models on object storage, by lease URL (beside :data:`_HELD_LOCKS`).
+_HELD_LEASES: dict[str, ModelLease] = {}
+
+
+@contextlib.contextmanager
+def remote_model_lock(url: str, *, action: str, require_model: bool = True,
+                      clock: lease_module.Clock | None = None) -> Iterator[ModelLease]:
+    """Hold the lease of the model at ``url`` (``URL/.lease.json``), renewed in the background.
+
+    Parameters
+    ----------
+    url : str
+        The model's URL.
+    action : str
+        Named in the lease and in errors.
+    require_model : bool, default True
+        Refuse a URL without ``versions.json`` (False for :func:`save_model` of a new model).
+    clock : callable, optional
+        Seconds since the epoch (default :func:`time.time`); tests inject one.
+
+    Yields
+    ------
+    ModelLease
+        The held lease (the same object for a re-entrant use by the holding thread).
+
+    Raises
+    ------
+    LockedError
+        Another process holds an unexpired lease.
+    UnsupportedStorageError
+        The object store has no conditional writes topicflow uses.
+    """
+    url = StoragePath(url).url  # one key per model, whatever trailing slash it was given with
+    refuse_remote_lock(url, action=action)
+    storage.check_bucket(StoragePath(url))
+    if require_model and storage.read_tagged(f"{url}/{VERSIONS_JSON}") is None:
+        raise ModelNotFoundError(
+            f"no topicflow model at {url!r} (no {VERSIONS_JSON}); fit one with `topicflow fit STORE --model {url}`.",
+            path=url)
+    key = f"{url}/{LEASE_FILE_REMOTE}"
+    with _HELD_LOCKS_GUARD:
+        mine = _HELD_LOCKS.get(key) == threading.get_ident()
+        held = _HELD_LEASES.get(key)
+    if mine and held is not None:
+        yield held
+        return
+    lease = ModelLease.acquire(key, action=action, model=url, clock=time.time if clock is None else clock)
+    with _HELD_LOCKS_GUARD:
+        _HELD_LOCKS[key], _HELD_LEASES[key] = threading.get_ident(), lease
+    try:
+        lease.start_renewing()
+        yield lease
+    finally:
+        with _HELD_LOCKS_GUARD:
+            _HELD_LOCKS.pop(key, None)
+            _HELD_LEASES.pop(key, None)
+        lease.release()
+
+
+def held_lease(url: str) -> ModelLease | None:
+    """The lease the calling thread holds on the model at ``url``, or None."""
+    key = f"{StoragePath(url).url}/{LEASE_FILE_REMOTE}"
+    with _HELD_LOCKS_GUARD:
+        if _HELD_LOCKS.get(key) != threading.get_ident():
+            return None
+        return _HELD_LEASES.get(key)
+
+
 def refuse_remote_lock(path: Any, *, action: str) -> None:
-    """Refuse an ``action`` that needs the model's lock (update, rollback, prune) on object storage.
+    """Refuse an ``action`` that needs the model's lock (update, rollback, prune) where no lock can be kept.
+
+    A local path, ``s3://`` and ``memory://`` pass (a file lock, or a lease object: docs/storage.md);
+    other object stores are refused, saying why.
 
     Parameters
     ----------
@@ -411,19 +517,11 @@ def refuse_remote_lock(path: Any, *, action: str) -> None:
     Raises
     ------
     UnsupportedStorageError
-        ``path`` is a URL.
+        ``path`` is a URL on an object store without the conditional writes the lease needs.
     """
     url = url_of(path)
-    if url is None:
-        return
-    raise UnsupportedStorageError(
-        f"cannot {action} model {url!r}: it is on object storage, where topicflow has no lock yet to keep two "
-        f"updates of one model from running at once (the lock is a local file lock, and object stores have "
-        f"none; a lease object is not implemented). Its versions can be read (topics, infer, export) and "
-        f"written by `fit --model {url} --overwrite`; to {action} it, copy it to a local disk, {action} the copy "
-        "and fit or upload from there (docs/storage.md).",
-        path=url,
-    )
+    if url is not None:
+        lease_module.require_lease_support(url, action=action)
 
 
 # ----------------------------------------------------------------------------- one model
@@ -760,31 +858,36 @@ def _remote_version(url: str, version: int | None) -> tuple[StoragePath, int]:
 def _save_remote(url: str, model: SavedModel, *, overwrite: bool) -> None:
     """:func:`save_model` on object storage: the version's objects first, ``versions.json`` last, conditionally.
 
-    The new version goes under its own prefix, ``versions/<N>/``, with N one more than the highest
-    version listed (1 for a new model), so the current version's objects are never touched. The
-    commit is one conditional put of ``versions.json``: ``If-None-Match: *`` for a new model,
-    ``If-Match`` on the ETag read before for an overwrite, so of two writers only one commits. After
-    the commit, prefixes under ``versions/`` that the index does not list (old versions of an
-    overwritten model, leftovers of a failed save) are deleted; a failure before it leaves the
-    previous ``versions.json`` and every version it lists untouched.
+    The model's lease is held throughout (where the object store supports one: s3://, memory://), so
+    no update, rollback or prune runs meanwhile. The new version goes under its own prefix,
+    ``versions/<N>/``, with N one more than the highest version listed (1 for a new model), so the
+    current version's objects are never touched. The commit is one conditional put of
+    ``versions.json``: ``If-None-Match: *`` for a new model, ``If-Match`` on the ETag read before for an
+    overwrite, so of two writers only one commits. After the commit, prefixes under ``versions/`` that
+    the index does not list (old versions of an overwritten model, leftovers of a failed save) are
+    deleted; a failure before it leaves the previous ``versions.json`` and every version it lists untouched.
     """
     storage.check_bucket(StoragePath(url))
     index_url = f"{url}/{VERSIONS_JSON}"
-    previous = storage.read_tagged(index_url)
-    if previous is not None and not overwrite:
+    if storage.read_tagged(index_url) is not None and not overwrite:
         raise StoreExistsError(
             f"model path {url!r} exists already; choose another path or pass --overwrite (overwrite=True) to "
             "replace it once the new model is complete.", path=url)
-    number = 1 if previous is None else _parse_index(previous[0], index_url).next_version
-    record = VersionRecord(version=number, created=utc_now(), kind="fit", summary=summary_of(model.info))
-    event = {"action": "commit", "time": record.created, "version": number, "kind": "fit", "previous": None}
-    index = VersionIndex(current=number, versions=(record,), history=(event,))
-    prefix = f"{url}/{VERSIONS_DIR}/{version_name(number)}"
-    staging = Path(tempfile.mkdtemp(prefix="topicflow-model-", dir=storage.staging_root()))
-    try:
-        write_model_dir(staging / "version", model)
-        storage.remove_prefix(prefix)  # leftovers of an earlier failed save of this number: never listed
-        storage.upload_files(staging / "version", prefix)
+    locked = (remote_model_lock(url, action="overwrite" if overwrite else "save", require_model=False)
+              if lease_module.supports_lease(url) else contextlib.nullcontext())
+    with locked as lease:
+        previous = storage.read_tagged(index_url)
+        if previous is not None and not overwrite:
+            raise StoreExistsError(
+                f"model path {url!r} exists already; choose another path or pass --overwrite (overwrite=True) to "
+                "replace it once the new model is complete.", path=url)
+        number = 1 if previous is None else _parse_index(previous[0], index_url).next_version
+        record = VersionRecord(version=number, created=utc_now(), kind="fit", summary=summary_of(model.info))
+        event = {"action": "commit", "time": record.created, "version": number, "kind": "fit", "previous": None}
+        index = VersionIndex(current=number, versions=(record,), history=(event,))
+        upload_version(url, number, model)
+        if lease is not None:
+            lease.renew()  # safe point: nobody took the lease over while this one uploaded
         try:
             storage.replace_object(index_url, index_bytes(index), previous=previous)
         except FileExistsError as exc:
@@ -792,9 +895,25 @@ def _save_remote(url: str, model: SavedModel, *, overwrite: bool) -> None:
                 f"model {url!r} was saved by another writer while this one uploaded (its {VERSIONS_JSON} "
                 "changed), so this save did not commit; the other writer's model is current. Run it again to "
                 "replace that one.", path=url) from exc
+        remove_remote_debris(url, index)
+
+
+def upload_version(url: str, number: int, model: SavedModel) -> str:
+    """Write ``model`` under ``URL/versions/<number>/`` (built locally, then uploaded); return that prefix.
+
+    Objects already under that prefix (leftovers of a failed or killed earlier write of the same
+    number, which no index lists) are deleted first. Nothing lists the prefix until the caller
+    commits ``versions.json``.
+    """
+    prefix = f"{url}/{VERSIONS_DIR}/{version_name(number)}"
+    staging = Path(tempfile.mkdtemp(prefix="topicflow-model-", dir=storage.staging_root()))
+    try:
+        write_model_dir(staging / "version", model)
+        storage.remove_prefix(prefix)  # leftovers of an earlier failed save of this number: never listed
+        storage.upload_files(staging / "version", prefix)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    remove_remote_debris(url, index)
+    return prefix
 
 
 def remove_remote_debris(url: str, index: VersionIndex) -> list[str]:

@@ -6,6 +6,12 @@ then makes it current by atomically rewriting ``MODEL/versions.json`` (the layou
 previous current version loadable and untouched, and rerunning the update redoes the work and
 removes what the crashed run left. This module does file operations only; it never fits.
 
+On object storage (s3://, memory://) the same functions work on a URL: the lock is a lease object
+(:mod:`topicflow.io.models.lease`), a new version's objects are uploaded under ``versions/<N>/`` first,
+the lease is renewed (so nobody took it over meanwhile) and ``versions.json`` is then replaced by a
+conditional put (``If-Match`` on the ETag read under the lease): that put is the only thing that changes
+the current version. Other object stores are refused (docs/storage.md).
+
 Typical use by an update driver::
 
     with model_lock(path, action="update"):
@@ -21,9 +27,10 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
-from topicflow.errors import InvalidParameterError
+from topicflow.errors import InvalidParameterError, LockedError
+from topicflow.io import storage
 from topicflow.io._atomic import fsync_directory, read_json, temporary_sibling
 from topicflow.io.models import store as model_store
 from topicflow.io.models.info import ModelInfo
@@ -35,18 +42,27 @@ from topicflow.io.models.store import (
     SavedModel,
     VersionIndex,
     VersionRecord,
+    held_lease,
     holds_model_lock,
+    index_bytes,
     is_legacy_model,
     model_not_found,
     parse_version_kind,
+    read_remote_index,
     read_version_index,
+    remove_remote_debris,
     summary_of,
+    upload_version,
     utc_now,
     version_name,
     version_path,
     write_model_dir,
     write_version_index,
 )
+from topicflow.io.storage import Location, StoragePath, as_location, url_of
+
+#: A model's location as callers give it: a local path, a URL string, or a StoragePath.
+ModelPath = str | os.PathLike[str] | StoragePath
 
 __all__ = ["VersionInfo", "commit_version", "list_versions", "model_lock", "prune_versions", "rollback"]
 
@@ -81,17 +97,21 @@ class VersionInfo:
                 "summary": dict(self.summary), "is_current": self.is_current, "parent": self.parent}
 
 
-def model_lock(path: str | os.PathLike[str], *, action: str = "change") -> contextlib.AbstractContextManager[None]:
+def model_lock(path: ModelPath, *, action: str = "change") -> contextlib.AbstractContextManager[None]:
     """Context manager holding the model's exclusive lock, so two updates of one model cannot run at once.
 
-    The lock is advisory (``fcntl.flock`` on ``MODEL/.lock``), taken without waiting, and released
-    when the block exits or the process dies, so a crash never leaves a stale lock. It is re-entrant
-    within one thread: :func:`rollback` and :func:`prune_versions` take it themselves and also work
-    inside the block.
+    On a local disk the lock is advisory (``fcntl.flock`` on ``MODEL/.lock``), taken without waiting,
+    and released when the block exits or the process dies, so a crash never leaves a stale lock. On
+    object storage (s3://, memory://) it is a lease object, ``MODEL/.lease.json``, created or taken over
+    by a conditional put, renewed from a background thread every third of its duration
+    (``topicflow.model-lease-seconds``, default 600 s) and released when the block exits; a killed
+    holder's lease expires after at most that duration (at once for a rerun on the same machine). It
+    is re-entrant within one thread: :func:`rollback` and :func:`prune_versions` take it themselves and
+    also work inside the block.
 
     Parameters
     ----------
-    path : path
+    path : path or URL
         The model directory.
     action : str
         What the holder is about to do, a noun for the error message (``"update"``, ``"rollback"``, ...).
@@ -103,23 +123,28 @@ def model_lock(path: str | os.PathLike[str], *, action: str = "change") -> conte
     Raises
     ------
     LockedError
-        Another process (or thread) holds the lock; the message says what is happening and what to do.
+        Another process (or thread) holds the lock; the message says who, what it does and, on object
+        storage, until when.
     ModelNotFoundError
         No model at ``path``.
+    UnsupportedStorageError
+        A URL on an object store without the conditional writes the lease needs (gs://, az://).
 
     Examples
     --------
     >>> with model_lock("model", action="update"):                      # doctest: +SKIP
     ...     commit_version("model", new_model, kind="update", summary={"n_docs": 1200})
     """
-    return model_store.model_lock(Path(path), action=action)
+    return model_store.model_lock(_where(path), action=action)
 
 
-def commit_version(path: str | os.PathLike[str], model: SavedModel, *, kind: str,
+def commit_version(path: ModelPath, model: SavedModel, *, kind: str,
                    summary: Mapping[str, Any]) -> int:
     """Write ``model`` as the next version of the model at ``path`` and make it current.
 
-    The caller holds :func:`model_lock`. Steps: convert a legacy (unversioned) model to the
+    The caller holds :func:`model_lock`. On object storage (a URL) the version's objects are uploaded
+    under ``versions/<N>/``, the lease is renewed and ``versions.json`` replaced by a conditional put;
+    on a local disk the steps are: convert a legacy (unversioned) model to the
     versioned layout (its content becomes version 1); remove unlisted directories under
     ``versions/`` left by a crashed earlier commit; write the new version under a hidden temporary
     name in ``versions/``; rename it to the next number; atomically rewrite ``versions.json`` with
@@ -156,9 +181,12 @@ def commit_version(path: str | os.PathLike[str], model: SavedModel, *, kind: str
     ...     commit_version("model", new_model, kind="update", summary={"n_docs": 1200})
     2
     """
-    path = Path(path)
     kind = parse_version_kind(kind)
     summary = _json_dict(summary)
+    url = _url(path)
+    if url is not None:
+        return _commit_remote(url, model, kind=kind, summary=summary)
+    path = Path(cast(Path, path))
     if not holds_model_lock(path):
         raise RuntimeError(f"commit_version({str(path)!r}) must run inside `with model_lock({str(path)!r}):`.")
     index = _index_converting_legacy(path)
@@ -177,7 +205,7 @@ def commit_version(path: str | os.PathLike[str], model: SavedModel, *, kind: str
     return new_index.current
 
 
-def list_versions(path: str | os.PathLike[str]) -> list[VersionInfo]:
+def list_versions(path: ModelPath) -> list[VersionInfo]:
     """Every version of the model at ``path``, oldest first, the current one marked.
 
     A legacy (unversioned) model lists as its single version 1, without being converted.
@@ -200,12 +228,12 @@ def list_versions(path: str | os.PathLike[str]) -> list[VersionInfo]:
     >>> [(v.version, v.kind, v.is_current) for v in list_versions("model")]   # doctest: +SKIP
     [(1, 'fit', False), (2, 'update', True)]
     """
-    index = _read_index(Path(path))
+    index = _read_index(_where(path))
     return [VersionInfo(version=r.version, created=r.created, kind=r.kind, summary=dict(r.summary),
                         is_current=r.version == index.current, parent=r.parent) for r in index.versions]
 
 
-def rollback(path: str | os.PathLike[str], version: int) -> None:
+def rollback(path: ModelPath, version: int) -> None:
     """Make ``version`` the current version of the model at ``path`` (under the model's lock).
 
     Nothing is deleted: later versions stay listed (roll forward by rolling back to them), and the
@@ -229,7 +257,11 @@ def rollback(path: str | os.PathLike[str], version: int) -> None:
     --------
     >>> rollback("model", 1)                                   # doctest: +SKIP
     """
-    path = Path(path)
+    url = _url(path)
+    if url is not None:
+        _rollback_remote(url, version)
+        return
+    path = Path(cast(Path, path))
     with model_lock(path, action="rollback"):
         index = _read_index(path)
         index.require(version, path=str(path))
@@ -240,11 +272,14 @@ def rollback(path: str | os.PathLike[str], version: int) -> None:
                                                history=index.history + (event,)))
 
 
-def prune_versions(path: str | os.PathLike[str], keep: int) -> list[int]:
+def prune_versions(path: ModelPath, keep: int) -> list[int]:
     """Remove the oldest versions beyond the newest ``keep`` (never the current one), under the lock.
 
     ``versions.json`` is rewritten first and the directories deleted after, so a crash in between
-    leaves unlisted directories that the next commit or prune removes.
+    leaves unlisted directories that the next commit or prune removes. On object storage the rewrite
+    is a conditional put under the model's lease, and only prefixes the new index does not list are
+    deleted: never the current version, and never a version being written (only the lease holder
+    writes one, and that is this call).
 
     Parameters
     ----------
@@ -274,7 +309,10 @@ def prune_versions(path: str | os.PathLike[str], keep: int) -> list[int]:
     """
     if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
         raise InvalidParameterError(f"keep must be a positive integer, got {keep!r}.")
-    path = Path(path)
+    url = _url(path)
+    if url is not None:
+        return _prune_remote(url, keep)
+    path = Path(cast(Path, path))
     with model_lock(path, action="prune"):
         index = read_version_index(path)
         if index is None:  # a legacy model: one version, always current
@@ -319,8 +357,80 @@ def remove_version_debris(path: Path, index: VersionIndex) -> list[str]:
 # ----------------------------------------------------------------------------- helpers
 
 
-def _read_index(path: Path) -> VersionIndex:
+def _url(path: Any) -> str | None:
+    """The model's URL without a trailing slash (one lease key per model), or None for a local path."""
+    url = url_of(path)
+    return None if url is None else StoragePath(url).url
+
+
+def _where(path: ModelPath | Location) -> Location:
+    """A local :class:`~pathlib.Path`, or the URL (also one ``pathlib`` collapsed) as a StoragePath."""
+    url = _url(path)
+    return as_location(url) if url is not None else Path(cast(Path, path))
+
+
+def _lease_of(url: str, caller: str) -> Any:
+    lease = held_lease(url)
+    if lease is None:
+        raise RuntimeError(f"{caller}({url!r}) must run inside `with model_lock({url!r}):`.")
+    return lease
+
+
+def _commit_index(url: str, index: VersionIndex, previous: tuple[bytes, str | None], *, action: str) -> None:
+    """Replace ``URL/versions.json`` by ``index`` if it still is ``previous``, after renewing the lease."""
+    _lease_of(url, action).renew()  # safe point: raises if another process took the lease over
+    try:
+        storage.replace_object(f"{url}/{VERSIONS_JSON}", index_bytes(index), previous=previous)
+    except FileExistsError as exc:
+        raise LockedError(
+            f"model {url!r} was changed by another writer during this {action} (its {VERSIONS_JSON} is no longer "
+            f"the one read under the lease), so this {action} did not commit; the other writer's version is "
+            "current. Run it again.", path=url) from exc
+
+
+def _commit_remote(url: str, model: SavedModel, *, kind: str, summary: dict[str, Any]) -> int:
+    """:func:`commit_version` on object storage: upload ``versions/<N>/``, renew, conditional put of the index."""
+    _lease_of(url, "commit_version")
+    index, previous = read_remote_index(url)
+    remove_remote_debris(url, index)  # leftovers of a killed commit; the lease holder is the only writer
+    new_index = index.with_new_version(kind=kind, summary=summary)
+    upload_version(url, new_index.current, model)
+    _commit_index(url, new_index, previous, action="commit")
+    return new_index.current
+
+
+def _rollback_remote(url: str, version: int) -> None:
+    with model_lock(url, action="rollback"):
+        index, previous = read_remote_index(url)
+        index.require(version, path=url)
+        if version == index.current:
+            return
+        event = {"action": "rollback", "time": utc_now(), "from": index.current, "to": version}
+        _commit_index(url, VersionIndex(current=version, versions=index.versions, history=index.history + (event,)),
+                      previous, action="rollback")
+
+
+def _prune_remote(url: str, keep: int) -> list[int]:
+    with model_lock(url, action="prune"):
+        index, previous = read_remote_index(url)
+        newest = set(index.numbers[-keep:])
+        removed = [n for n in index.numbers if n not in newest and n != index.current]
+        if removed:
+            event = {"action": "prune", "time": utc_now(), "removed": removed, "keep": keep}
+            index = VersionIndex(current=index.current,
+                                 versions=tuple(r for r in index.versions if r.version not in removed),
+                                 history=index.history + (event,))
+            _commit_index(url, index, previous, action="prune")
+        remove_remote_debris(url, index)  # after the commit: only prefixes the index no longer lists
+        return removed
+
+
+def _read_index(path: Location) -> VersionIndex:
     """The model's index; a legacy model reads as one version, 1, without being converted."""
+    url = _url(path)
+    if url is not None:
+        return read_remote_index(url)[0]
+    path = Path(cast(Path, path))
     index = read_version_index(path)
     if index is not None:
         return index
