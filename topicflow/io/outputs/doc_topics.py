@@ -123,9 +123,11 @@ def commit_doc_topics(tmp: Location | str, path: Path | str | StoragePath, *, ov
         Final location of the output.
     overwrite : bool
         Replace an existing output at ``path``; without it an existing path is an error.
-    n_topics, topic_names, shard_ids
-        On object storage only: the root group's description (as given to :func:`create_doc_topics`),
-        put last.
+    n_topics : int, optional
+        On object storage only (with ``topic_names`` and ``shard_ids``): the root group's description,
+        as given to :func:`create_doc_topics`, put last.
+    topic_names : sequence of str, optional
+    shard_ids : sequence of str, optional
 
     Raises
     ------
