@@ -447,7 +447,7 @@ def check_fit_outputs(model_path: str | Path, *, doc_topics: str | Path | None, 
     resume : bool
     overwrite : bool
     remote_checkpoint : bool, default False
-        Whether the method keeps its checkpoint on object storage too (the variational methods);
+        Whether the method keeps its checkpoint on object storage too (batch, online and svb VB);
         else a URL checkpoint (also the default one beside a model on object storage) is refused.
 
     Returns
@@ -474,7 +474,7 @@ def check_fit_outputs(model_path: str | Path, *, doc_topics: str | Path | None, 
     path = checkpoint_path or default_checkpoint_path(model_path)
     if not remote_checkpoint:
         require_local(path, what="checkpoint", option="fit --checkpoint; by default MODEL.checkpoint beside the "
-                      "model; object storage keeps the checkpoints of --method batch, online, hybrid and svb")
+                      "model; object storage keeps the checkpoints of --method batch, online and svb")
     location = prepare_output(path, what="checkpoint", option="fit --checkpoint", overwrite=True,
                               markers=CHECKPOINT_MARKERS)
     if resume and (location / "latest.json").exists():
@@ -1167,7 +1167,7 @@ def trace_lines(estimator: LDA) -> list[str]:
     return lines
 
 
-def format_topics(model_path: str, top: int, *, all_topics: bool = False) -> dict[str, Any]:
+def format_topics(model_path: str | Path, top: int, *, all_topics: bool = False) -> dict[str, Any]:
     """Return the topics of a saved model with their most probable terms, as JSON-able data.
 
     Parameters
@@ -1227,8 +1227,9 @@ def format_topics(model_path: str, top: int, *, all_topics: bool = False) -> dic
               show_default=True, type=click.IntRange(min=0),
               help="Tree models: concepts listed per topic (with --paths).")
 @click.option("--format", "fmt", type=click.Choice(choices(OutputFormat)), default="text", show_default=True)
+@storage_options_option
 @reports_errors
-def topics(model_path: str, top: int, all_topics: bool, paths: bool | None, n_concepts: int, fmt: str) -> None:
+def topics(model_path: str | Path, top: int, all_topics: bool, paths: bool | None, n_concepts: int, fmt: str) -> None:
     """Print each topic's top terms (side by side per language), by decreasing alpha.
 
     An HDP model shows its topics in use (by stick weight, with their share of the tokens) and how many

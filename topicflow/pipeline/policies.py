@@ -24,7 +24,7 @@ class CheckpointPolicy:
     :mod:`topicflow.io.models.checkpoint`).
 
     ``path`` may be a :class:`~topicflow.io.storage.StoragePath` (a URL on object storage) for the
-    variational methods (batch, online, hybrid, svb), whose drivers keep their checkpoint with
+    variational methods (batch, online, svb; either E-step), whose drivers keep their checkpoint with
     :mod:`topicflow.io.models.checkpoint`; the other methods need a local path (docs/storage.md). A URL
     that ``pathlib`` collapsed (``Path("s3://b/c")``) is refused: pass ``StoragePath(url)``.
     """
