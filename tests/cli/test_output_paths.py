@@ -19,8 +19,9 @@ from __future__ import annotations
 import io
 import json
 import re
+import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import pytest
@@ -280,9 +281,21 @@ def test_stream_checkpointed_on_s3_and_resumed_equals_the_uninterrupted_local_ru
     assert sorted(p.rsplit("/", 1)[-1] for p in fs.ls(f"{s3_bucket}/olda/state", refresh=True))[1:] == ["stream.json"]
 
 
-def test_stream_state_on_s3_survives_an_interrupted_save(s3_bucket: str, s3_server: Any,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    state = StoragePath(f"s3://{s3_bucket}/out/state")
+@pytest.fixture
+def memory_root() -> Iterator[str]:
+    """A fresh root on fsspec's in-process filesystem (the commit logic is that of s3://, without its requests)."""
+    import fsspec
+
+    root = f"/tf-{uuid.uuid4().hex[:12]}"
+    yield root
+    fsspec.filesystem("memory").rm(root, recursive=True)
+
+
+def test_stream_state_on_object_storage_survives_an_interrupted_save(memory_root: str,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import fsspec
+
+    state = StoragePath(f"memory://{memory_root}/out/state")
     first = [({"counts": np.arange(6, dtype=np.int64).reshape(2, 3)}, {"kind": "olda", "position": 10})]
     write_stream_state(state, {"records": [1]}, first)
 
@@ -297,14 +310,15 @@ def test_stream_state_on_s3_survives_an_interrupted_save(s3_bucket: str, s3_serv
     info, runs = read_stream_state(state)
     assert info["records"] == [1] and runs[0][1]["position"] == 10
     assert_array_equal(runs[0][0]["counts"], first[0][0]["counts"])
-    assert len(s3_server.filesystem().ls(f"{s3_bucket}/out/state")) == 2  # stream.json and the runs it names
+    assert len(fsspec.filesystem("memory").ls(f"{memory_root}/out/state")) == 2  # stream.json and the runs it names
 
 
-def test_fit_checkpoint_on_s3_round_trips_and_survives_an_interrupted_write(
-    made: dict[str, Path], s3_bucket: str, monkeypatch: pytest.MonkeyPatch,
+def test_fit_checkpoint_on_object_storage_round_trips_and_survives_an_interrupted_write(
+    made: dict[str, Path], memory_root: str, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """On s3:// a checkpointed fit is run by tests/pipeline/test_models_on_s3.py."""
     saved = load_model(made["model"])
-    path = StoragePath(f"s3://{s3_bucket}/m.checkpoint")
+    path = StoragePath(f"memory://{memory_root}/m.checkpoint")
     fingerprint = {"method": "batch", "settings": {"n_topics": 2}}
     write_checkpoint(path, Checkpoint(saved.state, {"iteration": 1}, [{"elbo": -1.0}], fingerprint),
                      saved.vocabularies)
@@ -322,7 +336,7 @@ def test_fit_checkpoint_on_s3_round_trips_and_survives_an_interrupted_write(
     assert_array_equal(found.state.topic_word_var["default"], saved.state.topic_word_var["default"])
     write_checkpoint(path, Checkpoint(saved.state, {"iteration": 2}, [{}, {}], fingerprint), saved.vocabularies)
     assert read_checkpoint(path, fingerprint).position == {"iteration": 2}  # type: ignore[union-attr]
-    assert read_checkpoint(Path(f"s3://{s3_bucket}/m.checkpoint"), fingerprint) is not None  # a collapsed URL too
+    assert read_checkpoint(Path(f"memory://{memory_root}/m.checkpoint"), fingerprint) is not None  # a collapsed URL
 
 
 def test_a_url_checkpoint_of_a_method_that_keeps_it_locally_is_refused(made: dict[str, Path], tmp_path: Path) -> None:

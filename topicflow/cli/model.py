@@ -126,7 +126,7 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
                                    "--optimize-eta": "--optimize-topic-word-prior", "--iterations": "--max-iter",
                                    "--doc-iterations": "--max-doc-iter"}))
 @click.argument("store", type=click.Path(file_okay=False))
-@click.option("--model", "model_path", required=True, type=LOCATION, help="Directory to save the model to.")
+@click.option("--model", "model_path", required=True, type=LOCATION, help="Directory to save the model to (a path, or a URL: docs/storage.md).")
 @click.option("--topics", "n_topics", default=None, type=click.IntRange(min=1),
               help="Number of topics K (required unless --preset sets it).")
 @click.option("--family", type=click.Choice(choices(Family)), default=None,
@@ -1387,7 +1387,8 @@ def tree_topic_lines(listing: dict[str, Any]) -> list[str]:
 @click.command()
 @click.argument("model_path", metavar="MODEL", type=LOCATION)
 @click.argument("store", type=click.Path(file_okay=False))
-@click.option("--out", required=True, type=LOCATION, help="zarr path for the document topics.")
+@click.option("--out", required=True, type=LOCATION,
+              help="zarr path for the document topics (a path, or a URL: docs/storage.md).")
 @click.option("--overwrite", is_flag=True)
 @storage_options_option
 @cluster_options
@@ -1529,7 +1530,8 @@ def features_lines(scores: FeaturesResult) -> list[str]:
 
 @click.command()
 @click.argument("model_path", metavar="MODEL", type=LOCATION)
-@click.option("--out", required=True, type=LOCATION, help="Output file (.npz, or .json for pyldavis).")
+@click.option("--out", required=True, type=LOCATION,
+              help="Output file (.npz, or .json for pyldavis); a path, or a URL (docs/storage.md).")
 @click.option("--format", "fmt", type=click.Choice(choices(ExportFormat)), default="npz", show_default=True,
               help="npz: the model's arrays; pyldavis: the arguments of pyLDAvis.prepare as JSON (needs --corpus; "
                    "pass sort_topics=False to keep the topic order).")
