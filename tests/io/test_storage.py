@@ -119,7 +119,7 @@ def test_failed_publish_leaves_no_store(memory_root: str, monkeypatch: pytest.Mo
 
 
 def test_outputs_other_than_models_on_object_storage_are_refused_clearly() -> None:
-    with pytest.raises(UnsupportedStorageError, match=r"'s3://bucket/report' \(report --out\).*not keep reports yet"):
+    with pytest.raises(UnsupportedStorageError, match=r"'s3://bucket/report' \(report --out\).*not keep this report yet"):
         check_output_path(Path("s3://bucket/report"), overwrite=False, what="report")  # pathlib made it s3:/bucket
     with pytest.raises(UnsupportedStorageError, match="cannot update model 'gs://models/lda'.*conditional puts"):
         with model_lock(Path("gs://models/lda"), action="update"):  # s3:// and memory:// have a lease

@@ -268,8 +268,27 @@ class LocationType(click.ParamType):
         return str(value)
 
 
-#: Parameter type of the paths that may be URLs (corpus stores and inputs: docs/storage.md).
+#: Parameter type of the paths that may be URLs (corpus stores and inputs, models, outputs: docs/storage.md).
 LOCATION = LocationType()
+
+
+def model_location(value: str | os.PathLike[str]) -> Path:
+    """A MODEL argument (a :data:`LOCATION` value) as :mod:`topicflow.io.models.store` takes it.
+
+    Parameters
+    ----------
+    value : str or Path
+        A local path, or a URL kept as the string.
+
+    Returns
+    -------
+    Path
+        A :class:`~pathlib.Path`, or for a URL a :class:`~topicflow.io.storage.StoragePath`, which the
+        model functions accept although they are annotated with ``Path``.
+    """
+    from topicflow.io.output_paths import output_location
+
+    return cast(Path, output_location(value))
 
 
 def parse_storage_options(values: tuple[str, ...] | list[str]) -> dict[str, Any]:

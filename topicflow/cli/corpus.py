@@ -143,6 +143,10 @@ def ingest(inputs: tuple[Path, ...], out: Path, overwrite: bool, fields: FieldSp
     files one document per row. With --keep-order the store also holds every document's tokens in
     order (later appends keep it).
     """
+    from topicflow.io.output_paths import STORE_LEFTOVERS, STORE_MARKERS, prepare_output
+
+    prepare_output(out, what="store", option="ingest --out", overwrite=overwrite, markers=STORE_MARKERS,
+                   leftovers=STORE_LEFTOVERS)
     tokenizer = TokenizerConfig.from_options(**tokenizer_options)
     prune = PruneConfig(min_df=min_df, max_df_fraction=max_df_fraction, max_vocab=max_vocab)
     with connect(cluster) as client:

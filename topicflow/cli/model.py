@@ -29,8 +29,10 @@ from topicflow._typing import (
 from topicflow.cli import LazyDefault
 from topicflow.cli._aliases import renamed_options
 from topicflow.cli._common import (
+    LOCATION,
     apply_preset,
     cluster_options,
+    model_location,
     preset_option,
     progress_reporter,
     reports_errors,
@@ -53,6 +55,7 @@ if TYPE_CHECKING:
     from topicflow.metrics.classification import ClassificationScores
     from topicflow.pipeline.evaluation.features import FeaturesResult
     from topicflow.pipeline.evaluation.heldout import HeldoutResult
+    from topicflow.pipeline.policies import CheckpointPolicy
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +126,7 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
                                    "--optimize-eta": "--optimize-topic-word-prior", "--iterations": "--max-iter",
                                    "--doc-iterations": "--max-doc-iter"}))
 @click.argument("store", type=click.Path(file_okay=False))
-@click.option("--model", "model_path", required=True, type=click.Path(), help="Directory to save the model to.")
+@click.option("--model", "model_path", required=True, type=LOCATION, help="Directory to save the model to (a path, or a URL: docs/storage.md).")
 @click.option("--topics", "n_topics", default=None, type=click.IntRange(min=1),
               help="Number of topics K (required unless --preset sets it).")
 @click.option("--family", type=click.Choice(choices(Family)), default=None,
@@ -220,10 +223,10 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
                    "further apart.")
 @click.option("--checkpoint-every", default=None, type=click.IntRange(min=1),
               help="Write the driver state every N iterations (batch) or minibatches (online).")
-@click.option("--checkpoint", "checkpoint_path", default=None, type=click.Path(),
+@click.option("--checkpoint", "checkpoint_path", default=None, type=LOCATION,
               help="Checkpoint directory (default: MODEL.checkpoint beside the model).")
 @click.option("--resume", is_flag=True, help="Continue from the checkpoint of an interrupted run with the same settings.")
-@click.option("--doc-topics", type=click.Path(), default=None, help="Also write normalized document topics to this zarr path.")
+@click.option("--doc-topics", type=LOCATION, default=None, help="Also write normalized document topics to this zarr path.")
 @click.option("--split-every", default=None, type=click.IntRange(min=2),
               help="Fan-in of the statistics tree reduction (default: topicflow.split-every, or 2 for batch VB "
                    "when 8 x K x V >= 256 MB).")
@@ -333,18 +336,15 @@ def fit(store: str, model_path: str, n_topics: int | None, family: str | None, m
         raise click.UsageError("--eval-every scores the --test store along the fit; give --test STORE")
     # Only the chosen family's estimator is imported (the others cost start-up time: issue 22.3).
     from topicflow.api.lda import LDA
-    from topicflow.io._atomic import check_output_path
     from topicflow.io.corpus.reader import Corpus
-    from topicflow.io.models.checkpoint import (
-        default_checkpoint_path,
-        remove_checkpoint,
-    )
-    from topicflow.pipeline.policies import CheckpointPolicy
+    from topicflow.io.models.checkpoint import remove_checkpoint
 
     corpus = Corpus.open(store)
     test_corpus = None if test_store is None else Corpus.open(test_store)
-    check_output_path(Path(model_path), overwrite=overwrite, what="model")
     collapsed = method in COLLAPSED_METHODS
+    checkpoint = check_fit_outputs(model_path, doc_topics=doc_topics, checkpoint_path=checkpoint_path,
+                                   checkpoint_every=checkpoint_every, resume=resume, overwrite=overwrite,
+                                   remote_checkpoint=family != "hdp" and not collapsed)
     estimator: LDA | HDP
     if family == "hdp":
         from topicflow.api.hdp import HDP
@@ -379,12 +379,6 @@ def fit(store: str, model_path: str, n_topics: int | None, family: str | None, m
             else:
                 estimator._online_config()
         what = f"K={values['n_topics']} by {'streaming (svb) VB' if method == 'svb' else method if collapsed else method + ' VB'}"
-    checkpoint = None
-    if checkpoint_every or resume:
-        path = Path(checkpoint_path) if checkpoint_path else default_checkpoint_path(Path(model_path))
-        checkpoint = CheckpointPolicy(path, every=checkpoint_every or 1, resume=resume)
-        if resume and (path / "latest.json").exists():
-            click.echo(f"resuming from checkpoint {path}", err=True)
     click.echo(f"fitting {what} on {corpus!r}", err=True)
     progress = progress_reporter()
     with connect(cluster) as client:
@@ -420,7 +414,7 @@ def fit(store: str, model_path: str, n_topics: int | None, family: str | None, m
         if doc_topics:
             from topicflow.pipeline.vb.infer import infer_doc_topics
 
-            written = infer_doc_topics(estimator.model_, corpus, Path(doc_topics), client=client,
+            written = infer_doc_topics(estimator.model_, corpus, doc_topics, client=client,
                                        overwrite=overwrite, progress=progress)
             click.echo(f"wrote document topics of {written} documents to {doc_topics}", err=True)
 
@@ -433,6 +427,60 @@ GIBBS_READS = frozenset({"store", "model_path", "method", "family", "n_topics", 
                          "doc_topics"})
 #: Sweeps between held-out scores of ``fit --method gibbs --test`` when --eval-every is not given.
 GIBBS_EVAL_EVERY = 10
+
+
+def check_fit_outputs(model_path: str | Path, *, doc_topics: str | Path | None, checkpoint_path: str | Path | None,
+                      checkpoint_every: int | None, resume: bool, overwrite: bool,
+                      remote_checkpoint: bool = False) -> CheckpointPolicy | None:
+    """Check every output of ``fit`` by the output-path rules before any work; return the checkpoint policy.
+
+    The model (``--model``), the document topics (``--doc-topics``) and the checkpoint (``--checkpoint``,
+    by default ``MODEL.checkpoint``, which is written over whenever a fit does not ``--resume``) go
+    through :func:`topicflow.io.output_paths.prepare_output`, on local disk or object storage alike.
+
+    Parameters
+    ----------
+    model_path : path or URL
+    doc_topics : path or URL, optional
+    checkpoint_path : path or URL, optional
+    checkpoint_every : int or None
+    resume : bool
+    overwrite : bool
+    remote_checkpoint : bool, default False
+        Whether the method keeps its checkpoint on object storage too (batch, online and svb VB);
+        else a URL checkpoint (also the default one beside a model on object storage) is refused.
+
+    Returns
+    -------
+    CheckpointPolicy or None
+        None when the fit keeps no checkpoint (neither ``--checkpoint-every`` nor ``--resume``).
+    """
+    from topicflow.io.models.checkpoint import (
+        CHECKPOINT_MARKERS,
+        default_checkpoint_path,
+    )
+    from topicflow.io.output_paths import MODEL_LEFTOVERS, MODEL_MARKERS, prepare_output
+    from topicflow.io.outputs.doc_topics import DOC_TOPICS_LEFTOVERS, DOC_TOPICS_MARKERS
+    from topicflow.io.storage import require_local
+    from topicflow.pipeline.policies import CheckpointPolicy
+
+    prepare_output(model_path, what="model", option="fit --model", overwrite=overwrite, markers=MODEL_MARKERS,
+                   leftovers=MODEL_LEFTOVERS)
+    if doc_topics:
+        prepare_output(doc_topics, what="document-topic output", option="fit --doc-topics", overwrite=overwrite,
+                       markers=DOC_TOPICS_MARKERS, leftovers=DOC_TOPICS_LEFTOVERS)
+    if not (checkpoint_every or resume):
+        return None
+    path = checkpoint_path or default_checkpoint_path(model_path)
+    if not remote_checkpoint:
+        require_local(path, what="checkpoint", option="fit --checkpoint; by default MODEL.checkpoint beside the "
+                      "model; object storage keeps the checkpoints of --method batch, online and svb")
+    location = prepare_output(path, what="checkpoint", option="fit --checkpoint", overwrite=True,
+                              markers=CHECKPOINT_MARKERS)
+    if resume and (location / "latest.json").exists():
+        click.echo(f"resuming from checkpoint {location}", err=True)
+    # A StoragePath for a URL: the variational drivers pass it on to io.models.checkpoint, which takes both.
+    return CheckpointPolicy(cast(Path, location), every=checkpoint_every or 1, resume=resume)
 
 
 def fit_gibbs(store: str, model_path: str, params: Any, *, cluster: ClusterConfig) -> None:
@@ -452,13 +500,8 @@ def fit_gibbs(store: str, model_path: str, params: Any, *, cluster: ClusterConfi
         No ``--topics``, ``--family hdp``, or options the sampler does not read.
     """
     from topicflow.api.lda import LDA
-    from topicflow.io._atomic import check_output_path
     from topicflow.io.corpus.reader import Corpus
-    from topicflow.io.models.checkpoint import (
-        default_checkpoint_path,
-        remove_checkpoint,
-    )
-    from topicflow.pipeline.policies import CheckpointPolicy
+    from topicflow.io.models.checkpoint import remove_checkpoint
     from topicflow.pipeline.vb.infer import infer_doc_topics
 
     unread = [name for name in params if name not in GIBBS_READS and name not in _CLUSTER_PARAMS and _typed(name)]
@@ -489,13 +532,8 @@ def fit_gibbs(store: str, model_path: str, params: Any, *, cluster: ClusterConfi
     corpus = Corpus.open(store)
     test_corpus = None if params["test_store"] is None else Corpus.open(params["test_store"])
     overwrite, resume = params["overwrite"], params["resume"]
-    check_output_path(Path(model_path), overwrite=overwrite, what="model")
-    checkpoint = None
-    if params["checkpoint_every"] or resume:
-        path = Path(params["checkpoint_path"]) if params["checkpoint_path"] else default_checkpoint_path(Path(model_path))
-        checkpoint = CheckpointPolicy(path, every=params["checkpoint_every"] or 1, resume=resume)
-        if resume and (path / "latest.json").exists():
-            click.echo(f"resuming from checkpoint {path}", err=True)
+    checkpoint = check_fit_outputs(model_path, doc_topics=params["doc_topics"], checkpoint_path=params["checkpoint_path"],
+                                   checkpoint_every=params["checkpoint_every"], resume=resume, overwrite=overwrite)
     alpha = "learned (Minka)" if config.learn_alpha else "fixed"
     blocks = "default" if config.block_size is None else f"{config.block_size}"
     click.echo(f"fitting K={config.n_topics} by collapsed Gibbs (AD-LDA, blocks of {blocks} documents, "
@@ -520,7 +558,7 @@ def fit_gibbs(store: str, model_path: str, params: Any, *, cluster: ClusterConfi
         click.echo(f"saved model to {model_path} ({estimator.n_iter_} sweeps, {time.perf_counter() - started:.1f} s)",
                    err=True)
         if params["doc_topics"]:
-            written = infer_doc_topics(estimator.model_, corpus, Path(params["doc_topics"]), client=client,
+            written = infer_doc_topics(estimator.model_, corpus, params["doc_topics"], client=client,
                                        overwrite=overwrite, progress=progress)
             click.echo(f"wrote document topics of {written} documents to {params['doc_topics']}", err=True)
 
@@ -699,7 +737,6 @@ def fit_tree(store: str, model_path: str, prior_tree: str | None, params: Any, *
         No tree, no ``--topics``, or options tree LDA (or its scheme) does not use.
     """
     from topicflow.api.tree_lda import TreeLDA
-    from topicflow.io._atomic import check_output_path
     from topicflow.io.corpus.reader import Corpus
     from topicflow.io.trees import check_tree_matches, read_tree_info
     from topicflow.pipeline.vb.infer import infer_doc_topics
@@ -713,23 +750,15 @@ def fit_tree(store: str, model_path: str, prior_tree: str | None, params: Any, *
     doc_topics, overwrite = params["doc_topics"], params["overwrite"]
     corpus = Corpus.open(store)
     check_tree_matches(read_tree_info(prior_tree), corpus)
-    check_output_path(Path(model_path), overwrite=overwrite, what="model")
+    checkpoint = check_fit_outputs(model_path, doc_topics=doc_topics, checkpoint_path=params["checkpoint_path"],
+                                   checkpoint_every=params["checkpoint_every"], resume=params["resume"],
+                                   overwrite=overwrite)
     estimator = TreeLDA(prior_tree=prior_tree, **settings)
     config = estimator.config()  # validate before starting a cluster
     online = estimator.method == "online"
     if online:
         estimator.online_config()
     gibbs = config.estep == "gibbs"
-    checkpoint = None
-    if params["checkpoint_every"] or params["resume"]:
-        from topicflow.io.models.checkpoint import default_checkpoint_path
-        from topicflow.pipeline.policies import CheckpointPolicy
-
-        path = Path(params["checkpoint_path"]) if params["checkpoint_path"] else default_checkpoint_path(
-            Path(model_path))
-        checkpoint = CheckpointPolicy(path, every=params["checkpoint_every"] or 1, resume=params["resume"])
-        if params["resume"] and (path / "latest.json").exists():
-            click.echo(f"resuming from checkpoint {path}", err=True)
     click.echo(f"fitting tree LDA K={config.n_topics} ({config.estep}{', online' if online else ''}, "
                f"{config.normalization}) with tree {prior_tree} on {corpus!r}", err=True)
     with connect(cluster) as client:
@@ -756,7 +785,7 @@ def fit_tree(store: str, model_path: str, prior_tree: str | None, params: Any, *
                 f"{estimator.n_iter_} iterations, {'converged' if estimator.converged_ else 'not converged'}")
         click.echo(f"saved model to {model_path} ({done}, {time.perf_counter() - started:.1f} s)", err=True)
         if doc_topics:
-            written = infer_doc_topics(estimator.model_, corpus, Path(doc_topics), client=client,
+            written = infer_doc_topics(estimator.model_, corpus, doc_topics, client=client,
                                        overwrite=overwrite, progress=progress_reporter())
             click.echo(f"wrote document topics of {written} documents to {doc_topics}", err=True)
 
@@ -866,8 +895,8 @@ def fit_infvoc(store: str, model_path: str, params: Any, *, cluster: ClusterConf
         The store was ingested without ``--keep-order`` (before a cluster starts).
     """
     from topicflow.api.infvoc import InfVocLDA
-    from topicflow.io._atomic import check_output_path
     from topicflow.io.corpus.reader import Corpus
+    from topicflow.io.storage import require_local
     from topicflow.pipeline.infvoc_lda import ordered_language
 
     settings = infvoc_settings(params)
@@ -879,19 +908,11 @@ def fit_infvoc(store: str, model_path: str, params: Any, *, cluster: ClusterConf
     estimator._check_g0_setting(infvoc_params)
     corpus = Corpus.open(store)
     ordered_language(corpus, estimator.language)
-    check_output_path(Path(model_path), overwrite=overwrite, what="model")
-    if doc_topics and not resume:
-        check_output_path(Path(doc_topics), overwrite=overwrite, what="doc-topics output")
-    checkpoint = None
-    if params["checkpoint_every"] or resume:
-        from topicflow.io.models.checkpoint import default_checkpoint_path
-        from topicflow.pipeline.policies import CheckpointPolicy
-
-        path = Path(params["checkpoint_path"]) if params["checkpoint_path"] else default_checkpoint_path(
-            Path(model_path))
-        checkpoint = CheckpointPolicy(path, every=params["checkpoint_every"] or 1, resume=resume)
-        if resume and (path / "latest.json").exists():
-            click.echo(f"resuming from checkpoint {path}", err=True)
+    if doc_topics:  # the online pass's own document vectors (io/models/infvoc.py) are written on local disk only
+        require_local(doc_topics, what="doc-topics output", option="fit --family infvoc --doc-topics")
+    checkpoint = check_fit_outputs(model_path, doc_topics=None if resume else doc_topics,
+                                   checkpoint_path=params["checkpoint_path"], checkpoint_every=params["checkpoint_every"],
+                                   resume=resume, overwrite=overwrite)
     g0 = ("none" if estimator.g0 is False else "shipped English G0" if estimator.g0 is None else str(estimator.g0))
     click.echo(f"fitting infvoc K={infvoc_params.n_topics} (alpha^beta {infvoc_params.stick_concentration:g}, "
                f"T={infvoc_params.truncation}, U={infvoc_params.reorder_every}, S={estimator.batch_size}, "
@@ -1146,7 +1167,7 @@ def trace_lines(estimator: LDA) -> list[str]:
     return lines
 
 
-def format_topics(model_path: str, top: int, *, all_topics: bool = False) -> dict[str, Any]:
+def format_topics(model_path: str | Path, top: int, *, all_topics: bool = False) -> dict[str, Any]:
     """Return the topics of a saved model with their most probable terms, as JSON-able data.
 
     Parameters
@@ -1170,7 +1191,7 @@ def format_topics(model_path: str, top: int, *, all_topics: bool = False) -> dic
     from topicflow.api.hdp import hdp_topics
     from topicflow.io.models.store import load_model
 
-    model = load_model(Path(model_path))
+    model = load_model(model_location(model_path))
     state = model.state
     topic_word = state.topic_word()
     order = np.argsort(-state.doc_topic_prior, kind="stable")
@@ -1196,7 +1217,7 @@ def format_topics(model_path: str, top: int, *, all_topics: bool = False) -> dic
 
 
 @click.command()
-@click.argument("model_path", metavar="MODEL", type=click.Path(file_okay=False))
+@click.argument("model_path", metavar="MODEL", type=LOCATION)
 @click.option("--top", default=10, show_default=True, type=click.IntRange(min=1), help="Terms per topic.")
 @click.option("--all-topics", is_flag=True, help="HDP: list all T topics of the truncation, not only those in use.")
 @click.option("--paths/--no-paths", default=None,
@@ -1206,8 +1227,9 @@ def format_topics(model_path: str, top: int, *, all_topics: bool = False) -> dic
               show_default=True, type=click.IntRange(min=0),
               help="Tree models: concepts listed per topic (with --paths).")
 @click.option("--format", "fmt", type=click.Choice(choices(OutputFormat)), default="text", show_default=True)
+@storage_options_option
 @reports_errors
-def topics(model_path: str, top: int, all_topics: bool, paths: bool | None, n_concepts: int, fmt: str) -> None:
+def topics(model_path: str | Path, top: int, all_topics: bool, paths: bool | None, n_concepts: int, fmt: str) -> None:
     """Print each topic's top terms (side by side per language), by decreasing alpha.
 
     An HDP model shows its topics in use (by stick weight, with their share of the tokens) and how many
@@ -1221,17 +1243,17 @@ def topics(model_path: str, top: int, all_topics: bool, paths: bool | None, n_co
     from topicflow.pipeline.tree_lda import is_tree_model
     from topicflow.pipeline.tree_lda.readout import add_tree_paths
 
-    model = load_model(Path(model_path))
+    model = load_model(model_location(model_path))
     if is_infvoc_model(model):
         if paths:
-            raise click.UsageError(f"--paths shows the concept paths of a tree model; {model_path!r} is an infvoc model")
+            raise click.UsageError(f"--paths shows the concept paths of a tree model; {str(model_path)!r} is an infvoc model")
         infvoc = infvoc_listing(model, top)
         click.echo(json.dumps(infvoc, indent=2, ensure_ascii=False) if fmt == "json"
                    else "\n".join(infvoc_topic_lines(infvoc)))
         return
     listing = format_topics(model_path, top, all_topics=all_topics)
     if paths and not is_tree_model(model):
-        raise click.UsageError(f"--paths shows the concept paths of a tree model; {model_path!r} is a "
+        raise click.UsageError(f"--paths shows the concept paths of a tree model; {str(model_path)!r} is a "
                                f"{model.info.family!r} model")
     if is_tree_model(model) and paths is not False:
         listing = add_tree_paths(model, listing, concepts=n_concepts)
@@ -1363,29 +1385,37 @@ def tree_topic_lines(listing: dict[str, Any]) -> list[str]:
 
 
 @click.command()
-@click.argument("model_path", metavar="MODEL", type=click.Path(file_okay=False))
+@click.argument("model_path", metavar="MODEL", type=LOCATION)
 @click.argument("store", type=click.Path(file_okay=False))
-@click.option("--out", required=True, type=click.Path(), help="zarr path for the document topics.")
+@click.option("--out", required=True, type=LOCATION,
+              help="zarr path for the document topics (a path, or a URL: docs/storage.md).")
 @click.option("--overwrite", is_flag=True)
 @storage_options_option
 @cluster_options
 @reports_errors
-def infer(model_path: str, store: str, out: str, overwrite: bool, cluster: ClusterConfig) -> None:
-    """Fold STORE's documents into MODEL (topics fixed) and write their topic proportions."""
+def infer(model_path: str | Path, store: str, out: str | Path, overwrite: bool, cluster: ClusterConfig) -> None:
+    """Fold STORE's documents into MODEL (topics fixed) and write their topic proportions.
+
+    MODEL, STORE and --out may be URLs on object storage (docs/storage.md).
+    """
     from topicflow.io.corpus.reader import Corpus
     from topicflow.io.models.store import load_model
+    from topicflow.io.output_paths import prepare_output
+    from topicflow.io.outputs.doc_topics import DOC_TOPICS_LEFTOVERS, DOC_TOPICS_MARKERS
     from topicflow.pipeline.progress import TqdmProgress
     from topicflow.pipeline.vb.infer import infer_doc_topics
 
-    model = load_model(Path(model_path))
+    location = prepare_output(out, what="document-topic output", option="infer --out", overwrite=overwrite,
+                              markers=DOC_TOPICS_MARKERS, leftovers=DOC_TOPICS_LEFTOVERS)
+    model = load_model(model_location(model_path))
     corpus = Corpus.open(store)
     with connect(cluster) as client:
-        written = infer_doc_topics(model, corpus, Path(out), client=client, overwrite=overwrite, progress=TqdmProgress())
+        written = infer_doc_topics(model, corpus, location, client=client, overwrite=overwrite, progress=TqdmProgress())
     click.echo(f"wrote document topics of {written} documents to {out}", err=True)
 
 
 @click.command()
-@click.argument("model_path", metavar="MODEL", type=click.Path(file_okay=False))
+@click.argument("model_path", metavar="MODEL", type=LOCATION)
 @click.argument("store", type=click.Path(file_okay=False))
 @click.option("--protocol", type=click.Choice(choices(HeldoutProtocol)), default=None,
               help="Held-out likelihood protocol (docs/evaluation.md)  [default: completion-random]")
@@ -1424,7 +1454,7 @@ def evaluate(model_path: str, store: str, protocol: str | None, seed: int, fract
     if with_labels and protocol is not None:
         raise click.UsageError("--labels scores topics as features, --protocol held-out likelihood: run "
                                "`topicflow evaluate` once for each.")
-    model = load_model(Path(model_path))
+    model = load_model(model_location(model_path))
     corpus = Corpus.open(store)
     with connect(cluster) as client:
         if with_labels:
@@ -1499,19 +1529,21 @@ def features_lines(scores: FeaturesResult) -> list[str]:
 
 
 @click.command()
-@click.argument("model_path", metavar="MODEL", type=click.Path(file_okay=False))
-@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Output file (.npz, or .json for pyldavis).")
+@click.argument("model_path", metavar="MODEL", type=LOCATION)
+@click.option("--out", required=True, type=LOCATION,
+              help="Output file (.npz, or .json for pyldavis); a path, or a URL (docs/storage.md).")
 @click.option("--format", "fmt", type=click.Choice(choices(ExportFormat)), default="npz", show_default=True,
               help="npz: the model's arrays; pyldavis: the arguments of pyLDAvis.prepare as JSON (needs --corpus; "
                    "pass sort_topics=False to keep the topic order).")
 @click.option("--corpus", "store", type=click.Path(file_okay=False), default=None,
               help="pyldavis: the store whose documents and term frequencies are shown.")
 @click.option("--language", default=None, help="pyldavis: the language shown (required for a polylingual model).")
+@click.option("--overwrite", is_flag=True, help="Replace an existing file at --out.")
 @storage_options_option
 @cluster_options
 @reports_errors
-def export(model_path: str, out: str, fmt: str, store: str | None, language: str | None,
-           cluster: ClusterConfig) -> None:
+def export(model_path: str | Path, out: str | Path, fmt: str, store: str | None, language: str | None,
+           overwrite: bool, cluster: ClusterConfig) -> None:
     """Export topic_word (rows normalized), alpha and vocab (per language) to .npz, or pyLDAvis's input to JSON.
 
     A tree model's npz adds its edge parameters, the tree's structure and the path read-out
@@ -1519,6 +1551,7 @@ def export(model_path: str, out: str, fmt: str, store: str | None, language: str
     """
     from topicflow.io.corpus.reader import Corpus
     from topicflow.io.models.store import export_npz, load_model
+    from topicflow.io.output_paths import prepare_output, staged_output_file
     from topicflow.pipeline.tree_lda import is_tree_model
     from topicflow.pipeline.tree_lda.readout import export_tree_npz
 
@@ -1526,8 +1559,10 @@ def export(model_path: str, out: str, fmt: str, store: str | None, language: str
         if store is not None or language is not None:
             raise InvalidParameterError("--corpus and --language belong to --format pyldavis; the npz export "
                                         "holds the model alone")
-        saved = load_model(Path(model_path))
-        shapes = export_tree_npz(Path(out), saved) if is_tree_model(saved) else export_npz(Path(out), saved)
+        location = prepare_output(out, what="export", option="export --out", overwrite=overwrite, kind="file")
+        saved = load_model(model_location(model_path))
+        with staged_output_file(location) as local:
+            shapes = export_tree_npz(local, saved) if is_tree_model(saved) else export_npz(local, saved)
         for name, shape in shapes.items():
             click.echo(f"{name:>20} {shape}", err=True)
         click.echo(f"wrote {out}", err=True)
@@ -1537,11 +1572,12 @@ def export(model_path: str, out: str, fmt: str, store: str | None, language: str
                                     "and term frequencies pyLDAvis shows (usually the training store)")
     from topicflow.pipeline.evaluation.pyldavis import export_pyldavis, shown_language
 
-    model = load_model(Path(model_path))
+    location = prepare_output(out, what="export", option="export --out", overwrite=overwrite, kind="file")
+    model = load_model(model_location(model_path))
     corpus = Corpus.open(store)
     shown_language(model, corpus, language)  # refuse before starting a cluster
-    with connect(cluster) as client:
-        data = export_pyldavis(model, corpus, out, client=client, language=language, progress=progress_reporter())
+    with connect(cluster) as client, staged_output_file(location) as local:
+        data = export_pyldavis(model, corpus, local, client=client, language=language, progress=progress_reporter())
     n_docs, n_topics = data["doc_topic_dists"].shape
     click.echo(f"wrote {out}: {n_topics} topics, {len(data['vocab'])} terms, {n_docs} documents; load it with "
                "pyLDAvis.prepare(**json.load(f), sort_topics=False)", err=True)

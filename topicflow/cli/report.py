@@ -9,11 +9,18 @@ import click
 
 from topicflow._typing import CoherenceMeasure, choices
 from topicflow.api.hdp import HDPTopics, hdp_topics
-from topicflow.cli._common import cluster_options, progress_reporter, reports_errors
+from topicflow.cli._common import (
+    LOCATION,
+    cluster_options,
+    model_location,
+    progress_reporter,
+    reports_errors,
+    storage_options_option,
+)
 from topicflow.errors import InvalidParameterError, OrderNotKeptError
-from topicflow.io._atomic import check_output_path
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.store import SavedModel, load_model
+from topicflow.io.output_paths import prepare_output, staged_output_file
 from topicflow.io.outputs.report import (
     ReportData,
     TopicWords,
@@ -22,6 +29,7 @@ from topicflow.io.outputs.report import (
     write_report,
 )
 from topicflow.io.outputs.report_figures import figure_size, rank_history_png
+from topicflow.io.storage import Location
 from topicflow.metrics.confirmation import arithmetic_mean
 from topicflow.metrics.topic_coherence import resolve_measure
 from topicflow.pipeline.cluster import ClusterConfig, connect
@@ -38,12 +46,12 @@ from topicflow.pipeline.tree_lda.readout import topic_concept_weights, tree_fact
 
 
 @click.command()
-@click.argument("model_path", metavar="MODEL", type=click.Path(file_okay=False))
+@click.argument("model_path", metavar="MODEL", type=LOCATION)
 @click.option("--corpus", "store", type=click.Path(file_okay=False), default=None,
               help="Store to fold into the model and score it against: topic sizes from its documents, example "
                    "documents per topic, coherence (default: sizes from the model's topic-word mass, no examples, "
                    "no coherence).")
-@click.option("--out", required=True, type=click.Path(dir_okay=False), help="The HTML file to write.")
+@click.option("--out", required=True, type=LOCATION, help="The HTML file to write (a path, or a URL: docs/storage.md).")
 @click.option("--coherence", "measure", type=click.Choice([*choices(CoherenceMeasure), "none"]), default=None,
               help="Coherence measure against --corpus [default: u_mass, which any store supports; c_uci, c_npmi "
                    "and c_v need a store ingested with --keep-order].")
@@ -64,9 +72,10 @@ from topicflow.pipeline.tree_lda.readout import topic_concept_weights, tree_fact
 @click.option("--all-topics", is_flag=True,
               help="HDP: show all T topics of the truncation, not only those in use (share >= the model's threshold).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing file at --out.")
+@storage_options_option
 @cluster_options
 @reports_errors
-def report(model_path: str, store: str | None, out: str, measure: str | None, coherence_top_n: int,
+def report(model_path: str | Path, store: str | None, out: str | Path, measure: str | None, coherence_top_n: int,
            window: int | None, top_words: int, examples: int, snippet_words: int, evolution_threshold: float,
            max_versions: int, all_topics: bool, overwrite: bool, cluster: ClusterConfig) -> None:
     """Write an HTML report of MODEL: topics (top words, size, coherence, examples), trace, evolution.
@@ -77,8 +86,8 @@ def report(model_path: str, store: str | None, out: str, measure: str | None, co
     vocabulary along the stream and, for the words tracked at fit time (`fit --track-words`), their rank
     across minibatches (the chapter's Figure 7.1).
     """
-    check_output_path(Path(out), overwrite=overwrite, what="report")
-    saved = load_model(Path(model_path))
+    location = prepare_output(out, what="report", option="report --out", overwrite=overwrite, kind="file")
+    saved = load_model(model_location(model_path))
     in_use = None if all_topics or saved.info.family != "hdp" else hdp_topics(saved)
     tree = saved if is_tree_model(saved) else None
     infvoc = saved if is_infvoc_model(saved) else None
@@ -93,7 +102,7 @@ def report(model_path: str, store: str | None, out: str, measure: str | None, co
         data = build_report(model_path, options=options, progress=progress,
                             coherence_note="Coherence was not computed: give a reference store with "
                                            "`topicflow report MODEL --corpus STORE`.")
-        cards = _write(data, in_use, out, client=None, progress=progress, tree=tree, infvoc=infvoc)
+        cards = _write(data, in_use, location, client=None, progress=progress, tree=tree, infvoc=infvoc)
     else:
         corpus = Corpus.open(store)
         measure = measure or "u_mass"
@@ -113,7 +122,7 @@ def report(model_path: str, store: str | None, out: str, measure: str | None, co
                                            window=window, client=client)
             data = build_report(model_path, corpus, coherence=scores, options=options, client=client,
                                 progress=progress, coherence_note="Coherence was not computed (--coherence none).")
-            cards = _write(data, in_use, out, client=client, progress=progress, tree=tree, infvoc=infvoc)
+            cards = _write(data, in_use, location, client=client, progress=progress, tree=tree, infvoc=infvoc)
     shown = f"{cards} topics" if in_use is None else f"{in_use.headline()}"
     click.echo(f"wrote report of {shown} to {out} ({time.perf_counter() - started:.1f} s)", err=True)
 
@@ -288,7 +297,7 @@ def rank_charts(model: SavedModel) -> dict[int, str]:
     return charts
 
 
-def _write(data: ReportData, in_use: HDPTopics | None, out: str, *, client: object, progress: ProgressReporter,
+def _write(data: ReportData, in_use: HDPTopics | None, out: Location, *, client: object, progress: ProgressReporter,
            tree: SavedModel | None = None, infvoc: SavedModel | None = None) -> int:
     """Render and write the report (only the topics in use of an HDP model; the tree read-out of a tree
     model; the ranks of an infvoc model); return the topics shown."""
@@ -304,8 +313,9 @@ def _write(data: ReportData, in_use: HDPTopics | None, out: str, *, client: obje
         charts = rank_charts(infvoc)
         cards = [card.replace("</article>", charts[topic.index] + "</article>") if topic.index in charts else card
                  for card, topic in zip(cards, data.topics)]
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    write_report(Path(out), render_report(data, topic_cards=cards))
+    page = render_report(data, topic_cards=cards)
+    with staged_output_file(out) as local:
+        write_report(local, page)
     return len(data.topics)
 
 

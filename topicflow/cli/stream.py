@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import click
 
@@ -19,13 +19,16 @@ from topicflow._typing import (
 )
 from topicflow.cli._aliases import renamed_options
 from topicflow.cli._common import (
+    LOCATION,
     apply_preset,
     cluster_options,
     preset_option,
     reports_errors,
+    storage_options_option,
 )
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.store import save_model
+from topicflow.io.storage import Location
 from topicflow.pipeline.cluster import ClusterConfig, connect
 from topicflow.pipeline.progress import TqdmProgress
 from topicflow.pipeline.streaming import run_stream
@@ -39,8 +42,9 @@ from topicflow.pipeline.streaming.config import (
 @click.command(**renamed_options({"--alpha": "--doc-topic-prior", "--beta": "--topic-word-prior",
                                    "--max-iters": "--max-iter"}))
 @click.argument("store", type=click.Path(file_okay=False))
-@click.option("--out", required=True, type=click.Path(path_type=Path),
-              help="Directory for the trace, the summary, the saved state and the model (OUT/model).")
+@click.option("--out", required=True, type=LOCATION,
+              help="Directory for the trace, the summary, the saved state and the model (OUT/model); a path, or a "
+              "URL (docs/storage.md).")
 @click.option("--algo", "algorithm", type=click.Choice(list(STREAM_ALGORITHMS)), default="pf", show_default=True,
               help="Batch collapsed Gibbs, o-LDA, incremental Gibbs, the particle filter (Canini et al. 2009), "
               "streaming Gibbs with decay or its parameter-server form (Gao et al. 2016).")
@@ -120,9 +124,10 @@ from topicflow.pipeline.streaming.config import (
 @click.option("--overwrite", is_flag=True, help="Replace an existing OUT.")
 @click.option("--format", "output_format", type=click.Choice(choices(OutputFormat)), default="text", show_default=True)
 @preset_option("stream")
+@storage_options_option
 @cluster_options
 @reports_errors
-def stream(store: str, out: Path, algorithm: str, n_topics: int | None, doc_topic_prior: float, topic_word_prior: float,
+def stream(store: str, out: str | Path, algorithm: str, n_topics: int | None, doc_topic_prior: float, topic_word_prior: float,
            particles: int,
            ess: float, resampling: str, rejuv: int, rejuv_source: str, reservoir_size: int, init_docs: int,
            init_sweeps: int, init_trials: int, init_select: str | None, runs: int, eval_every: int, sweeps: int,
@@ -137,8 +142,11 @@ def stream(store: str, out: Path, algorithm: str, n_topics: int | None, doc_topi
     With --algo dsgs, --workers is the number of sampler loops (one per local worker process).
     With --preset, a paper's settings fill every option you do not type.
     """
-    from topicflow.io._atomic import check_output_path
+    from topicflow.io.output_paths import STREAM_MARKERS, prepare_output
 
+    # With --resume OUT is read and written over; without, it must be new (or --overwrite).
+    location = prepare_output(out, what="stream output", option="stream --out", overwrite=overwrite or resume,
+                              markers=STREAM_MARKERS)
     corpus = Corpus.open(store)
     test_corpus = Corpus.open(test_store) if test_store else None
     settings: dict[str, Any] = dict(
@@ -166,24 +174,23 @@ def stream(store: str, out: Path, algorithm: str, n_topics: int | None, doc_topi
                                  doc_topic_prior=values.pop("doc_topic_prior"),
                                  topic_word_prior=values.pop("topic_word_prior"),
                                  **applicable_settings(algorithm, values, chosen))
-    if not resume:
-        check_output_path(out, overwrite=overwrite, what="stream output")
     click.echo(f"{'resuming' if resume else 'running'} {runs} run(s) of {algorithm} with K={n_topics} on {corpus!r}",
                err=True)
     with connect(cluster) as client:
         click.echo(f"dashboard: {client.dashboard_link}", err=True)
         started = time.perf_counter()
-        result = run_stream(corpus, config, client=client, test_corpus=test_corpus, out=out, resume=resume,
+        result = run_stream(corpus, config, client=client, test_corpus=test_corpus, out=location, resume=resume,
                             checkpoint_every=checkpoint_every, progress=TqdmProgress())
-    save_model(out / "model", result.model, overwrite=True)
-    plot = write_plots(result, out)
+    save_model(cast(Path, location / "model"), result.model, overwrite=True)  # save_model takes URLs too
+    plot = write_plots(result, location)
     final = result.summary[-1]
     if output_format == "json":
-        click.echo(json.dumps({"final": final, "model": str(out / "model"), "plot": plot}, indent=2, sort_keys=True))
+        click.echo(json.dumps({"final": final, "model": str(location / "model"), "plot": plot}, indent=2,
+                              sort_keys=True))
     else:
         for line in summary_lines(result):
             click.echo(line)
-    click.echo(f"wrote {out / 'trace.jsonl'}, {out / 'summary.json'} and the model {out / 'model'} "
+    click.echo(f"wrote {location / 'trace.jsonl'}, {location / 'summary.json'} and the model {location / 'model'} "
                f"({time.perf_counter() - started:.1f} s)", err=True)
 
 
@@ -203,15 +210,18 @@ def summary_lines(result: StreamResult) -> list[str]:
     return lines
 
 
-def write_plots(result: StreamResult, out: Path) -> str | None:
+def write_plots(result: StreamResult, out: Location) -> str | None:
     """NMI against documents seen (sweeps for gibbs), mean and one standard deviation over runs, if labeled."""
     from topicflow.cli.plots import plot_metric_band
+    from topicflow.io.output_paths import staged_output_file
 
     traces = _traces(result.records)
     if not traces:
         return None
     path = out / "nmi.png"
-    plot_metric_band(traces, ylabel="NMI", out=path, title=f"{result.config.algorithm}, {result.config.run.runs} run(s)")
+    with staged_output_file(path) as local:
+        plot_metric_band(traces, ylabel="NMI", out=local,
+                         title=f"{result.config.algorithm}, {result.config.run.runs} run(s)")
     return str(path)
 
 

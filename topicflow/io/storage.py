@@ -430,8 +430,8 @@ def require_local(path: Any, *, what: str, option: str) -> None:
     if is_url(path) or _mangled_url(path):
         shown = str(path) if is_url(path) else os.fspath(path).replace(":/", "://", 1)
         raise UnsupportedStorageError(
-            f"{what} {shown!r} ({option}) is a URL on object storage, where topicflow does not keep "
-            f"{what}s yet (only corpus stores and their inputs so far: docs/storage.md); give a local path.",
+            f"{what} {shown!r} ({option}) is a URL on object storage, where topicflow does not keep this "
+            f"{what} yet (docs/storage.md, 'What works on which storage'); give a local path.",
             path=shown,
         )
 

@@ -22,6 +22,11 @@ class CheckpointPolicy:
 
     With ``resume``, the run first continues from the checkpoint found there, if any (see
     :mod:`topicflow.io.models.checkpoint`).
+
+    ``path`` may be a :class:`~topicflow.io.storage.StoragePath` (a URL on object storage) for the
+    variational methods (batch, online, svb; either E-step), whose drivers keep their checkpoint with
+    :mod:`topicflow.io.models.checkpoint`; the other methods need a local path (docs/storage.md). A URL
+    that ``pathlib`` collapsed (``Path("s3://b/c")``) is refused: pass ``StoragePath(url)``.
     """
 
     path: Path
@@ -31,11 +36,13 @@ class CheckpointPolicy:
     def __post_init__(self) -> None:
         if self.every < 1:
             raise InvalidParameterError(f"checkpoint interval must be at least 1, got {self.every!r}")
-        from topicflow.io.storage import require_local
+        from topicflow.io.storage import StoragePath, url_of
 
-        # Checkpoints stay on local disk (a model on object storage gets MODEL.checkpoint as a URL: refused).
-        require_local(self.path, what="checkpoint",
-                      option="--checkpoint-path; by default MODEL.checkpoint beside the model")
+        url = url_of(self.path)
+        if url is not None and not isinstance(self.path, StoragePath):
+            raise InvalidParameterError(
+                f"checkpoint path {str(self.path)!r} is a URL that pathlib collapsed; pass "
+                f"topicflow.io.storage.StoragePath({url!r}) (or a local path)", path=url)
 
     def due(self, done: int) -> bool:
         """Whether to write after ``done`` iterations (or minibatches) in all."""

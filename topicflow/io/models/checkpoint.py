@@ -9,13 +9,17 @@ run would give.
 Layout: ``CHECKPOINT/a`` and ``CHECKPOINT/b`` hold two saved models and ``CHECKPOINT/latest.json``
 names the newer one. A write fills the other slot, then rewrites ``latest.json`` atomically, so a
 driver killed at any moment leaves a complete checkpoint behind.
+
+On object storage (a URL, docs/storage.md) the layout is the same: the slot is a model saved there
+(its ``versions.json`` put last), and ``latest.json`` is replaced by one PUT, which is atomic there
+too. Paths may be given as a :class:`~pathlib.Path` that ``pathlib`` collapsed from a URL
+(``s3:/b/m.checkpoint``); :func:`~topicflow.io.output_paths.output_location` recognizes them.
 """
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 import numpy as np
 
@@ -23,14 +27,31 @@ from topicflow.errors import InvalidParameterError, ModelFormatError, ModelNotFo
 from topicflow.io._atomic import atomic_write_json, read_json
 from topicflow.io.models.info import ModelInfo
 from topicflow.io.models.store import SavedModel, load_model, save_model
+from topicflow.io.output_paths import output_location, remove_output, write_output_json
+from topicflow.io.storage import Location, StoragePath
 from topicflow.models.common.vocabulary import Vocabulary
 from topicflow.models.lda.state import LDAState
 
+#: Entries of which a checkpoint directory holds at least one (``--overwrite`` replaces only such a directory).
+CHECKPOINT_MARKERS = ("latest.json", "a", "b")
 
-def default_checkpoint_path(model_path: Path) -> Path:
-    """Where ``fit --checkpoint-every`` keeps its checkpoint: ``<MODEL>.checkpoint`` beside the model."""
-    model_path = Path(model_path)
-    return model_path.with_name(model_path.name + ".checkpoint")
+
+def default_checkpoint_path(model_path: Path | str | StoragePath) -> Location:
+    """Where ``fit --checkpoint-every`` keeps its checkpoint: ``<MODEL>.checkpoint`` beside the model.
+
+    Parameters
+    ----------
+    model_path : path or URL
+
+    Returns
+    -------
+    Path or StoragePath
+        A URL for a model on object storage.
+    """
+    location = output_location(model_path)
+    if isinstance(location, StoragePath):
+        return StoragePath(location.url + ".checkpoint")
+    return location.with_name(location.name + ".checkpoint")
 
 
 @dataclass(frozen=True)
@@ -59,22 +80,36 @@ class Checkpoint:
 
 
 def write_checkpoint(
-    path: Path, checkpoint: Checkpoint, vocabularies: Mapping[str, Vocabulary]
+    path: Path | StoragePath, checkpoint: Checkpoint, vocabularies: Mapping[str, Vocabulary]
 ) -> None:
-    """Replace the checkpoint at ``path`` atomically (see the module docstring for the layout)."""
-    path = Path(path)
-    path.mkdir(parents=True, exist_ok=True)
+    """Replace the checkpoint at ``path`` atomically (see the module docstring for the layout).
+
+    Parameters
+    ----------
+    path : Path or StoragePath
+        The checkpoint directory (a URL on object storage).
+    checkpoint : Checkpoint
+    vocabularies : mapping of str to Vocabulary
+    """
+    path = output_location(path)
+    if isinstance(path, Path):
+        path.mkdir(parents=True, exist_ok=True)
     slot = "b" if _latest_slot(path) == "a" else "a"
-    shutil.rmtree(path / slot, ignore_errors=True)
+    remove_output(path / slot)
     info = ModelInfo(kind="checkpoint", extra={"checkpoint": {
         "position": checkpoint.position, "trace": checkpoint.trace, "fingerprint": checkpoint.fingerprint,
     }})
-    save_model(path / slot, SavedModel(checkpoint.state, dict(vocabularies), info,
+    # save_model and load_model take URLs too (a StoragePath), though annotated with Path.
+    save_model(cast(Path, path / slot), SavedModel(checkpoint.state, dict(vocabularies), info,
                                        sampler_state=dict(checkpoint.sampler_state)))
-    atomic_write_json(path / "latest.json", {"slot": slot, "position": checkpoint.position})
+    latest = {"slot": slot, "position": checkpoint.position}
+    if isinstance(path, StoragePath):
+        write_output_json(path / "latest.json", latest)  # one PUT: atomic on object storage
+    else:
+        atomic_write_json(path / "latest.json", latest)
 
 
-def read_checkpoint(path: Path, fingerprint: Mapping[str, Any]) -> Checkpoint | None:
+def read_checkpoint(path: Path | StoragePath, fingerprint: Mapping[str, Any]) -> Checkpoint | None:
     """The checkpoint at ``path``, validated, or None when there is none.
 
     The slot ``latest.json`` names is read as a model (so its arrays are validated as every model's
@@ -83,8 +118,8 @@ def read_checkpoint(path: Path, fingerprint: Mapping[str, Any]) -> Checkpoint | 
 
     Parameters
     ----------
-    path : Path
-        The checkpoint directory.
+    path : Path or StoragePath
+        The checkpoint directory (a URL on object storage).
     fingerprint : mapping
         Settings and corpus identity of the fit that would resume.
 
@@ -102,14 +137,14 @@ def read_checkpoint(path: Path, fingerprint: Mapping[str, Any]) -> Checkpoint | 
         The checkpoint is damaged: ``latest.json`` unreadable or naming a missing slot, the slot's
         model damaged, or its position or topic count inconsistent; the message says to delete it.
     """
-    path = Path(path)
+    path = output_location(path)
     if not (path / "latest.json").exists():
         return None
     slot = _latest_slot(path)
     if slot is None:
         raise damaged_checkpoint(path, "latest.json", "latest.json is not valid JSON naming slot 'a' or 'b'")
     try:
-        saved = load_model(path / slot)
+        saved = load_model(cast(Path, path / slot))
     except ModelNotFoundError as exc:
         raise damaged_checkpoint(path, slot, f"latest.json names slot {slot!r}, which holds no model") from exc
     except ModelFormatError as exc:
@@ -135,12 +170,12 @@ def read_checkpoint(path: Path, fingerprint: Mapping[str, Any]) -> Checkpoint | 
                       dict(saved.sampler_state))
 
 
-def damaged_checkpoint(path: Path, field: str, problem: str) -> ModelFormatError:
+def damaged_checkpoint(path: Location, field: str, problem: str) -> ModelFormatError:
     """The error of a checkpoint that cannot be resumed from: where, what is wrong, and what to do.
 
     Parameters
     ----------
-    path : Path
+    path : Path or StoragePath
         The checkpoint directory.
     field : str
         What is inconsistent (``"latest.json"``, a slot, or a field of the slot's model).
@@ -161,17 +196,17 @@ def damaged_checkpoint(path: Path, field: str, problem: str) -> ModelFormatError
     )
 
 
-def _latest_slot(path: Path) -> str | None:
+def _latest_slot(path: Location) -> str | None:
     """The slot ``latest.json`` names, or None when it is missing, unreadable or names no slot."""
     try:
-        latest = read_json(Path(path) / "latest.json")
+        latest = read_json(path / "latest.json")
     except (OSError, ValueError):
         return None
     slot = latest.get("slot") if isinstance(latest, dict) else None
     return slot if slot in ("a", "b") else None
 
 
-def _check_consistent(path: Path, slot: str, payload: Any, state: LDAState, latest_position: Any) -> None:
+def _check_consistent(path: Location, slot: str, payload: Any, state: LDAState, latest_position: Any) -> None:
     """The slot's ``checkpoint`` entry is complete and agrees with ``latest.json`` and its own state."""
     kinds = {"position": dict, "trace": list, "fingerprint": dict}
     if not isinstance(payload, dict) or any(not isinstance(payload.get(key), kind) for key, kind in kinds.items()):
@@ -187,9 +222,14 @@ def _check_consistent(path: Path, slot: str, payload: Any, state: LDAState, late
                                                    f"has {state.n_topics} topics")
 
 
-def remove_checkpoint(path: Path) -> None:
-    """Delete the checkpoint once the fit it belongs to has saved its model."""
-    shutil.rmtree(Path(path), ignore_errors=True)
+def remove_checkpoint(path: Path | StoragePath) -> None:
+    """Delete the checkpoint once the fit it belongs to has saved its model.
+
+    Parameters
+    ----------
+    path : Path or StoragePath
+    """
+    remove_output(path)
 
 
 def _jsonable(value: Any) -> Any:

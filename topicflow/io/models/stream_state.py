@@ -10,11 +10,20 @@ Layout (spec in docs/streaming.md)::
 
 The whole ``state`` directory is built beside the old one and renamed into place, so a stream killed
 while saving resumes from the previous complete state.
+
+On object storage (a URL, docs/storage.md), where nothing renames atomically, each save uploads its
+runs under a fresh prefix ``state/runs-<id>/`` and then replaces ``stream.json`` (one PUT, atomic
+there), whose ``runs_dir`` entry names that prefix; older prefixes are deleted after it. A stream
+killed while saving leaves the previous ``stream.json`` and the runs it names intact. A state without
+``runs_dir`` (every local one) keeps its runs under ``runs/``.
 """
 from __future__ import annotations
 
 import io
+import logging
 import shutil
+import tempfile
+import uuid
 import zipfile
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -22,6 +31,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from topicflow.errors import InvalidParameterError, ModelFormatError, ModelNotFoundError
+from topicflow.io import storage
 from topicflow.io._atomic import (
     atomic_write_json,
     commit_directory,
@@ -29,11 +39,17 @@ from topicflow.io._atomic import (
     temporary_sibling,
 )
 from topicflow.io._zarr import check_format
+from topicflow.io.output_paths import output_location, write_output_bytes
+from topicflow.io.storage import Location, StoragePath
+
+log = logging.getLogger(__name__)
 
 STREAM_STATE_FORMAT = "topicflow-stream-state"
 STREAM_STATE_VERSION = 1
 #: Key of ``stream.json`` recording each run's array names, dtypes and shapes (checked on read).
 RUN_ARRAYS = "run_arrays"
+#: Key of ``stream.json`` naming the prefix of the runs (object storage only; default ``runs``).
+RUNS_DIR = "runs_dir"
 
 #: One run's state: named arrays and JSON-able metadata.
 RunState = tuple[dict[str, np.ndarray], dict[str, Any]]
@@ -44,41 +60,73 @@ def run_dir_name(run: int) -> str:
     return f"{run:03d}"
 
 
-def write_stream_state(path: Path, info: Mapping[str, Any], runs: Sequence[RunState]) -> None:
+def write_stream_state(path: Path | StoragePath, info: Mapping[str, Any], runs: Sequence[RunState]) -> None:
     """Write ``info`` and every run's state as the directory ``path``, replacing it atomically.
 
     Parameters
     ----------
-    path : path
-        ``OUT/state``.
+    path : Path or StoragePath
+        ``OUT/state`` (a URL on object storage: see the module docstring).
     info : mapping
         JSON-able description of the stream (settings, position, trace).
     runs : sequence of (dict of str to ndarray, dict)
         Arrays (numeric dtypes only) and metadata of each run, in run order.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temporary_sibling(path)
+    location = output_location(path)
+    if isinstance(location, StoragePath):
+        _write_remote_state(location, info, runs)
+        return
+    location.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temporary_sibling(location)
     try:
-        for run, (arrays, meta) in enumerate(runs):
-            run_dir = tmp / "runs" / run_dir_name(run)
-            run_dir.mkdir(parents=True)
-            for name, array in arrays.items():
-                if np.asarray(array).dtype.hasobject:
-                    raise InvalidParameterError(
-                        f"run {run}: array {name!r} holds Python objects; saved states hold numbers only (never pickle)")
-            buffer = io.BytesIO()
-            contiguous: dict[str, Any] = {name: np.ascontiguousarray(a) for name, a in arrays.items()}
-            np.savez(buffer, **contiguous)  # Any: savez's stubs type **kwds like allow_pickle
-            (run_dir / "arrays.npz").write_bytes(buffer.getvalue())
-            atomic_write_json(run_dir / "run.json", dict(meta))
-        payload = {"format": STREAM_STATE_FORMAT, "format_version": STREAM_STATE_VERSION, **info,
-                   "n_runs": len(runs), RUN_ARRAYS: [array_shapes(arrays) for arrays, _ in runs]}
-        atomic_write_json(tmp / "stream.json", payload)
-        commit_directory(tmp, path, overwrite=True)
+        _write_state_dir(tmp, "runs", info, runs)
+        commit_directory(tmp, location, overwrite=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _write_state_dir(directory: Path, runs_dir: str, info: Mapping[str, Any], runs: Sequence[RunState]) -> dict[str, Any]:
+    """Write every run under ``directory/runs_dir`` and ``directory/stream.json``; return that JSON."""
+    for run, (arrays, meta) in enumerate(runs):
+        run_dir = directory / runs_dir / run_dir_name(run)
+        run_dir.mkdir(parents=True)
+        for name, array in arrays.items():
+            if np.asarray(array).dtype.hasobject:
+                raise InvalidParameterError(
+                    f"run {run}: array {name!r} holds Python objects; saved states hold numbers only (never pickle)")
+        buffer = io.BytesIO()
+        contiguous: dict[str, Any] = {name: np.ascontiguousarray(a) for name, a in arrays.items()}
+        np.savez(buffer, **contiguous)  # Any: savez's stubs type **kwds like allow_pickle
+        (run_dir / "arrays.npz").write_bytes(buffer.getvalue())
+        atomic_write_json(run_dir / "run.json", dict(meta))
+    payload = {"format": STREAM_STATE_FORMAT, "format_version": STREAM_STATE_VERSION, **info,
+               "n_runs": len(runs), RUN_ARRAYS: [array_shapes(arrays) for arrays, _ in runs]}
+    if runs_dir != "runs":
+        payload[RUNS_DIR] = runs_dir
+    atomic_write_json(directory / "stream.json", payload)
+    return payload
+
+
+def _write_remote_state(location: StoragePath, info: Mapping[str, Any], runs: Sequence[RunState]) -> None:
+    """:func:`write_stream_state` on object storage: runs under a fresh prefix, ``stream.json`` last."""
+    runs_dir = f"runs-{uuid.uuid4().hex[:12]}"
+    staging = Path(tempfile.mkdtemp(prefix="topicflow-state-", dir=storage.staging_root()))
+    try:
+        _write_state_dir(staging, runs_dir, info, runs)
+        storage.upload_files(staging / runs_dir, f"{location.url}/{runs_dir}")
+        write_output_bytes(location / "stream.json", (staging / "stream.json").read_bytes())
+    except BaseException:
+        storage.remove_prefix(f"{location.url}/{runs_dir}")  # never named by stream.json: garbage
+        raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    for child in list(location.iterdir()):  # earlier saves' runs, and leftovers of failed ones
+        if child.name != runs_dir and child.name != "stream.json":
+            try:
+                storage.remove_prefix(child.url)
+            except Exception as exc:  # committed already: an unnamed prefix is garbage the next save removes
+                log.warning("could not delete %s after saving the stream state (%s)", child.url, exc)
 
 
 def array_shapes(arrays: Mapping[str, np.ndarray]) -> dict[str, dict[str, Any]]:
@@ -102,7 +150,7 @@ def array_shapes(arrays: Mapping[str, np.ndarray]) -> dict[str, dict[str, Any]]:
     return {name: {"dtype": str(np.asarray(a).dtype), "shape": list(np.shape(a))} for name, a in arrays.items()}
 
 
-def damaged_stream_state(path: Path, field: str, problem: str) -> ModelFormatError:
+def damaged_stream_state(path: Location, field: str, problem: str) -> ModelFormatError:
     """The error of a saved stream state that cannot be resumed from, saying what to do.
 
     Parameters
@@ -128,13 +176,13 @@ def damaged_stream_state(path: Path, field: str, problem: str) -> ModelFormatErr
     )
 
 
-def read_stream_state(path: Path) -> tuple[dict[str, Any], list[RunState]]:
+def read_stream_state(path: Path | StoragePath) -> tuple[dict[str, Any], list[RunState]]:
     """Read what :func:`write_stream_state` wrote, checking every run against ``stream.json``.
 
     Parameters
     ----------
-    path : path
-        ``OUT/state``.
+    path : Path or StoragePath
+        ``OUT/state`` (a URL on object storage).
 
     Returns
     -------
@@ -153,7 +201,7 @@ def read_stream_state(path: Path) -> tuple[dict[str, Any], list[RunState]]:
         The state is damaged: ``stream.json`` unreadable, a run's files missing or undecodable
         (truncated or corrupt npz), or its arrays of other names, dtypes or shapes than recorded.
     """
-    path = Path(path)
+    path = output_location(path)
     info_path = path / "stream.json"
     if not info_path.is_file():
         raise ModelNotFoundError(
@@ -175,14 +223,20 @@ def read_stream_state(path: Path) -> tuple[dict[str, Any], list[RunState]]:
     if recorded is not None and (not isinstance(recorded, list) or len(recorded) != n_runs):
         count = len(recorded) if isinstance(recorded, list) else recorded
         raise damaged_stream_state(path, "stream.json", f"stream.json records the arrays of {count!r} runs for {n_runs} runs")
-    return info, [_read_run(path, run, None if recorded is None else recorded[run]) for run in range(n_runs)]
+    runs_dir = info.pop(RUNS_DIR, "runs")
+    if not isinstance(runs_dir, str) or not runs_dir.startswith("runs") or "/" in runs_dir or ".." in runs_dir:
+        raise damaged_stream_state(path, "stream.json", f"stream.json gives runs_dir {runs_dir!r}, expected a "
+                                                        "directory name starting with 'runs'")
+    return info, [_read_run(path, runs_dir, run, None if recorded is None else recorded[run]) for run in range(n_runs)]
 
 
-def _read_run(path: Path, run: int, recorded: Any) -> RunState:
+def _read_run(path: Location, runs_dir: str, run: int, recorded: Any) -> RunState:
     """One run's arrays and metadata, checked against the shapes ``stream.json`` recorded for it."""
-    run_dir = path / "runs" / run_dir_name(run)
+    run_dir = path / runs_dir / run_dir_name(run)
     try:
-        with np.load(run_dir / "arrays.npz", allow_pickle=False) as data:
+        with storage.open_input(run_dir / "arrays.npz") as handle:
+            content = io.BytesIO(handle.read())
+        with np.load(content, allow_pickle=False) as data:
             arrays = {name: data[name] for name in data.files}
         meta = read_json(run_dir / "run.json")
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:

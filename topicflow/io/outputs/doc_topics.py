@@ -9,43 +9,100 @@ Layout::
 
 Each shard's rows are written by the task that computed them, so nothing is gathered on the driver.
 Parts follow the corpus shard order; :class:`DocTopics` reads them back lazily.
+
+On local disk the output is built in a temporary sibling and renamed into place. On object storage
+(a URL, docs/storage.md) the tasks write the parts directly under the URL (workers need no shared
+disk), after :func:`~topicflow.io.output_paths.begin_remote_output` marked the prefix unfinished;
+the root ``zarr.json``, which :meth:`DocTopics.open` requires, is put last (conditionally), so a
+reader never takes an unfinished output for a complete one, and the next write removes leftovers.
 """
 from __future__ import annotations
 
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, Iterator, Sequence, cast
 
 import numpy as np
 import zarr
 
-from topicflow.errors import CorpusFormatError, StoreNotFoundError
-from topicflow.io._atomic import check_output_path, commit_directory, temporary_sibling
+from topicflow.errors import CorpusFormatError, StoreExistsError, StoreNotFoundError
+from topicflow.io import storage
+from topicflow.io._atomic import commit_directory, temporary_sibling
 from topicflow.io._zarr import group_array
+from topicflow.io.output_paths import (
+    begin_remote_output,
+    end_remote_output,
+    output_location,
+    prepare_output,
+)
+from topicflow.io.storage import Location, StoragePath
 
 DOC_TOPICS_FORMAT = "topicflow-doc-topics"
 DOC_TOPICS_VERSION = 1
+#: The object that makes a prefix (or directory) a document-topic output: the root group, written last.
+DOC_TOPICS_MARKERS = ("zarr.json",)
+#: What an unfinished output on object storage holds besides its PENDING object (removed by the next write).
+DOC_TOPICS_LEFTOVERS = ("parts",)
+#: Where a document-topic output is given on the command line.
+DOC_TOPICS_OPTION = "infer --out, fit --doc-topics"
 
 
-def create_doc_topics(path: Path, *, n_topics: int, topic_names: Sequence[str], shard_ids: Sequence[str],
-                      overwrite: bool) -> Path:
-    """Create the temporary directory that :func:`write_doc_topic_part` fills; returns its path."""
-    path = Path(path)
-    check_output_path(path, overwrite=overwrite, what="document-topic output")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temporary_sibling(path)
-    root = zarr.open_group(str(tmp), mode="w-")
+def create_doc_topics(path: Path | str | StoragePath, *, n_topics: int, topic_names: Sequence[str],
+                      shard_ids: Sequence[str], overwrite: bool) -> Location:
+    """Start a document-topic output that :func:`write_doc_topic_part` fills; returns where the parts go.
+
+    Parameters
+    ----------
+    path : path or URL
+        Final location of the output.
+    n_topics : int
+    topic_names : sequence of str
+    shard_ids : sequence of str
+        The parts, in corpus order.
+    overwrite : bool
+        Replace an existing output (the output-path rules: :func:`~topicflow.io.output_paths.prepare_output`).
+
+    Returns
+    -------
+    Path or StoragePath
+        A temporary sibling of ``path`` on local disk; the URL itself on object storage.
+    """
+    location = prepare_output(path, what="document-topic output", option=DOC_TOPICS_OPTION, overwrite=overwrite,
+                              markers=DOC_TOPICS_MARKERS, leftovers=DOC_TOPICS_LEFTOVERS)
+    if isinstance(location, StoragePath):
+        begin_remote_output(location, markers=DOC_TOPICS_MARKERS)
+        return location
+    tmp = temporary_sibling(location)
+    _create_root(tmp, n_topics=n_topics, topic_names=topic_names, shard_ids=shard_ids)
+    return tmp
+
+
+def _create_root(directory: Path, *, n_topics: int, topic_names: Sequence[str], shard_ids: Sequence[str]) -> None:
+    root = zarr.open_group(str(directory), mode="w-")
     root.attrs["topicflow"] = {
         "kind": DOC_TOPICS_FORMAT, "format_version": DOC_TOPICS_VERSION, "n_topics": n_topics,
         "topic_names": list(topic_names), "parts": list(shard_ids),
     }
     root.create_group("parts")
-    return tmp
 
 
 def write_doc_topic_part(tmp: str, shard_id: str, doc_ids: np.ndarray, doc_topic: np.ndarray) -> int:
-    """Write one shard's rows (called inside a task); returns the number of rows written."""
-    group = zarr.open_group(str(Path(tmp) / "parts" / shard_id), mode="w-")
+    """Write one shard's rows (called inside a task); returns the number of rows written.
+
+    Parameters
+    ----------
+    tmp : str
+        What :func:`create_doc_topics` returned, as a string (a local directory or a URL).
+    shard_id : str
+    doc_ids : ndarray of shape (n_docs_in_shard,)
+    doc_topic : ndarray of shape (n_docs_in_shard, n_topics)
+
+    Returns
+    -------
+    int
+    """
+    group = zarr.open_group(storage.zarr_store(f"{tmp}/parts/{shard_id}"), mode="w-")
     group.create_array("doc_topic", data=np.asarray(doc_topic, dtype=np.float64))
     ids = group.create_array("doc_ids", shape=(len(doc_ids),), dtype=str, chunks=(max(1, len(doc_ids)),))
     if len(doc_ids):
@@ -53,55 +110,102 @@ def write_doc_topic_part(tmp: str, shard_id: str, doc_ids: np.ndarray, doc_topic
     return len(doc_ids)
 
 
-def commit_doc_topics(tmp: Path, path: Path, *, overwrite: bool) -> None:
-    """Move the finished output from ``tmp`` to ``path`` atomically.
+def commit_doc_topics(tmp: Location | str, path: Path | str | StoragePath, *, overwrite: bool,
+                      n_topics: int | None = None, topic_names: Sequence[str] = (),
+                      shard_ids: Sequence[str] = ()) -> None:
+    """Make the finished output visible at ``path``.
 
     Parameters
     ----------
-    tmp : Path
-        Directory returned by :func:`create_doc_topics`, with every part written.
-    path : Path
+    tmp : Path or StoragePath
+        What :func:`create_doc_topics` returned, with every part written.
+    path : path or URL
         Final location of the output.
     overwrite : bool
         Replace an existing output at ``path``; without it an existing path is an error.
+    n_topics : int, optional
+        On object storage only (with ``topic_names`` and ``shard_ids``): the root group's description,
+        as given to :func:`create_doc_topics`, put last.
+    topic_names : sequence of str, optional
+    shard_ids : sequence of str, optional
+
+    Raises
+    ------
+    StoreExistsError
+        On object storage, another writer committed an output at ``path`` meanwhile.
     """
-    commit_directory(Path(tmp), Path(path), overwrite=overwrite)
+    location = output_location(path)
+    if not isinstance(location, StoragePath):
+        commit_directory(Path(str(tmp)), location, overwrite=overwrite)
+        return
+    if n_topics is None:
+        raise ValueError("commit_doc_topics on object storage needs n_topics, topic_names and shard_ids")
+    staging = Path(tempfile.mkdtemp(prefix="topicflow-out-", dir=storage.staging_root()))
+    try:
+        _create_root(staging / "root", n_topics=n_topics, topic_names=topic_names, shard_ids=shard_ids)
+        storage.write_object(f"{location.url}/parts/zarr.json", (staging / "root" / "parts" / "zarr.json").read_bytes())
+        try:
+            storage.write_object(f"{location.url}/zarr.json", (staging / "root" / "zarr.json").read_bytes(),
+                                 create_only=True)
+        except FileExistsError as exc:
+            raise StoreExistsError(f"document-topic output {location.url!r} was written by another writer "
+                                   "meanwhile; run again with another --out.", path=location.url) from exc
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    end_remote_output(location)
 
 
-def discard(tmp: Path) -> None:
-    """Delete an unfinished output directory (after a failure); missing files are ignored.
+def discard(tmp: Location | str) -> None:
+    """Delete an unfinished output (after a failure); missing files are ignored.
 
     Parameters
     ----------
-    tmp : Path
-        Directory returned by :func:`create_doc_topics`.
+    tmp : Path or StoragePath
+        What :func:`create_doc_topics` returned (on object storage: the URL, whose root is not written
+        yet, so only leftovers are deleted).
     """
-    shutil.rmtree(tmp, ignore_errors=True)
+    location = output_location(tmp)
+    if isinstance(location, StoragePath):
+        if not (location / "zarr.json").is_file():
+            storage.remove_prefix(location.url)
+        return
+    shutil.rmtree(location, ignore_errors=True)
 
 
 class DocTopics:
     """Read a document-topic output lazily, part by part."""
 
-    def __init__(self, path: Path, attrs: dict[str, Any]) -> None:
-        self.path = Path(path)
+    def __init__(self, path: Location, attrs: dict[str, Any]) -> None:
+        self.path = path
         self.n_topics = int(attrs["n_topics"])
         self.topic_names = list(attrs["topic_names"])
         self.parts = list(attrs["parts"])
 
     @classmethod
-    def open(cls, path: str | Path) -> DocTopics:
-        path = Path(path)
+    def open(cls, path: str | Path | StoragePath) -> DocTopics:
+        """Open the output at ``path`` (a local path or a URL).
+
+        Parameters
+        ----------
+        path : path or URL
+
+        Returns
+        -------
+        DocTopics
+        """
+        path = output_location(path)
         if not (path / "zarr.json").is_file():
             raise StoreNotFoundError(f"no document-topic output at {str(path)!r}", path=str(path))
         # create_doc_topics writes a JSON object under "topicflow".
-        attrs = cast(dict[str, Any], dict(zarr.open_group(str(path), mode="r").attrs).get("topicflow", {}))
+        root = zarr.open_group(storage.zarr_store(path, read_only=True), mode="r")
+        attrs = cast(dict[str, Any], dict(root.attrs).get("topicflow", {}))
         if attrs.get("kind") != DOC_TOPICS_FORMAT:
             raise CorpusFormatError(f"{str(path)!r} is not a topicflow document-topic output", path=str(path))
         return cls(path, attrs)
 
     def read_part(self, index: int) -> tuple[np.ndarray, np.ndarray]:
         """(doc_ids, doc_topic) of one part."""
-        group = zarr.open_group(str(self.path / "parts" / self.parts[index]), mode="r")
+        group = zarr.open_group(storage.zarr_store(self.path / "parts" / self.parts[index], read_only=True), mode="r")
         return (np.asarray(group_array(group, "doc_ids")[:], dtype=object),
                 np.asarray(group_array(group, "doc_topic")[:]))
 
@@ -114,5 +218,6 @@ class DocTopics:
         import dask.array as da
 
         return da.concatenate(
-            [da.from_zarr(str(self.path / "parts" / part / "doc_topic")) for part in self.parts], axis=0
+            [da.from_zarr(storage.zarr_store(self.path / "parts" / part / "doc_topic", read_only=True))
+             for part in self.parts], axis=0
         )

@@ -26,11 +26,11 @@ import numpy as np
 
 from topicflow import config as tf_config
 from topicflow.errors import InvalidParameterError
-from topicflow.io._atomic import check_output_path
 from topicflow.io.corpus.reader import Corpus, as_corpus
 from topicflow.io.models.info import ModelInfo
 from topicflow.io.models.store import SavedModel, load_model, read_model_info
 from topicflow.io.models.versions import VersionInfo, list_versions
+from topicflow.io.output_paths import prepare_output, staged_output_file
 from topicflow.io.outputs.report import (
     CoherenceSummary,
     EvolutionCell,
@@ -221,7 +221,7 @@ def write_model_report(
     model_path : str or Path
         A model directory.
     out : str or Path
-        The ``.html`` file to write (atomically).
+        The ``.html`` file to write (atomically), or its URL on object storage (docs/storage.md).
     corpus : Corpus or path, optional
         As in :func:`build_report`.
     coherence : CoherenceSummary, optional
@@ -252,13 +252,13 @@ def write_model_report(
     >>> data = write_model_report("model", "report.html", corpus="corpus.zarr")    # doctest: +SKIP
     >>> [t.size for t in data.topics]                                              # doctest: +SKIP
     """
-    out = Path(out)
-    check_output_path(out, overwrite=overwrite, what="report")
+    location = prepare_output(out, what="report", option="report --out", overwrite=overwrite, kind="file")
     data = build_report(model_path, corpus, coherence=coherence, coherence_note=coherence_note, options=options,
                         client=client, progress=progress)
     cards = topic_cards(data, client=client, progress=progress)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_report(out, render_report(data, topic_cards=cards))
+    page = render_report(data, topic_cards=cards)
+    with staged_output_file(location) as local:  # a local file renamed, or one PUT on object storage
+        write_report(local, page)
     return data
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from topicflow.io.corpus.reader import Corpus
+from topicflow.io.storage import StoragePath
 from topicflow.pipeline.cluster import current_client
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 
@@ -44,7 +45,7 @@ def run_stream(
     *,
     client: Any = None,
     test_corpus: Corpus | None = None,
-    out: Path | None = None,
+    out: Path | StoragePath | None = None,
     resume: bool = False,
     checkpoint_every: int = 0,
     recovery_every: int = 10,

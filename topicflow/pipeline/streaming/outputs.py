@@ -8,11 +8,12 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from topicflow.errors import InvalidParameterError
-from topicflow.io._atomic import atomic_write_bytes, atomic_write_json
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.info import ModelInfo, corpus_provenance
 from topicflow.io.models.store import SavedModel
 from topicflow.io.models.stream_state import RunState, write_stream_state
+from topicflow.io.output_paths import write_output_bytes, write_output_json
+from topicflow.io.storage import StoragePath
 from topicflow.models.lda.state import LDAState
 from topicflow.pipeline.streaming.actors import (
     HeldOutSet,
@@ -61,7 +62,7 @@ def held_out_set(test_corpus: Corpus | None, source: StreamSource, config: Strea
     return HeldOutSet(test, source.n_terms, term_map, seed=config.run.seed, as_next_documents=as_next)
 
 
-def check_resumable(info: Mapping[str, Any], config: StreamConfig, out: Path) -> None:
+def check_resumable(info: Mapping[str, Any], config: StreamConfig, out: Path | StoragePath) -> None:
     """Check that a saved stream was run with the settings of ``config``, so it can be resumed.
 
     Parameters
@@ -70,7 +71,7 @@ def check_resumable(info: Mapping[str, Any], config: StreamConfig, out: Path) ->
         The saved stream's ``info`` (its ``config`` entry is compared).
     config : StreamConfig
         Settings of the run that would resume it.
-    out : Path
+    out : Path or StoragePath
         The stream's output directory, named in the error message.
 
     Raises
@@ -88,7 +89,7 @@ def check_resumable(info: Mapping[str, Any], config: StreamConfig, out: Path) ->
         )
 
 
-def check_same_stream(info: Mapping[str, Any], corpus: Corpus, out: Path) -> None:
+def check_same_stream(info: Mapping[str, Any], corpus: Corpus, out: Path | StoragePath) -> None:
     """The shards a saved stream has read must still open the store, unchanged (it may have grown)."""
     saved = [(entry["id"], entry["checksum"]) for entry in info.get("corpus", {}).get("shards", [])]
     current = [(s.shard_id, s.checksum) for s in corpus.shards[: len(saved)]]
@@ -101,14 +102,15 @@ def check_same_stream(info: Mapping[str, Any], corpus: Corpus, out: Path) -> Non
         )
 
 
-def save_outputs(out: Path, corpus: Corpus, config: StreamConfig, records: list[dict[str, Any]],
+def save_outputs(out: Path | StoragePath, corpus: Corpus, config: StreamConfig, records: list[dict[str, Any]],
           snapshots: Sequence[RunState]) -> None:
     """Write a stream's state, trace and summary under ``out``, each file atomically.
 
     Parameters
     ----------
-    out : Path
-        The stream's output directory; gets ``state/``, ``trace.jsonl`` and ``summary.json``.
+    out : Path or StoragePath
+        The stream's output directory (a URL on object storage); gets ``state/``, ``trace.jsonl`` and
+        ``summary.json``, each replaced atomically (one PUT per file on object storage).
     corpus : Corpus
         The store read, recorded with every shard's checksum.
     config : StreamConfig
@@ -122,8 +124,8 @@ def save_outputs(out: Path, corpus: Corpus, config: StreamConfig, records: list[
             "corpus": corpus_provenance(corpus, range(corpus.n_shards))}
     write_stream_state(out / "state", info, snapshots)
     lines = "".join(_json_line(r) for r in records)
-    atomic_write_bytes(out / "trace.jsonl", lines.encode("utf-8"))
-    atomic_write_json(out / "summary.json", {"config": config.to_dict(), "summary": summarize(records)})
+    write_output_bytes(out / "trace.jsonl", lines.encode("utf-8"))
+    write_output_json(out / "summary.json", {"config": config.to_dict(), "summary": summarize(records)})
 
 
 def _json_line(record: Mapping[str, Any]) -> str:

@@ -35,6 +35,8 @@ from topicflow.io.models.stream_state import (
     read_stream_state,
     write_stream_state,
 )
+from topicflow.io.output_paths import output_location
+from topicflow.io.storage import StoragePath
 from topicflow.models.common.blocks import expand_tokens, token_docs
 from topicflow.models.lda.gibbs import state as gibbs_state
 from topicflow.models.lda.streaming import particle_filter
@@ -73,7 +75,7 @@ MAX_ATTEMPTS = 3
 
 
 def initialize_runs(corpus: Corpus, source: StreamSource, config: StreamConfig, client: Any,
-                    out: Path | None = None) -> list[RunState]:
+                    out: Path | StoragePath | None = None) -> list[RunState]:
     """Initial snapshot of every run.
 
     As ``config.particles`` says: the particles start empty (``init_docs=0``), from a saved initial
@@ -135,7 +137,7 @@ def _run_trials(prefix: Any, config: StreamConfig, seeds: Sequence[int], client:
 INITIAL_MODEL_KIND = "topicflow-initial-model"
 
 
-def save_initial_model(path: Path, trial: InitTrial, config: StreamConfig) -> None:
+def save_initial_model(path: Path | StoragePath, trial: InitTrial, config: StreamConfig) -> None:
     """Write an initialization (the Gibbs state of the prefix) as a directory, for ``init_model``.
 
     Parameters
@@ -153,10 +155,10 @@ def save_initial_model(path: Path, trial: InitTrial, config: StreamConfig) -> No
             "doc_topic_prior": config.doc_topic_prior, "topic_word_prior": config.topic_word_prior,
             "n_terms": int(trial.state.term_topic_counts.shape[0]), "init_sweeps": config.particles.init_sweeps,
             "init_start": config.particles.init_start, "init_select": config.particles.init_select}
-    write_stream_state(Path(path), info, [(arrays, meta)])
+    write_stream_state(output_location(path), info, [(arrays, meta)])
 
 
-def load_initial_model(path: str | Path, source: StreamSource, config: StreamConfig) -> InitTrial:
+def load_initial_model(path: str | Path | StoragePath, source: StreamSource, config: StreamConfig) -> InitTrial:
     """Read an initialization saved by :func:`save_initial_model` and check it fits the stream.
 
     Parameters
@@ -180,7 +182,7 @@ def load_initial_model(path: str | Path, source: StreamSource, config: StreamCon
     """
     from topicflow.pipeline.streaming.actors import DocumentStream
 
-    info, runs = read_stream_state(Path(path))
+    info, runs = read_stream_state(output_location(path))
     if info.get("kind") != INITIAL_MODEL_KIND or len(runs) != 1:
         raise InvalidParameterError(f"{str(path)!r} is not a saved initial model (OUT/init of a stream run with "
                                     "init_shared); pass the directory written there", path=str(path))
@@ -326,7 +328,7 @@ def run_particle_streams(
     *,
     client: Any = None,
     test_corpus: Corpus | None = None,
-    out: Path | None = None,
+    out: Path | StoragePath | None = None,
     resume: bool = False,
     checkpoint_every: int = 0,
     recovery_every: int = 10,

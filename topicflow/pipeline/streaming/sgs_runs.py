@@ -13,6 +13,7 @@ from topicflow.errors import InvalidParameterError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.store import SavedModel
 from topicflow.io.models.stream_state import RunState, read_stream_state
+from topicflow.io.storage import StoragePath
 from topicflow.models.lda.streaming import sgs
 from topicflow.pipeline.continuation import Continuation, Continuer, register_continuer
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
@@ -80,7 +81,7 @@ def _next_point(docs_seen: int, every: int) -> int:
 
 
 def run_sgs_stream(
-    corpus: Corpus, config: StreamConfig, *, client: Any, test_corpus: Corpus | None, out: Path | None,
+    corpus: Corpus, config: StreamConfig, *, client: Any, test_corpus: Corpus | None, out: Path | StoragePath | None,
     resume: bool, checkpoint_every: int = 0, recovery_every: int = 0, progress: ProgressReporter = NO_PROGRESS,
 ) -> StreamResult:
     """:func:`topicflow.pipeline.streaming.run_stream` for ``algorithm="sgs"`` or ``"dsgs"``.

@@ -13,6 +13,7 @@ from topicflow.errors import VocabularyMismatchError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.store import SavedModel
 from topicflow.io.outputs import doc_topics as doc_topics_io
+from topicflow.io.storage import StoragePath
 from topicflow.models.lda.vb.objective import local_elbo_terms
 from topicflow.models.lda.vb.params import VBParams
 from topicflow.pipeline.cluster import compute, compute_list, current_client
@@ -128,7 +129,7 @@ def fold_in_params(model: SavedModel, *, max_doc_iter: int | None = None, doc_to
 
 
 def infer_doc_topics(
-    model: SavedModel, corpus: Corpus, out: Path, *, client: Any = None, overwrite: bool = False,
+    model: SavedModel, corpus: Corpus, out: Path | str | StoragePath, *, client: Any = None, overwrite: bool = False,
     progress: ProgressReporter = NO_PROGRESS,
 ) -> int:
     """Fold every document of ``corpus`` into the model (lambda fixed) and write normalized gamma.
@@ -141,16 +142,16 @@ def infer_doc_topics(
     blocks, maps = model_blocks(model, corpus, token=token)
     state = model.state
     names = [state.topic_label(k) for k in range(state.n_topics)]
-    tmp = doc_topics_io.create_doc_topics(
-        out, n_topics=state.n_topics, topic_names=names,
-        shard_ids=[s.shard_id for s in corpus.shards], overwrite=overwrite,
-    )
+    shard_ids = [s.shard_id for s in corpus.shards]
+    tmp = doc_topics_io.create_doc_topics(out, n_topics=state.n_topics, topic_names=names, shard_ids=shard_ids,
+                                          overwrite=overwrite)
     try:
         topics = share(state.prepared_topics(list(maps)), client, name=f"topics-{token}")
         thetas = map_fold_in(blocks, topics, state.doc_topic_prior, fold_in_params(model), token=token)
-        writes = map_write_doc_topics(blocks, thetas, str(tmp), [s.shard_id for s in corpus.shards], token=token)
+        writes = map_write_doc_topics(blocks, thetas, str(tmp), shard_ids, token=token)
         written = sum(compute_list(writes, client=client, progress=progress, desc="infer", unit="shard"))
-        doc_topics_io.commit_doc_topics(tmp, Path(out), overwrite=overwrite)
+        doc_topics_io.commit_doc_topics(tmp, out, overwrite=overwrite, n_topics=state.n_topics, topic_names=names,
+                                        shard_ids=shard_ids)
     except BaseException:
         doc_topics_io.discard(tmp)
         raise
