@@ -275,6 +275,22 @@ def test_int64_packed_lists_give_the_same_chain() -> None:
     assert_array_equal(chains[0], run_sweeps(state, params, 3).topics)
 
 
+def test_word_lists_hold_the_nonzero_counts_in_decreasing_order() -> None:
+    """Short lists (insertion sort) and long ones (NumPy's sort) alike, with their sizes."""
+    rng = np.random.default_rng(3)
+    term_topic = (rng.poisson(3.0, size=(5, 40)) * (rng.random((5, 40)) < np.linspace(0.1, 1, 5)[:, None])).astype(
+        np.int32)
+    token_terms = np.repeat(np.arange(5, dtype=np.int32), term_topic.sum(axis=1))
+    lists = gl._word_lists(term_topic, token_terms, 40)
+    for w in range(5):
+        rows = np.flatnonzero(term_topic[w])
+        expected = np.sort((term_topic[w, rows].astype(np.int64) << lists.shift) | rows)[::-1]
+        entries = lists.packed[lists.starts[w]:lists.starts[w] + lists.lengths[w]]
+        assert_array_equal(entries, expected)
+    assert lists.lengths.max() > gl._INSERTION_SORT_MAX >= lists.lengths.min()
+    assert_array_equal(gl._term_topic_from_lists(lists, 5, 40), term_topic)
+
+
 def test_incremental_caches_match_recomputation() -> None:
     """After a sweep, s, its block sums, 1/(n_k + V beta) and the coefficients (updated or restored
     token by token) equal their values recomputed from the final counts."""
