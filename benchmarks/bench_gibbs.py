@@ -39,10 +39,15 @@ shards, z on disk, Dask's threaded scheduler with n threads, the default blocks)
 time over the whole fit, start and store reading included, divided by its sweeps, which a loaded machine
 disturbs less than wall time). ``--targets P1 P2 ...`` instead
 measures the time to reach each held-out perplexity (this script's evaluator, after every sweep, not
-timed) for the one-thread sampler, the distributed route at each thread count and tomotopy (workers=2)::
+timed) for the one-thread sampler, the distributed route at each thread count and tomotopy (workers=2).
+Each system's own initialization is on the clock. The one-thread sampler and tomotopy run one chain each
+(``run_sweeps(..., on_sweep=)``, tomotopy's ``train(callback=)``) and the time spent in the evaluating
+callback is subtracted; ``--per-sweep-calls`` instead calls ``run_sweeps(state, params, 1)`` and
+``train(1)`` once per sweep (sessions 13-15: topicflow then rebuilt its word lists every sweep).
+``--target-repeats N`` runs the systems in turn N times and keeps the best time per target::
 
     nice python benchmarks/bench_gibbs.py --jsonl labeled_fortunes.jsonl bible_kjv.jsonl --topics 100 \
-        --targets 1070 981 --max-sweeps 150 --dist-threads 1 2
+        --targets 1070 981 --max-sweeps 45 --dist-threads 1 2 --target-repeats 5
 
 ``--memory-tokens 2e6 8e6 32e6`` instead measures the peak resident memory of the whole process tree of a
 ``fit_gibbs`` run (threaded executor, ``--sweeps`` sweeps, the default blocks) on generated stores of those
