@@ -39,10 +39,15 @@ shards, z on disk, Dask's threaded scheduler with n threads, the default blocks)
 time over the whole fit, start and store reading included, divided by its sweeps, which a loaded machine
 disturbs less than wall time). ``--targets P1 P2 ...`` instead
 measures the time to reach each held-out perplexity (this script's evaluator, after every sweep, not
-timed) for the one-thread sampler, the distributed route at each thread count and tomotopy (workers=2)::
+timed) for the one-thread sampler, the distributed route at each thread count and tomotopy (workers=2).
+Each system's own initialization is on the clock. The one-thread sampler and tomotopy run one chain each
+(``run_sweeps(..., on_sweep=)``, tomotopy's ``train(callback=)``) and the time spent in the evaluating
+callback is subtracted; ``--per-sweep-calls`` instead calls ``run_sweeps(state, params, 1)`` and
+``train(1)`` once per sweep (sessions 13-15: topicflow then rebuilt its word lists every sweep).
+``--target-repeats N`` runs the systems in turn N times and keeps the best time per target::
 
     nice python benchmarks/bench_gibbs.py --jsonl labeled_fortunes.jsonl bible_kjv.jsonl --topics 100 \
-        --targets 1070 981 --max-sweeps 150 --dist-threads 1 2
+        --targets 1070 981 --max-sweeps 45 --dist-threads 1 2 --target-repeats 5
 
 ``--memory-tokens 2e6 8e6 32e6`` instead measures the peak resident memory of the whole process tree of a
 ``fit_gibbs`` run (threaded executor, ``--sweeps`` sweeps, the default blocks) on generated stores of those
@@ -102,8 +107,14 @@ Runner = Callable[[DocBlock, int, int, int, int], tuple[float, GibbsState]]
 
 
 def load_jsonl(inputs: list[Path], workdir: Path) -> tuple[DocBlock, list[tuple[DocBlock, DocBlock]]]:
-    """Training block and held-out (observed, held-out) pairs, built as bench_vb_lda.py builds them."""
-    train, test = build_real(inputs, workdir, None)
+    """Training block and held-out (observed, held-out) pairs, built as bench_vb_lda.py builds them (stores
+    left in ``workdir`` by an earlier run are reused)."""
+    from topicflow.io.corpus.reader import Corpus
+
+    if (workdir / "train.zarr").exists() and (workdir / "test.zarr").exists():
+        train, test = Corpus.open(workdir / "train.zarr"), Corpus.open(workdir / "test.zarr")
+    else:
+        train, test = build_real(inputs, workdir, None)
     return block_from_csr(load_csr(train)), heldout_blocks(train, test)
 
 
@@ -302,10 +313,11 @@ def time_to_targets(name: str, block: DocBlock, pairs: list, k: int, args: argpa
         return all(v is not None for v in reached.values())
 
     started = time.perf_counter()
-    if name.startswith("topicflow-dist-"):
-        class Done(Exception):
-            pass
 
+    class Done(Exception):
+        pass
+
+    if name.startswith("topicflow-dist-"):
         def on_sweep(record: Any, model: Any) -> None:
             if note(record.sweep, record.elapsed, model.topic_word()["default"]):
                 raise Done
@@ -314,7 +326,7 @@ def time_to_targets(name: str, block: DocBlock, pairs: list, k: int, args: argpa
             run_dist(block, k, args.max_sweeps, args.seed, int(name.rsplit("-", 1)[1]), workdir, on_sweep)
         except Done:
             pass
-    elif name == "topicflow":
+    elif name == "topicflow" and args.per_sweep_calls:  # sessions 13-15: one run_sweeps call per sweep
         params = GibbsParams(n_topics=k, doc_topic_prior=ALPHA, topic_word_prior=BETA, seed=args.seed)
         clock = time.perf_counter()
         state = initial_state(block, params)
@@ -325,31 +337,64 @@ def time_to_targets(name: str, block: DocBlock, pairs: list, k: int, args: argpa
             spent += time.perf_counter() - clock
             if note(sweep, spent, topic_word_distribution(state)):
                 break
+    elif name == "topicflow":  # one chain; the evaluation runs in its per-sweep callback, off the clock
+        params = GibbsParams(n_topics=k, doc_topic_prior=ALPHA, topic_word_prior=BETA, seed=args.seed)
+        clock, off = time.perf_counter(), 0.0
+
+        def on_state(state: GibbsState) -> None:
+            nonlocal off
+            entered = time.perf_counter()
+            done = note(state.sweeps_done, entered - clock - off, topic_word_distribution(state))
+            off += time.perf_counter() - entered
+            if done:
+                raise Done
+
+        try:
+            run_sweeps(initial_state(block, params), params, args.max_sweeps, on_sweep=on_state)
+        except Done:
+            pass
     elif name.startswith("tomotopy"):
         import tomotopy as tp
 
         token_indptr, token_terms = tokens_from_block(block)
-        clock = time.perf_counter()
+        clock, off = time.perf_counter(), 0.0
         model = tp.LDAModel(k=k, alpha=ALPHA, eta=BETA, seed=args.seed)
         model.optim_interval = 0
         for d in range(block.n_docs):
             words = token_terms[token_indptr[d]:token_indptr[d + 1]]
             if words.size:
                 model.add_doc([str(w) for w in words])
-        spent = time.perf_counter() - clock
         workers = 2 if name == "tomotopy-2" else 1
-        for sweep in range(1, args.max_sweeps + 1):
-            clock = time.perf_counter()
-            model.train(1, workers=workers)
-            spent += time.perf_counter() - clock
+
+        def tomotopy_phi(model: Any) -> np.ndarray:
             vocab_term = np.array([int(v) for v in model.vocabs], dtype=np.int64)  # reordered by the first train
             terms = np.concatenate([vocab_term[np.asarray(doc.words)] for doc in model.docs])
             topics = np.concatenate([np.asarray(doc.topics, dtype=np.int64) for doc in model.docs])
             counts = np.zeros((k, block.n_terms))
             np.add.at(counts, (topics, terms), 1.0)
-            phi = (counts + BETA) / (counts.sum(axis=1, keepdims=True) + block.n_terms * BETA)
-            if note(sweep, spent, phi):
-                break
+            return (counts + BETA) / (counts.sum(axis=1, keepdims=True) + block.n_terms * BETA)
+
+        if args.per_sweep_calls:  # sessions 13-15: one train(1) call per sweep
+            spent = time.perf_counter() - clock
+            for sweep in range(1, args.max_sweeps + 1):
+                clock = time.perf_counter()
+                model.train(1, workers=workers)
+                spent += time.perf_counter() - clock
+                if note(sweep, spent, tomotopy_phi(model)):
+                    break
+        else:  # one train call; the evaluation runs in its per-iteration callback, off the clock
+            def on_iteration(model: Any, iteration: int, total: int) -> None:
+                nonlocal off
+                entered = time.perf_counter()
+                done = iteration > 0 and note(iteration, entered - clock - off, tomotopy_phi(model))
+                off += time.perf_counter() - entered
+                if done:
+                    raise Done
+
+            try:
+                model.train(args.max_sweeps, workers=workers, callback_interval=1, callback=on_iteration)
+            except Done:
+                pass
     return {"system": name, "targets": reached, "wall_seconds": time.perf_counter() - started,
             "sweeps": len(curve), "final_perplexity": curve[-1][2] if curve else None, "curve": curve}
 
@@ -414,10 +459,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-sweeps", type=int, default=200, help="time-to-perplexity mode: sweeps at most")
     parser.add_argument("--target-systems", default="topicflow,tomotopy-2",
                         help="time-to-perplexity mode: systems besides topicflow-dist-<n>")
+    parser.add_argument("--target-repeats", type=int, default=1,
+                        help="time-to-perplexity mode: runs per system, taking turns (best time per target kept)")
+    parser.add_argument("--per-sweep-calls", action="store_true",
+                        help="time-to-perplexity mode: one run_sweeps / train(1) call per sweep, as in sessions "
+                             "13-15, instead of one call with a per-sweep callback")
     parser.add_argument("--memory-tokens", nargs="*", type=float, default=[],
                         help="memory mode (no corpus options): generated stores of about these many tokens")
     args = parser.parse_args(argv)
 
+    if args.workdir is not None:
+        args.workdir.mkdir(parents=True, exist_ok=True)
     if args.jsonl:
         workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-gibbs-"))
         block, pairs = load_jsonl(args.jsonl, workdir)
@@ -435,11 +487,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.targets:
         for k in args.topics:
             names = [n for n in args.target_systems.split(",") if n] + [f"topicflow-dist-{t}" for t in args.dist_threads]
+            runs: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+            for _ in range(args.target_repeats):  # the systems take turns, so that load falls on all of them
+                for name in names:
+                    row = {"K": k, **info, "mode": "targets", **time_to_targets(name, block, pairs, k, args, workdir)}
+                    print(json.dumps(row), flush=True)
+                    runs[name].append(row)
             found = []
-            for name in names:
-                row = {"K": k, **info, "mode": "targets", **time_to_targets(name, block, pairs, k, args, workdir)}
-                print(json.dumps(row), flush=True)
-                found.append(row)
+            for name in names:  # best of the repeats, per target
+                best = dict(runs[name][-1])
+                for t in args.targets:
+                    times = [r["targets"][str(t)] for r in runs[name]]
+                    reached = [x for x in times if x is not None]
+                    best["targets"] = {**best["targets"], str(t): min(reached) if reached else None}
+                    best[f"all_{format(t, 'g')}"] = times
+                found.append(best)
             print()
             print(f"{'K':>4} {'system':<18} " + " ".join(f"{'t<=' + format(t, 'g'):>10}" for t in args.targets)
                   + f" {'sweeps':>6} {'final':>8}")

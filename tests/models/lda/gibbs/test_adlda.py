@@ -24,6 +24,7 @@ from topicflow.models.lda.gibbs.adlda import (
     DocHistograms,
     SweepView,
     apply_delta,
+    count_histogram,
     joint_log_likelihood,
     optimize_hyperparameters,
     start_block,
@@ -216,3 +217,20 @@ def test_histograms_of_long_documents_are_sorted_like_short_ones() -> None:
         assert found.pair_keys.tolist() == sorted(expected)
         assert found.pair_counts.tolist() == [expected[key] for key in sorted(expected)]
         assert_array_equal(found.length_counts, np.bincount(counts.sum(axis=1)))
+
+
+def test_sparse_bookkeeping_matches_numpy() -> None:
+    """The numba helpers of the block bookkeeping give what their NumPy definitions give."""
+    rng = np.random.default_rng(4)
+    counts = (rng.poisson(0.7, size=(30, 7)) * (rng.random((30, 7)) < 0.5)).astype(np.int32)
+    hist = count_histogram(counts)
+    expected = np.bincount(counts[counts > 0], minlength=1).astype(np.float64)
+    expected[0] = 0.0
+    assert_array_equal(hist, expected)
+    assert_array_equal(count_histogram(np.zeros((3, 2), np.int32)), [0.0])
+    terms = np.sort(rng.choice(100, size=30, replace=False)).astype(np.int64)
+    delta = CountDelta.from_dense(terms, counts - np.roll(counts, 1, axis=0))
+    rows, cols = np.nonzero(counts - np.roll(counts, 1, axis=0))
+    assert_array_equal(delta.keys, terms[rows] * 7 + cols)
+    assert_array_equal(delta.values, (counts - np.roll(counts, 1, axis=0))[rows, cols])
+    assert delta.values.dtype == np.int32

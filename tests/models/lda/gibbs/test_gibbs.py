@@ -29,15 +29,27 @@ from tests.reference.corpora import random_block
 from tests.reference.goodness_of_fit import chi_square_p
 from topicflow.errors import InvalidParameterError, NumericalError
 from topicflow.metrics.recovery import match_topics, worst_matched_distance
-from topicflow.models.lda.gibbs import sparse as gl
 from topicflow.models.common import blocks as gl_blocks
-from topicflow.models.common.blocks import block_from_csr, concat_blocks, expand_tokens, token_docs
-from topicflow.models.lda.gibbs.state import GibbsParams, GibbsState, state_from_topics
-from topicflow.models.lda.gibbs.fold_in import fold_in
+from topicflow.models.common.blocks import (
+    block_from_csr,
+    concat_blocks,
+    expand_tokens,
+    token_docs,
+)
+from topicflow.models.lda.gibbs import sparse as gl
+from topicflow.models.lda.gibbs.chain import (
+    initial_state,
+    optimize_hyperparameters,
+    run_sweeps,
+)
 from topicflow.models.lda.gibbs.conditional import token_conditional
-from topicflow.models.lda.gibbs.chain import initial_state, optimize_hyperparameters, run_sweeps
-from topicflow.models.lda.gibbs.scores import joint_log_likelihood, topic_word_distribution
+from topicflow.models.lda.gibbs.fold_in import fold_in
+from topicflow.models.lda.gibbs.scores import (
+    joint_log_likelihood,
+    topic_word_distribution,
+)
 from topicflow.models.lda.gibbs.sparse import token_buckets
+from topicflow.models.lda.gibbs.state import GibbsParams, GibbsState, state_from_topics
 from topicflow.testing.corpora import draw_planted_corpus
 
 #: Smallest chi-square p-value accepted; the draws are fixed by their seeds, so a pass is stable.
@@ -216,6 +228,24 @@ def test_chain_run_in_pieces_equals_chain_run_at_once() -> None:
     assert not np.array_equal(at_once.doc_topic_prior, params.alpha)
 
 
+def test_on_sweep_snapshots_are_the_chain_run_one_sweep_at_a_time() -> None:
+    block = random_block(25, 40, seed=12, mean_len=10)
+    params = GibbsParams(n_topics=5, doc_topic_prior=0.2, topic_word_prior=0.05, seed=8)
+    state = initial_state(block, params)
+    seen: list[GibbsState] = []
+    final = run_sweeps(state, params, 5, optimize_every=2, burn_in=1, on_sweep=lambda snap: seen.append(
+        GibbsState(snap.token_indptr, snap.token_terms, snap.topics.copy(), snap.doc_topic_counts.copy(),
+                   snap.term_topic_counts, snap.topic_counts.copy(), snap.first_doc, snap.doc_topic_prior,
+                   snap.topic_word_prior, snap.sweeps_done)))
+    assert [snap.sweeps_done for snap in seen] == [1, 2, 3, 4, 5]
+    for snap in seen:
+        state = run_sweeps(state, params, 1, optimize_every=2, burn_in=1)
+        for name in ("topics", "doc_topic_counts", "term_topic_counts", "topic_counts", "doc_topic_prior"):
+            assert_array_equal(getattr(snap, name), getattr(state, name))
+        assert snap.topic_word_prior == state.topic_word_prior
+    assert_array_equal(final.topics, seen[-1].topics)
+
+
 def test_inputs_are_not_modified() -> None:
     block = random_block(10, 20, seed=2)
     params = GibbsParams(n_topics=4)
@@ -243,6 +273,22 @@ def test_int64_packed_lists_give_the_same_chain() -> None:
         assert lists.packed.dtype == dtype
     assert_array_equal(chains[0], chains[1])
     assert_array_equal(chains[0], run_sweeps(state, params, 3).topics)
+
+
+def test_word_lists_hold_the_nonzero_counts_in_decreasing_order() -> None:
+    """Short lists (insertion sort) and long ones (NumPy's sort) alike, with their sizes."""
+    rng = np.random.default_rng(3)
+    term_topic = (rng.poisson(3.0, size=(5, 40)) * (rng.random((5, 40)) < np.linspace(0.1, 1, 5)[:, None])).astype(
+        np.int32)
+    token_terms = np.repeat(np.arange(5, dtype=np.int32), term_topic.sum(axis=1))
+    lists = gl._word_lists(term_topic, token_terms, 40)
+    for w in range(5):
+        rows = np.flatnonzero(term_topic[w])
+        expected = np.sort((term_topic[w, rows].astype(np.int64) << lists.shift) | rows)[::-1]
+        entries = lists.packed[lists.starts[w]:lists.starts[w] + lists.lengths[w]]
+        assert_array_equal(entries, expected)
+    assert lists.lengths.max() > gl._INSERTION_SORT_MAX >= lists.lengths.min()
+    assert_array_equal(gl._term_topic_from_lists(lists, 5, 40), term_topic)
 
 
 def test_incremental_caches_match_recomputation() -> None:

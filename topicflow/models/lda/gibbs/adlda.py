@@ -111,6 +111,26 @@ def _sum_by_key(keys: IntArray, values: IntArray) -> tuple[IntArray, IntArray]:
     return keys[starts], np.add.reduceat(values, starts)
 
 
+@numba.njit(nogil=True, cache=True)
+def _dense_delta(terms, delta):
+    """Keys ``terms[i] * K + k`` and int32 values of the nonzero ``delta[i, k]``, in row-major order."""
+    n_topics = delta.shape[1]
+    n = 0
+    for i in range(delta.shape[0]):
+        for k in range(n_topics):
+            n += delta[i, k] != 0
+    keys = np.empty(n, dtype=np.int64)
+    values = np.empty(n, dtype=np.int32)
+    j = 0
+    for i in range(delta.shape[0]):
+        for k in range(n_topics):
+            if delta[i, k] != 0:
+                keys[j] = terms[i] * n_topics + k
+                values[j] = np.int32(delta[i, k])
+                j += 1
+    return keys, values
+
+
 @dataclass(frozen=True, slots=True)
 class CountDelta:
     """A sparse change of the term-topic counts: ``n_wk += values[i]`` for ``keys[i] = w * K + k``.
@@ -142,10 +162,8 @@ class CountDelta:
         -------
         CountDelta
         """
-        rows, cols = np.nonzero(delta)
-        n_topics = int(delta.shape[1])
-        keys = terms[rows].astype(np.int64) * n_topics + cols
-        return cls(keys, delta[rows, cols].astype(np.int32), n_topics)
+        keys, values = _dense_delta(np.ascontiguousarray(terms, dtype=np.int64), np.ascontiguousarray(delta))
+        return cls(keys, values, int(delta.shape[1]))
 
     def merge(self, *others: CountDelta) -> CountDelta:
         """The sum of this delta and ``others`` (integers: exact in any order).
@@ -196,13 +214,13 @@ class DocHistograms:
 
         Notes
         -----
-        Counted in one pass into a dense (K, longest document + 1) table when that table is small
+        Counted in one pass into a dense (K, largest n_dk + 1) table when that table is small
         (the usual case), else by sorting the nonzero ``k << 32 | n_dk``; both give the same arrays.
         """
         doc_topic = np.ascontiguousarray(doc_topic)
         doc_lengths = doc_topic.sum(axis=1).astype(np.int64)
         lengths = np.bincount(doc_lengths, minlength=1).astype(np.int64)
-        width = lengths.shape[0]  # n_dk <= n_d <= the longest document
+        width = int(doc_topic.max(initial=0)) + 1  # the largest n_dk
         if doc_topic.shape[1] * width <= _DENSE_HISTOGRAM_CELLS:
             table = np.zeros((doc_topic.shape[1], width), dtype=np.int64)
             _count_pairs(doc_topic, table)
@@ -303,9 +321,8 @@ def start_block(token_indptr: IntArray, token_terms: Int32Array, first_doc: int,
     token_terms = np.ascontiguousarray(token_terms, dtype=np.int32)
     topics = np.zeros(token_terms.shape[0], dtype=np.int32)
     _random_topics(token_indptr, n_topics, seed, first_doc, topics)
-    terms, local = np.unique(token_terms, return_inverse=True)
-    doc_topic, own, _ = _counts_from_topics(token_indptr, local.astype(np.int32), topics, max(1, terms.shape[0]),
-                                            n_topics)
+    terms, local = _renumber(token_terms, int(token_terms.max(initial=-1)) + 1)  # np.unique's, without a sort
+    doc_topic, own, _ = _counts_from_topics(token_indptr, local, topics, max(1, terms.shape[0]), n_topics)
     return BlockSweep(topics, CountDelta.from_dense(terms.astype(np.int64), own[:terms.shape[0]]),
                       DocHistograms.from_doc_topic(doc_topic))
 
@@ -516,10 +533,20 @@ def count_histogram(term_topic: np.ndarray) -> FloatArray:
     -------
     ndarray of shape (max n_wk + 1,), float64
     """
-    values = term_topic[term_topic > 0]
-    hist = np.bincount(values.astype(np.int64), minlength=1).astype(np.float64)
-    hist[0] = 0.0
-    return hist
+    return _count_histogram(np.ascontiguousarray(term_topic).reshape(-1))
+
+
+@numba.njit(nogil=True, cache=True)
+def _count_histogram(values):
+    """hist[n] = #{i : values[i] = n} for n >= 1, hist[0] = 0 (two passes, no temporary arrays but the result)."""
+    largest = 0
+    for i in range(values.shape[0]):
+        largest = max(largest, values[i])
+    counts = np.zeros(largest + 1, dtype=np.int64)
+    for i in range(values.shape[0]):
+        if values[i] > 0:  # most n_wk are 0: skipping them spares a chain of increments of one bin
+            counts[values[i]] += 1
+    return counts.astype(np.float64)
 
 
 def optimize_hyperparameters(histograms: DocHistograms, term_topic: np.ndarray, topic_counts: IntArray,

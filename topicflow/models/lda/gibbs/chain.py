@@ -287,7 +287,7 @@ def optimize_hyperparameters(state: GibbsState) -> tuple[FloatArray, float]:
 
 def run_sweeps(
     state: GibbsState, params: GibbsParams, n_sweeps: int, *, optimize_every: int = 0, burn_in: int = 0,
-    prior: TopicWordPrior | None = None,
+    prior: TopicWordPrior | None = None, on_sweep: Callable[[GibbsState], None] | None = None,
 ) -> GibbsState:
     """Run ``n_sweeps`` collapsed Gibbs sweeps over every token of the state.
 
@@ -308,6 +308,13 @@ def run_sweeps(
     prior : TopicWordPrior, optional
         Pseudo-counts N_wk, one row per term of the state (see :class:`TopicWordPrior`). Without it
         (the default) the sampler is the batch sampler, bit for bit as it was before priors existed.
+    on_sweep : callable, optional
+        ``on_sweep(snapshot)`` after every sweep (and its hyperparameter update), e.g. to score held-out
+        documents along the chain. The snapshot is the chain after that sweep; its assignments, n_dk
+        and n_k are read-only views of the running chain's arrays, valid only during the call (copy
+        what you keep); its n_wk is a fresh array. The chain does not depend on it: running the
+        sweeps in one call with ``on_sweep`` gives the same states as one call per sweep, without
+        rebuilding the word lists every sweep. An exception it raises stops the chain.
 
     Returns
     -------
@@ -355,7 +362,7 @@ def run_sweeps(
     burn_in = parse_int("burn_in", burn_in, 0)
     if optimize_every and prior is not None:
         raise InvalidParameterError("optimize_every must be 0 with a prior: the fixed points ignore the pseudo-counts")
-    final, _ = _run_chain(state, params, n_sweeps, optimize_every, burn_in, prior, None)
+    final, _ = _run_chain(state, params, n_sweeps, optimize_every, burn_in, prior, None, on_sweep)
     return final
 
 
@@ -406,9 +413,17 @@ def run_sweeps_until(
     return _run_chain(state, params, max_sweeps, 0, 0, prior, should_stop)
 
 
+def _read_only(values: np.ndarray) -> np.ndarray:
+    """A read-only view of ``values`` (no copy)."""
+    view = values.view()
+    view.flags.writeable = False
+    return view
+
+
 def _run_chain(
     state: GibbsState, params: GibbsParams, n_sweeps: int, optimize_every: int, burn_in: int,
     prior: TopicWordPrior | None, should_stop: Callable[[tuple[float, ...]], bool] | None,
+    on_sweep: Callable[[GibbsState], None] | None = None,
 ) -> tuple[GibbsState, tuple[float, ...]]:
     """The sweep loop shared by :func:`run_sweeps` and :func:`run_sweeps_until` (word lists live throughout)."""
     if params.n_topics != state.n_topics:
@@ -438,6 +453,11 @@ def _run_chain(
         done += 1
         if optimize_every and sweep > burn_in and (sweep - burn_in) % optimize_every == 0:
             alpha, beta = _optimize_hyper(doc_topic, doc_lengths, lists, topic_counts, alpha, beta)
+        if on_sweep is not None:
+            on_sweep(GibbsState(state.token_indptr, state.token_terms, _read_only(topics), _read_only(doc_topic),
+                                _term_topic_from_lists(lists, state.n_terms, state.n_topics),
+                                _read_only(topic_counts), state.first_doc, alpha.copy(), beta,
+                                state.sweeps_done + done))
         if should_stop is not None:
             trace.append(perplexity())
             if should_stop(tuple(trace)):
