@@ -5,7 +5,11 @@ import numpy as np
 import pytest
 
 from topicflow.errors import InputError
-from topicflow.models.adaptor_grammar import SHIPPED_GRAMMARS, load_grammar, parse_grammar
+from topicflow.models.adaptor_grammar import (
+    SHIPPED_GRAMMARS,
+    load_grammar,
+    parse_grammar,
+)
 
 
 def test_shipped_grammars_load_and_bind() -> None:
