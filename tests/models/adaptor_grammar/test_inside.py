@@ -2,21 +2,16 @@
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 import pytest
 from scipy import special, stats
 
+from tests.reference.adaptor_grammar_numpy import decode_trees, enumerate_parses
 from topicflow.models.adaptor_grammar import parse_grammar
 from topicflow.models.adaptor_grammar.inside import (
-    KIND_BINARY,
-    KIND_CACHED,
-    KIND_LEXICAL,
-    KIND_UNARY,
     DerivedPCFG,
-    SampledTrees,
     derived_pcfg,
     expected_log_sticks,
     inside_chart,
@@ -56,72 +51,6 @@ def toy() -> tuple[Any, DerivedPCFG, list[list[tuple[int, ...]]]]:
     return grammar, pcfg, yields
 
 
-def _enumerate(grammar: Any, pcfg: DerivedPCFG, yields: list[list[tuple[int, ...]]], x: np.ndarray,
-               nt: int, i0: int, j0: int) -> list[tuple[float, tuple[Any, ...]]]:
-    """Every parse of x[i0:j0] from nt under G', with its probability: plain recursion, no chart."""
-    n_nt = grammar.n_nonterminals
-    adapted = {int(c): m for m, c in enumerate(grammar.adapted)}
-
-    @lru_cache(maxsize=None)
-    def parses(a: int, i: int, j: int) -> tuple[tuple[float, tuple[Any, ...]], ...]:
-        out: list[tuple[float, tuple[Any, ...]]] = []
-        if a in adapted:
-            for e in range(pcfg.entry_nt.shape[0]):
-                if pcfg.entry_nt[e] == a and tuple(yields[adapted[a]][pcfg.entry_atom[e]]) == tuple(x[i:j]):
-                    out.append((pcfg.entry_weight[e], (a, i, j, KIND_CACHED, int(pcfg.entry_atom[e]))))
-        for r in range(grammar.n_rules):
-            if grammar.rule_lhs[r] != a:
-                continue
-            w = pcfg.rule_weight[r]
-            b, c = (int(s) for s in grammar.rule_rhs[r])
-            if c < 0 and b >= n_nt:
-                if j == i + 1 and x[i] == b - n_nt:
-                    out.append((w, (a, i, j, KIND_LEXICAL, r)))
-            elif c < 0:
-                out.extend((w * p, (a, i, j, KIND_UNARY, r, t)) for p, t in parses(b, i, j))
-            else:
-                for k in range(i + 1, j):
-                    left = [(1.0, None)] if b >= n_nt and k == i + 1 and x[i] == b - n_nt else \
-                        list(parses(b, i, k)) if b < n_nt else []
-                    right = [(1.0, None)] if c >= n_nt and j == k + 1 and x[k] == c - n_nt else \
-                        list(parses(c, k, j)) if c < n_nt else []
-                    for pl, tl in left:
-                        for pr, tr in right:
-                            kids = tuple(t for t in (tl, tr) if t is not None)
-                            out.append((w * pl * pr, (a, i, j, KIND_BINARY, r, k) + kids))
-        return tuple(out)
-
-    return list(parses(nt, i0, j0))
-
-
-def _trees(samples: SampledTrees) -> list[tuple[Any, ...]]:
-    """Nested tuples in the enumerator's format, one per sampled tree (preorder decoding)."""
-    out = []
-    for s in range(samples.n_samples):
-        pos = int(samples.tree_ptr[s])
-
-        def build() -> tuple[Any, ...]:
-            nonlocal pos
-            p = pos
-            pos += 1
-            kind = int(samples.kind[p])
-            head = (int(samples.symbol[p]), int(samples.start[p]), int(samples.end[p]), kind, int(samples.ident[p]))
-            if kind == KIND_BINARY:
-                head += (int(samples.split[p]),)
-            if kind in (KIND_LEXICAL, KIND_CACHED):
-                return head
-            if kind == KIND_UNARY:
-                return head + (build(),)
-            return head + tuple(build() for _ in range(n_children[int(samples.ident[p])]))
-
-        out.append(build())
-        assert pos == samples.tree_ptr[s + 1]
-    return out
-
-
-n_children: dict[int, int] = {}
-
-
 @pytest.mark.parametrize("text", ["abca", "cab", "a", "ababc"])
 def test_inside_equals_brute_force_sum_over_parses(toy: Any, text: str) -> None:
     grammar, pcfg, yields = toy
@@ -131,7 +60,7 @@ def test_inside_equals_brute_force_sum_over_parses(toy: Any, text: str) -> None:
     for nt in range(grammar.n_nonterminals):
         for i in range(n):
             for j in range(i + 1, n + 1):
-                total = sum(p for p, _ in _enumerate(grammar, pcfg, yields, x, nt, i, j))
+                total = sum(p for p, _ in enumerate_parses(grammar, pcfg, yields, x, nt, i, j))
                 got = chart.log_inside(nt, i, j)
                 if total == 0.0:
                     assert got == -math.inf
@@ -146,10 +75,8 @@ def test_sampled_trees_follow_the_exact_posterior(toy: Any) -> None:
     p-value is far above it; a wrong weight shifts some parse's frequency by many standard errors).
     """
     grammar, pcfg, yields = toy
-    for r in range(grammar.n_rules):
-        n_children[r] = int(sum(1 for s in grammar.rule_rhs[r] if 0 <= s < grammar.n_nonterminals))
     x = grammar.encode("abca")
-    exact = _enumerate(grammar, pcfg, yields, x, grammar.start, 0, len(x))
+    exact = enumerate_parses(grammar, pcfg, yields, x, grammar.start, 0, len(x))
     assert len(exact) > 20  # a posterior with many parses, atoms and base rules mixed
     probs = np.array([p for p, _ in exact])
     probs /= probs.sum()
@@ -157,7 +84,7 @@ def test_sampled_trees_follow_the_exact_posterior(toy: Any) -> None:
     chart = inside_chart(pcfg, x)
     draws = sample_trees(pcfg, chart, 40_000, seed=11, epoch=0, sentence=0)
     counts = np.zeros(len(exact))
-    for t in _trees(draws):
+    for t in decode_trees(grammar, draws):
         counts[index[t]] += 1  # a KeyError would mean a tree that is not a parse
     expected = probs * counts.sum()
     keep = expected >= 5
