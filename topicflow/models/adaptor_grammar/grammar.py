@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
@@ -272,7 +273,7 @@ class Grammar:
         """Return the number of base rules R."""
         return int(self.rule_lhs.shape[0])
 
-    @property
+    @cached_property
     def adapted_index(self) -> np.ndarray:
         """Return, per nonterminal, its position in :attr:`adapted` or -1 if not adapted."""
         out = np.full(self.n_nonterminals, -1, dtype=np.int64)

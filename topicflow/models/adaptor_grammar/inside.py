@@ -54,9 +54,9 @@ def expected_log_sticks(nu1: np.ndarray, nu2: np.ndarray) -> tuple[np.ndarray, f
     Returns
     -------
     elog_pi : ndarray of float64, shape (K,)
-        psi(nu1_i) - psi(nu1_i + nu2_i) + sum_{j<i} [psi(nu2_j) - psi(nu1_j + nu2_j)].
+        The values psi(nu1_i) - psi(nu1_i + nu2_i) + sum_{j<i} [psi(nu2_j) - psi(nu1_j + nu2_j)].
     leftover : float
-        sum_{j<=K} [psi(nu2_j) - psi(nu1_j + nu2_j)]: E_q[log] of the stick left after K atoms (0 if K = 0).
+        The sum_{j<=K} [psi(nu2_j) - psi(nu1_j + nu2_j)]: E_q[log] of the stick left after K atoms (0 if K = 0).
 
     Notes
     -----
@@ -108,7 +108,7 @@ class DerivedPCFG:
     rule_lhs, rule_rhs : ndarray of int64
         The grammar's base rules (see :class:`~topicflow.models.adaptor_grammar.grammar.Grammar`).
     rule_weight : ndarray of float64, shape (R,)
-        exp of each base rule's G' log weight (E log theta, plus the left-over stick if its lhs is adapted).
+        The exp of each base rule's G' log weight (E log theta, plus the left-over stick if its lhs is adapted).
     by_lhs_ptr, by_lhs_rule : ndarray of int64
         CSR of the binary and nonterminal-unary rules by left-hand side.
     lex_ptr, lex_rule : ndarray of int64
@@ -122,7 +122,7 @@ class DerivedPCFG:
     yield_ptr, entry_nt, entry_atom : ndarray of int64
         CSR from a yield to its cached subtrees: adapted nonterminal and index in that TNG.
     entry_weight : ndarray of float64
-        exp(E log pi) of each such subtree.
+        The exp(E log pi) of each such subtree.
     max_unary_chain : int
         Longest chain of unary rules between nonterminals (bounds the size of a tree).
     """

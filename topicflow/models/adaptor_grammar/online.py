@@ -72,7 +72,7 @@ class OnlineParams:
     kappa : float
         Decay rate kappa (0 gives eps = 1: batch updates).
     prune_every : int
-        u: sort and prune the TNGs every u minibatches.
+        The interval u: sort and prune the TNGs every u minibatches.
     n_samples : int
         Trees drawn per sentence ([Z] footnote 5: 10).
     bias : {"correct", "tau-kappa", "none"}
@@ -126,7 +126,7 @@ class Atom:
     yield_ids : tuple of int
         Terminal ids of its yield.
     rule_counts : tuple of (int, int)
-        n(r, z) of the base rules at the atom's own level (not inside inner adapted nodes).
+        The counts n(r, z) of the base rules at the atom's own level (not inside inner adapted nodes).
     refs : tuple of (int, tuple)
         (adapted position m, atom key) of each inner adapted node, with repetition: n(m => key, z).
     size : int
@@ -246,7 +246,7 @@ class AGState:
     minibatch : int
         Minibatches processed (the counter l of the last update).
     decay : float
-        prod_l (1 - eps_l): the weight f~ and g~ still owe to their zero start (P3).
+        The product prod_l (1 - eps_l): the weight f~ and g~ still owe to their zero start (P3).
     """
 
     grammar: Grammar
@@ -370,9 +370,22 @@ class AGStats:
                        self.log_likelihood + other.log_likelihood)
 
 
-def tree_keys(grammar: Grammar, trees: SampledTrees, sample: int, atom_keys: Sequence[Sequence[TreeKey]]
-              ) -> list[TreeKey]:
-    """Return the key of every node of one sampled tree (preorder), cached subtrees by their atom keys.
+_CHILDREN_CACHE: dict[int, tuple[Grammar, list[int]]] = {}
+
+
+def _nonterminal_children(grammar: Grammar) -> list[int]:
+    """Number of nonterminal children of each base rule (memoized per grammar object)."""
+    got = _CHILDREN_CACHE.get(id(grammar))
+    if got is not None and got[0] is grammar:
+        return got[1]
+    rhs = grammar.rule_rhs
+    kids = (((rhs >= 0) & (rhs < grammar.n_nonterminals)).sum(axis=1)).tolist()
+    _CHILDREN_CACHE[id(grammar)] = (grammar, kids)
+    return kids
+
+
+def tree_keys(grammar: Grammar, trees: SampledTrees, atom_keys: Sequence[Sequence[TreeKey]]) -> list[TreeKey]:
+    """Return the key of every node of the sampled trees (preorder), cached subtrees by their atom keys.
 
     Parameters
     ----------
@@ -380,36 +393,37 @@ def tree_keys(grammar: Grammar, trees: SampledTrees, sample: int, atom_keys: Seq
         The compiled grammar.
     trees : SampledTrees
         Draws from one chart.
-    sample : int
-        Which tree.
     atom_keys : sequence of sequences of tuple
         Per adapted nonterminal, the keys of its TNG at E-step time.
 
     Returns
     -------
     list of tuple
+        One per node, aligned with the node arrays of ``trees``.
     """
-    n_nt = grammar.n_nonterminals
-    position = grammar.adapted_index
-    lo, hi = int(trees.tree_ptr[sample]), int(trees.tree_ptr[sample + 1])
-    keys: list[TreeKey] = [()] * (hi - lo)
-    stack: list[TreeKey] = []
-    rhs = grammar.rule_rhs
-    for p in range(hi - 1, lo - 1, -1):
-        kind = int(trees.kind[p])
-        ident = int(trees.ident[p])
-        if kind == KIND_CACHED:
-            key = atom_keys[position[trees.symbol[p]]][ident]
+    position = grammar.adapted_index.tolist()
+    kinds = trees.kind.tolist()
+    idents = trees.ident.tolist()
+    symbols = trees.symbol.tolist()
+    n_kids = _nonterminal_children(grammar)
+    keys: list[TreeKey] = [()] * len(kinds)
+    stack: list[TreeKey] = []  # trees are whole, so walking all of them backwards in one pass is safe
+    pop = stack.pop
+    push = stack.append
+    for p in range(len(kinds) - 1, -1, -1):
+        ident = idents[p]
+        if kinds[p] == KIND_CACHED:
+            key = atom_keys[position[symbols[p]]][ident]
         else:
-            b, c = rhs[ident]
-            if 0 <= b < n_nt and 0 <= c < n_nt:
-                key = (ident, stack.pop(), stack.pop())
-            elif 0 <= b < n_nt or 0 <= c < n_nt:
-                key = (ident, stack.pop())
+            kids = n_kids[ident]
+            if kids == 2:
+                key = (ident, pop(), pop())
+            elif kids == 1:
+                key = (ident, pop())
             else:
                 key = (ident,)
-        keys[p - lo] = key
-        stack.append(key)
+        keys[p] = key
+        push(key)
     return keys
 
 
@@ -426,7 +440,7 @@ def count_trees(grammar: Grammar, trees: SampledTrees, atom_keys: Sequence[Seque
     atom_keys : sequence of sequences of tuple
         Per adapted nonterminal, the keys of its TNG at E-step time.
     stats : AGStats
-        Counts so far (modified arrays are new objects).
+        Counts so far (not modified).
 
     Returns
     -------
@@ -437,22 +451,19 @@ def count_trees(grammar: Grammar, trees: SampledTrees, atom_keys: Sequence[Seque
     g = stats.g + np.bincount(trees.ident[~cached], minlength=grammar.n_rules)
     f = list(stats.f)
     pos_of_node = position[trees.symbol]
-    for m in range(len(f)):
-        sel = cached & (pos_of_node == m)
-        if sel.any():
-            f[m] = f[m] + np.bincount(trees.ident[sel], minlength=f[m].shape[0])
-    new = (~cached) & (pos_of_node >= 0)
+    if cached.any():
+        for m in range(len(f)):
+            sel = cached & (pos_of_node == m)
+            if sel.any():
+                f[m] = f[m] + np.bincount(trees.ident[sel], minlength=f[m].shape[0])
+    new = np.flatnonzero((~cached) & (pos_of_node >= 0))
     h = stats.h
-    if new.any():
+    if new.shape[0]:
         h = tuple(dict(d) for d in h)
-        for s in range(trees.n_samples):
-            lo, hi = int(trees.tree_ptr[s]), int(trees.tree_ptr[s + 1])
-            if not new[lo:hi].any():
-                continue
-            keys = tree_keys(grammar, trees, s, atom_keys)
-            for p in np.flatnonzero(new[lo:hi]):
-                d = h[pos_of_node[lo + p]]
-                d[keys[p]] = d.get(keys[p], 0) + 1
+        keys = tree_keys(grammar, trees, atom_keys)
+        for p, m in zip(new.tolist(), pos_of_node[new].tolist()):
+            d = h[m]
+            d[keys[p]] = d.get(keys[p], 0) + 1
     return AGStats(stats.n_sentences + 1, stats.n_samples, g, tuple(f), h, stats.log_likelihood)
 
 
