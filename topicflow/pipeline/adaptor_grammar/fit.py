@@ -55,7 +55,7 @@ class GrammarFitConfig:
     tau, kappa : float
         Step size eps = (tau + l)^-kappa.
     prune_every : int
-        u: prune the TNGs every u minibatches.
+        The interval u: prune the TNGs every u minibatches.
     n_samples : int
         Trees drawn per sentence.
     passes : int
