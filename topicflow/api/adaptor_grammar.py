@@ -21,6 +21,7 @@ from topicflow.pipeline.adaptor_grammar import (
     GrammarFitConfig,
     fit_grammar,
     read_sentences,
+    token_sentences,
 )
 
 _POSITIVE_INT = Interval(Integral, 1, None, closed="left")
@@ -51,6 +52,8 @@ class AdaptorGrammar(TopicModelEstimator):
         Trees drawn per sentence.
     passes : int, default 1
         Passes over the sentences.
+    shuffle : bool, default False
+        Visit the sentences in a seeded random order, a new one every pass (default: store order).
     bias : {"correct", "tau-kappa", "none"}, default "correct"
         Handling of the zero start of the running counts (docs/adaptor_grammar.md, P3).
     seed : int, default 0
@@ -85,7 +88,7 @@ class AdaptorGrammar(TopicModelEstimator):
     def __init__(self, grammar: str = "unigram", *, batch_size: int = 20, tau: float = 64.0, kappa: float = 0.8,
                  prune_every: int = 10, truncation: Mapping[str, int] | None = None,
                  grammar_params: Mapping[str, int] | None = None, n_samples: int = 10, passes: int = 1,
-                 bias: str = "correct", seed: int = 0, n_partitions: int = 1, word: str = "Word",
+                 shuffle: bool = False, bias: str = "correct", seed: int = 0, n_partitions: int = 1, word: str = "Word",
                  language: str | None = None) -> None:
         self.grammar = grammar
         self.batch_size = batch_size
@@ -96,14 +99,20 @@ class AdaptorGrammar(TopicModelEstimator):
         self.grammar_params = grammar_params
         self.n_samples = n_samples
         self.passes = passes
+        self.shuffle = shuffle
         self.bias = bias
         self.seed = seed
         self.n_partitions = n_partitions
         self.word = word
         self.language = language
 
-    def config(self) -> GrammarFitConfig:
+    def config(self, **grammar_params: int) -> GrammarFitConfig:
         """Return the fit settings (validated).
+
+        Parameters
+        ----------
+        **grammar_params : int
+            Template parameters to add to ``grammar_params`` (the number of documents D of a store).
 
         Returns
         -------
@@ -111,16 +120,20 @@ class AdaptorGrammar(TopicModelEstimator):
         """
         self._validate_params()
         return GrammarFitConfig(
-            grammar=str(self.grammar), grammar_params=dict(self.grammar_params or {}),
+            grammar=str(self.grammar), grammar_params={**grammar_params, **dict(self.grammar_params or {})},
             truncations=dict(self.truncation or {}), batch_size=int(self.batch_size), tau=float(self.tau),
             kappa=float(self.kappa), prune_every=int(self.prune_every), n_samples=int(self.n_samples),
-            passes=int(self.passes), bias=str(self.bias), seed=int(self.seed), n_partitions=int(self.n_partitions))
+            passes=int(self.passes), shuffle=bool(self.shuffle), bias=str(self.bias), seed=int(self.seed), n_partitions=int(self.n_partitions))
 
-    def _sentences(self, X: Any) -> list[Any]:
+    def _sentences(self, X: Any) -> tuple[list[Any], GrammarFitConfig]:
         if isinstance(X, (str, os.PathLike, Corpus)):
-            return list(read_sentences(as_corpus(X), self.language).texts)
+            corpus = as_corpus(X)
+            if self.grammar == "infvoc-lda":
+                sentences, n_docs = token_sentences(corpus, self.language)
+                return sentences, self.config(D=n_docs)
+            return list(read_sentences(corpus, self.language).texts), self.config()
         if isinstance(X, Sequence):
-            return list(X)
+            return list(X), self.config()
         raise InvalidParameterError(f"AdaptorGrammar reads a store (path or Corpus) or a list of sentences "
                                     f"(strings or token lists), not {type(X).__name__}")
 
@@ -131,7 +144,8 @@ class AdaptorGrammar(TopicModelEstimator):
         ----------
         X : store path, Corpus, or list of str or of token lists
             A store ingested with ``--keep-order`` (each document's tokens joined into one character
-            sequence), or the sentences themselves.
+            sequence; for ``grammar="infvoc-lda"`` one sentence ``['_j', characters...]`` per token of
+            document j, with D set to the number of documents), or the sentences themselves.
         y : None
             Ignored.
         client : distributed.Client, optional
@@ -142,8 +156,9 @@ class AdaptorGrammar(TopicModelEstimator):
         AdaptorGrammar
             This estimator, fitted (``state_``, ``params_``, ``log_likelihood_``, ``n_inside_calls_``).
         """
-        result = fit_grammar(self._sentences(X), self.config(), client=client)
-        self._set_result(result.state, result.params, result.grammar_text)
+        sentences, config = self._sentences(X)
+        result = fit_grammar(sentences, config, client=client)
+        self._set_result(result.state, result.params, result.grammar_text, dict(config.grammar_params))
         self.log_likelihood_ = result.log_likelihood
         self.n_inside_calls_ = result.n_inside_calls
         return self
@@ -167,14 +182,15 @@ class AdaptorGrammar(TopicModelEstimator):
         """
         if getattr(self, "state_", None) is None:
             return self.fit(X, client=client)
-        result = fit_grammar(self._sentences(X), self.config(), client=client, state=self.state_,
-                             grammar_text_=self.grammar_text_)
-        self._set_result(result.state, result.params, result.grammar_text)
+        sentences, config = self._sentences(X)
+        result = fit_grammar(sentences, config, client=client, state=self.state_, grammar_text_=self.grammar_text_)
+        self._set_result(result.state, result.params, result.grammar_text, self.grammar_params_)
         self.log_likelihood_ = list(getattr(self, "log_likelihood_", [])) + result.log_likelihood
         self.n_inside_calls_ = int(getattr(self, "n_inside_calls_", 0)) + result.n_inside_calls
         return self
 
-    def _set_result(self, state: AGState, params: OnlineParams, text: str) -> None:
+    def _set_result(self, state: AGState, params: OnlineParams, text: str, grammar_params: dict[str, int]) -> None:
+        self.grammar_params_ = grammar_params
         self.state_ = state
         self.params_ = params
         self.grammar_text_ = text
@@ -254,7 +270,7 @@ class AdaptorGrammar(TopicModelEstimator):
         """
         state: AGState = self._check_fitted()
         save_grammar_model(Path(path), state, self.params_, grammar_text=self.grammar_text_,
-                           grammar_params=dict(self.grammar_params or {}), truncations=dict(self.truncation or {}),
+                           grammar_params=self.grammar_params_, truncations=dict(self.truncation or {}),
                            info={"estimator": self.get_params()}, overwrite=overwrite)
 
     @classmethod
@@ -274,5 +290,5 @@ class AdaptorGrammar(TopicModelEstimator):
         state, params, meta = load_grammar_model(Path(path))
         settings = dict(meta.get("info", {}).get("estimator", {}))
         model = cls(**{k: v for k, v in settings.items() if k in cls._get_param_names()})
-        model._set_result(state, params, meta["grammar"]["text"])
+        model._set_result(state, params, meta["grammar"]["text"], dict(meta["grammar"].get("params", {})))
         return model

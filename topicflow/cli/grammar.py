@@ -42,6 +42,7 @@ def grammar() -> None:
 @click.option("--param", "params", multiple=True, metavar="NAME=N", help="Grammar template parameter (repeatable).")
 @click.option("--samples", type=click.IntRange(min=1), default=10, show_default=True, help="Trees per sentence.")
 @click.option("--passes", type=click.IntRange(min=1), default=1, show_default=True, help="Passes over the store.")
+@click.option("--shuffle", is_flag=True, help="Visit the sentences in a seeded random order, new every pass.")
 @click.option("--bias", type=click.Choice(["correct", "tau-kappa", "none"]), default="correct", show_default=True,
               help="Handling of the zero start of the running counts.")
 @click.option("--partitions", type=click.IntRange(min=1), default=1, show_default=True,
@@ -51,7 +52,8 @@ def grammar() -> None:
 @click.option("--overwrite", is_flag=True, help="Replace an existing model.")
 @reports_errors
 def fit(store: Path, grammar_name: str, model_path: Path, batch_size: int, tau: float, kappa: float,
-        prune_every: int, truncation: tuple[str, ...], params: tuple[str, ...], samples: int, passes: int, bias: str,
+        prune_every: int, truncation: tuple[str, ...], params: tuple[str, ...], samples: int, passes: int,
+        shuffle: bool, bias: str,
         partitions: int, seed: int, language: str | None, overwrite: bool) -> None:
     """Fit an adaptor grammar to STORE (ingested with --keep-order; each document's tokens joined)."""
     from topicflow.api.adaptor_grammar import AdaptorGrammar
@@ -62,7 +64,7 @@ def fit(store: Path, grammar_name: str, model_path: Path, batch_size: int, tau: 
     model = AdaptorGrammar(grammar_name, batch_size=batch_size, tau=tau, kappa=kappa, prune_every=prune_every,
                            truncation=_pairs(truncation, "--truncation") or None,
                            grammar_params=_pairs(params, "--param") or None, n_samples=samples, passes=passes,
-                           bias=bias, seed=seed, n_partitions=partitions, language=language)
+                           shuffle=shuffle, bias=bias, seed=seed, n_partitions=partitions, language=language)
     model.fit(store)
     model.save(model_path, overwrite=overwrite)
     state = model.state_

@@ -280,7 +280,7 @@ def _span_yields(x, trie_ptr, trie_sym, trie_next, trie_yield):
     return out
 
 
-@numba.njit(nogil=True, cache=True, inline="always")
+@numba.njit(nogil=True, cache=True)
 def _child(chart, x, n_nt, code, i, j):
     """Scaled inside value of symbol ``code`` over span (i, j); a terminal is 1 on its own position."""
     if code < n_nt:

@@ -9,7 +9,8 @@ from topicflow.pipeline.adaptor_grammar.fit import (
     fit_grammar,
     grammar_text,
     read_sentences,
+    token_sentences,
 )
 
 __all__ = ["GrammarFitConfig", "GrammarFitResult", "Sentences", "bind_grammar", "fit_grammar", "grammar_text",
-           "read_sentences"]
+           "read_sentences", "token_sentences"]

@@ -34,6 +34,7 @@ from topicflow.models.adaptor_grammar import (
     prepare,
     update_minibatch,
 )
+from topicflow.models.common.rng import STREAM_SHUFFLE, doc_generator
 from topicflow.pipeline.cluster import compute
 from topicflow.tasks.adaptor_grammar import map_estep
 
@@ -70,6 +71,9 @@ class GrammarFitConfig:
         Fan-in of the merge tree.
     corpus_size : int or None
         |X| of eqs. 8.8-8.9; None: the number of sentences given.
+    shuffle : bool
+        Visit the sentences in a seeded random order, a new one every pass (as the reference code does);
+        default: store order.
     """
 
     grammar: str = "unigram"
@@ -86,6 +90,7 @@ class GrammarFitConfig:
     n_partitions: int = 1
     split_every: int = 8
     corpus_size: int | None = None
+    shuffle: bool = False
 
     def __post_init__(self) -> None:
         """Validate the settings."""
@@ -183,6 +188,36 @@ def read_sentences(corpus: Corpus, language: str | None = None) -> Sentences:
             lengths.append([len(w) for w in words])
             ids.append(str(block.doc_ids[row]))
     return Sentences(texts, lengths, ids, skipped)
+
+
+def token_sentences(corpus: Corpus, language: str | None = None) -> tuple[list[list[str]], int]:
+    """Read a store as the sentences of the ``infvoc-lda`` grammar ([Z] section 8.4.2): one per token.
+
+    Each token of document j (1-based, documents without tokens skipped and not numbered) becomes the
+    sentence ``['_j', c_1, ..., c_n]``: the document's pseudo-word terminal, then the token's characters.
+
+    Parameters
+    ----------
+    corpus : Corpus
+        A store ingested with ``--keep-order``.
+    language : str, optional
+        Needed for a multilingual store.
+
+    Returns
+    -------
+    sentences : list of list of str
+        In store order.
+    n_documents : int
+        D, the grammar's template parameter.
+    """
+    read = read_sentences(corpus, language)
+    sentences: list[list[str]] = []
+    for j, (text, lengths) in enumerate(zip(read.texts, read.word_lengths), start=1):
+        pos = 0
+        for n in lengths:
+            sentences.append([f"_{j}", *text[pos:pos + n]])
+            pos += n
+    return sentences, len(read.texts)
 
 
 @dataclass
@@ -286,12 +321,14 @@ def fit_grammar(sentences: Sequence[Sequence[str]], config: GrammarFitConfig, *,
     loglik: list[float] = []
     calls = 0
     n = len(encoded)
-    for _ in range(config.passes):
+    for pass_ in range(config.passes):
+        order = (doc_generator(config.seed, STREAM_SHUFFLE, state.minibatch, pass_).permutation(n)
+                 if config.shuffle else np.arange(n))
         for lo in range(0, n, config.batch_size):
             hi = min(n, lo + config.batch_size)
-            ids = list(range(lo, hi))
-            cuts = np.linspace(lo, hi, min(config.n_partitions, hi - lo) + 1).round().astype(int)
-            partitions = [(encoded[a:b], list(range(a, b))) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+            ids = order[lo:hi].tolist()
+            cuts = np.linspace(0, hi - lo, min(config.n_partitions, hi - lo) + 1).round().astype(int)
+            partitions = [([encoded[i] for i in ids[a:b]], ids[a:b]) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
             epoch = state.minibatch + 1
             graph = map_estep(grammar, prepare(state), [t.keys for t in state.tngs], partitions,
                               n_samples=params.n_samples, seed=params.seed, epoch=epoch,
@@ -299,7 +336,7 @@ def fit_grammar(sentences: Sequence[Sequence[str]], config: GrammarFitConfig, *,
             try:
                 (stats,) = compute(graph, client=client)
             except ValueError as exc:
-                raise InputError(f"minibatch {epoch} (sentences {ids[0]}..{ids[-1]}): {exc}") from exc
+                raise InputError(f"minibatch {epoch}: {exc}") from exc
             state = update_minibatch(state, stats, params)
             loglik.append(stats.log_likelihood / stats.n_sentences)
             calls += stats.n_sentences
