@@ -35,7 +35,8 @@ def test_fit_then_segment(tmp_path: Path) -> None:
     assert result.exit_code != 0 and "line 2" in result.output and "'z'" in result.output
     result = runner.invoke(main, ["grammar", "fit", str(store), "--model", str(model)])
     assert result.exit_code != 0 and "pass --overwrite" in result.output
-    result = runner.invoke(main, ["grammar", "fit", str(store), "--model", str(tmp_path / "m2"), "--truncation", "Word"])
+    result = runner.invoke(main, ["grammar", "fit", str(store), "--model", str(tmp_path / "m2"),
+                                  "--truncation", "Word"])
     assert result.exit_code != 0 and "NAME=INTEGER" in result.output
 
 

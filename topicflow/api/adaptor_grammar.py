@@ -54,6 +54,8 @@ class AdaptorGrammar(TopicModelEstimator):
         Passes over the sentences.
     shuffle : bool, default False
         Visit the sentences in a seeded random order, a new one every pass (default: store order).
+    table_labels : bool, default False
+        Resample the trees of the cached atoms after every pruning ([Z] section 8.3.1).
     bias : {"correct", "tau-kappa", "none"}, default "correct"
         Handling of the zero start of the running counts (docs/adaptor_grammar.md, P3).
     seed : int, default 0
@@ -88,7 +90,8 @@ class AdaptorGrammar(TopicModelEstimator):
     def __init__(self, grammar: str = "unigram", *, batch_size: int = 20, tau: float = 64.0, kappa: float = 0.8,
                  prune_every: int = 10, truncation: Mapping[str, int] | None = None,
                  grammar_params: Mapping[str, int] | None = None, n_samples: int = 10, passes: int = 1,
-                 shuffle: bool = False, bias: str = "correct", seed: int = 0, n_partitions: int = 1, word: str = "Word",
+                 shuffle: bool = False, table_labels: bool = False, bias: str = "correct", seed: int = 0,
+                 n_partitions: int = 1, word: str = "Word",
                  language: str | None = None) -> None:
         self.grammar = grammar
         self.batch_size = batch_size
@@ -100,6 +103,7 @@ class AdaptorGrammar(TopicModelEstimator):
         self.n_samples = n_samples
         self.passes = passes
         self.shuffle = shuffle
+        self.table_labels = table_labels
         self.bias = bias
         self.seed = seed
         self.n_partitions = n_partitions
@@ -123,7 +127,9 @@ class AdaptorGrammar(TopicModelEstimator):
             grammar=str(self.grammar), grammar_params={**grammar_params, **dict(self.grammar_params or {})},
             truncations=dict(self.truncation or {}), batch_size=int(self.batch_size), tau=float(self.tau),
             kappa=float(self.kappa), prune_every=int(self.prune_every), n_samples=int(self.n_samples),
-            passes=int(self.passes), shuffle=bool(self.shuffle), bias=str(self.bias), seed=int(self.seed), n_partitions=int(self.n_partitions))
+            passes=int(self.passes), shuffle=bool(self.shuffle),
+            table_labels=bool(self.table_labels), bias=str(self.bias), seed=int(self.seed),
+            n_partitions=int(self.n_partitions))
 
     def _sentences(self, X: Any) -> tuple[list[Any], GrammarFitConfig]:
         if isinstance(X, (str, os.PathLike, Corpus)):
@@ -223,13 +229,15 @@ class AdaptorGrammar(TopicModelEstimator):
                              f"({', '.join(grammar.nonterminals)})")
         word = grammar.nonterminals.index(self.word)
         pcfg = prepare(state)
+        keys = [t.keys for t in state.tngs]
         out: list[list[str]] = []
         for d, text in enumerate(sentences):
             if not text:
                 out.append([])
                 continue
             x = grammar.encode(list(text), where=f"sentence {d}")
-            spans = segment(pcfg, x, word, n_samples=int(n_samples or self.n_samples), seed=int(self.seed),
+            spans = segment(pcfg, grammar, keys, x, word, n_samples=int(n_samples or self.n_samples),
+                            seed=int(self.seed),
                             sentence=d)
             out.append([text[i:j] for i, j in spans])
         return out

@@ -33,7 +33,8 @@ def grammar() -> None:
 @click.option("--grammar", "grammar_name", default="unigram", show_default=True,
               help="unigram, collocation, infvoc-lda or a grammar file.")
 @click.option("--model", "model_path", type=click.Path(path_type=Path), required=True, help="Model directory to write.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=20, show_default=True, help="Sentences per minibatch (B).")
+@click.option("--batch-size", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Sentences per minibatch (B).")
 @click.option("--tau", type=click.FloatRange(min=0), default=64.0, show_default=True, help="Decay inertia.")
 @click.option("--kappa", type=click.FloatRange(min=0), default=0.8, show_default=True, help="Decay rate.")
 @click.option("--prune-every", type=click.IntRange(min=1), default=10, show_default=True,
@@ -43,6 +44,7 @@ def grammar() -> None:
 @click.option("--samples", type=click.IntRange(min=1), default=10, show_default=True, help="Trees per sentence.")
 @click.option("--passes", type=click.IntRange(min=1), default=1, show_default=True, help="Passes over the store.")
 @click.option("--shuffle", is_flag=True, help="Visit the sentences in a seeded random order, new every pass.")
+@click.option("--table-labels", is_flag=True, help="Resample the cached atoms' trees after every pruning.")
 @click.option("--bias", type=click.Choice(["correct", "tau-kappa", "none"]), default="correct", show_default=True,
               help="Handling of the zero start of the running counts.")
 @click.option("--partitions", type=click.IntRange(min=1), default=1, show_default=True,
@@ -53,7 +55,7 @@ def grammar() -> None:
 @reports_errors
 def fit(store: Path, grammar_name: str, model_path: Path, batch_size: int, tau: float, kappa: float,
         prune_every: int, truncation: tuple[str, ...], params: tuple[str, ...], samples: int, passes: int,
-        shuffle: bool, bias: str,
+        shuffle: bool, table_labels: bool, bias: str,
         partitions: int, seed: int, language: str | None, overwrite: bool) -> None:
     """Fit an adaptor grammar to STORE (ingested with --keep-order; each document's tokens joined)."""
     from topicflow.api.adaptor_grammar import AdaptorGrammar
@@ -64,7 +66,8 @@ def fit(store: Path, grammar_name: str, model_path: Path, batch_size: int, tau: 
     model = AdaptorGrammar(grammar_name, batch_size=batch_size, tau=tau, kappa=kappa, prune_every=prune_every,
                            truncation=_pairs(truncation, "--truncation") or None,
                            grammar_params=_pairs(params, "--param") or None, n_samples=samples, passes=passes,
-                           shuffle=shuffle, bias=bias, seed=seed, n_partitions=partitions, language=language)
+                           shuffle=shuffle, table_labels=table_labels, bias=bias, seed=seed, n_partitions=partitions,
+                           language=language)
     model.fit(store)
     model.save(model_path, overwrite=overwrite)
     state = model.state_
@@ -81,7 +84,8 @@ def fit(store: Path, grammar_name: str, model_path: Path, batch_size: int, tau: 
 @click.argument("model_path", type=click.Path(path_type=Path))
 @click.argument("input_path", type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="Text file to write (one line per line).")
-@click.option("--samples", type=click.IntRange(min=1), default=None, help="Trees drawn per line (default: the model's).")
+@click.option("--samples", type=click.IntRange(min=1), default=None,
+              help="Trees drawn per line (default: the model's).")
 @reports_errors
 def segment(model_path: Path, input_path: Path, out: Path, samples: int | None) -> None:
     """Segment INPUT (UTF-8 text, one sentence per line; whitespace is a hard boundary) into words."""

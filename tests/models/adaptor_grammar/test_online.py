@@ -9,7 +9,14 @@ import pytest
 
 from tests.models.adaptor_grammar.test_inside import TOY
 from tests.reference.adaptor_grammar_numpy import enumerate_parses, reference_update
-from topicflow.models.adaptor_grammar import load_grammar, parse_grammar
+from topicflow.models.adaptor_grammar import (
+    KIND_CACHED,
+    KIND_UNARY,
+    SampledTrees,
+    load_grammar,
+    parse_grammar,
+    spans_of,
+)
 from topicflow.models.adaptor_grammar.online import (
     AGStats,
     OnlineParams,
@@ -20,8 +27,10 @@ from topicflow.models.adaptor_grammar.online import (
     prepare,
     prune,
     ranking_scores,
+    resample_table_labels,
     segment,
     update_minibatch,
+    variational_parameters,
 )
 
 
@@ -179,10 +188,54 @@ def test_recovers_the_lexicon_and_segments(lexicon_fit: dict[str, Any]) -> None:
     assert {"the", "dog", "saw", "a", "cat"} <= top  # the five most frequent words
     pcfg = prepare(state)
     word = grammar.nonterminals.index("Word")
-    fitted = [set(segment(pcfg, x, word, seed=1, sentence=d)) for d, x in enumerate(lexicon_fit["xs"])]
+    keys = [t.keys for t in state.tngs]
+    fitted = [set(segment(pcfg, grammar, keys, x, word, seed=1, sentence=d)) for d, x in enumerate(lexicon_fit["xs"])]
     chars = [{(i, i + 1) for i in range(len(x))} for x in lexicon_fit["xs"]]
     whole = [{(0, len(x))} for x in lexicon_fit["xs"]]
     f1, baseline = _f1(fitted, lexicon_fit["gold"]), max(_f1(chars, lexicon_fit["gold"]),
                                                          _f1(whole, lexicon_fit["gold"]))
     assert baseline < 0.1
     assert f1 > 0.7  # about 0.8-0.99 depending on the seed
+
+
+def test_table_label_resampling_rederives_atoms() -> None:
+    """A P atom "ab" cached as P -> W('ab') is re-derived as P -> W('a') W('b') when those two W atoms are
+    far more probable than W('ab') (probability of that outcome > 0.999 here), with every invariant kept."""
+
+    grammar = parse_grammar(TOY).bind("abc")
+    rules = {grammar.rule_text(r): r for r in range(grammar.n_rules)}
+
+    def word(text: str) -> tuple[Any, ...]:
+        chars: tuple[Any, ...] = (rules["C -> Ch"], (rules[f"Ch -> {text[-1]!r}"],))
+        for ch in reversed(text[:-1]):
+            chars = (rules["C -> Ch C"], (rules[f"Ch -> {ch!r}"],), chars)
+        return (rules["W -> C"], chars)
+
+    w_keys = [word("a"), word("b"), word("ab")]
+    p_key = (rules["P -> W"], word("ab"))
+    params = OnlineParams(corpus_size=10, seed=0, table_labels=True)
+    base = initial_state(grammar, seed=0)
+    state = replace(base, tngs=(
+        replace(base.tngs[0], atoms=tuple(atom_from_key(grammar, k) for k in w_keys),
+                f_tilde=np.array([5000.0, 5000.0, 0.0])),
+        replace(base.tngs[1], atoms=(atom_from_key(grammar, p_key),), f_tilde=np.array([7.0]))), decay=0.0)
+    state = variational_parameters(state, replace(params, bias="none"))
+    after = resample_table_labels(state, replace(params, bias="none"))
+    (p_atom,) = after.tngs[1].atoms
+    assert p_atom.key == (rules["P -> W W"], word("a"), word("b"))
+    assert p_atom.yield_ids == tuple(grammar.encode("ab").tolist())  # the yield is kept
+    assert after.tngs[1].f_tilde.tolist() == [7.0]  # and so is f~
+    known = set(after.tngs[0].keys)
+    assert all(k in known for tng in after.tngs for a in tng.atoms for _, k in a.refs)  # every reference resolves
+    assert after.tngs[0].f_tilde.sum() == pytest.approx(10000.0)
+    for tng in after.tngs:
+        for a in tng.atoms:
+            assert atom_from_key(grammar, a.key).yield_ids == a.yield_ids
+    # the Words inside a cached P atom are segments too (cached atoms are leaves of sampled trees)
+    s_sym, p_sym = grammar.nonterminals.index("S"), grammar.nonterminals.index("P")
+    tree = SampledTrees(grammar.encode("ab"), np.array([0, 2]), np.array([s_sym, p_sym]), np.array([0, 0]),
+                        np.array([2, 2]), np.array([KIND_UNARY, KIND_CACHED]), np.array([rules["S -> P"], 0]),
+                        np.array([-1, -1]))
+    w_sym = grammar.nonterminals.index("W")
+    assert spans_of(grammar, tree, 0, w_sym, [t.keys for t in after.tngs]) == [(0, 1), (1, 2)]
+    assert spans_of(grammar, tree, 0, p_sym, [t.keys for t in after.tngs]) == [(0, 2)]

@@ -73,7 +73,8 @@ def test_same_model_for_any_number_of_partitions_and_round_trip(store: Path, tmp
     assert state.tngs[0].keys == one.state.tngs[0].keys and state.tngs[0].atoms == one.state.tngs[0].atoms
     word = state.grammar.nonterminals.index("Word")
     x = state.grammar.encode("dogcat")
-    assert segment(prepare(state), x, word, seed=1) == segment(prepare(one.state), x, word, seed=1)
+    assert segment(prepare(state), state.grammar, [t.keys for t in state.tngs], x, word, seed=1) == \
+        segment(prepare(one.state), one.state.grammar, [t.keys for t in one.state.tngs], x, word, seed=1)
     (path / "model.json").write_text(json.dumps({**meta, "family": "lda"}))
     with pytest.raises(ModelFormatError, match="not an adaptor-grammar model"):
         load_grammar_model(path)

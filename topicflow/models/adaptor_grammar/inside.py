@@ -39,8 +39,9 @@ KIND_UNARY = 1  # base rule A -> B, B a nonterminal
 KIND_LEXICAL = 2  # base rule A -> 'x'
 KIND_CACHED = 3  # cached subtree of an adapted A (a leaf of the sampled tree)
 
-#: Random-number stream of the tree draws (kept apart from the other families' streams).
+#: Random-number streams of the tree draws and of table-label resampling (apart from other families').
 STREAM_AG_PARSE = 41
+STREAM_AG_RELABEL = 43
 
 
 def expected_log_sticks(nu1: np.ndarray, nu2: np.ndarray) -> tuple[np.ndarray, float]:
@@ -593,7 +594,7 @@ class SampledTrees:
 
 
 def sample_trees(pcfg: DerivedPCFG, chart: Chart, n_samples: int, *, seed: int, epoch: int,
-                 sentence: int) -> SampledTrees:
+                 sentence: int, root: int | None = None, stream: int = STREAM_AG_PARSE) -> SampledTrees:
     """Draw ``n_samples`` independent parse trees of one sentence from its inside chart ([Z] eq. 8.4).
 
     Parameters
@@ -610,6 +611,10 @@ def sample_trees(pcfg: DerivedPCFG, chart: Chart, n_samples: int, *, seed: int, 
         Minibatch counter (part of the random-number key).
     sentence : int
         Global index of the sentence (part of the key), so draws do not depend on partitioning.
+    root : int, optional
+        Nonterminal at the root of the trees (default: the start symbol).
+    stream : int
+        Random-number stream (table-label resampling uses its own).
 
     Returns
     -------
@@ -622,15 +627,16 @@ def sample_trees(pcfg: DerivedPCFG, chart: Chart, n_samples: int, *, seed: int, 
     """
     x = chart.x
     n = x.shape[0]
-    if not chart.inside[0, n, pcfg.start] > 0.0:
+    top = pcfg.start if root is None else int(root)
+    if not chart.inside[0, n, top] > 0.0:
         raise ValueError("the sentence has no parse under the grammar")
     max_nodes = n_samples * (2 * n) * (pcfg.max_unary_chain + 2) + 1
     sym, i, j, kind, ident, split = (np.empty(max_nodes, dtype=np.int64) for _ in range(6))
     tree_ptr = np.empty(n_samples + 1, dtype=np.int64)
     # counter_key returns a Python int when called from Python: make it uint64 again, or numba would type it
     # int64 and uniform_from_key would only return values below 0.5
-    key = np.uint64(counter_key(seed, STREAM_AG_PARSE, epoch, sentence))
-    used = _sample(x, chart.inside, chart.logscale, chart.span_yield, pcfg.n_nonterminals, pcfg.start,
+    key = np.uint64(counter_key(seed, stream, epoch, sentence))
+    used = _sample(x, chart.inside, chart.logscale, chart.span_yield, pcfg.n_nonterminals, top,
                    pcfg.rule_lhs, pcfg.rule_rhs, pcfg.rule_weight, pcfg.by_lhs_ptr, pcfg.by_lhs_rule,
                    pcfg.lex_ptr, pcfg.lex_rule, pcfg.yield_ptr,
                    pcfg.entry_nt, pcfg.entry_atom, pcfg.entry_weight, n_samples, key, max_nodes, sym, i, j,

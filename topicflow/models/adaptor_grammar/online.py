@@ -35,13 +35,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Sequence
+from typing import Any, Literal, Mapping, Sequence
 
 import numpy as np
 
 from topicflow.models.adaptor_grammar.grammar import Grammar
 from topicflow.models.adaptor_grammar.inside import (
     KIND_CACHED,
+    STREAM_AG_RELABEL,
     DerivedPCFG,
     SampledTrees,
     derived_pcfg,
@@ -79,6 +80,9 @@ class OnlineParams:
         Handling of the zero start of f~ and g~ (P3).
     seed : int
         Seed of the counter-based random numbers.
+    table_labels : bool
+        Resample the trees of the cached atoms after every pruning ([Z] section 8.3.1, "Rederiving";
+        :func:`resample_table_labels`).
     """
 
     corpus_size: int
@@ -88,6 +92,7 @@ class OnlineParams:
     n_samples: int = 10
     bias: Bias = "correct"
     seed: int = 0
+    table_labels: bool = False
 
     def __post_init__(self) -> None:
         """Validate the settings."""
@@ -706,6 +711,116 @@ def prune(state: AGState, params: OnlineParams, eps: float) -> AGState:
     return variational_parameters(replace(state, tngs=tuple(tngs)), params)
 
 
+def _rewrite(grammar: Grammar, key: TreeKey, mapping: Sequence[Mapping[TreeKey, TreeKey]]) -> TreeKey:
+    """Replace, in a tree key, every inner adapted node found in ``mapping[its adaptor]`` by its new key."""
+    position = grammar.adapted_index
+    n_nt = grammar.n_nonterminals
+    r = key[0]
+    kids = iter(key[1:])
+    out: list[Any] = [r]
+    for sym in grammar.rule_rhs[r]:
+        if not 0 <= sym < n_nt:
+            continue
+        child = next(kids)
+        m = position[sym]
+        if m >= 0:
+            out.append(mapping[m].get(child, child))
+        else:
+            out.append(_rewrite(grammar, child, mapping))
+    return tuple(out)
+
+
+def resample_table_labels(state: AGState, params: OnlineParams) -> AGState:
+    """Re-derive the tree of every cached atom, general adaptors first ([Z] section 8.3.1; Johnson and
+    Goldwater 2009's table-label resampling).
+
+    Each atom of adaptor c keeps its yield and its f~; its tree is drawn anew from G' with c's own atoms left
+    out (so the root expands by a base rule of c, inner adapted nodes by their caches or new subtrees). New
+    inner subtrees join their adaptors' TNGs with f~ = 0; atoms that end up with the same tree are merged
+    (f~ summed); keys of more general atoms are rewritten to the new trees they contain. gamma and nu are
+    recomputed, since the counts n(r, t) change.
+
+    Parameters
+    ----------
+    state : AGState
+        The state (after pruning).
+    params : OnlineParams
+        Gives the seed and the bias handling.
+
+    Returns
+    -------
+    AGState
+    """
+    grammar = state.grammar
+    n_adapted = len(state.tngs)
+    tngs = list(state.tngs)
+    current = state
+    for m in range(n_adapted - 1, -1, -1):
+        if not tngs[m].atoms:
+            continue
+        c = int(grammar.adapted[m])
+        yields: list[list[tuple[int, ...]]] = [[a.yield_ids for a in t.atoms] for t in tngs]
+        nu1 = list(current.nu1)
+        nu2 = list(current.nu2)
+        yields[m] = []
+        nu1[m] = np.zeros(0)
+        nu2[m] = np.zeros(0)
+        pcfg = derived_pcfg(grammar, current.gamma, yields, nu1, nu2)
+        keys = [t.keys for t in tngs]
+        position = grammar.adapted_index
+        new_keys: list[TreeKey] = []
+        pending: list[dict[TreeKey, None]] = [{} for _ in range(n_adapted)]
+        for i, atom in enumerate(tngs[m].atoms):
+            x = np.asarray(atom.yield_ids, dtype=np.int64)
+            chart = inside_chart(pcfg, x)
+            trees = sample_trees(pcfg, chart, 1, seed=params.seed, epoch=state.minibatch,
+                                 sentence=m * (1 << 32) + i, root=c, stream=STREAM_AG_RELABEL)
+            node_keys = tree_keys(grammar, trees, keys)
+            new_keys.append(node_keys[0])
+            pos_of_node = position[trees.symbol]
+            for p in np.flatnonzero((trees.kind != KIND_CACHED) & (pos_of_node >= 0)).tolist():
+                if p > 0:
+                    pending[int(pos_of_node[p])][node_keys[p]] = None
+        # level m: new trees, duplicates merged
+        mapping: list[dict[TreeKey, TreeKey]] = [{} for _ in range(n_adapted)]
+        index: dict[TreeKey, int] = {}
+        atoms: list[Atom] = []
+        f_tilde: list[float] = []
+        for atom, f, key in zip(tngs[m].atoms, tngs[m].f_tilde.tolist(), new_keys):
+            mapping[m][atom.key] = key
+            if key in index:
+                f_tilde[index[key]] += f
+                continue
+            index[key] = len(atoms)
+            atoms.append(atom if key == atom.key else atom_from_key(grammar, key))
+            f_tilde.append(f)
+        tngs[m] = TNG(tuple(atoms), np.asarray(f_tilde, dtype=np.float64))
+        # more specific levels: new inner subtrees join with f~ = 0
+        for mm in range(m):
+            known = {a.key for a in tngs[mm].atoms}
+            extra = [k for k in pending[mm] if k not in known]
+            if extra:
+                tngs[mm] = TNG(tngs[mm].atoms + tuple(atom_from_key(grammar, k) for k in extra),
+                               np.concatenate([tngs[mm].f_tilde, np.zeros(len(extra))]))
+        # more general levels: rewrite the keys that contain changed atoms
+        for mm in range(m + 1, n_adapted):
+            seen: dict[TreeKey, int] = {}
+            rewritten: list[Atom] = []
+            counts: list[float] = []
+            for atom, f in zip(tngs[mm].atoms, tngs[mm].f_tilde.tolist()):
+                key = _rewrite(grammar, atom.key, mapping)
+                mapping[mm][atom.key] = key
+                if key in seen:  # two atoms now hold the same tree: one atom
+                    counts[seen[key]] += f
+                    continue
+                seen[key] = len(rewritten)
+                rewritten.append(atom if key == atom.key else atom_from_key(grammar, key))
+                counts.append(f)
+            tngs[mm] = TNG(tuple(rewritten), np.asarray(counts, dtype=np.float64))
+        current = variational_parameters(replace(current, tngs=tuple(tngs)), params)
+    return current
+
+
 def update_minibatch(state: AGState, stats: AGStats, params: OnlineParams) -> AGState:
     """Apply one online step (Alg. 6 lines 8-11; eqs. 8.8-8.12 and section 8.3.1).
 
@@ -734,6 +849,8 @@ def update_minibatch(state: AGState, stats: AGStats, params: OnlineParams) -> AG
     new = variational_parameters(new, params)
     if l % params.prune_every == 0:
         new = prune(new, params, eps)
+        if params.table_labels:
+            new = resample_table_labels(new, params)
     return new
 
 
@@ -792,43 +909,83 @@ def tree_log_weight(pcfg: DerivedPCFG, trees: SampledTrees, sample: int) -> floa
     return total
 
 
-def spans_of(trees: SampledTrees, sample: int, nonterminal: int) -> list[tuple[int, int]]:
+def _key_spans(grammar: Grammar, key: TreeKey, symbol: int, start: int, target: int,
+               out: list[tuple[int, int]]) -> int:
+    """Walk a tree key rooted at ``symbol`` from position ``start``; record spans of ``target``; return the end."""
+    n_nt = grammar.n_nonterminals
+    pos = start
+    kids = iter(key[1:])
+    for sym in grammar.rule_rhs[key[0]]:
+        if sym < 0:
+            continue
+        if sym >= n_nt:
+            pos += 1
+            continue
+        child_start = pos
+        pos = _key_spans(grammar, next(kids), int(sym), pos, target, out)
+        if sym == target:
+            out.append((child_start, pos))
+    return pos
+
+
+def spans_of(grammar: Grammar, trees: SampledTrees, sample: int, nonterminal: int,
+             atom_keys: Sequence[Sequence[TreeKey]]) -> list[tuple[int, int]]:
     """Return the spans (start, end) of the outermost nodes of a nonterminal in one sampled tree.
 
-    For the segmentation grammars, the spans of ``Word`` are the words of the sentence.
+    Cached subtrees are leaves of a sampled tree; their trees (from ``atom_keys``) are walked too, so the
+    Words inside a cached Collocation count. For the segmentation grammars, the spans of ``Word`` are the
+    words of the sentence.
 
     Parameters
     ----------
+    grammar : Grammar
+        The compiled grammar.
     trees : SampledTrees
         Draws from one chart.
     sample : int
         Which tree.
     nonterminal : int
         Nonterminal code (e.g. ``grammar.nonterminals.index("Word")``).
+    atom_keys : sequence of sequences of tuple
+        Per adapted nonterminal, the keys of its TNG when the trees were drawn.
 
     Returns
     -------
     list of (int, int)
         In sentence order.
     """
+    position = grammar.adapted_index
     lo, hi = int(trees.tree_ptr[sample]), int(trees.tree_ptr[sample + 1])
     out: list[tuple[int, int]] = []
     covered_to = -1
     for p in range(lo, hi):  # preorder: the outermost node of a span comes first
-        if trees.symbol[p] == nonterminal and trees.start[p] >= covered_to:
-            out.append((int(trees.start[p]), int(trees.end[p])))
-            covered_to = int(trees.end[p])
-    return sorted(out)
+        start, end, sym = int(trees.start[p]), int(trees.end[p]), int(trees.symbol[p])
+        if start < covered_to:
+            continue
+        if sym == nonterminal:
+            out.append((start, end))
+            covered_to = end
+        elif trees.kind[p] == KIND_CACHED:
+            inner: list[tuple[int, int]] = []
+            _key_spans(grammar, atom_keys[position[sym]][int(trees.ident[p])], sym, start, nonterminal, inner)
+            if inner:
+                out.extend(inner)
+                covered_to = end
+    return sorted(set(out))
 
 
-def segment(pcfg: DerivedPCFG, x: np.ndarray, nonterminal: int, *, n_samples: int = 10, seed: int = 0,
-            sentence: int = 0) -> list[tuple[int, int]]:
+def segment(pcfg: DerivedPCFG, grammar: Grammar, atom_keys: Sequence[Sequence[TreeKey]], x: np.ndarray,
+            nonterminal: int, *, n_samples: int = 10, seed: int = 0, sentence: int = 0) -> list[tuple[int, int]]:
     """Segment a sentence: the spans of ``nonterminal`` in the highest-weight of ``n_samples`` sampled trees.
 
     Parameters
     ----------
     pcfg : DerivedPCFG
         G' of the fitted state (:func:`prepare`).
+    grammar : Grammar
+        The compiled grammar.
+    atom_keys : sequence of sequences of tuple
+        Per adapted nonterminal, the keys of its TNG (``[t.keys for t in state.tngs]``).
     x : ndarray of int64
         Terminal ids of the sentence.
     nonterminal : int
@@ -847,4 +1004,4 @@ def segment(pcfg: DerivedPCFG, x: np.ndarray, nonterminal: int, *, n_samples: in
     chart = inside_chart(pcfg, x)
     trees = sample_trees(pcfg, chart, n_samples, seed=seed, epoch=0, sentence=sentence)
     best = max(range(n_samples), key=lambda s: (tree_log_weight(pcfg, trees, s), -s))
-    return spans_of(trees, best, nonterminal)
+    return spans_of(grammar, trees, best, nonterminal, atom_keys)

@@ -74,6 +74,8 @@ class GrammarFitConfig:
     shuffle : bool
         Visit the sentences in a seeded random order, a new one every pass (as the reference code does);
         default: store order.
+    table_labels : bool
+        Resample the trees of the cached atoms after every pruning ([Z] section 8.3.1).
     """
 
     grammar: str = "unigram"
@@ -91,6 +93,7 @@ class GrammarFitConfig:
     split_every: int = 8
     corpus_size: int | None = None
     shuffle: bool = False
+    table_labels: bool = False
 
     def __post_init__(self) -> None:
         """Validate the settings."""
@@ -316,7 +319,7 @@ def fit_grammar(sentences: Sequence[Sequence[str]], config: GrammarFitConfig, *,
     params = OnlineParams(corpus_size=int(config.corpus_size or len(encoded)), tau=config.tau, kappa=config.kappa,
                           prune_every=config.prune_every, n_samples=config.n_samples,
                           bias=config.bias,  # type: ignore[arg-type]
-                          seed=config.seed)
+                          seed=config.seed, table_labels=config.table_labels)
     start = time.perf_counter()
     loglik: list[float] = []
     calls = 0
