@@ -49,6 +49,8 @@ from topicflow.models.adaptor_grammar.online import (
     initial_state,
     prepare,
     prune,
+    resample_table_labels,
+    sample_segmentations,
     segment,
     spans_of,
     tree_log_weight,
@@ -62,6 +64,7 @@ __all__ = [
     "KIND_BINARY", "KIND_CACHED", "KIND_LEXICAL", "KIND_UNARY", "Chart", "DerivedPCFG", "SampledTrees",
     "derived_pcfg", "expected_log_sticks", "expected_log_theta", "inside_chart", "sample_trees",
     "BIAS_CHOICES", "AGState", "AGStats", "Atom", "OnlineParams", "TNG", "atom_from_key", "estep_sentences",
-    "fit_minibatch", "initial_state", "prepare", "prune", "segment", "spans_of", "tree_log_weight",
+    "fit_minibatch", "initial_state", "prepare", "prune", "resample_table_labels", "sample_segmentations",
+    "segment", "spans_of", "tree_log_weight",
     "update_minibatch", "variational_parameters",
 ]

@@ -974,6 +974,45 @@ def spans_of(grammar: Grammar, trees: SampledTrees, sample: int, nonterminal: in
     return sorted(set(out))
 
 
+def sample_segmentations(pcfg: DerivedPCFG, grammar: Grammar, atom_keys: Sequence[Sequence[TreeKey]],
+                         x: np.ndarray, nonterminal: int, *, n_samples: int = 10, seed: int = 0,
+                         sentence: int = 0) -> list[tuple[float, list[tuple[int, int]]]]:
+    """Draw ``n_samples`` parses of a sentence and return each one's G' log weight and segmentation.
+
+    For the evaluation protocols of the spec's P10/P11: the F1 averaged over the samples (the reference
+    code's), the F1 of the highest-weight sample (:func:`segment`), and the log weight of the most likely
+    sampled parse ([Z] Table 8.2's "approximate" held-out likelihood; not a marginal likelihood).
+
+    Parameters
+    ----------
+    pcfg : DerivedPCFG
+        G' of the fitted state (:func:`prepare`).
+    grammar : Grammar
+        The compiled grammar.
+    atom_keys : sequence of sequences of tuple
+        Per adapted nonterminal, the keys of its TNG (``[t.keys for t in state.tngs]``).
+    x : ndarray of int64
+        Terminal ids of the sentence.
+    nonterminal : int
+        Nonterminal whose spans are the segments (``Word``).
+    n_samples : int
+        Trees drawn.
+    seed : int
+        Random seed.
+    sentence : int
+        Index of the sentence (keys the random numbers).
+
+    Returns
+    -------
+    list of (float, list of (int, int))
+        Per sample, in draw order.
+    """
+    chart = inside_chart(pcfg, x)
+    trees = sample_trees(pcfg, chart, n_samples, seed=seed, epoch=0, sentence=sentence)
+    return [(tree_log_weight(pcfg, trees, s), spans_of(grammar, trees, s, nonterminal, atom_keys))
+            for s in range(n_samples)]
+
+
 def segment(pcfg: DerivedPCFG, grammar: Grammar, atom_keys: Sequence[Sequence[TreeKey]], x: np.ndarray,
             nonterminal: int, *, n_samples: int = 10, seed: int = 0, sentence: int = 0) -> list[tuple[int, int]]:
     """Segment a sentence: the spans of ``nonterminal`` in the highest-weight of ``n_samples`` sampled trees.
@@ -1001,7 +1040,7 @@ def segment(pcfg: DerivedPCFG, grammar: Grammar, atom_keys: Sequence[Sequence[Tr
     -------
     list of (int, int)
     """
-    chart = inside_chart(pcfg, x)
-    trees = sample_trees(pcfg, chart, n_samples, seed=seed, epoch=0, sentence=sentence)
-    best = max(range(n_samples), key=lambda s: (tree_log_weight(pcfg, trees, s), -s))
-    return spans_of(grammar, trees, best, nonterminal, atom_keys)
+    samples = sample_segmentations(pcfg, grammar, atom_keys, x, nonterminal, n_samples=n_samples, seed=seed,
+                                   sentence=sentence)
+    best = max(range(n_samples), key=lambda s: (samples[s][0], -s))
+    return samples[best][1]
