@@ -731,9 +731,9 @@ def _rewrite(grammar: Grammar, key: TreeKey, mapping: Sequence[Mapping[TreeKey, 
 
 
 def resample_table_labels(state: AGState, params: OnlineParams) -> AGState:
-    """Re-derive the tree of every cached atom, general adaptors first ([Z] section 8.3.1; Johnson and
-    Goldwater 2009's table-label resampling).
+    """Re-derive the tree of every cached atom, general adaptors first (table-label resampling).
 
+    [Z] section 8.3.1, after Johnson and Goldwater (2009).
     Each atom of adaptor c keeps its yield and its f~; its tree is drawn anew from G' with c's own atoms left
     out (so the root expands by a base rule of c, inner adapted nodes by their caches or new subtrees). New
     inner subtrees join their adaptors' TNGs with f~ = 0; atoms that end up with the same tree are merged
