@@ -263,6 +263,12 @@ class Grammar:
     path: str = "<string>"
     _terminal_index: dict[str, int] = field(default_factory=dict, repr=False)
 
+    @cached_property
+    def rule_children(self) -> list[int]:
+        """Return the number of nonterminal children of each base rule (0, 1 or 2), as a list."""
+        rhs = self.rule_rhs
+        return [int(v) for v in ((rhs >= 0) & (rhs < self.n_nonterminals)).sum(axis=1)]
+
     @property
     def n_nonterminals(self) -> int:
         """Return the number of nonterminals."""

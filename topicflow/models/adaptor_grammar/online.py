@@ -375,20 +375,6 @@ class AGStats:
                        self.log_likelihood + other.log_likelihood)
 
 
-_CHILDREN_CACHE: dict[int, tuple[Grammar, list[int]]] = {}
-
-
-def _nonterminal_children(grammar: Grammar) -> list[int]:
-    """Number of nonterminal children of each base rule (memoized per grammar object)."""
-    got = _CHILDREN_CACHE.get(id(grammar))
-    if got is not None and got[0] is grammar:
-        return got[1]
-    rhs = grammar.rule_rhs
-    kids = (((rhs >= 0) & (rhs < grammar.n_nonterminals)).sum(axis=1)).tolist()
-    _CHILDREN_CACHE[id(grammar)] = (grammar, kids)
-    return kids
-
-
 def tree_keys(grammar: Grammar, trees: SampledTrees, atom_keys: Sequence[Sequence[TreeKey]]) -> list[TreeKey]:
     """Return the key of every node of the sampled trees (preorder), cached subtrees by their atom keys.
 
@@ -410,7 +396,7 @@ def tree_keys(grammar: Grammar, trees: SampledTrees, atom_keys: Sequence[Sequenc
     kinds = trees.kind.tolist()
     idents = trees.ident.tolist()
     symbols = trees.symbol.tolist()
-    n_kids = _nonterminal_children(grammar)
+    n_kids = grammar.rule_children
     keys: list[TreeKey] = [()] * len(kinds)
     stack: list[TreeKey] = []  # trees are whole, so walking all of them backwards in one pass is safe
     pop = stack.pop
