@@ -15,6 +15,7 @@ from topicflow._numba_cache import ensure_cache_dir as _ensure_cache_dir
 from topicflow._version import __version__
 
 if TYPE_CHECKING:
+    from topicflow.api.adaptor_grammar import AdaptorGrammar
     from topicflow.api.hdp import HDP
     from topicflow.api.infvoc import InfVocLDA
     from topicflow.api.lda import LDA
@@ -22,10 +23,11 @@ if TYPE_CHECKING:
     from topicflow.api.tree_lda import TreeLDA
     from topicflow.io.corpus.reader import Corpus
 
-__all__ = ["HDP", "InfVocLDA", "LDA", "Corpus", "StreamingLDA", "TreeLDA", "__version__"]
+__all__ = ["AdaptorGrammar", "HDP", "InfVocLDA", "LDA", "Corpus", "StreamingLDA", "TreeLDA", "__version__"]
 
 #: Where each public name lives; imported by :func:`__getattr__` on first access.
 _PUBLIC = {
+    "AdaptorGrammar": "topicflow.api.adaptor_grammar",
     "HDP": "topicflow.api.hdp",
     "InfVocLDA": "topicflow.api.infvoc",
     "LDA": "topicflow.api.lda",

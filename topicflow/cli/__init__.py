@@ -31,6 +31,7 @@ COMMAND_MODULES: dict[str, tuple[str, str]] = {
     "export": ("model", "export"),
     "fit": ("model", "fit"),
     "g0": ("g0", "g0"),
+    "grammar": ("grammar", "grammar"),
     "infer": ("model", "infer"),
     "info": ("corpus", "info"),
     "ingest": ("corpus", "ingest"),

@@ -1,0 +1,75 @@
+"""Grammar files: the shipped grammars of [Z] Table 8.1, the compiled form and every validation error."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from topicflow.errors import InputError
+from topicflow.models.adaptor_grammar import (
+    SHIPPED_GRAMMARS,
+    load_grammar,
+    parse_grammar,
+)
+
+
+def test_shipped_grammars_load_and_bind() -> None:
+    uni = load_grammar("unigram").bind("ab")
+    assert uni.nonterminals[uni.start] == "Sentence"
+    assert [uni.nonterminals[c] for c in uni.adapted] == ["Word"]
+    assert uni.pitman_yor_a.tolist() == [100.0] and uni.pitman_yor_b.tolist() == [0.0]
+    assert uni.truncation.tolist() == [1500]
+    assert sorted(uni.rule_text(r) for r in range(uni.n_rules) if uni.rule_lhs[r] == uni.nonterminals.index("Char")) \
+        == ["Char -> 'a'", "Char -> 'b'"]
+    col = load_grammar("collocation").bind("ab")
+    # specific before general: Word is reachable from Collocation, so it comes first ([Z] 8.1.2)
+    assert [col.nonterminals[c] for c in col.adapted] == ["Word", "Collocation"]
+    lda = load_grammar("infvoc-lda", D=3, K=2).bind("xy")
+    assert [lda.nonterminals[c] for c in lda.adapted] == ["Topic1", "Topic2"]
+    assert lda.terminals[:3] == ("_1", "_2", "_3")
+    doc_rules = [lda.rule_text(r) for r in range(lda.n_rules) if lda.nonterminals[lda.rule_lhs[r]].startswith("Doc")]
+    assert len(doc_rules) == 6 and "Doc2 -> '_2' Topic1" in doc_rules
+    assert set(SHIPPED_GRAMMARS) == {"unigram", "collocation", "infvoc-lda"}
+
+
+def test_compiled_arrays_and_defaults() -> None:
+    g = parse_grammar("S -> A B alpha=2\nS -> A\nA -> 'x'\nB -> <any>\n@ A a=3 b=0.5 K=7\n").bind(["x", "y"])
+    assert g.rule_alpha.tolist() == [2.0, 0.5, 1.0, 0.5, 0.5]  # default 1/|R(lhs)|
+    assert g.rule_rhs.tolist()[1] == [1, -1]
+    # unary closure order: A before S (S -> A)
+    order = g.unary_order.tolist()
+    assert order.index(1) < order.index(0)
+    np.testing.assert_array_equal(g.encode("yx"), [1, 0])
+    with pytest.raises(InputError, match="'z' is not in the grammar's alphabet"):
+        g.encode("z", where="in.txt line 4")
+    spec = load_grammar("unigram").with_adaptors(Word=20)
+    assert spec.bind("a").truncation.tolist() == [20]
+
+
+@pytest.mark.parametrize(("text", "match"), [
+    ("S -> A B C\nA -> 'a'\nB -> 'b'\nC -> 'c'", r"line 1: rules must be binarized: 3"),
+    ("S -> A\nA -> A 'a'\nA -> 'a'\n@ A", r"line 4: adapted nonterminal 'A' is recursive"),
+    ("S -> A\nA -> B\nB -> A\nB -> 'b'", r"line 2: cycle of unary rules A -> B -> A"),
+    ("S -> 'a'\nT -> 'b'", r"line 2: nonterminal 'T' cannot be reached"),
+    ("S -> A\nA -> A 'a'", r"line 1: nonterminal\(s\) 'S', 'A' derive no finite string"),
+    ("S -> Word", r"line 1: nonterminal 'Word' has no rule; quote terminals"),
+    ("S -> 'a'\n@ S a=1 b=1.5", r"line 2: b \(discount\) must lie in \[0, 1\)"),
+    ("S -> 'a'\n@ S K=0", r"line 2: K \(truncation\) must be an integer >= 1"),
+    ("S -> 'a'\n@ S c=1", r"line 2: unknown field 'c=1'"),
+    ("S -> 'a'\nS -> 'a'", r"line 2: duplicate rule S -> 'a' \(first on line 1\)"),
+    ("S -> 'a' <any>", r"line 1: <any> must be the only"),
+    ("start T\nS -> 'a'", r"line 1: start symbol 'T' has no rule"),
+    ("S -> D{j} for j=1..N\nD1 -> 'a'", r"line 1: range bound 'N' is neither"),
+    ("S -> 'a' alpha=-1", r"line 1: alpha must be > 0"),
+])
+def test_validation_errors_name_file_and_line(text: str, match: str) -> None:
+    with pytest.raises(InputError, match=match) as info:
+        parse_grammar(text, path="g.txt")
+    assert info.value.path == "g.txt"
+    assert str(info.value).startswith("g.txt")
+
+
+def test_missing_file_and_unknown_truncation(tmp_path: object) -> None:
+    with pytest.raises(InputError, match="not found"):
+        load_grammar("/nonexistent/file.grammar")
+    with pytest.raises(InputError, match="'Colloc' is not an adapted nonterminal"):
+        load_grammar("unigram").with_adaptors(Colloc=3)

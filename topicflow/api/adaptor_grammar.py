@@ -1,0 +1,302 @@
+"""``topicflow.AdaptorGrammar``: online adaptor grammars (Zhai 2014, ch. 8) with scikit-learn's conventions."""
+from __future__ import annotations
+
+import os
+from numbers import Integral, Real
+from pathlib import Path
+from typing import Any, ClassVar, Mapping, Sequence
+
+from topicflow.api._base import Constraint, Interval, Options, TopicModelEstimator
+from topicflow.errors import InputError, InvalidParameterError
+from topicflow.io.corpus.reader import Corpus, as_corpus
+from topicflow.io.models.adaptor_grammar import load_grammar_model, save_grammar_model
+from topicflow.models.adaptor_grammar import (
+    BIAS_CHOICES,
+    AGState,
+    OnlineParams,
+    prepare,
+    segment,
+)
+from topicflow.pipeline.adaptor_grammar import (
+    GrammarFitConfig,
+    fit_grammar,
+    read_sentences,
+    token_sentences,
+)
+
+_POSITIVE_INT = Interval(Integral, 1, None, closed="left")
+_NONNEGATIVE = Interval(Real, 0, None, closed="left")
+
+
+class AdaptorGrammar(TopicModelEstimator):
+    """Adaptor grammar fitted by online hybrid inference (Zhai et al. 2014; Zhai 2014, ch. 8).
+
+    Parameters
+    ----------
+    grammar : str, default "unigram"
+        A shipped grammar (``"unigram"``, ``"collocation"``, ``"infvoc-lda"``) or a grammar file
+        (format: docs/adaptor_grammar.md).
+    batch_size : int, default 20
+        Sentences per minibatch (B).
+    tau : float, default 64.0
+        Decay inertia of eps = (tau + l)^-kappa.
+    kappa : float, default 0.8
+        Decay rate (0 with ``batch_size`` = all sentences: the batch VARIATIONAL variant).
+    prune_every : int, default 10
+        Prune the TNGs every ``prune_every`` minibatches (u).
+    truncation : mapping of str to int, optional
+        K per adapted nonterminal, e.g. ``{"Word": 1500}`` (default: the grammar file's).
+    grammar_params : mapping of str to int, optional
+        Template parameters of the grammar (``{"D": 100, "K": 5}`` for ``infvoc-lda``).
+    n_samples : int, default 10
+        Trees drawn per sentence.
+    passes : int, default 1
+        Passes over the sentences.
+    shuffle : bool, default False
+        Visit the sentences in a seeded random order, a new one every pass (default: store order).
+    table_labels : bool, default False
+        Resample the trees of the cached atoms after every pruning ([Z] section 8.3.1).
+    bias : {"correct", "tau-kappa", "none"}, default "correct"
+        Handling of the zero start of the running counts (docs/adaptor_grammar.md, P3).
+    seed : int, default 0
+        Random seed; the same seed gives the same model for any number of partitions.
+    n_partitions : int, default 1
+        E-step tasks per minibatch.
+    word : str, default "Word"
+        The nonterminal whose spans :meth:`segment` returns.
+    language : str, optional
+        Language of a multilingual store.
+
+    Examples
+    --------
+    >>> model = AdaptorGrammar("unigram", batch_size=10, truncation={"Word": 50})
+    >>> model.fit(["thedog", "thecat", "adogsaw"]).segment(["thecat"])          # doctest: +SKIP
+    [['the', 'cat']]
+    """
+
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "batch_size": [_POSITIVE_INT],
+        "tau": [_NONNEGATIVE],
+        "kappa": [_NONNEGATIVE],
+        "prune_every": [_POSITIVE_INT],
+        "n_samples": [_POSITIVE_INT],
+        "passes": [_POSITIVE_INT],
+        "bias": [Options(BIAS_CHOICES)],
+        "seed": [Interval(Integral, 0, 2**63, closed="left")],
+        "n_partitions": [_POSITIVE_INT],
+    }
+    _fit_hint: ClassVar[str] = "call fit(sentences) or AdaptorGrammar.load(path) first"
+
+    def __init__(self, grammar: str = "unigram", *, batch_size: int = 20, tau: float = 64.0, kappa: float = 0.8,
+                 prune_every: int = 10, truncation: Mapping[str, int] | None = None,
+                 grammar_params: Mapping[str, int] | None = None, n_samples: int = 10, passes: int = 1,
+                 shuffle: bool = False, table_labels: bool = False, bias: str = "correct", seed: int = 0,
+                 n_partitions: int = 1, word: str = "Word",
+                 language: str | None = None) -> None:
+        self.grammar = grammar
+        self.batch_size = batch_size
+        self.tau = tau
+        self.kappa = kappa
+        self.prune_every = prune_every
+        self.truncation = truncation
+        self.grammar_params = grammar_params
+        self.n_samples = n_samples
+        self.passes = passes
+        self.shuffle = shuffle
+        self.table_labels = table_labels
+        self.bias = bias
+        self.seed = seed
+        self.n_partitions = n_partitions
+        self.word = word
+        self.language = language
+
+    def config(self, **grammar_params: int) -> GrammarFitConfig:
+        """Return the fit settings (validated).
+
+        Parameters
+        ----------
+        **grammar_params : int
+            Template parameters to add to ``grammar_params`` (the number of documents D of a store).
+
+        Returns
+        -------
+        GrammarFitConfig
+        """
+        self._validate_params()
+        return GrammarFitConfig(
+            grammar=str(self.grammar), grammar_params={**grammar_params, **dict(self.grammar_params or {})},
+            truncations=dict(self.truncation or {}), batch_size=int(self.batch_size), tau=float(self.tau),
+            kappa=float(self.kappa), prune_every=int(self.prune_every), n_samples=int(self.n_samples),
+            passes=int(self.passes), shuffle=bool(self.shuffle),
+            table_labels=bool(self.table_labels), bias=str(self.bias), seed=int(self.seed),
+            n_partitions=int(self.n_partitions))
+
+    def _sentences(self, X: Any) -> tuple[list[Any], GrammarFitConfig]:
+        if isinstance(X, (str, os.PathLike, Corpus)):
+            corpus = as_corpus(X)
+            if self.grammar == "infvoc-lda":
+                sentences, n_docs = token_sentences(corpus, self.language)
+                return sentences, self.config(D=n_docs)
+            return list(read_sentences(corpus, self.language).texts), self.config()
+        if isinstance(X, Sequence):
+            return list(X), self.config()
+        raise InvalidParameterError(f"AdaptorGrammar reads a store (path or Corpus) or a list of sentences "
+                                    f"(strings or token lists), not {type(X).__name__}")
+
+    def fit(self, X: Any, y: Any = None, *, client: Any = None) -> AdaptorGrammar:
+        """Fit from an empty state (random Dirichlets, empty TNGs).
+
+        Parameters
+        ----------
+        X : store path, Corpus, or list of str or of token lists
+            A store ingested with ``--keep-order`` (each document's tokens joined into one character
+            sequence; for ``grammar="infvoc-lda"`` one sentence ``['_j', characters...]`` per token of
+            document j, with D set to the number of documents), or the sentences themselves.
+        y : None
+            Ignored.
+        client : distributed.Client, optional
+            Default: the current client, else Dask's threaded scheduler.
+
+        Returns
+        -------
+        AdaptorGrammar
+            This estimator, fitted (``state_``, ``params_``, ``log_likelihood_``, ``n_inside_calls_``).
+        """
+        sentences, config = self._sentences(X)
+        result = fit_grammar(sentences, config, client=client)
+        self._set_result(result.state, result.params, result.grammar_text, dict(config.grammar_params))
+        self.log_likelihood_ = result.log_likelihood
+        self.n_inside_calls_ = result.n_inside_calls
+        return self
+
+    def partial_fit(self, X: Any, y: Any = None, *, client: Any = None) -> AdaptorGrammar:
+        """Continue the fit with more sentences (same grammar and alphabet).
+
+        Parameters
+        ----------
+        X : store path, Corpus, or list of str or of token lists
+            More sentences.
+        y : None
+            Ignored.
+        client : distributed.Client, optional
+            Default: the current client, else Dask's threaded scheduler.
+
+        Returns
+        -------
+        AdaptorGrammar
+            This estimator.
+        """
+        if getattr(self, "state_", None) is None:
+            return self.fit(X, client=client)
+        sentences, config = self._sentences(X)
+        result = fit_grammar(sentences, config, client=client, state=self.state_, grammar_text_=self.grammar_text_)
+        self._set_result(result.state, result.params, result.grammar_text, self.grammar_params_)
+        self.log_likelihood_ = list(getattr(self, "log_likelihood_", [])) + result.log_likelihood
+        self.n_inside_calls_ = int(getattr(self, "n_inside_calls_", 0)) + result.n_inside_calls
+        return self
+
+    def _set_result(self, state: AGState, params: OnlineParams, text: str, grammar_params: dict[str, int]) -> None:
+        self.grammar_params_ = grammar_params
+        self.state_ = state
+        self.params_ = params
+        self.grammar_text_ = text
+        self.model_ = state
+
+    def segment(self, sentences: Sequence[str], *, n_samples: int | None = None) -> list[list[str]]:
+        """Segment sentences: the spans of ``word`` in the highest-weight of ``n_samples`` sampled parses.
+
+        Parameters
+        ----------
+        sentences : sequence of str
+            Character sequences (no spaces).
+        n_samples : int, optional
+            Trees drawn per sentence (default: the estimator's ``n_samples``).
+
+        Returns
+        -------
+        list of list of str
+            The words of each sentence.
+
+        Raises
+        ------
+        InputError
+            If a sentence has a character the model was not trained on, or ``word`` is not a nonterminal.
+        """
+        state: AGState = self._check_fitted()
+        grammar = state.grammar
+        if self.word not in grammar.nonterminals:
+            raise InputError(f"word={self.word!r} is not a nonterminal of the grammar "
+                             f"({', '.join(grammar.nonterminals)})")
+        word = grammar.nonterminals.index(self.word)
+        pcfg = prepare(state)
+        keys = [t.keys for t in state.tngs]
+        out: list[list[str]] = []
+        for d, text in enumerate(sentences):
+            if not text:
+                out.append([])
+                continue
+            x = grammar.encode(list(text), where=f"sentence {d}")
+            spans = segment(pcfg, grammar, keys, x, word, n_samples=int(n_samples or self.n_samples),
+                            seed=int(self.seed),
+                            sentence=d)
+            out.append([text[i:j] for i, j in spans])
+        return out
+
+    def top_atoms(self, n: int = 20, nonterminal: str | None = None) -> list[tuple[str, float]]:
+        """Return the yields of the cached subtrees with the largest running counts f~.
+
+        Parameters
+        ----------
+        n : int, default 20
+            How many.
+        nonterminal : str, optional
+            The adapted nonterminal (default: the most specific one, e.g. Word).
+
+        Returns
+        -------
+        list of (str, float)
+            Yield (terminals joined) and f~.
+        """
+        state: AGState = self._check_fitted()
+        grammar = state.grammar
+        names = [grammar.nonterminals[c] for c in grammar.adapted]
+        m = 0 if nonterminal is None else names.index(nonterminal)
+        tng = state.tngs[m]
+        order = sorted(range(len(tng)), key=lambda i: -tng.f_tilde[i])[:n]
+        return [("".join(grammar.terminals[t] for t in tng.atoms[i].yield_ids), float(tng.f_tilde[i]))
+                for i in order]
+
+    def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
+        """Write the fitted model (``model.json`` + ``arrays.npz``; never pickle).
+
+        Parameters
+        ----------
+        path : path
+            The model directory.
+        overwrite : bool, default False
+            Replace an existing model.
+        """
+        state: AGState = self._check_fitted()
+        save_grammar_model(Path(path), state, self.params_, grammar_text=self.grammar_text_,
+                           grammar_params=self.grammar_params_, truncations=dict(self.truncation or {}),
+                           info={"estimator": self.get_params()}, overwrite=overwrite)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> AdaptorGrammar:
+        """Read a model written by :meth:`save` (or ``topicflow grammar fit``).
+
+        Parameters
+        ----------
+        path : path
+            The model directory.
+
+        Returns
+        -------
+        AdaptorGrammar
+            A fitted estimator.
+        """
+        state, params, meta = load_grammar_model(Path(path))
+        settings = dict(meta.get("info", {}).get("estimator", {}))
+        model = cls(**{k: v for k, v in settings.items() if k in cls._get_param_names()})
+        model._set_result(state, params, meta["grammar"]["text"], dict(meta["grammar"].get("params", {})))
+        return model
