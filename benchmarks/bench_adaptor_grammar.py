@@ -28,10 +28,14 @@ max-probability sample: identical for one-sample arms), boundary and lexicon F1,
 the test-set token F1 and (where the arm gives it) held-out negative log-likelihood. Prints one JSON
 object per arm and a table; ``--out`` writes the JSON list, ``--plot`` a PNG of F1 vs inside calls.
 
-Example (the RESULTS.md run; numbers taken on a contended 2-core machine)::
+Example (the RESULTS.md runs; numbers taken on a contended 2-core machine)::
 
-    nice .venv/bin/python benchmarks/bench_adaptor_grammar.py --sentences 3000 --arms pycfg dpseg \
-        --iterations 200 --eval-every 10 --out benchmarks/out/ag_seg.json --plot benchmarks/plots/ag-seg-unigram.png
+    nice .venv/bin/python benchmarks/bench_adaptor_grammar.py --sentences 5000 --arms pycfg \
+        --iterations 300 --eval-every 10 --out benchmarks/out/ag_seg_pycfg.json
+    nice .venv/bin/python benchmarks/bench_adaptor_grammar.py --sentences 5000 --arms dpseg \
+        --iterations 2000 --eval-every 50 --out benchmarks/out/ag_seg_dpseg.json
+    .venv/bin/python benchmarks/bench_adaptor_grammar.py --combine benchmarks/out/ag_seg_*.json \
+        --plot benchmarks/plots/ag-seg-unigram.png
 """
 from __future__ import annotations
 
@@ -209,11 +213,17 @@ def print_table(results: list[dict[str, Any]]) -> None:
             continue
         for row in result["curve"]:
             nll = row.get("test_neg_log_lik")
-            print(f"| {result['arm']} | {result['grammar']} | {row['inside_calls']:,} | {row.get('iteration', '')} | "
+            print(f"| {label(result)} | {result['grammar']} | {row['inside_calls']:,} | {row.get('iteration', '')} | "
                   f"{row['token_f1']:.3f} / {row['token_f1_max']:.3f} | {row['boundary_f1']:.3f} | "
                   f"{row['lexicon_f1']:.3f} | {row.get('test_token_f1', float('nan')):.3f} / "
                   f"{row.get('test_token_f1_max', float('nan')):.3f} | "
                   f"{'' if nll is None else f'{nll:,.0f}'} | {row['seconds']:.1f} |")
+
+
+def label(result: dict[str, Any]) -> str:
+    """The arm's name, with its annealing when it has one."""
+    anneal = result.get("params", {}).get("anneal_sweeps", 0)
+    return f"{result['arm']} (annealed over {anneal} sweeps)" if anneal else str(result["arm"])
 
 
 def plot(results: list[dict[str, Any]], path: Path) -> None:
@@ -225,9 +235,10 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
 
     fig, ax = plt.subplots(figsize=(6, 4))
     for result in results:
-        if result["status"] == "ok" and result["curve"]:
-            xs = [max(row["inside_calls"], 1) for row in result["curve"]]
-            ax.plot(xs, [row["token_f1"] for row in result["curve"]], marker=".", label=result["arm"])
+        rows = [row for row in result["curve"] if row["inside_calls"] > 0]
+        if result["status"] == "ok" and rows:
+            ax.plot([row["inside_calls"] for row in rows], [row["token_f1"] for row in rows], marker=".",
+                    label=label(result))
     ax.set_xscale("log")
     ax.set_xlabel("inside calls (py-cfg: parses; dpseg: sentences resampled)")
     ax.set_ylabel("training word-token F1")
@@ -262,7 +273,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=ROOT / "build" / "bench_adaptor_grammar")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--plot", type=Path, default=None)
+    parser.add_argument("--combine", type=Path, nargs="+", default=None,
+                        help="only print the table (and --plot) of saved --out files, run nothing")
     args = parser.parse_args(argv)
+    if args.combine:
+        saved = [result for path in args.combine for result in json.loads(path.read_text())]
+        print_table(saved)
+        if args.plot is not None:
+            plot(saved, args.plot)
+        return 0
     train, test = load_data(args)
     print(json.dumps({"data": str(args.input), "train_sentences": len(train), "test_sentences": len(test),
                       "train_chars": train.n_chars, "train_words": sum(len(g) for g in train.gold),
