@@ -19,9 +19,10 @@ Arms (``--arms``):
   "Inside-call equivalents": one per sentence resampled (all of its boundaries once), i.e. one per
   training sentence per sweep. Its held-out protocol is the chapter's: ten independent segmentations
   per test sentence from the state's frozen predictive unigram, NLL of the max-probability sample.
-- ``online`` / ``variational``: agmath's online adaptor grammar (ONLINE with the chapter's B, tau,
-  kappa, u, K; VARIATIONAL = B = D, kappa = 0). Recorded as ``not available`` with the reason when that
-  package is absent or its interface differs from what :func:`run_online` expects.
+- ``online`` / ``variational``: the online adaptor grammar of ``topicflow.models.adaptor_grammar`` (ONLINE
+  with the chapter's B, tau, kappa, u, K; VARIATIONAL = B = D, kappa = 0); one inside call per sentence
+  parsed in training (evaluation parses not counted). Recorded as ``not available`` with the reason when
+  that package is absent or its interface differs from what :func:`run_online` expects.
 
 Every arm records, against the number of inside calls: training token F1 (sample-averaged and of the
 max-probability sample: identical for one-sample arms), boundary and lexicon F1, and at the same points
@@ -157,43 +158,69 @@ def run_dpseg(args: argparse.Namespace, train: SegmentationCorpus, test: Segment
 
 def run_online(args: argparse.Namespace, train: SegmentationCorpus, test: SegmentationCorpus,
                *, variational: bool) -> dict[str, Any]:
-    """ONLINE (or VARIATIONAL: B = D, kappa = 0) through agmath's adaptor-grammar package.
+    """ONLINE (or VARIATIONAL: B = D, kappa = 0) through the adaptor-grammar package's functional API.
 
-    Expected interface (written before that package was merged; the coordinator adapts it):
-    ``load_grammar(name).bind(alphabet)``; ``online.OnlineAdaptorGrammar(grammar, batch_size=, tau=,
-    kappa=, prune_every=, truncation=, seed=, total_sentences=)`` with ``partial_fit(sentences)``,
-    ``n_inside_calls`` and ``sample_segmentations(sentences, n_samples=10) -> (samples, log_probs)``.
+    Written against the interface of ``topicflow.models.adaptor_grammar`` as it stood while being
+    built (not run here): ``load_grammar(name).with_adaptors(...).bind(alphabet)``, ``grammar.encode``,
+    ``online.OnlineParams``, ``online.initial_state``, ``online.fit_minibatch`` (one inside chart per
+    sentence), ``online.prepare`` and ``online.sample_segmentations`` (ten draws from one chart, with
+    their G' log weights). Any missing name makes the arm "not available", never a number.
     """
     arm = "variational" if variational else "online"
     try:
         from topicflow.models.adaptor_grammar.grammar import load_grammar
 
-        from topicflow.models.adaptor_grammar import online as ag_online
-        fitter_class: Callable[..., Any] = getattr(ag_online, "OnlineAdaptorGrammar")
+        from topicflow.models.adaptor_grammar import online as ag
+        api = {name: getattr(ag, name) for name in
+               ("OnlineParams", "initial_state", "fit_minibatch", "prepare", "sample_segmentations")}
     except (ImportError, AttributeError) as exc:
-        return unavailable(arm, args.grammar, f"agmath's online adaptor grammar is not available here: {exc}")
+        return unavailable(arm, args.grammar, f"the online adaptor grammar is not available here: {exc}")
     settings = dict(CHAPTER_SETTINGS[args.grammar])
     if variational:
         settings.update(batch_size=len(train), kappa=0.0)
-    alphabet = sorted(set("".join(train.sentences + test.sentences)))
-    grammar = load_grammar(args.grammar).bind(alphabet)
-    fitter = fitter_class(grammar, seed=args.seed, total_sentences=len(train), **settings)
+    spec = load_grammar(args.grammar)
+    truncation = {ad.symbol: (1500 if ad.symbol == "Word" else 3000) for ad in spec.adaptors}
+    grammar = spec.with_adaptors(**truncation).bind(sorted(set("".join(train.sentences + test.sentences))))
+    params = api["OnlineParams"](corpus_size=len(train), tau=settings["tau"], kappa=settings["kappa"],
+                                 prune_every=settings["prune_every"], seed=args.seed)
+    state = api["initial_state"](grammar, seed=args.seed)
+    word = list(grammar.nonterminals).index("Word")
+    encoded = [grammar.encode(list(s)) for s in train.sentences]
+    held_encoded = [grammar.encode(list(s)) for s in test.sentences]
+
+    def draws(sentences: Sequence[str], codes: Sequence[Any]) -> tuple[list[list[list[str]]], list[list[float]]]:
+        pcfg = api["prepare"](state)
+        keys = [t.keys for t in state.tngs]
+        samples, log_probs = [], []
+        for d, (text, x) in enumerate(zip(sentences, codes)):
+            drawn = api["sample_segmentations"](pcfg, grammar, keys, x, word, n_samples=10, seed=args.seed,
+                                                sentence=d)
+            samples.append([[text[a:b] for a, b in spans] for _, spans in drawn])
+            log_probs.append([weight for weight, _ in drawn])
+        return samples, log_probs
+
     curve = []
     elapsed = 0.0
+    inside_calls = 0
     batch = int(settings["batch_size"])
     passes = args.variational_iterations if variational else args.online_passes
+    n_batches = 0
     for _ in range(passes):
         for start in range(0, len(train), batch):
             began = time.perf_counter()
-            fitter.partial_fit(list(train.sentences[start:start + batch]))
+            state, _stats = api["fit_minibatch"](state, encoded[start:start + batch],
+                                                 list(range(start, min(start + batch, len(train)))), params)
             elapsed += time.perf_counter() - began
-            if variational or ((start // batch) + 1) % args.online_eval_every == 0:
-                samples, log_probs = fitter.sample_segmentations(list(train.sentences), n_samples=10)
-                held, held_lp = fitter.sample_segmentations(list(test.sentences), n_samples=10)
-                curve.append(point(int(fitter.n_inside_calls), elapsed, train, samples, log_probs, test, held,
-                                   held_lp, test_neg_log_lik=-float(sum(max(lp) for lp in held_lp))))
+            inside_calls += len(encoded[start:start + batch])
+            n_batches += 1
+            if variational or n_batches % args.online_eval_every == 0:
+                samples, log_probs = draws(train.sentences, encoded)
+                held, held_lp = draws(test.sentences, held_encoded)
+                curve.append(point(inside_calls, elapsed, train, samples, log_probs, test, held, held_lp,
+                                   iteration=n_batches, test_neg_log_lik=-float(sum(max(lp) for lp in held_lp))))
     return {"arm": arm, "grammar": args.grammar, "status": "ok", "curve": curve, "n_samples": 10,
-            "settings": {k: v for k, v in settings.items()}}
+            "settings": {**settings, "truncation": truncation},
+            "note": "test NLL: minus the summed G' log weight of each test sentence's max-weight sample"}
 
 
 def load_data(args: argparse.Namespace) -> tuple[SegmentationCorpus, SegmentationCorpus]:
