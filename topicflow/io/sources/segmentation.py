@@ -28,7 +28,7 @@ import numpy as np
 from topicflow.errors import EmptyInputError, InputError, InvalidParameterError
 from topicflow.io._atomic import atomic_write_bytes
 from topicflow.io.sources import source_for_path
-from topicflow.io.sources.base import FieldSpec, Record, RecordError, describe_location
+from topicflow.io.sources.base import FieldSpec, RecordError, describe_location
 from topicflow.io.storage import as_location, open_input
 from topicflow.models.common.rng import STREAM_SPLIT, counter_key, uniform_from_key
 
@@ -80,7 +80,8 @@ class SegmentationCorpus:
     def split(self, *, test_fraction: float = 0.3, seed: int = 0) -> tuple[SegmentationCorpus, SegmentationCorpus]:
         """Train and test corpora (Zhai 2014: train on 70%, score held-out likelihood on 30%).
 
-        Each sentence gets a counter-based uniform number from ``(seed, its index)``; the
+        Each sentence gets a counter-based uniform number from ``(seed, its index)`` (``STREAM_SPLIT``,
+        epoch 2, apart from the epochs :mod:`topicflow.metrics.heldout` uses); the
         ``round(test_fraction * n)`` sentences with the smallest numbers form the test set. Both parts
         keep corpus order. The split depends only on the seed and the sentence order.
 
@@ -150,7 +151,6 @@ def _record_texts(path: str, text_field: str) -> Iterator[tuple[str, str]]:
         for item in source.read(partition, fields):
             if isinstance(item, RecordError):
                 raise item.error
-            assert isinstance(item, Record)
             yield item.location, item.texts[fields.languages[0]] or ""
 
 
