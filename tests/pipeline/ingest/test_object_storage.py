@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
+import dask.config
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -146,7 +147,8 @@ def test_failed_ingest_leaves_no_store(inputs: dict[str, Any], monkeypatch: pyte
     store = f"s3://{bucket}/stores/broken.zarr"
     failure = FailAtWrite(5)
     monkeypatch.setattr(storage, "before_write", failure)
-    with pytest.raises(OSError, match="injected failure at write 5"):
+    # One thread: no other task is still writing when the failed run removes what it wrote.
+    with pytest.raises(OSError, match="injected failure at write 5"), dask.config.set(num_workers=1):
         ingest_corpus([f"s3://{bucket}/input/in.jsonl"], store, fields=FIELDS, shard_size=16)
     assert len(failure.seen) == 5 and not any(url.endswith("manifest.json") for url in failure.seen)
     assert not fs.exists(f"{bucket}/stores/broken.zarr/manifest.json")
