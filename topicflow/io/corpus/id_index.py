@@ -108,7 +108,7 @@ def _shard_doc_ids(store: Location, manifest: Manifest, position: int) -> list[s
     return [str(d) for d in doc_ids]
 
 
-def ids_in_store(store: Path, manifest: Manifest, hashes: np.ndarray) -> dict[str, str]:
+def ids_in_store(store: Location, manifest: Manifest, hashes: np.ndarray) -> dict[str, str]:
     """Return the ids already in the store whose hash is in ``hashes`` (sorted uint64), with their shards.
 
     Reads the index segments, then only the shards with a candidate match and the shards no segment
@@ -178,15 +178,22 @@ def extend_index(store: Location, manifest: Manifest) -> tuple[dict[str, Any], .
     return tuple(s.to_dict() for s in segments)
 
 
-def remove_unlisted_segments(store: Path, manifest: Manifest) -> list[str]:
+def remove_unlisted_segments(store: Location, manifest: Manifest) -> list[str]:
     """Delete segment directories ``manifest`` does not list (merged away, or left by a crash)."""
-    root = Path(store) / INDEX_DIR
+    root: Location = store / INDEX_DIR if isinstance(store, StoragePath) else Path(store) / INDEX_DIR
     if not root.is_dir():
         return []
     listed = {Segment.from_dict(s).name for s in manifest.id_index}
     removed = []
-    for child in sorted(root.iterdir()):
-        if child.is_dir() and child.name not in listed:
+    children: list[Location] = sorted(root.iterdir(), key=str)
+    for child in children:
+        if child.name in listed or child.name == "zarr.json":
+            continue
+        if isinstance(child, StoragePath):
+            remove_prefix(child.url)
+        elif child.is_dir():
             shutil.rmtree(child)
-            removed.append(f"{INDEX_DIR}/{child.name}")
+        else:
+            continue
+        removed.append(f"{INDEX_DIR}/{child.name}")
     return removed

@@ -335,14 +335,17 @@ class _BuildLayout:
     shard_dirs: dict[int, str]
 
     @classmethod
-    def of(cls, root: Location, partitions: Sequence[InputPartition]) -> _BuildLayout:
+    def of(cls, root: Location, partitions: Sequence[InputPartition], *, append: bool = False) -> _BuildLayout:
+        """The layout of a new run writing into ``root`` (``append``: into an existing store on local disk)."""
         run = uuid.uuid4().hex[:12]
         if isinstance(root, StoragePath):
             tokens = root / "shards" / f".tokens-{run}"
             return cls(root, run, {p.index: str(tokens / f"{p.index:06d}") for p in partitions},
                        {p.index: str(root / "shards" / f"{run}-{p.index:06d}") for p in partitions})
-        return cls(root, run, {p.index: str(root / "shards" / f".tokens-{p.index:06d}") for p in partitions},
-                   {p.index: str(root / "shards" / f".part-{p.index:06d}") for p in partitions})
+        # An append's hidden names carry the run (an interrupted one's are removed by the next, under the lock).
+        tokens_name, shard_name = (f".tokens-{run}-", f".append-{run}-") if append else (".tokens-", ".part-")
+        return cls(root, run, {p.index: str(root / "shards" / f"{tokens_name}{p.index:06d}") for p in partitions},
+                   {p.index: str(root / "shards" / f"{shard_name}{p.index:06d}") for p in partitions})
 
     @property
     def remote(self) -> bool:
@@ -364,11 +367,16 @@ class _BuildLayout:
                 child.unlink(missing_ok=True)
 
     def remove_unreferenced(self, manifest: Manifest) -> None:
-        """Object storage, after the commit: this run's tokens and the shards of lost attempts (best effort)."""
-        if not self.remote:
+        """After the commit: this run's tokens and the shards of lost task attempts (best effort).
+
+        On local disk only an append leaves any (an ingest's are removed before its directory is renamed).
+        """
+        if not isinstance(self.root, StoragePath):
+            for child in (self.root / "shards").glob(f".append-{self.run}-*"):
+                shutil.rmtree(child, ignore_errors=True)
             return
         listed = {s.shard_id for s in manifest.shards}
-        _remove_run_objects(cast(StoragePath, self.root), self.run, keep=listed)
+        _remove_run_objects(self.root, self.run, keep=listed)
 
     def remove_failed(self) -> None:
         """After a failure: everything this build wrote (a local directory, or this run's objects)."""
