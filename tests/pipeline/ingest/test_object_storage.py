@@ -225,3 +225,40 @@ def test_cli_ingest_and_info_with_storage_options(s3_server: Any, tmp_path: Path
         assert shown.exit_code == 0 and "topic-2" in shown.output, shown.output
     finally:
         dask.config.set({"topicflow.storage-options": before})
+
+
+def test_append_on_s3_writes_in_place_and_loses_a_race_cleanly(inputs: dict[str, Any],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """An append on s3 writes its shards (and a grown vocabulary) into the store itself and commits by
+    replacing the manifest only if it is still the one it read. Here a second append commits while the
+    first is about to (an event: the first one's manifest write): the first fails, the store is the
+    second one's, and nothing of the first is left."""
+    bucket, fs, local = inputs["bucket"], inputs["fs"], inputs["local"]
+    store = f"s3://{bucket}/stores/race.zarr"
+    ingest_corpus([f"s3://{bucket}/input/in.jsonl"], store, fields=FIELDS, shard_size=16)
+    ingest_corpus([local / "in.jsonl"], local / "race.zarr", fields=FIELDS, shard_size=16)
+    before = {p for p in fs.find(f"{bucket}/stores/race.zarr")}
+    grown = jsonl_bytes([{**d, "text": d["text"] + " kiwi mango"} for d in documents(20, "g", 5)])
+    fs.pipe(f"{bucket}/input/grown.jsonl", grown)
+    (local / "grown.jsonl").write_bytes(grown)
+
+    def other_append_first(url: str) -> None:
+        if url.endswith("/manifest.json"):
+            monkeypatch.setattr(storage, "before_write", None)
+            append_corpus(store, [f"s3://{bucket}/input/grown.jsonl"], fields=FIELDS, promote_min_df=2)
+
+    monkeypatch.setattr(storage, "before_write", other_append_first)
+    with pytest.raises(StoreExistsError, match="changed by another writer"):
+        append_corpus(store, [f"s3://{bucket}/input/in.parquet"], fields=FIELDS, promote_min_df=2)
+    expected = append_corpus(local / "race.zarr", [local / "grown.jsonl"], fields=FIELDS, promote_min_df=2)
+    corpus, reference = Corpus.open(store), Corpus.open(local / "race.zarr")
+    assert corpus.vocab_version == reference.vocab_version == expected.vocab_version == 2
+    assert len(corpus) == len(reference) == 60 and blocks_of(corpus) == blocks_of(reference)
+    assert corpus.verify() == [] and corpus.vocabulary().terms.tolist() == reference.vocabulary().terms.tolist()
+    assert corpus.vocabulary().terms.tolist()[-2:] == ["kiwi", "mango"]
+    # What is left is the store before, plus what the winning append's manifest references.
+    listed = {f"shards/{s.shard_id}" for s in corpus.shards}
+    added = {p.split("race.zarr/", 1)[1] for p in fs.find(f"{bucket}/stores/race.zarr", refresh=True)} - {
+        p.split("race.zarr/", 1)[1] for p in before}
+    assert {"/".join(name.split("/")[:2]) for name in added if name.startswith("shards/")} <= listed
+    assert not [name for name in added if ".tokens-" in name or "/.append-" in name]
