@@ -150,11 +150,17 @@ def check_append_consistency(
     return stored
 
 
-def _next_candidates_name(store: Location) -> str:
+def _next_candidates_name(store: Location, tag: str) -> str:
+    """The next candidate set's name: ``<NNNNNN>``, and on object storage ``<NNNNNN>-<tag>``.
+
+    On object storage there is no lock and no rename, so two appends could pick the same number; the
+    run's tag keeps their sets apart (the manifest names the set, so any name reads the same).
+    """
     if isinstance(store, StoragePath):
         _forget_listings(store)
-    names = [int(p.name) for p in (store / "candidates").iterdir() if p.name.isdigit()]
-    return f"{max(names, default=0) + 1:06d}"
+    numbers = [p.name.split("-", 1)[0] for p in (store / "candidates").iterdir()]
+    number = max((int(n) for n in numbers if n.isdigit()), default=0) + 1
+    return f"{number:06d}-{tag}" if isinstance(store, StoragePath) else f"{number:06d}"
 
 
 def _candidate_vocabulary(counts: LanguageCounts, vocab: Vocabulary, previous: Vocabulary) -> Vocabulary:
@@ -236,7 +242,7 @@ def _subset(vocab: Vocabulary, mask: np.ndarray) -> Vocabulary:
                       np.asarray(vocab.corpus_freq)[mask])
 
 
-def _write_candidates(store: Location, manifest: Manifest, plan: _VocabularyPlan) -> str | None:
+def _write_candidates(store: Location, manifest: Manifest, plan: _VocabularyPlan, tag: str) -> str | None:
     """Write the plan's candidate set as a new ``candidates/<name>`` (never touching the old one).
 
     Returns the name the manifest should point at: the old one when the set did not change. On object
@@ -244,7 +250,7 @@ def _write_candidates(store: Location, manifest: Manifest, plan: _VocabularyPlan
     """
     if not plan.candidates_changed:
         return manifest.candidates
-    name = _next_candidates_name(store)
+    name = _next_candidates_name(store, tag)
     if isinstance(store, StoragePath):
         for lang, candidates in plan.candidates.items():
             write_vocabulary(store / "candidates" / name / lang, candidates)
@@ -445,7 +451,7 @@ def _append_locked(
         finally:
             if encode_root != store:
                 _remove_tree(encode_root)
-        name = _write_candidates(store, manifest, plan)
+        name = _write_candidates(store, manifest, plan, tag)
         if name != manifest.candidates:
             written_dirs.append(store / "candidates" / str(name))
         event = _event("append", inputs, fields, summary, written, candidates=name, oov_tokens=plan.oov_tokens,
@@ -457,10 +463,9 @@ def _append_locked(
         else:
             write_manifest(store, updated)
     except BaseException:
-        if remote:  # the local route's caller removes its debris under the lock
+        if isinstance(store, StoragePath):  # the local route's caller removes its debris under the lock
             layout.remove_failed()
-            for directory in written_dirs:
-                _remove_tree(directory)
+            _remove_unreferenced_dirs(store, written_dirs)
         raise
     finally:
         if not remote:
@@ -491,10 +496,28 @@ def _commit_remote(store: StoragePath, updated: Manifest, previous: tuple[bytes,
             "was committed: run it again.", path=store.url) from exc
 
 
+def _remove_unreferenced_dirs(store: StoragePath, directories: Sequence[Location]) -> None:
+    """After a failed append on object storage: remove its candidate set and vocabulary version, unless the
+    store's manifest now references them (another append committed the same vocabulary version meanwhile)."""
+    try:
+        current = read_tagged(str(store / MANIFEST))
+        manifest = Manifest.from_dict(json.loads(current[0])) if current is not None else None
+    except Exception as exc:  # the append's own error is the one to report
+        log.warning("could not read the manifest of %s to clean up (%s); leaving %s", store, exc, directories)
+        return
+    for directory in directories:
+        kind, name = str(directory).rsplit("/", 2)[-2:]
+        referenced = manifest is not None and (
+            manifest.candidates == name if kind == "candidates" else manifest.vocab_version >= int(name))
+        if not referenced:
+            _remove_tree(directory)
+
+
 def _remove_tree(location: Location) -> None:
     """Delete a directory or prefix this append wrote and nothing references (no error if gone)."""
     if isinstance(location, StoragePath):
         try:
+            _forget_listings(location)  # written through zarr's own filesystem object: this one's listing is stale
             remove_prefix(location.url)
         except Exception as exc:  # garbage no manifest references; the error being handled matters more
             log.warning("could not remove %s (%s); no manifest references it", location, exc)
