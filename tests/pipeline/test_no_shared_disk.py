@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -119,6 +120,65 @@ def test_ingest_from_s3_jsonl_and_parquet_by_the_workers(setting: dict[str, Any]
     prefix = stores["store"].removeprefix("s3://")
     left = {Path(p).name for p in setting["fs"].ls(f"{prefix}/shards", detail=False, refresh=True)}
     assert left - {"zarr.json"} == {s.shard_id for s in corpus.shards}
+
+
+def _die_at_second_shard(flag: str) -> None:
+    """On this worker: at the first object write of its second shard, SIGKILL itself (once per test run).
+
+    The first worker to get there claims ``flag`` (created exclusively) and writes into it the name of the
+    shard it finished before, whose result dies with it, so the scheduler must write that shard again.
+    """
+    from topicflow.io import storage
+
+    done: list[str] = []
+
+    def hook(url: str) -> None:
+        if "/shards/" not in url or "/.tokens-" in url:
+            return
+        shard = url.split("/shards/", 1)[1].split("/", 1)[0]
+        if done and shard != done[-1]:
+            try:
+                handle = os.open(flag, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                return
+            os.write(handle, done[-1].encode())
+            os.close(handle)
+            os.kill(os.getpid(), signal.SIGKILL)
+        if not done or done[-1] != shard:
+            done.append(shard)
+
+    storage.before_write = hook
+
+
+def _no_hook() -> None:
+    from topicflow.io import storage
+
+    storage.before_write = None
+
+
+def test_worker_killed_while_ingest_writes_shards_leaves_only_the_winning_attempts(
+        setting: dict[str, Any], stores: dict[str, Any], tmp_path: Path) -> None:
+    """A worker dies as it starts writing its second shard; its first shard is complete on s3, but that
+    task's result died with it, so the shard is written again under a new attempt name. The manifest
+    lists the new attempt, the stale one is removed after the commit, and the store equals local disk."""
+    client, bucket = setting["client"], setting["bucket"]
+    flag = str(tmp_path / "killed")
+    client.run(_die_at_second_shard, flag)
+    try:
+        store = f"s3://{bucket}/stores/killed-ingest.zarr"
+        ingest_corpus([f"s3://{bucket}/input/in.jsonl"], store, shard_size=5, client=client)
+    finally:
+        client.wait_for_workers(2)
+        client.run(_no_hook)
+    stale = Path(flag).read_text()  # the kill happened: the first worker to reach a second shard died
+    reference = ingest_corpus([setting["local"] / "in.jsonl"], tmp_path / "here.zarr", shard_size=5)
+    corpus = Corpus.open(store)
+    assert len(corpus) == reference.n_kept == 45 and corpus.verify() == []
+    assert [s.checksum for s in corpus.shards] == [s.checksum for s in Corpus.open(tmp_path / "here.zarr").shards]
+    left = {Path(p).name for p in setting["fs"].ls(f"{bucket}/stores/killed-ingest.zarr/shards", detail=False,
+                                                   refresh=True)}
+    assert left - {"zarr.json"} == {s.shard_id for s in corpus.shards} and stale not in left
+    assert stale.rsplit("-", 1)[0] in {s.shard_id.rsplit("-", 1)[0] for s in corpus.shards}  # same partition
 
 
 def test_fit_infer_export_with_store_and_model_on_s3(setting: dict[str, Any], stores: dict[str, Any],
