@@ -442,6 +442,7 @@ def _append_locked(
             if plan.grew:
                 final = store / "vocabs" / vocabulary_version_name(plan.version)
                 if isinstance(store, StoragePath):  # no rename: written again under its final name
+                    _check_unchanged(store, previous)  # never over a version another append committed
                     written_dirs.append(final)
                     for lang, vocab in plan.vocabs.items():
                         write_vocabulary(final / lang, vocab)
@@ -484,6 +485,15 @@ def _append_locked(
         n_candidates={lang: len(c) for lang, c in plan.candidates.items()}, candidates=name,
         promoted=plan.promoted, vocab_version=plan.version,
     )
+
+
+def _check_unchanged(store: StoragePath, previous: tuple[bytes, str | None] | None) -> None:
+    """Raise if the manifest is no longer ``previous``: another writer committed during this append."""
+    current = read_tagged(str(store / MANIFEST))
+    if previous is None or current is None or current[0] != previous[0]:
+        raise StoreExistsError(
+            f"store {store.url!r} was changed by another writer during this append; nothing of this append "
+            "was committed: run it again.", path=store.url)
 
 
 def _commit_remote(store: StoragePath, updated: Manifest, previous: tuple[bytes, str | None] | None) -> None:
