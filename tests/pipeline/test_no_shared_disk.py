@@ -28,6 +28,7 @@ from numpy.testing import assert_array_equal
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.store import load_model
 from topicflow.io.outputs.doc_topics import DocTopics
+from topicflow.pipeline.ingest.append import append_corpus
 from topicflow.pipeline.ingest.ingest import ingest_corpus
 from topicflow.pipeline.vb.batch import VBConfig, fit_batch_vb
 from topicflow.testing.faults import TaskKiller
@@ -160,7 +161,8 @@ def test_worker_killed_while_ingest_writes_shards_leaves_only_the_winning_attemp
         setting: dict[str, Any], stores: dict[str, Any], tmp_path: Path) -> None:
     """A worker dies as it starts writing its second shard; its first shard is complete on s3, but that
     task's result died with it, so the shard is written again under a new attempt name. The manifest
-    lists the new attempt, the stale one is removed after the commit, and the store equals local disk."""
+    lists the new attempt, the stale one is removed after the commit, and the store equals local disk.
+    Then the workers append to it."""
     client, bucket = setting["client"], setting["bucket"]
     flag = str(tmp_path / "killed")
     client.run(_die_at_second_shard, flag)
@@ -179,6 +181,14 @@ def test_worker_killed_while_ingest_writes_shards_leaves_only_the_winning_attemp
                                                    refresh=True)}
     assert left - {"zarr.json"} == {s.shard_id for s in corpus.shards} and stale not in left
     assert stale.rsplit("-", 1)[0] in {s.shard_id.rsplit("-", 1)[0] for s in corpus.shards}  # same partition
+
+    # An append by the same workers: its shards, too, go straight into the store; same result as on local disk.
+    appended = append_corpus(store, [f"s3://{bucket}/input/in.parquet"], client=client)
+    expected = append_corpus(tmp_path / "here.zarr", [setting["local"] / "in.parquet"])
+    assert (appended.n_kept, appended.n_shards, appended.vocab_version) == (
+        expected.n_kept, expected.n_shards, expected.vocab_version)
+    corpus, here = Corpus.open(store), Corpus.open(tmp_path / "here.zarr")
+    assert [s.checksum for s in corpus.shards] == [s.checksum for s in here.shards] and corpus.verify() == []
 
 
 def test_fit_infer_export_with_store_and_model_on_s3(setting: dict[str, Any], stores: dict[str, Any],

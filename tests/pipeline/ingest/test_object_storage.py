@@ -1,17 +1,16 @@
 """Corpus stores and inputs on a real S3-compatible server (moto's standalone server, tests/objstore.py).
 
-Ingest from s3:// JSONL and parquet into an s3:// store, fit batch and online VB from it on a local
-cluster whose worker processes run in their own temporary directories, append, and fail an ingest at
-its Nth object write: the results must equal the same runs on local disk, and a failed ingest must
-leave nothing a reader takes for a store.
+Ingest from s3:// JSONL and parquet into an s3:// store, fit batch and online VB from it, append (and
+lose a race to another append), and fail an ingest at its Nth object write: the results must equal the
+same runs on local disk, and a failed ingest or append must leave nothing a reader takes for a store.
+The same on worker processes without a shared directory: tests/pipeline/test_no_shared_disk.py.
 """
 from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import dask.config
 import numpy as np
@@ -75,29 +74,11 @@ def blocks_of(corpus: Corpus) -> list[tuple[Any, ...]]:
 FIELDS = FieldSpec(label_field="label")
 
 
-def _enter_own_directory() -> str:
-    """Run in a fresh temporary directory (on a worker: a relative path would not be the driver's)."""
-    os.chdir(tempfile.mkdtemp(prefix="topicflow-worker-"))
-    return os.getcwd()
-
-
-@pytest.fixture
-def process_client(s3_bucket: str) -> Iterator[Any]:
-    """Two worker processes (one thread each) started with the S3 settings, each in its own temporary directory."""
-    from distributed import Client, LocalCluster
-
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
-        with Client(cluster) as client:
-            directories = client.run(_enter_own_directory)
-            assert len(set(directories.values())) == 2 and os.getcwd() not in directories.values()
-            yield client
-
-
-def test_ingest_fit_and_append_on_s3_equal_local_disk(inputs: dict[str, Any], process_client: Any) -> None:
+def test_ingest_fit_and_append_on_s3_equal_local_disk(inputs: dict[str, Any]) -> None:
     bucket, local = inputs["bucket"], inputs["local"]
     store = f"s3://{bucket}/stores/news.zarr"
     remote = ingest_corpus([f"s3://{bucket}/input/in.jsonl", f"s3://{bucket}/input/in.parquet"], store,
-                           fields=FIELDS, shard_size=25, client=process_client)
+                           fields=FIELDS, shard_size=25)
     here = ingest_corpus([local / "in.jsonl", local / "in.parquet"], local / "news.zarr", fields=FIELDS,
                          shard_size=25)  # the reference on local disk, with Dask's threads
     assert remote.store == store and (remote.n_kept, remote.n_shards, remote.vocab_sizes) == (
@@ -107,9 +88,8 @@ def test_ingest_fit_and_append_on_s3_equal_local_disk(inputs: dict[str, Any], pr
     assert blocks_of(corpus) == blocks_of(reference)
     assert corpus.verify() == []
 
-    # Batch VB on worker processes that read the shards from S3 themselves (no shared directory),
-    # against the same fit from local disk on Dask's threads: same seed, same model.
-    fitted = LDA(n_topics=3, max_iter=4, seed=5).fit(store, client=process_client)
+    # Batch VB reading the shards from S3, against the same fit from local disk: same seed, same model.
+    fitted = LDA(n_topics=3, max_iter=4, seed=5).fit(store)
     expected = LDA(n_topics=3, max_iter=4, seed=5).fit(str(local / "news.zarr"))
     np.testing.assert_array_equal(fitted.components_, expected.components_)
     # Online VB's minibatch reader (threads here: its reads are the same code on any executor).
@@ -118,7 +98,7 @@ def test_ingest_fit_and_append_on_s3_equal_local_disk(inputs: dict[str, Any], pr
     np.testing.assert_array_equal(online.components_, online_local.components_)
 
     # Append: the new shards, index and candidates are uploaded, the manifest last.
-    appended = append_corpus(store, [f"s3://{bucket}/input/more.jsonl"], fields=FIELDS, client=process_client)
+    appended = append_corpus(store, [f"s3://{bucket}/input/more.jsonl"], fields=FIELDS)
     appended_here = append_corpus(local / "news.zarr", [local / "more.jsonl"], fields=FIELDS)
     assert (appended.n_kept, appended.n_shards) == (appended_here.n_kept, appended_here.n_shards)
     # On object storage a candidate set's name also carries the append's run (no lock to keep numbers apart).
