@@ -91,6 +91,9 @@ def test_workers_cannot_see_driver_relative_paths(setting: dict[str, Any], monke
     assert _read("in.jsonl")  # the driver reads it; a worker, in its own directory, does not find it
     with pytest.raises(FileNotFoundError):
         client.submit(_read, "in.jsonl", pure=False).result()
+    # So ingest sends the workers its local inputs as absolute paths: a relative one works.
+    store = f"s3://{setting['bucket']}/stores/relative.zarr"
+    assert ingest_corpus(["in.jsonl"], store, shard_size=100, client=client).n_kept == 45
 
 
 def run(*args: str) -> Any:

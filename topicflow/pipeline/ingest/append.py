@@ -68,6 +68,7 @@ from topicflow.pipeline.ingest.ingest import (
     _settings,
     _sum_dicts,
     _summarize,
+    absolute_inputs,
 )
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 from topicflow.tasks.ingest import map_tokenize, map_write_tokenized
@@ -361,7 +362,7 @@ def append_corpus(
         removed = remove_store_debris(store, manifest) + remove_unlisted_segments(store, manifest)
         if removed:
             log.info("removed %d directories left by an interrupted append: %s", len(removed), removed)
-        sources, partitions = discover_partitions(list(inputs), fields, manifest.shard_size)
+        sources, partitions = discover_partitions(absolute_inputs(inputs), fields, manifest.shard_size)
         try:
             result = _append_locked(store, manifest, sources, partitions, inputs, fields,
                                     stored_tokenizer, split, on_error, promote_min_df, client, progress)
@@ -400,7 +401,7 @@ def _append_remote(
     manifest = Manifest.from_dict(json.loads(tagged[0]), path=str(store / MANIFEST))
     _, split = _settings(manifest.shard_size, split_every, on_error)
     stored_tokenizer = check_append_consistency(manifest, fields, tokenizer, store.url)
-    sources, partitions = discover_partitions(list(inputs), fields, manifest.shard_size)
+    sources, partitions = discover_partitions(absolute_inputs(inputs), fields, manifest.shard_size)
     return _append_locked(store, manifest, sources, partitions, inputs, fields, stored_tokenizer, split, on_error,
                           promote_min_df, client, progress, previous=tagged)
 

@@ -73,6 +73,7 @@ from topicflow.io.storage import (
     is_url,
     list_files,
     remove_prefix,
+    url_of,
     write_object,
 )
 from topicflow.io.tokenizer import (
@@ -160,6 +161,23 @@ class IngestResult:
             f"{self.mb_per_second:.1f} MB/s)",
         ]
         return lines
+
+
+def absolute_inputs(inputs: Sequence[str | os.PathLike[str]]) -> list[str | os.PathLike[str]]:
+    """The inputs with local paths made absolute (URLs as given).
+
+    The tasks that read them run on the workers, whose working directory is not the driver's: a
+    relative path sent as given would name another file there, or none.
+
+    Parameters
+    ----------
+    inputs : sequence of path or URL
+
+    Returns
+    -------
+    list of path or URL
+    """
+    return [p if is_url(p) or url_of(p) is not None else Path(p).absolute() for p in inputs]
 
 
 def _per_language(values: Mapping[str, int]) -> str:
@@ -557,7 +575,7 @@ def ingest_corpus(
         out = Path(out).absolute()
         check_output_path(out, overwrite=overwrite)
         build = temporary_sibling(out)
-    sources, partitions = discover_partitions(list(inputs), fields, size)
+    sources, partitions = discover_partitions(absolute_inputs(inputs), fields, size)
     layout = _BuildLayout.of(build, partitions)
     try:
         init_store(build, format_version=store_format_version(1, has_order=keep_order))
