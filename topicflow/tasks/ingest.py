@@ -22,12 +22,13 @@ counts and shards, and remain as the reference the one-pass route is tested agai
 """
 from __future__ import annotations
 
+import io
 import os
 import pickle
+import uuid
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import dask
 import numpy as np
@@ -47,6 +48,7 @@ from topicflow.io.sources.base import (
     RecordColumns,
     RecordError,
 )
+from topicflow.io.storage import as_location, is_url, open_input, write_object
 from topicflow.io.tokenizer import (
     LanguageCounts,
     TermCounts,
@@ -145,7 +147,13 @@ class IdOccurrence:
 
 @dataclass(frozen=True, slots=True)
 class ShardWritten:
-    """What pass 3 wrote for one partition; ``checksum`` is None when no document was kept."""
+    """What pass 3 wrote for one partition; ``checksum`` is None when no document was kept.
+
+    ``shard_dir`` is where this attempt of the task wrote the shard: the ``shard_dir`` it was given
+    plus a suffix unique to the attempt (:func:`attempt_dir`), so a task run again after its worker
+    was lost never writes into the files of the lost attempt, and the driver references only the
+    directory of the attempt whose result it received.
+    """
 
     partition: int
     shard_dir: str
@@ -156,6 +164,23 @@ class ShardWritten:
 
 
 # ----------------------------------------------------------------------------- task bodies
+
+
+def attempt_dir(shard_dir: str) -> str:
+    """``shard_dir`` plus a suffix unique to this run of the task (``-<8 hex digits>``).
+
+    Parameters
+    ----------
+    shard_dir : str
+        Directory (local path or URL) the driver planned for a partition's shard.
+
+    Returns
+    -------
+    str
+        A fresh sibling name; two attempts of one task (a worker lost mid-write and the rerun) never
+        share files, on local disk or on object storage, where two writers of one key would race.
+    """
+    return f"{shard_dir}-{uuid.uuid4().hex[:8]}"
 
 
 def iter_records(
@@ -318,7 +343,7 @@ class VocabIndex(dict[str, int]):
 
 def load_vocab_index(store: str, languages: tuple[str, ...]) -> dict[str, VocabIndex]:
     """Term -> id mapping of each language of the store's vocabulary (one task, shared by writers)."""
-    return {lang: VocabIndex(read_vocabulary(Path(store) / "vocab" / lang).terms) for lang in languages}
+    return {lang: VocabIndex(read_vocabulary(as_location(store) / "vocab" / lang).terms) for lang in languages}
 
 
 def encode_bag(bag: Counter[str] | None, index: Mapping[str, int]) -> tuple[list[int], list[int]]:
@@ -412,12 +437,13 @@ def write_partition(
         timestamps.append(record.timestamp)
     if not doc_ids:
         return ShardWritten(partition.index, shard_dir, 0, {}, None, dict(dropped))
+    shard_dir = attempt_dir(shard_dir)
     bags_arrays = {
         lang: (np.asarray(p, np.int64), np.asarray(t, np.int32), np.asarray(c, np.int32))
         for lang, (p, t, c) in csr.items()
     }
     checksum, n_tokens = write_shard(
-        Path(shard_dir), bags_arrays, np.asarray(doc_ids, dtype=object),
+        as_location(shard_dir), bags_arrays, np.asarray(doc_ids, dtype=object),
         labels=np.asarray(labels, dtype=object) if fields.has_labels else None,
         timestamps=np.asarray(timestamps, dtype=np.int64) if fields.has_timestamps else None,
         orders={lang: encoder.arrays() for lang, encoder in encoders.items()} if keep_order else None,
@@ -491,8 +517,16 @@ class TokenizedPartition:
     languages: dict[str, LanguageTokens]
 
     def save(self, path: str) -> None:
-        """Write to ``path`` (a provisional file inside the store being built; replaced atomically)."""
-        partial = f"{path}.partial"
+        """Write to ``path``: a provisional file this ingest keeps until its shards are written.
+
+        On local disk a pickle (replaced atomically; the file stays inside the store being built, which
+        only this process tree writes). At a URL (a store on object storage, where every worker can
+        reach it) an ``.npz`` of plain arrays, never a pickle: a worker loading it runs no code from it.
+        """
+        if is_url(path):
+            write_object(path, self.to_npz())
+            return
+        partial = f"{path}.partial-{uuid.uuid4().hex[:8]}"  # two attempts of one task never share it
         with open(partial, "wb") as handle:
             pickle.dump(self, handle, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(partial, path)
@@ -500,11 +534,90 @@ class TokenizedPartition:
     @staticmethod
     def load(path: str) -> TokenizedPartition:
         """Read what :meth:`save` wrote (a file this ingest wrote itself, never user input)."""
+        if is_url(path):
+            with open_input(path) as binary:
+                return TokenizedPartition.from_npz(binary.read())
         with open(path, "rb") as handle:
             loaded = pickle.load(handle)
         if not isinstance(loaded, TokenizedPartition):
             raise TypeError(f"{path!r} does not hold a tokenized partition.")
         return loaded
+
+    def to_npz(self) -> bytes:
+        """The partition as ``.npz`` bytes of numeric arrays (strings as UTF-8 bytes and offsets).
+
+        Returns
+        -------
+        bytes
+            What :meth:`from_npz` reads back into an equal partition.
+        """
+        arrays: dict[str, np.ndarray] = {}
+        _pack_strings(arrays, "doc_ids", self.doc_ids)
+        _pack_strings(arrays, "languages", list(self.languages))
+        _pack_optional(arrays, "labels", self.labels, str)
+        _pack_optional(arrays, "timestamps", self.timestamps, int)
+        for i, tokens in enumerate(self.languages.values()):
+            arrays[f"has_text_{i}"] = np.asarray(tokens.has_text, np.bool_)
+            _pack_strings(arrays, f"terms_{i}", tokens.tokens.terms.tolist())
+            arrays[f"token_ids_{i}"] = tokens.tokens.token_ids
+            arrays[f"indptr_{i}"] = tokens.tokens.indptr
+            for j, array in enumerate(tokens.bags):
+                arrays[f"bags_{i}_{j}"] = array
+        buffer = io.BytesIO()
+        np.savez(buffer, allow_pickle=False, **arrays)
+        return buffer.getvalue()
+
+    @staticmethod
+    def from_npz(data: bytes) -> TokenizedPartition:
+        """The partition :meth:`to_npz` encoded (read without pickle).
+
+        Parameters
+        ----------
+        data : bytes
+
+        Returns
+        -------
+        TokenizedPartition
+        """
+        with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
+            found = {name: arrays[name] for name in arrays.files}
+        languages = {}
+        for i, lang in enumerate(_unpack_strings(found, "languages").tolist()):
+            batch = TokenBatch(_unpack_strings(found, f"terms_{i}"), found[f"token_ids_{i}"], found[f"indptr_{i}"])
+            bags = (found[f"bags_{i}_0"], found[f"bags_{i}_1"], found[f"bags_{i}_2"])
+            languages[str(lang)] = LanguageTokens(found[f"has_text_{i}"], batch, bags)
+        return TokenizedPartition([str(d) for d in _unpack_strings(found, "doc_ids").tolist()],
+                                  _unpack_optional(found, "labels", str), _unpack_optional(found, "timestamps", int),
+                                  languages)
+
+
+def _pack_strings(arrays: dict[str, np.ndarray], name: str, values: Sequence[str]) -> None:
+    encoded = [str(v).encode("utf-8", "surrogatepass") for v in values]
+    offsets = np.zeros(len(encoded) + 1, np.int64)
+    np.cumsum([len(e) for e in encoded], out=offsets[1:])
+    arrays[f"{name}_offsets"] = offsets
+    arrays[f"{name}_bytes"] = np.frombuffer(b"".join(encoded), np.uint8)
+
+
+def _unpack_strings(arrays: Mapping[str, np.ndarray], name: str) -> np.ndarray:
+    offsets, raw = arrays[f"{name}_offsets"].tolist(), arrays[f"{name}_bytes"].tobytes()
+    out = np.empty(len(offsets) - 1, dtype=object)
+    out[:] = [raw[a:b].decode("utf-8", "surrogatepass") for a, b in zip(offsets[:-1], offsets[1:])]
+    return out
+
+
+def _pack_optional(arrays: dict[str, np.ndarray], name: str, values: Sequence[object], kind: type) -> None:
+    arrays[f"{name}_given"] = np.array([v is not None for v in values], np.bool_)
+    if kind is str:
+        _pack_strings(arrays, name, ["" if v is None else str(v) for v in values])
+    else:
+        arrays[name] = np.array([0 if v is None else v for v in values], np.int64)
+
+
+def _unpack_optional(arrays: Mapping[str, np.ndarray], name: str, kind: type) -> list[Any]:
+    given = arrays[f"{name}_given"].tolist()
+    values = _unpack_strings(arrays, name).tolist() if kind is str else arrays[name].tolist()
+    return [v if g else None for v, g in zip(values, given)]
 
 
 def tokenize_partition(
@@ -607,11 +720,12 @@ def write_tokenized(
     if not kept.any():
         return ShardWritten(partition, shard_dir, 0, {}, None, dict(+dropped))
     rows = np.flatnonzero(kept).tolist()
+    shard_dir = attempt_dir(shard_dir)
     bags = {lang: _encode_bags(t, vocab_ids[lang], kept) for lang, t in saved.languages.items()}
     orders = ({lang: _encode_order(t, vocab_ids[lang], kept) for lang, t in saved.languages.items()}
               if keep_order else None)
     checksum, n_tokens = write_shard(
-        Path(shard_dir), bags, np.asarray([saved.doc_ids[i] for i in rows], dtype=object),
+        as_location(shard_dir), bags, np.asarray([saved.doc_ids[i] for i in rows], dtype=object),
         labels=np.asarray([saved.labels[i] for i in rows], dtype=object) if fields.has_labels else None,
         timestamps=np.asarray([saved.timestamps[i] for i in rows], dtype=np.int64) if fields.has_timestamps else None,
         orders=orders,

@@ -1,18 +1,18 @@
 """Corpus stores and inputs on a real S3-compatible server (moto's standalone server, tests/objstore.py).
 
-Ingest from s3:// JSONL and parquet into an s3:// store, fit batch and online VB from it on a local
-cluster whose worker processes run in their own temporary directories, append, and fail an ingest at
-its Nth object write: the results must equal the same runs on local disk, and a failed ingest must
-leave nothing a reader takes for a store.
+Ingest from s3:// JSONL and parquet into an s3:// store, fit batch and online VB from it, append (and
+lose a race to another append), and fail an ingest at its Nth object write: the results must equal the
+same runs on local disk, and a failed ingest or append must leave nothing a reader takes for a store.
+The same on worker processes without a shared directory: tests/pipeline/test_no_shared_disk.py.
 """
 from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
+import dask.config
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -74,29 +74,11 @@ def blocks_of(corpus: Corpus) -> list[tuple[Any, ...]]:
 FIELDS = FieldSpec(label_field="label")
 
 
-def _enter_own_directory() -> str:
-    """Run in a fresh temporary directory (on a worker: a relative path would not be the driver's)."""
-    os.chdir(tempfile.mkdtemp(prefix="topicflow-worker-"))
-    return os.getcwd()
-
-
-@pytest.fixture
-def process_client(s3_bucket: str) -> Iterator[Any]:
-    """Two worker processes (one thread each) started with the S3 settings, each in its own temporary directory."""
-    from distributed import Client, LocalCluster
-
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
-        with Client(cluster) as client:
-            directories = client.run(_enter_own_directory)
-            assert len(set(directories.values())) == 2 and os.getcwd() not in directories.values()
-            yield client
-
-
-def test_ingest_fit_and_append_on_s3_equal_local_disk(inputs: dict[str, Any], process_client: Any) -> None:
+def test_ingest_fit_and_append_on_s3_equal_local_disk(inputs: dict[str, Any]) -> None:
     bucket, local = inputs["bucket"], inputs["local"]
     store = f"s3://{bucket}/stores/news.zarr"
     remote = ingest_corpus([f"s3://{bucket}/input/in.jsonl", f"s3://{bucket}/input/in.parquet"], store,
-                           fields=FIELDS, shard_size=25, client=process_client)
+                           fields=FIELDS, shard_size=25)
     here = ingest_corpus([local / "in.jsonl", local / "in.parquet"], local / "news.zarr", fields=FIELDS,
                          shard_size=25)  # the reference on local disk, with Dask's threads
     assert remote.store == store and (remote.n_kept, remote.n_shards, remote.vocab_sizes) == (
@@ -106,9 +88,8 @@ def test_ingest_fit_and_append_on_s3_equal_local_disk(inputs: dict[str, Any], pr
     assert blocks_of(corpus) == blocks_of(reference)
     assert corpus.verify() == []
 
-    # Batch VB on worker processes that read the shards from S3 themselves (no shared directory),
-    # against the same fit from local disk on Dask's threads: same seed, same model.
-    fitted = LDA(n_topics=3, max_iter=4, seed=5).fit(store, client=process_client)
+    # Batch VB reading the shards from S3, against the same fit from local disk: same seed, same model.
+    fitted = LDA(n_topics=3, max_iter=4, seed=5).fit(store)
     expected = LDA(n_topics=3, max_iter=4, seed=5).fit(str(local / "news.zarr"))
     np.testing.assert_array_equal(fitted.components_, expected.components_)
     # Online VB's minibatch reader (threads here: its reads are the same code on any executor).
@@ -117,10 +98,11 @@ def test_ingest_fit_and_append_on_s3_equal_local_disk(inputs: dict[str, Any], pr
     np.testing.assert_array_equal(online.components_, online_local.components_)
 
     # Append: the new shards, index and candidates are uploaded, the manifest last.
-    appended = append_corpus(store, [f"s3://{bucket}/input/more.jsonl"], fields=FIELDS, client=process_client)
+    appended = append_corpus(store, [f"s3://{bucket}/input/more.jsonl"], fields=FIELDS)
     appended_here = append_corpus(local / "news.zarr", [local / "more.jsonl"], fields=FIELDS)
-    assert (appended.n_kept, appended.n_shards, appended.candidates) == (
-        appended_here.n_kept, appended_here.n_shards, appended_here.candidates)
+    assert (appended.n_kept, appended.n_shards) == (appended_here.n_kept, appended_here.n_shards)
+    # On object storage a candidate set's name also carries the append's run (no lock to keep numbers apart).
+    assert str(appended.candidates).split("-")[0] == str(appended_here.candidates)
     corpus, reference = Corpus.open(store), Corpus.open(local / "news.zarr")
     assert len(corpus) == len(reference) == 90
     assert blocks_of(corpus) == blocks_of(reference)
@@ -146,7 +128,8 @@ def test_failed_ingest_leaves_no_store(inputs: dict[str, Any], monkeypatch: pyte
     store = f"s3://{bucket}/stores/broken.zarr"
     failure = FailAtWrite(5)
     monkeypatch.setattr(storage, "before_write", failure)
-    with pytest.raises(OSError, match="injected failure at write 5"):
+    # One thread: no other task is still writing when the failed run removes what it wrote.
+    with pytest.raises(OSError, match="injected failure at write 5"), dask.config.set(num_workers=1):
         ingest_corpus([f"s3://{bucket}/input/in.jsonl"], store, fields=FIELDS, shard_size=16)
     assert len(failure.seen) == 5 and not any(url.endswith("manifest.json") for url in failure.seen)
     assert not fs.exists(f"{bucket}/stores/broken.zarr/manifest.json")
@@ -223,3 +206,45 @@ def test_cli_ingest_and_info_with_storage_options(s3_server: Any, tmp_path: Path
         assert shown.exit_code == 0 and "topic-2" in shown.output, shown.output
     finally:
         dask.config.set({"topicflow.storage-options": before})
+
+
+def test_append_on_s3_writes_in_place_and_loses_a_race_cleanly(inputs: dict[str, Any],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """An append on s3 writes its shards (and a grown vocabulary) into the store itself and commits by
+    replacing the manifest only if it is still the one it read. Here a second append commits while the
+    first is about to (an event: the first one's manifest write): the first fails, the store is the
+    second one's, and nothing of the first is left."""
+    bucket, fs, local = inputs["bucket"], inputs["fs"], inputs["local"]
+    store = f"s3://{bucket}/stores/race.zarr"
+    ingest_corpus([f"s3://{bucket}/input/in.jsonl"], store, fields=FIELDS, shard_size=16)
+    ingest_corpus([local / "in.jsonl"], local / "race.zarr", fields=FIELDS, shard_size=16)
+    before = {p for p in fs.find(f"{bucket}/stores/race.zarr")}
+    grown = jsonl_bytes([{**d, "text": d["text"] + " kiwi mango"} for d in documents(20, "g", 5)])
+    fs.pipe(f"{bucket}/input/grown.jsonl", grown)
+    (local / "grown.jsonl").write_bytes(grown)
+    # The losing append grows the vocabulary too (its own version 2 and candidate set, written first).
+    fs.pipe(f"{bucket}/input/lost.jsonl", jsonl_bytes([{**d, "text": d["text"] + " papaya lime fig"}
+                                                       for d in documents(10, "x", 6)]))
+
+    def other_append_first(url: str) -> None:
+        if url.endswith("/manifest.json"):
+            monkeypatch.setattr(storage, "before_write", None)
+            append_corpus(store, [f"s3://{bucket}/input/grown.jsonl"], fields=FIELDS, promote_min_df=2)
+
+    monkeypatch.setattr(storage, "before_write", other_append_first)
+    with pytest.raises(StoreExistsError, match="changed by another writer"):
+        append_corpus(store, [f"s3://{bucket}/input/lost.jsonl"], fields=FIELDS, promote_min_df=2)
+    expected = append_corpus(local / "race.zarr", [local / "grown.jsonl"], fields=FIELDS, promote_min_df=2)
+    corpus, reference = Corpus.open(store), Corpus.open(local / "race.zarr")
+    assert corpus.vocab_version == reference.vocab_version == expected.vocab_version == 2
+    assert len(corpus) == len(reference) == 60 and blocks_of(corpus) == blocks_of(reference)
+    assert corpus.verify() == [] and corpus.vocabulary().terms.tolist() == reference.vocabulary().terms.tolist()
+    assert corpus.vocabulary().terms.tolist()[-2:] == ["kiwi", "mango"]
+    assert corpus.candidates().terms.tolist() == reference.candidates().terms.tolist()
+    # What is left is the store before, plus what the winning append's manifest references.
+    listed = {f"shards/{s.shard_id}" for s in corpus.shards}
+    added = {p.split("race.zarr/", 1)[1] for p in fs.find(f"{bucket}/stores/race.zarr", refresh=True)} - {
+        p.split("race.zarr/", 1)[1] for p in before}
+    assert {"/".join(name.split("/")[:2]) for name in added if name.startswith("shards/")} <= listed
+    assert not [name for name in added if ".tokens-" in name or "/.append-" in name]
+    assert {name.split("/")[1] for name in added if name.startswith("candidates/")} == {corpus.manifest.candidates}

@@ -31,6 +31,7 @@ from topicflow.errors import CorpusFormatError
 from topicflow.io._atomic import fsync_directory
 from topicflow.io._zarr import read_arrays, write_arrays
 from topicflow.io.corpus.layout import Manifest, corrupt_shard
+from topicflow.io.storage import Location, StoragePath, remove_prefix
 
 INDEX_DIR = "id_index"
 
@@ -76,7 +77,7 @@ def _covered(segments: Sequence[Segment]) -> int:
     return segments[-1].stop if segments else 0
 
 
-def _read_segment(store: Path, segment: Segment) -> tuple[np.ndarray, np.ndarray]:
+def _read_segment(store: Location, segment: Segment) -> tuple[np.ndarray, np.ndarray]:
     try:
         arrays = read_arrays(store / INDEX_DIR / segment.name, ["hashes", "shards"])
     except CorpusFormatError as exc:
@@ -95,7 +96,7 @@ def _read_segment(store: Path, segment: Segment) -> tuple[np.ndarray, np.ndarray
     return arrays["hashes"], arrays["shards"]
 
 
-def _shard_doc_ids(store: Path, manifest: Manifest, position: int) -> list[str]:
+def _shard_doc_ids(store: Location, manifest: Manifest, position: int) -> list[str]:
     shard = manifest.shards[position]
     try:
         doc_ids = read_arrays(store / "shards" / shard.shard_id, ["doc_ids"])["doc_ids"]
@@ -107,7 +108,7 @@ def _shard_doc_ids(store: Path, manifest: Manifest, position: int) -> list[str]:
     return [str(d) for d in doc_ids]
 
 
-def ids_in_store(store: Path, manifest: Manifest, hashes: np.ndarray) -> dict[str, str]:
+def ids_in_store(store: Location, manifest: Manifest, hashes: np.ndarray) -> dict[str, str]:
     """Return the ids already in the store whose hash is in ``hashes`` (sorted uint64), with their shards.
 
     Reads the index segments, then only the shards with a candidate match and the shards no segment
@@ -126,13 +127,25 @@ def ids_in_store(store: Path, manifest: Manifest, hashes: np.ndarray) -> dict[st
     return found
 
 
-def _write_segment(store: Path, segment: Segment, hashes: np.ndarray, shards: np.ndarray) -> None:
-    """Write under a hidden name, then rename: a listed name only ever holds a whole segment."""
+def _write_segment(store: Location, segment: Segment, hashes: np.ndarray, shards: np.ndarray) -> None:
+    """Write under a hidden name, then rename: a listed name only ever holds a whole segment.
+
+    On object storage (no rename) the segment is written under its final name: no listed segment ever
+    has that name (a new one ends past every listed one), and none exists to a reader before the
+    manifest that lists it is written.
+    """
+    order = np.argsort(hashes, kind="stable")
+    arrays: dict[str, np.ndarray] = {"hashes": hashes[order].astype(np.uint64),
+                                     "shards": shards[order].astype(np.int32)}
+    if isinstance(store, StoragePath):
+        final_url = store / INDEX_DIR / segment.name
+        remove_prefix(str(final_url))  # unlisted debris of an interrupted append
+        write_arrays(final_url, arrays)
+        return
     root = store / INDEX_DIR
     root.mkdir(exist_ok=True)
     hidden = root / f".{segment.name}-{uuid.uuid4().hex[:8]}"
-    order = np.argsort(hashes, kind="stable")
-    write_arrays(hidden, {"hashes": hashes[order].astype(np.uint64), "shards": shards[order].astype(np.int32)})
+    write_arrays(hidden, arrays)
     final = root / segment.name
     if final.exists():  # unlisted debris of an interrupted append
         shutil.rmtree(final)
@@ -140,7 +153,7 @@ def _write_segment(store: Path, segment: Segment, hashes: np.ndarray, shards: np
     fsync_directory(root)
 
 
-def extend_index(store: Path, manifest: Manifest) -> tuple[dict[str, Any], ...]:
+def extend_index(store: Location, manifest: Manifest) -> tuple[dict[str, Any], ...]:
     """Index the shards of ``manifest`` that no segment covers; return the new ``id_index`` entry.
 
     Call before committing ``manifest``: the segments it writes exist only once a manifest lists
@@ -165,15 +178,22 @@ def extend_index(store: Path, manifest: Manifest) -> tuple[dict[str, Any], ...]:
     return tuple(s.to_dict() for s in segments)
 
 
-def remove_unlisted_segments(store: Path, manifest: Manifest) -> list[str]:
+def remove_unlisted_segments(store: Location, manifest: Manifest) -> list[str]:
     """Delete segment directories ``manifest`` does not list (merged away, or left by a crash)."""
-    root = Path(store) / INDEX_DIR
+    root: Location = store / INDEX_DIR if isinstance(store, StoragePath) else Path(store) / INDEX_DIR
     if not root.is_dir():
         return []
     listed = {Segment.from_dict(s).name for s in manifest.id_index}
     removed = []
-    for child in sorted(root.iterdir()):
-        if child.is_dir() and child.name not in listed:
+    children: list[Location] = sorted(root.iterdir(), key=str)
+    for child in children:
+        if child.name in listed or child.name == "zarr.json":
+            continue
+        if isinstance(child, StoragePath):
+            remove_prefix(child.url)
+        elif child.is_dir():
             shutil.rmtree(child)
-            removed.append(f"{INDEX_DIR}/{child.name}")
+        else:
+            continue
+        removed.append(f"{INDEX_DIR}/{child.name}")
     return removed

@@ -1,20 +1,25 @@
 """Appending documents to a corpus store, with vocabulary growth."""
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
 import time
-import uuid
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 import numpy as np
 
 from topicflow._typing import OnError
-from topicflow.errors import InvalidParameterError, VocabularyMismatchError
+from topicflow.errors import (
+    InvalidParameterError,
+    StoreExistsError,
+    StoreNotFoundError,
+    VocabularyMismatchError,
+)
 from topicflow.io._atomic import (
     exclusive_lock,
     fsync_directory,
@@ -28,6 +33,7 @@ from topicflow.io.corpus.id_index import (
 from topicflow.io.corpus.layout import MANIFEST, Manifest, vocabulary_version_name
 from topicflow.io.corpus.reader import Corpus, read_manifest
 from topicflow.io.corpus.writer import (
+    manifest_bytes,
     remove_store_debris,
     with_shards,
     write_manifest,
@@ -35,7 +41,14 @@ from topicflow.io.corpus.writer import (
 )
 from topicflow.io.sources import discover_partitions
 from topicflow.io.sources.base import FieldSpec, InputPartition
-from topicflow.io.storage import is_url, staged_store_copy
+from topicflow.io.storage import (
+    Location,
+    StoragePath,
+    is_url,
+    read_tagged,
+    remove_prefix,
+    replace_object,
+)
 from topicflow.io.tokenizer import (
     LanguageCounts,
     TermCounts,
@@ -46,14 +59,16 @@ from topicflow.models.lda.vocab_growth import promote_candidates
 from topicflow.pipeline.cluster import compute_list
 from topicflow.pipeline.ingest.ingest import (
     IngestResult,
+    _BuildLayout,
     _check_records,
     _event,
+    _forget_listings,
     _per_language,
-    _place_shards,
     _resolve_duplicates,
     _settings,
     _sum_dicts,
     _summarize,
+    absolute_inputs,
 )
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 from topicflow.tasks.ingest import map_tokenize, map_write_tokenized
@@ -136,9 +151,17 @@ def check_append_consistency(
     return stored
 
 
-def _next_candidates_name(store: Path) -> str:
-    names = [int(p.name) for p in (store / "candidates").iterdir() if p.name.isdigit()]
-    return f"{max(names, default=0) + 1:06d}"
+def _next_candidates_name(store: Location, tag: str) -> str:
+    """The next candidate set's name: ``<NNNNNN>``, and on object storage ``<NNNNNN>-<tag>``.
+
+    On object storage there is no lock and no rename, so two appends could pick the same number; the
+    run's tag keeps their sets apart (the manifest names the set, so any name reads the same).
+    """
+    if isinstance(store, StoragePath):
+        _forget_listings(store)
+    numbers = [p.name.split("-", 1)[0] for p in (store / "candidates").iterdir()]
+    number = max((int(n) for n in numbers if n.isdigit()), default=0) + 1
+    return f"{number:06d}-{tag}" if isinstance(store, StoragePath) else f"{number:06d}"
 
 
 def _candidate_vocabulary(counts: LanguageCounts, vocab: Vocabulary, previous: Vocabulary) -> Vocabulary:
@@ -220,14 +243,19 @@ def _subset(vocab: Vocabulary, mask: np.ndarray) -> Vocabulary:
                       np.asarray(vocab.corpus_freq)[mask])
 
 
-def _write_candidates(store: Path, manifest: Manifest, plan: _VocabularyPlan) -> str | None:
+def _write_candidates(store: Location, manifest: Manifest, plan: _VocabularyPlan, tag: str) -> str | None:
     """Write the plan's candidate set as a new ``candidates/<name>`` (never touching the old one).
 
-    Returns the name the manifest should point at: the old one when the set did not change.
+    Returns the name the manifest should point at: the old one when the set did not change. On object
+    storage the set is written under its final name (no rename; no manifest lists it yet).
     """
     if not plan.candidates_changed:
         return manifest.candidates
-    name = _next_candidates_name(store)
+    name = _next_candidates_name(store, tag)
+    if isinstance(store, StoragePath):
+        for lang, candidates in plan.candidates.items():
+            write_vocabulary(store / "candidates" / name / lang, candidates)
+        return name
     tmp = temporary_sibling(store / "candidates" / name)
     for lang, candidates in plan.candidates.items():
         write_vocabulary(tmp / lang, candidates)
@@ -235,7 +263,7 @@ def _write_candidates(store: Path, manifest: Manifest, plan: _VocabularyPlan) ->
     return name
 
 
-def _stage_encoding_vocabulary(store: Path, plan: _VocabularyPlan, tag: str) -> Path:
+def _stage_encoding_vocabulary(store: Location, plan: _VocabularyPlan, tag: str) -> Location:
     """A directory whose ``vocab/<lang>`` holds the vocabulary the new shards are encoded with.
 
     The write tasks (:func:`topicflow.tasks.ingest.map_write_tokenized`) read ``<root>/vocab/<lang>``.
@@ -318,16 +346,14 @@ def append_corpus(
         Another process is changing the store.
     """
     started = time.perf_counter()
-    if is_url(store):  # changed in a local copy; new files uploaded, then the manifest (docs/storage.md)
-        with staged_store_copy(str(store), commit_file=MANIFEST) as local:
-            result = append_corpus(local, inputs, fields=fields, tokenizer=tokenizer, split_every=split_every,
-                                   on_error=on_error, promote_min_df=promote_min_df, client=client,
-                                   progress=progress)
-        return replace(result, store=str(store), elapsed=time.perf_counter() - started)
-    store = Path(store).absolute()
     if promote_min_df is not None and (isinstance(promote_min_df, bool) or not isinstance(promote_min_df, int)
                                        or promote_min_df < 1):
         raise InvalidParameterError(f"promote_min_df must be a positive integer, got {promote_min_df!r}.")
+    if is_url(store):  # the workers write into the store itself; the manifest is replaced last, conditionally
+        result = _append_remote(StoragePath(str(store)), inputs, fields, tokenizer, split_every, on_error,
+                                promote_min_df, client, progress)
+        return replace(result, elapsed=time.perf_counter() - started)
+    store = Path(store).absolute()
     manifest = read_manifest(store)
     _, split = _settings(manifest.shard_size, split_every, on_error)
     stored_tokenizer = check_append_consistency(manifest, fields, tokenizer, str(store))
@@ -336,7 +362,7 @@ def append_corpus(
         removed = remove_store_debris(store, manifest) + remove_unlisted_segments(store, manifest)
         if removed:
             log.info("removed %d directories left by an interrupted append: %s", len(removed), removed)
-        sources, partitions = discover_partitions(list(inputs), fields, manifest.shard_size)
+        sources, partitions = discover_partitions(absolute_inputs(inputs), fields, manifest.shard_size)
         try:
             result = _append_locked(store, manifest, sources, partitions, inputs, fields,
                                     stored_tokenizer, split, on_error, promote_min_df, client, progress)
@@ -356,22 +382,50 @@ def _remove_debris_quietly(store: Path, manifest: Manifest) -> None:
         log.warning("could not remove what the failed append wrote (%s); the next append will", exc)
 
 
+def _append_remote(
+    store: StoragePath, inputs: Sequence[str | os.PathLike[str]], fields: FieldSpec, tokenizer: TokenizerConfig | None,
+    split_every: int | None, on_error: OnError, promote_min_df: int | None, client: Any, progress: ProgressReporter,
+) -> AppendResult:
+    """:func:`append_corpus` on object storage: no lock file and no rename.
+
+    The manifest is read with its ETag; everything the append writes goes under names the manifest does
+    not reference (this run's shards and tokens, a new candidate set, a new vocabulary version, new
+    index segments); the commit replaces the manifest only if it is still the one read (``If-Match``),
+    so of two concurrent appends one commits and the other fails without changing the store.
+    """
+    tagged = read_tagged(str(store / MANIFEST))
+    if tagged is None:
+        raise StoreNotFoundError(
+            f"no corpus store at {store.url!r} (no {MANIFEST}); create one with `topicflow ingest INPUT "
+            f"--out {store.url}`.", path=store.url)
+    manifest = Manifest.from_dict(json.loads(tagged[0]), path=str(store / MANIFEST))
+    _, split = _settings(manifest.shard_size, split_every, on_error)
+    stored_tokenizer = check_append_consistency(manifest, fields, tokenizer, store.url)
+    sources, partitions = discover_partitions(absolute_inputs(inputs), fields, manifest.shard_size)
+    return _append_locked(store, manifest, sources, partitions, inputs, fields, stored_tokenizer, split, on_error,
+                          promote_min_df, client, progress, previous=tagged)
+
+
 def _append_locked(
-    store: Path, manifest: Manifest, sources: Sequence[Any], partitions: Sequence[InputPartition],
+    store: Location, manifest: Manifest, sources: Sequence[Any], partitions: Sequence[InputPartition],
     inputs: Sequence[str | os.PathLike[str]], fields: FieldSpec, tokenizer: TokenizerConfig, split: int,
     on_error: OnError, promote_min_df: int | None, client: Any, progress: ProgressReporter,
+    previous: tuple[bytes, str | None] | None = None,
 ) -> AppendResult:
-    """The body of :func:`append_corpus`, run under the store's lock.
+    """The body of :func:`append_corpus`, run under the store's lock (local disk) or against ``previous``.
 
     Everything is written under names the manifest does not reference (hidden shards, a hidden
-    vocabulary, a new candidate set) and renamed; rewriting the manifest is the commit.
+    vocabulary, a new candidate set) and renamed on local disk; on object storage the shards keep
+    their names (this run's and the task attempt's, as for ingest) and the new vocabulary version is
+    written under its final name. Rewriting the manifest is the commit; on object storage it is
+    replaced only if it is still ``previous`` (the bytes and ETag read at the start).
     """
-    tag = uuid.uuid4().hex[:12]
-    # One pass over the text, as ingest: tokenize once, keeping provisional term ids beside the shards
-    # (hidden files of shards/, removed below, or as debris by the next append after a crash).
-    token_paths = {p.index: str(store / "shards" / f".tokens-{tag}-{p.index:06d}") for p in partitions}
+    remote = isinstance(store, StoragePath)
+    layout = _BuildLayout.of(store, partitions, append=True)
+    tag = layout.run
+    written_dirs: list[Location] = []
     try:
-        summary = _summarize(map_tokenize(partitions, fields, tokenizer, on_error, paths=token_paths),
+        summary = _summarize(map_tokenize(partitions, fields, tokenizer, on_error, paths=layout.token_paths),
                              split, client, progress)
         in_store = ids_in_store(store, manifest, summary.ids.unique)
         summary, skip = _resolve_duplicates(summary, partitions, fields, tokenizer, on_error, in_store,
@@ -380,28 +434,46 @@ def _append_locked(
         plan = _plan_vocabulary(Corpus(store, manifest), summary.term_counts(), promote_min_df)
         encode_root = _stage_encoding_vocabulary(store, plan, tag)
         try:
-            shard_dirs = {p.index: str(store / "shards" / f".append-{tag}-{p.index:06d}") for p in partitions}
             written = compute_list(
-                map_write_tokenized(partitions, fields, store=str(encode_root), paths=token_paths,
-                                    shard_dirs=shard_dirs, skip=skip, drop_reason="all_terms_out_of_vocabulary",
-                                    keep_order=manifest.has_order),
+                map_write_tokenized(partitions, fields, store=str(encode_root), paths=layout.token_paths,
+                                    shard_dirs=layout.shard_dirs, skip=skip,
+                                    drop_reason="all_terms_out_of_vocabulary", keep_order=manifest.has_order),
                 client=client, progress=progress, desc="writing shards", unit="shard")
-            infos = _place_shards(written, store / "shards", manifest, plan.version)
+            infos = layout.place(written, manifest, plan.version)
             if plan.grew:
-                os.replace(encode_root / "vocab", store / "vocabs" / vocabulary_version_name(plan.version))
-                fsync_directory(store / "vocabs")
+                final = store / "vocabs" / vocabulary_version_name(plan.version)
+                if isinstance(store, StoragePath):  # no rename: written again under its final name
+                    _check_unchanged(store, previous)  # never over a version another append committed
+                    written_dirs.append(final)
+                    for lang, vocab in plan.vocabs.items():
+                        write_vocabulary(final / lang, vocab)
+                else:
+                    os.replace(cast(Path, encode_root) / "vocab", cast(Path, final))
+                    fsync_directory(store / "vocabs")
         finally:
             if encode_root != store:
-                shutil.rmtree(encode_root, ignore_errors=True)
+                _remove_tree(encode_root)
+        name = _write_candidates(store, manifest, plan, tag)
+        if name != manifest.candidates:
+            written_dirs.append(store / "candidates" / str(name))
+        event = _event("append", inputs, fields, summary, written, candidates=name, oov_tokens=plan.oov_tokens,
+                       promote_min_df=promote_min_df, promoted=plan.promoted, vocab_version=plan.version)
+        updated = replace(with_shards(manifest, infos, event), candidates=name, vocab_version=plan.version)
+        updated = replace(updated, id_index=extend_index(store, updated))
+        if isinstance(store, StoragePath):
+            _commit_remote(store, updated, previous)
+        else:
+            write_manifest(store, updated)
+    except BaseException:
+        if isinstance(store, StoragePath):  # the local route's caller removes its debris under the lock
+            layout.remove_failed()
+            _remove_unreferenced_dirs(store, written_dirs)
+        raise
     finally:
-        for path in token_paths.values():
-            Path(path).unlink(missing_ok=True)
-    name = _write_candidates(store, manifest, plan)
-    event = _event("append", inputs, fields, summary, written, candidates=name, oov_tokens=plan.oov_tokens,
-                   promote_min_df=promote_min_df, promoted=plan.promoted, vocab_version=plan.version)
-    updated = replace(with_shards(manifest, infos, event), candidates=name, vocab_version=plan.version)
-    updated = replace(updated, id_index=extend_index(store, updated))
-    write_manifest(store, updated)
+        if not remote:
+            for path in layout.token_paths.values():
+                Path(path).unlink(missing_ok=True)
+    layout.remove_unreferenced(updated)
     try:
         remove_unlisted_segments(store, updated)
     except OSError as exc:  # committed already: the merged-away segments are only garbage
@@ -414,3 +486,51 @@ def _append_locked(
         n_candidates={lang: len(c) for lang, c in plan.candidates.items()}, candidates=name,
         promoted=plan.promoted, vocab_version=plan.version,
     )
+
+
+def _check_unchanged(store: StoragePath, previous: tuple[bytes, str | None] | None) -> None:
+    """Raise if the manifest is no longer ``previous``: another writer committed during this append."""
+    current = read_tagged(str(store / MANIFEST))
+    if previous is None or current is None or current[0] != previous[0]:
+        raise StoreExistsError(
+            f"store {store.url!r} was changed by another writer during this append; nothing of this append "
+            "was committed: run it again.", path=store.url)
+
+
+def _commit_remote(store: StoragePath, updated: Manifest, previous: tuple[bytes, str | None] | None) -> None:
+    """Replace the manifest of a store on object storage only if it is still ``previous``."""
+    try:
+        replace_object(str(store / MANIFEST), manifest_bytes(updated), previous=previous)
+    except FileExistsError as exc:
+        raise StoreExistsError(
+            f"store {store.url!r} was changed by another writer during this append; nothing of this append "
+            "was committed: run it again.", path=store.url) from exc
+
+
+def _remove_unreferenced_dirs(store: StoragePath, directories: Sequence[Location]) -> None:
+    """After a failed append on object storage: remove its candidate set and vocabulary version, unless the
+    store's manifest now references them (another append committed the same vocabulary version meanwhile)."""
+    try:
+        current = read_tagged(str(store / MANIFEST))
+        manifest = Manifest.from_dict(json.loads(current[0])) if current is not None else None
+    except Exception as exc:  # the append's own error is the one to report
+        log.warning("could not read the manifest of %s to clean up (%s); leaving %s", store, exc, directories)
+        return
+    for directory in directories:
+        kind, name = str(directory).rsplit("/", 2)[-2:]
+        referenced = manifest is not None and (
+            manifest.candidates == name if kind == "candidates" else manifest.vocab_version >= int(name))
+        if not referenced:
+            _remove_tree(directory)
+
+
+def _remove_tree(location: Location) -> None:
+    """Delete a directory or prefix this append wrote and nothing references (no error if gone)."""
+    if isinstance(location, StoragePath):
+        try:
+            _forget_listings(location)  # written through zarr's own filesystem object: this one's listing is stale
+            remove_prefix(location.url)
+        except Exception as exc:  # garbage no manifest references; the error being handled matters more
+            log.warning("could not remove %s (%s); no manifest references it", location, exc)
+        return
+    shutil.rmtree(location, ignore_errors=True)

@@ -5,10 +5,13 @@ ids, vocabulary pruning, candidate terms), progress reporting and the atomic com
 Reading, tokenizing and writing shards happen in tasks (:mod:`topicflow.tasks.ingest`); only counts,
 id hashes and shard descriptions ever come back to the driver, never documents or tokens.
 
-Atomicity: ingest builds the whole store in a temporary sibling of the target and moves it into
-place with :func:`~topicflow.io._atomic.commit_directory`; append writes shards under temporary names
-inside ``shards/``, renames them, and commits by rewriting ``manifest.json``. On any error the new
-files are removed, so the target is either untouched or complete.
+Atomicity: on local disk, ingest builds the whole store in a temporary sibling of the target and
+moves it into place with :func:`~topicflow.io._atomic.commit_directory`; append writes shards under
+temporary names inside ``shards/``, renames them, and commits by rewriting ``manifest.json``. On
+object storage (no rename) the workers write every shard straight into the target prefix, under a
+name unique to the run and to the task attempt, and the driver writes the manifest last, listing
+only the shards of the attempts whose results it received (:class:`_BuildLayout`). On any error the
+new files are removed, so the target is either untouched or complete.
 
 Vocabulary growth: an append with ``promote_min_df`` moves candidate terms (out-of-vocabulary terms
 of this and earlier appends) found in at least that many documents to the end of the vocabulary,
@@ -17,20 +20,30 @@ term ids never change, so old shards and fitted models stay valid.
 """
 from __future__ import annotations
 
+import contextlib
+import json
+import logging
 import os
+import re
 import shutil
 import time
+import uuid
 from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence, cast
 
 import numpy as np
 
 from topicflow import config
 from topicflow._typing import OnError
-from topicflow.errors import EmptyInputError, InputError, InvalidParameterError
+from topicflow.errors import (
+    EmptyInputError,
+    InputError,
+    InvalidParameterError,
+    StoreExistsError,
+)
 from topicflow.io._atomic import (
     check_output_path,
     commit_directory,
@@ -45,13 +58,24 @@ from topicflow.io.corpus.layout import (
 )
 from topicflow.io.corpus.writer import (
     init_store,
+    manifest_bytes,
     with_shards,
     write_manifest,
     write_vocabulary,
 )
 from topicflow.io.sources import discover_partitions
 from topicflow.io.sources.base import FieldSpec, InputPartition
-from topicflow.io.storage import is_url, staged_new_store
+from topicflow.io.storage import (
+    Location,
+    StoragePath,
+    check_bucket,
+    filesystem,
+    is_url,
+    list_files,
+    remove_prefix,
+    url_of,
+    write_object,
+)
 from topicflow.io.tokenizer import (
     PruneConfig,
     TermCounts,
@@ -70,6 +94,8 @@ from topicflow.tasks.ingest import (
     map_write_tokenized,
     tree_merge,
 )
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +161,23 @@ class IngestResult:
             f"{self.mb_per_second:.1f} MB/s)",
         ]
         return lines
+
+
+def absolute_inputs(inputs: Sequence[str | os.PathLike[str]]) -> list[str | os.PathLike[str]]:
+    """The inputs with local paths made absolute (URLs as given).
+
+    The tasks that read them run on the workers, whose working directory is not the driver's: a
+    relative path sent as given would name another file there, or none.
+
+    Parameters
+    ----------
+    inputs : sequence of path or URL
+
+    Returns
+    -------
+    list of path or URL
+    """
+    return [p if is_url(p) or url_of(p) is not None else Path(p).absolute() for p in inputs]
 
 
 def _per_language(values: Mapping[str, int]) -> str:
@@ -289,6 +332,167 @@ def _check_records(summary: PartitionSummary, inputs: Sequence[str | os.PathLike
         )
 
 
+# ----------------------------------------------------------------------------- where a build writes
+
+
+@dataclass(frozen=True, slots=True)
+class _BuildLayout:
+    """Where one ingest's tasks write, and how its shards become the manifest's.
+
+    Local disk: the store is built in a hidden sibling directory; each partition's shard is written to
+    ``shards/.part-<i>-<attempt>`` and renamed to its sequential id, then the directory is renamed
+    into place. Object storage (no rename): every write goes into the target prefix itself, under
+    names unique to this run (``<run>``) and to each task attempt: tokens under
+    ``shards/.tokens-<run>/``, shards at ``shards/<run>-<i>-<attempt>``, whose names become the
+    manifest's shard ids. Nothing is a store until ``manifest.json`` is written, last.
+    """
+
+    root: Location
+    run: str
+    token_paths: dict[int, str]
+    shard_dirs: dict[int, str]
+
+    @classmethod
+    def of(cls, root: Location, partitions: Sequence[InputPartition], *, append: bool = False) -> _BuildLayout:
+        """The layout of a new run writing into ``root`` (``append``: into an existing store on local disk)."""
+        run = uuid.uuid4().hex[:12]
+        if isinstance(root, StoragePath):
+            tokens = root / "shards" / f".tokens-{run}"
+            return cls(root, run, {p.index: str(tokens / f"{p.index:06d}") for p in partitions},
+                       {p.index: str(root / "shards" / f"{run}-{p.index:06d}") for p in partitions})
+        # An append's hidden names carry the run (an interrupted one's are removed by the next, under the lock).
+        tokens_name, shard_name = (f".tokens-{run}-", f".append-{run}-") if append else (".tokens-", ".part-")
+        return cls(root, run, {p.index: str(root / "shards" / f"{tokens_name}{p.index:06d}") for p in partitions},
+                   {p.index: str(root / "shards" / f"{shard_name}{p.index:06d}") for p in partitions})
+
+    @property
+    def remote(self) -> bool:
+        return isinstance(self.root, StoragePath)
+
+    def place(self, written: Sequence[ShardWritten], manifest: Manifest,
+              vocab_version: int | None = None) -> list[ShardInfo]:
+        """The manifest entries of the written shards, in partition order (renamed first on local disk)."""
+        if not self.remote:
+            return _place_shards(written, cast(Path, self.root) / "shards", manifest, vocab_version)
+        return _shard_infos(written, manifest, vocab_version)
+
+    def remove_unplaced(self) -> None:
+        """Local disk, before the commit: token files and shards of lost task attempts, never placed."""
+        for child in (cast(Path, self.root) / "shards").iterdir():
+            if child.name.startswith(".part-"):
+                shutil.rmtree(child, ignore_errors=True)
+            elif child.name.startswith(".tokens-"):
+                child.unlink(missing_ok=True)
+
+    def remove_unreferenced(self, manifest: Manifest) -> None:
+        """After the commit: this run's tokens and the shards of lost task attempts (best effort).
+
+        On local disk only an append leaves any (an ingest's are removed before its directory is renamed).
+        """
+        if not isinstance(self.root, StoragePath):
+            for child in (self.root / "shards").glob(f".append-{self.run}-*"):
+                shutil.rmtree(child, ignore_errors=True)
+            return
+        listed = {s.shard_id for s in manifest.shards}
+        _remove_run_objects(self.root, self.run, keep=listed)
+
+    def remove_failed(self) -> None:
+        """After a failure: everything this build wrote (a local directory, or this run's objects)."""
+        if not isinstance(self.root, StoragePath):
+            shutil.rmtree(self.root, ignore_errors=True)
+            return
+        root = self.root
+        try:
+            _forget_listings(root)
+            if (root / MANIFEST).is_file():  # another writer's store: remove only this run's objects
+                _remove_run_objects(root, self.run, keep=set())
+            else:
+                remove_prefix(root.url)
+        except Exception as exc:  # the failure is the error to report; leftovers carry no manifest
+            log.warning("could not remove what the failed ingest wrote under %s (%s); no manifest lists it, "
+                        "so no reader uses it", root, exc)
+
+
+def _shard_infos(written: Sequence[ShardWritten], manifest: Manifest, vocab_version: int | None) -> list[ShardInfo]:
+    """Manifest entries for shards written under their final names (object storage: no rename)."""
+    version = manifest.vocab_version if vocab_version is None else vocab_version
+    return [ShardInfo(result.shard_dir.rstrip("/").rsplit("/", 1)[-1], 0, result.n_docs, result.n_tokens,
+                      result.checksum, version, has_order=manifest.has_order)
+            for result in sorted(written, key=lambda w: w.partition) if result.checksum is not None]
+
+
+def _remove_run_objects(root: StoragePath, run: str, *, keep: set[str]) -> None:
+    """Delete run ``run``'s token files and its shards not in ``keep`` (best effort: a warning on failure).
+
+    A shard of a lost attempt may still be written after this by a worker that was cut off but not
+    dead; no manifest references it, and the next append on this store removes it.
+    """
+    try:
+        _forget_listings(root)
+        remove_prefix(str(root / "shards" / f".tokens-{run}"))
+        for child in (root / "shards").iterdir():
+            if child.name.startswith(f"{run}-") and child.name not in keep:
+                remove_prefix(child.url)
+    except Exception as exc:
+        log.warning("could not remove this run's temporary objects under %s (%s); no manifest lists them, so "
+                    "no reader uses them", root, exc)
+
+
+def _forget_listings(root: StoragePath) -> None:
+    """Drop fsspec's cached listings under ``root``: workers and zarr's own filesystem wrote there meanwhile."""
+    fs, inner = filesystem(root.url)
+    with contextlib.suppress(AttributeError):
+        fs.invalidate_cache(inner)
+
+
+def _check_new_remote_store(target: StoragePath, *, overwrite: bool) -> StoragePath:
+    """Refuse a URL that holds a store or foreign objects; remove an interrupted ingest's leftovers."""
+    check_bucket(target)
+    _forget_listings(target)
+    if (target / MANIFEST).is_file():
+        if overwrite:
+            raise StoreExistsError(
+                f"store {target.url!r} exists; --overwrite (overwrite=True) is not supported on object storage yet "
+                "(no atomic replace): delete the store first or choose another URL.", path=target.url)
+        raise StoreExistsError(f"store path {target.url!r} exists already; choose another URL (or delete it).",
+                               path=target.url)
+    if target.exists():
+        if not _is_unfinished_store(target):
+            raise StoreExistsError(
+                f"{target.url!r} holds objects that are not a topicflow store; ingest writes only to an empty prefix "
+                "(or over the leftovers of an interrupted ingest): choose another URL.", path=target.url)
+        log.warning("removing objects under %s left by an interrupted ingest (no %s)", target.url, MANIFEST)
+        remove_prefix(target.url)
+    return target
+
+
+#: Names of the objects of one ingest run under ``shards/``: its tokens and its shards (see :class:`_BuildLayout`).
+_RUN_OBJECT = re.compile(r"shards/(\.tokens-[0-9a-f]{12}/\d{6}|[0-9a-f]{12}-\d{6}-[0-9a-f]{8}/.+)")
+
+
+def _is_unfinished_store(target: StoragePath) -> bool:
+    """Whether the objects under ``target`` are an unfinished topicflow store.
+
+    Either its root group says so, or every object is one of an ingest run's tokens or shards (written
+    by a task still running when its failed run removed the rest).
+    """
+    try:
+        root = json.loads((target / "zarr.json").read_bytes())
+    except (FileNotFoundError, ValueError):
+        return all(_RUN_OBJECT.fullmatch(name) for name in list_files(target))
+    return isinstance(root, dict) and "topicflow" in (root.get("attributes") or {})
+
+
+def _publish_remote(root: StoragePath, manifest: Manifest) -> None:
+    """Write the manifest of a new store on object storage, only if none exists (a conditional put)."""
+    try:
+        write_object(str(root / MANIFEST), manifest_bytes(manifest), create_only=True)
+    except FileExistsError as exc:
+        raise StoreExistsError(
+            f"{root.url!r} was created by another writer while this one ingested; choose another URL.",
+            path=root.url) from exc
+
+
 # ----------------------------------------------------------------------------- ingest
 
 
@@ -314,9 +518,9 @@ def ingest_corpus(
     inputs : sequence of path
         Directories of text files (one document per file), ``.jsonl`` and ``.parquet`` files.
     out : path or URL
-        Store to create; it must not exist unless ``overwrite``. A URL (``s3://bucket/news.zarr``) is
-        built in a local staging directory (``topicflow.scratch-dir``, else the system's temporary
-        directory) and uploaded with its manifest last; ``overwrite`` is not supported there yet
+        Store to create; it must not exist unless ``overwrite``. At a URL (``s3://bucket/news.zarr``)
+        the workers write the shards into the target prefix themselves (no shared disk is needed) and
+        the manifest is written last, only if none exists; ``overwrite`` is not supported there yet
         (docs/storage.md).
     fields : FieldSpec
         Which fields hold id, text (per language), label and timestamp.
@@ -362,42 +566,38 @@ def ingest_corpus(
     >>> ordered = ingest_corpus(["news.jsonl"], "news-ordered.zarr", keep_order=True)  # doctest: +SKIP
     """
     started = time.perf_counter()
-    if is_url(out):  # built in a local staging directory, then uploaded with the manifest last
-        with staged_new_store(str(out), overwrite=overwrite, commit_file=MANIFEST) as local:
-            result = ingest_corpus(inputs, local, fields=fields, tokenizer=tokenizer, prune=prune,
-                                   shard_size=shard_size, split_every=split_every, on_error=on_error,
-                                   keep_order=keep_order, client=client, progress=progress)
-        return replace(result, store=str(out), elapsed=time.perf_counter() - started)
     tokenizer = tokenizer or TokenizerConfig()
     size, split = _settings(shard_size, split_every, on_error)
-    out = Path(out).absolute()
-    check_output_path(out, overwrite=overwrite)
-    sources, partitions = discover_partitions(list(inputs), fields, size)
-    tmp = temporary_sibling(out)
+    build: Location
+    if is_url(out):  # the workers write into the target prefix itself; the manifest, last, publishes it
+        build = _check_new_remote_store(StoragePath(str(out)), overwrite=overwrite)
+    else:
+        out = Path(out).absolute()
+        check_output_path(out, overwrite=overwrite)
+        build = temporary_sibling(out)
+    sources, partitions = discover_partitions(absolute_inputs(inputs), fields, size)
+    layout = _BuildLayout.of(build, partitions)
     try:
-        init_store(tmp, format_version=store_format_version(1, has_order=keep_order))
+        init_store(build, format_version=store_format_version(1, has_order=keep_order))
         # One pass over the text: tokenize once, keeping provisional term ids beside the shards.
-        token_paths = {p.index: str(tmp / "shards" / f".tokens-{p.index:06d}") for p in partitions}
-        summary = _summarize(map_tokenize(partitions, fields, tokenizer, on_error, paths=token_paths),
+        summary = _summarize(map_tokenize(partitions, fields, tokenizer, on_error, paths=layout.token_paths),
                              split, client, progress)
         summary, skip = _resolve_duplicates(summary, partitions, fields, tokenizer, on_error, {}, str(out),
                                             client, progress)
         _check_records(summary, inputs)
         vocabs = {lang: prune_vocabulary(summary.term_counts().get(lang), prune) for lang in fields.languages}
         for lang, vocab in vocabs.items():
-            write_vocabulary(tmp / "vocab" / lang, vocab)
-            write_vocabulary(tmp / "excluded" / lang, too_common_terms(summary.term_counts().get(lang), prune))
-        shard_dirs = {p.index: str(tmp / "shards" / f".part-{p.index:06d}") for p in partitions}
+            write_vocabulary(build / "vocab" / lang, vocab)
+            write_vocabulary(build / "excluded" / lang, too_common_terms(summary.term_counts().get(lang), prune))
         written = compute_list(
-            map_write_tokenized(partitions, fields, store=str(tmp), paths=token_paths, shard_dirs=shard_dirs,
-                                skip=skip, drop_reason="all_terms_pruned", keep_order=keep_order),
+            map_write_tokenized(partitions, fields, store=str(build), paths=layout.token_paths,
+                                shard_dirs=layout.shard_dirs, skip=skip, drop_reason="all_terms_pruned",
+                                keep_order=keep_order),
             client=client, progress=progress, desc="writing shards", unit="shard")
-        for path in token_paths.values():
-            Path(path).unlink(missing_ok=True)
         manifest = Manifest(languages=fields.languages, tokenizer=tokenizer.to_dict(), shard_size=size,
                             has_labels=fields.has_labels, has_timestamps=fields.has_timestamps,
                             has_order=keep_order)
-        infos = _place_shards(written, tmp / "shards", manifest)
+        infos = layout.place(written, manifest)
         if not infos:
             raise EmptyInputError(
                 f"every one of the {summary.n_records} documents is empty after tokenizing and pruning "
@@ -406,12 +606,17 @@ def ingest_corpus(
             )
         event = _event("ingest", inputs, fields, summary, written, pruning=prune.to_dict())
         manifest = with_shards(manifest, infos, event)
-        manifest = replace(manifest, id_index=extend_index(tmp, manifest))
-        write_manifest(tmp, manifest)
-        commit_directory(tmp, out, overwrite=overwrite)
+        manifest = replace(manifest, id_index=extend_index(build, manifest))
+        if isinstance(build, StoragePath):
+            _publish_remote(build, manifest)
+        else:
+            layout.remove_unplaced()
+            write_manifest(build, manifest)
+            commit_directory(build, cast(Path, out), overwrite=overwrite)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        layout.remove_failed()
         raise
+    layout.remove_unreferenced(manifest)
     return IngestResult(
         store=str(out), n_read=summary.n_records, n_kept=manifest.n_docs,
         n_tokens={lang: manifest.n_tokens(lang) for lang in manifest.languages},

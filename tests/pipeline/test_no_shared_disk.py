@@ -1,0 +1,238 @@
+"""Workers without a shared disk: every command on a process cluster whose workers cannot see the driver's files.
+
+The cluster (two worker processes, one thread each, shared by the module) starts each worker in its
+own temporary directory: a preload moves the process into the worker's ``local_directory`` (also
+after a nanny restarts a killed worker), so a relative or otherwise driver-local path that leaks to a
+worker fails there; the first test proves it does. The corpus store and the models live on moto's S3
+server (tests/objstore.py); the cluster's workers get its settings from the dask config they start
+with. Ingest (JSONL, parquet) writes its shards from the workers straight into the s3:// store; batch
+and online VB, infer and export run with store and model on s3://; a worker killed in the middle of a
+batch-VB iteration on s3 does not change the model.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+from typing import Any, Iterator
+
+import dask.config
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+from numpy.testing import assert_array_equal
+
+from topicflow.io.corpus.reader import Corpus
+from topicflow.io.models.store import load_model
+from topicflow.io.outputs.doc_topics import DocTopics
+from topicflow.pipeline.ingest.append import append_corpus
+from topicflow.pipeline.ingest.ingest import ingest_corpus
+from topicflow.pipeline.vb.batch import VBConfig, fit_batch_vb
+from topicflow.testing.faults import TaskKiller
+
+WORDS = [["apple", "banana", "cherry", "grape"], ["dog", "cat", "mouse", "horse"], ["red", "green", "blue", "black"]]
+
+#: Worker preload (the text of a module, which distributed imports in every worker process it starts):
+#: run in the worker's own scratch directory, never in the directory the test was started from.
+SANDBOX = """
+import os
+
+
+def dask_setup(worker):
+    os.chdir(worker.local_directory)
+"""
+
+
+def documents(n: int, prefix: str, seed: int) -> list[dict[str, Any]]:
+    rng = np.random.default_rng(seed)
+    docs = []
+    for i in range(n):
+        words = [WORDS[i % 3][j] for j in rng.integers(0, 4, size=12)] + [f"w{int(rng.integers(0, 8))}"]
+        docs.append({"id": f"{prefix}{i}", "text": " ".join(words)})
+    return docs
+
+
+@pytest.fixture(scope="module")
+def setting(s3_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """A bucket with the inputs, the S3 settings in dask.config, and the sandboxed process cluster."""
+    from distributed import Client, LocalCluster
+
+    fs = s3_server.filesystem()
+    bucket = s3_server.new_bucket()
+    local = tmp_path_factory.mktemp("driver")
+    jsonl = "\n".join(json.dumps(d) for d in documents(45, "j", 1)).encode()
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.Table.from_pylist(documents(30, "p", 2)), sink, row_group_size=7)
+    for name, data in {"in.jsonl": jsonl, "in.parquet": sink.getvalue().to_pybytes()}.items():
+        fs.pipe(f"{bucket}/input/{name}", data)
+        (local / name).write_bytes(data)
+    workers = tmp_path_factory.mktemp("workers")
+    with dask.config.set({"topicflow.storage-options": s3_server.storage_options}):
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                          local_directory=str(workers), preload=[SANDBOX]) as cluster:
+            with Client(cluster) as client:
+                yield {"bucket": bucket, "fs": fs, "local": local, "client": client, "workers": workers,
+                       "address": cluster.scheduler_address}
+
+
+def _read(path: str) -> bytes:
+    return Path(path).read_bytes()
+
+
+def test_workers_cannot_see_driver_relative_paths(setting: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    client = setting["client"]
+    monkeypatch.chdir(setting["local"])
+    directories = client.run(os.getcwd)
+    assert len(set(directories.values())) == 2
+    assert all(Path(d).is_relative_to(setting["workers"]) for d in directories.values())
+    assert _read("in.jsonl")  # the driver reads it; a worker, in its own directory, does not find it
+    with pytest.raises(FileNotFoundError):
+        client.submit(_read, "in.jsonl", pure=False).result()
+    # So ingest sends the workers its local inputs as absolute paths: a relative one works.
+    store = f"s3://{setting['bucket']}/stores/relative.zarr"
+    assert ingest_corpus(["in.jsonl"], store, shard_size=100, client=client).n_kept == 45
+
+
+def run(*args: str) -> Any:
+    from topicflow.cli import main
+
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == 0, result.output
+    return result
+
+
+@pytest.fixture(scope="module")
+def stores(setting: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One store ingested from s3:// JSONL and parquet by the workers into s3://, and the same on local disk."""
+    bucket, local, client = setting["bucket"], setting["local"], setting["client"]
+    store, here = f"s3://{bucket}/stores/news.zarr", tmp_path_factory.mktemp("local") / "news.zarr"
+    inputs = [f"s3://{bucket}/input/in.jsonl", f"s3://{bucket}/input/in.parquet"]
+    result = ingest_corpus(inputs, store, shard_size=15, client=client)
+    reference = ingest_corpus([local / "in.jsonl", local / "in.parquet"], here, shard_size=15)
+    return {"store": store, "local": here, "result": result, "reference": reference}
+
+
+def test_ingest_from_s3_jsonl_and_parquet_by_the_workers(setting: dict[str, Any], stores: dict[str, Any]) -> None:
+    corpus, reference = Corpus.open(stores["store"]), Corpus.open(stores["local"])
+    assert stores["result"].n_kept == stores["reference"].n_kept == 75 and corpus.n_shards == 5
+    assert [s.checksum for s in corpus.shards] == [s.checksum for s in reference.shards]
+    assert corpus.verify() == []
+    # Only the listed shards remain: the run's token files and any lost attempt's shards were removed.
+    prefix = stores["store"].removeprefix("s3://")
+    left = {Path(p).name for p in setting["fs"].ls(f"{prefix}/shards", detail=False, refresh=True)}
+    assert left - {"zarr.json"} == {s.shard_id for s in corpus.shards}
+
+
+def _die_at_second_shard(flag: str) -> None:
+    """On this worker: at the first object write of its second shard, SIGKILL itself (once per test run).
+
+    The first worker to get there claims ``flag`` (created exclusively) and writes into it the name of the
+    shard it finished before, whose result dies with it, so the scheduler must write that shard again.
+    """
+    from topicflow.io import storage
+
+    done: list[str] = []
+
+    def hook(url: str) -> None:
+        if "/shards/" not in url or "/.tokens-" in url:
+            return
+        shard = url.split("/shards/", 1)[1].split("/", 1)[0]
+        if done and shard != done[-1]:
+            try:
+                handle = os.open(flag, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                return
+            os.write(handle, done[-1].encode())
+            os.close(handle)
+            os.kill(os.getpid(), signal.SIGKILL)
+        if not done or done[-1] != shard:
+            done.append(shard)
+
+    storage.before_write = hook
+
+
+def _no_hook() -> None:
+    from topicflow.io import storage
+
+    storage.before_write = None
+
+
+def test_worker_killed_while_ingest_writes_shards_leaves_only_the_winning_attempts(
+        setting: dict[str, Any], stores: dict[str, Any], tmp_path: Path) -> None:
+    """A worker dies as it starts writing its second shard; its first shard is complete on s3, but that
+    task's result died with it, so the shard is written again under a new attempt name. The manifest
+    lists the new attempt, the stale one is removed after the commit, and the store equals local disk.
+    Then the workers append to it."""
+    client, bucket = setting["client"], setting["bucket"]
+    flag = str(tmp_path / "killed")
+    client.run(_die_at_second_shard, flag)
+    try:
+        store = f"s3://{bucket}/stores/killed-ingest.zarr"
+        ingest_corpus([f"s3://{bucket}/input/in.jsonl"], store, shard_size=5, client=client)
+    finally:
+        client.wait_for_workers(2)
+        client.run(_no_hook)
+    stale = Path(flag).read_text()  # the kill happened: the first worker to reach a second shard died
+    reference = ingest_corpus([setting["local"] / "in.jsonl"], tmp_path / "here.zarr", shard_size=5)
+    corpus = Corpus.open(store)
+    assert len(corpus) == reference.n_kept == 45 and corpus.verify() == []
+    assert [s.checksum for s in corpus.shards] == [s.checksum for s in Corpus.open(tmp_path / "here.zarr").shards]
+    left = {Path(p).name for p in setting["fs"].ls(f"{bucket}/stores/killed-ingest.zarr/shards", detail=False,
+                                                   refresh=True)}
+    assert left - {"zarr.json"} == {s.shard_id for s in corpus.shards} and stale not in left
+    assert stale.rsplit("-", 1)[0] in {s.shard_id.rsplit("-", 1)[0] for s in corpus.shards}  # same partition
+
+    # An append by the same workers: its shards, too, go straight into the store; same result as on local disk.
+    appended = append_corpus(store, [f"s3://{bucket}/input/in.parquet"], client=client)
+    expected = append_corpus(tmp_path / "here.zarr", [setting["local"] / "in.parquet"])
+    assert (appended.n_kept, appended.n_shards, appended.vocab_version) == (
+        expected.n_kept, expected.n_shards, expected.vocab_version)
+    corpus, here = Corpus.open(store), Corpus.open(tmp_path / "here.zarr")
+    assert [s.checksum for s in corpus.shards] == [s.checksum for s in here.shards] and corpus.verify() == []
+
+
+def test_fit_infer_export_with_store_and_model_on_s3(setting: dict[str, Any], stores: dict[str, Any],
+                                                     tmp_path: Path) -> None:
+    bucket, store, here = setting["bucket"], stores["store"], str(stores["local"])
+    batch, online = f"s3://{bucket}/models/batch", f"s3://{bucket}/models/online"
+    scheduler, threads = ["--scheduler", setting["address"]], ["--local-cluster", "threads"]
+    fit_batch = ["--topics", "3", "--max-iter", "2", "--seed", "5"]
+    fit_online = ["--method", "online", "--batch-size", "40", "--topics", "3", "--seed", "5"]
+    run("fit", store, "--model", batch, *fit_batch, *scheduler)
+    run("fit", here, "--model", str(tmp_path / "batch"), *fit_batch, *threads)
+    run("fit", store, "--model", online, *fit_online, *scheduler)
+    run("fit", here, "--model", str(tmp_path / "online"), *fit_online, *threads)
+    for remote_model, local_model in ((batch, tmp_path / "batch"), (online, tmp_path / "online")):
+        assert_array_equal(load_model(remote_model).state.topic_word_var["default"],
+                           load_model(local_model).state.topic_word_var["default"])
+
+    run("infer", batch, store, "--out", str(tmp_path / "theta.zarr"), *scheduler)
+    run("infer", str(tmp_path / "batch"), here, "--out", str(tmp_path / "theta-local.zarr"), *threads)
+    for (ids, theta), (local_ids, local_theta) in zip(DocTopics.open(tmp_path / "theta.zarr"),
+                                                      DocTopics.open(tmp_path / "theta-local.zarr"), strict=True):
+        assert list(ids) == list(local_ids)
+        assert_array_equal(theta, local_theta)
+    run("export", batch, "--out", str(tmp_path / "m.npz"))
+    with np.load(tmp_path / "m.npz") as exported:
+        assert_array_equal(exported["topic_word"].shape, (3, len(Corpus.open(store).vocabulary())))
+
+
+def test_worker_killed_mid_fit_on_s3_gives_the_same_model(setting: dict[str, Any], stores: dict[str, Any]) -> None:
+    """After the first iteration a scheduler plugin is armed; it SIGKILLs the worker the next E-step task
+    is assigned to, so the worker dies holding a task of iteration 2 (an event, not a timer). The nanny
+    starts a new worker, again in its own directory; the lost tasks run again, reading their shards from
+    s3, and the model equals the uninterrupted fit bit for bit (the bar of tests/pipeline/test_fault_tolerance.py)."""
+    client = setting["client"]
+    config = VBConfig(n_topics=3, max_iter=3, tol=0.0, seed=2)
+    reference = fit_batch_vb(Corpus.open(stores["local"]), config).state  # the same shards on local disk, threads
+    killer = TaskKiller(client, "estep")
+    result = fit_batch_vb(Corpus.open(stores["store"]), config, client=client,
+                          on_iteration=lambda record, state: killer.arm())
+    assert killer.killed(), "no worker was killed mid-iteration"
+    assert_array_equal(result.state.topic_word_var["default"], reference.topic_word_var["default"])
+    assert_array_equal(result.state.doc_topic_prior, reference.doc_topic_prior)
+    client.wait_for_workers(2)
+    assert all(Path(d).is_relative_to(setting["workers"]) for d in client.run(os.getcwd).values())
