@@ -147,3 +147,34 @@ class StorageError(TopicflowError, OSError):
 
 class UnsupportedStorageError(TopicflowError, ValueError):
     """A URL was given where topicflow accepts only a local path so far (e.g. model directories)."""
+
+
+class DiskFullError(TopicflowError, OSError):
+    """A write failed because the filesystem is full or the disk quota is exhausted (ENOSPC, EDQUOT).
+
+    The message names the output being written (``path``), the file whose write failed (``failed``),
+    says to free space on the filesystem holding ``path`` and rerun, and what was left as it was
+    (e.g. which model version is still current). ``errno`` is the original error number, so code that
+    checks ``exc.errno == errno.ENOSPC`` keeps working.
+
+    Parameters
+    ----------
+    message : str
+        The whole message.
+    path : str, optional
+        The output (model, store, state directory, file) being written.
+    failed : str, optional
+        The file whose write ran out of space.
+    error_number : int, optional
+        ``errno.ENOSPC`` or ``errno.EDQUOT``.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, failed: str | None = None,
+                 error_number: int | None = None) -> None:
+        super().__init__(message, path=path)
+        self.failed = failed
+        self.errno = error_number
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # OSError pickles its errno from args, which hold the message only here: carry it in the state.
+        return (type(self), (str(self),), {**self.__dict__, "errno": self.errno})

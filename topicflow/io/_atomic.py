@@ -10,12 +10,13 @@ import errno
 import fcntl
 import json
 import os
+import re
 import shutil
 import uuid
 from pathlib import Path
 from typing import Any, Iterator, cast
 
-from topicflow.errors import LockedError, StoreExistsError
+from topicflow.errors import DiskFullError, LockedError, StoreExistsError
 from topicflow.io.storage import (
     StoragePath,
     check_bucket,
@@ -29,6 +30,23 @@ from topicflow.io.storage import (
 def temporary_sibling(path: Path, tag: str = "tmp") -> Path:
     """A fresh path beside ``path`` whose name marks it as unfinished work."""
     return path.with_name(f".{path.name}.{tag}-{uuid.uuid4().hex[:12]}")
+
+
+def final_of_temporary(path: Path) -> Path:
+    """The path a :func:`temporary_sibling` stands for (``d/.name.tmp-<hex>`` -> ``d/name``); others as given.
+
+    Parameters
+    ----------
+    path : Path
+
+    Returns
+    -------
+    Path
+    """
+    path = Path(path)
+    while match := re.fullmatch(r"\.(.+)\.[a-z]+-[0-9a-f]{12}", path.name):  # a temporary of a temporary too
+        path = path.with_name(match.group(1))
+    return path
 
 
 def fsync_directory(path: Path) -> None:
@@ -46,16 +64,126 @@ def fsync_directory(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary sibling, fsync, then rename."""
+#: Error numbers of a write that found no room: the filesystem is full, or the user's quota is.
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` is a write that ran out of space (``ENOSPC``) or quota (``EDQUOT``).
+
+    Parameters
+    ----------
+    exc : BaseException
+
+    Returns
+    -------
+    bool
+        True also for a :class:`~topicflow.errors.DiskFullError` (it keeps the error number).
+    """
+    return isinstance(exc, OSError) and exc.errno in DISK_FULL_ERRNOS
+
+
+def disk_full_error(exc: OSError, path: object, *, what: str, unchanged: str) -> DiskFullError:
+    """The :class:`~topicflow.errors.DiskFullError` for ``exc``, met while writing the ``what`` at ``path``.
+
+    Parameters
+    ----------
+    exc : OSError
+        The write's error (``ENOSPC`` or ``EDQUOT``), or an inner ``DiskFullError`` to re-word.
+    path : path or str
+        The output being written: the message says to free space on the filesystem holding it.
+    what : str
+        What ``path`` is, a noun (``"model"``, ``"stream state"``, ...).
+    unchanged : str
+        What was left as it was, a sentence (``"nothing was changed: version 3 is still current."``).
+
+    Returns
+    -------
+    DiskFullError
+        ``path``, ``failed`` (the file whose write failed) and ``errno`` set.
+    """
+    failed = getattr(exc, "failed", None) if isinstance(exc, DiskFullError) else exc.filename
+    failed = None if failed is None else os.fsdecode(failed)
+    reason = "the disk quota is exhausted" if exc.errno == errno.EDQUOT else "no space left on device"
+    at = f" (writing {failed!r})" if failed and failed != str(path) else ""
+    return DiskFullError(
+        f"{what} {str(path)!r} could not be written: {reason}{at}. Free space on the filesystem holding "
+        f"{str(path)!r}, then rerun; {unchanged}",
+        path=str(path), failed=failed, error_number=exc.errno)
+
+
+@contextlib.contextmanager
+def disk_full_guard(path: object, *, what: str, unchanged: str) -> Iterator[None]:
+    """Turn a write that runs out of space inside the block into a :class:`~topicflow.errors.DiskFullError`.
+
+    Only the error is translated: cleaning up what the block left is the caller's job (its own
+    ``except`` around the temporary output, inside this guard or outside it). Guards nest: an outer
+    one re-words an inner one's error with its own ``path``, ``what`` and ``unchanged``, keeping the
+    failed file.
+
+    Parameters
+    ----------
+    path : path or str
+        The output being written.
+    what : str
+        What it is, a noun for the message.
+    unchanged : str
+        What is left as it was when the write fails, a sentence for the message.
+
+    Yields
+    ------
+    None
+
+    Raises
+    ------
+    DiskFullError
+        The block raised an ``OSError`` with ``errno`` ``ENOSPC`` or ``EDQUOT``.
+    """
+    try:
+        yield
+    except OSError as exc:
+        if not is_disk_full(exc):
+            raise
+        raise disk_full_error(exc, path, what=what, unchanged=unchanged) from exc
+
+
+@contextlib.contextmanager
+def atomic_output_file(path: Path) -> Iterator[Path]:
+    """A temporary sibling of ``path`` to write; renamed to ``path`` when the block ends, deleted if it fails.
+
+    Parameters
+    ----------
+    path : Path
+        The file to produce.
+
+    Yields
+    ------
+    Path
+        Where to write; nothing is left of it when the block raises.
+    """
     path = Path(path)
     tmp = temporary_sibling(path)
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     fsync_directory(path.parent)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary sibling, fsync, then rename.
+
+    On failure the temporary file is removed and ``path`` is as before; a full disk raises
+    :class:`~topicflow.errors.DiskFullError` naming ``path``.
+    """
+    path = Path(path)
+    with disk_full_guard(path, what="file", unchanged=f"{path.name!r} was left as it was."):
+        with atomic_output_file(path) as tmp, open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
 
 
 def atomic_write_json(path: Path, payload: Any) -> None:

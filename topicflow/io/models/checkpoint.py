@@ -17,6 +17,7 @@ too. Paths may be given as a :class:`~pathlib.Path` that ``pathlib`` collapsed f
 """
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, cast
@@ -24,7 +25,7 @@ from typing import Any, Mapping, cast
 import numpy as np
 
 from topicflow.errors import InvalidParameterError, ModelFormatError, ModelNotFoundError
-from topicflow.io._atomic import atomic_write_json, read_json
+from topicflow.io._atomic import atomic_write_json, disk_full_guard, read_json
 from topicflow.io.models.info import ModelInfo
 from topicflow.io.models.store import SavedModel, load_model, save_model
 from topicflow.io.output_paths import output_location, remove_output, write_output_json
@@ -92,21 +93,43 @@ def write_checkpoint(
     vocabularies : mapping of str to Vocabulary
     """
     path = output_location(path)
-    if isinstance(path, Path):
-        path.mkdir(parents=True, exist_ok=True)
-    slot = "b" if _latest_slot(path) == "a" else "a"
-    remove_output(path / slot)
     info = ModelInfo(kind="checkpoint", extra={"checkpoint": {
         "position": checkpoint.position, "trace": checkpoint.trace, "fingerprint": checkpoint.fingerprint,
     }})
-    # save_model and load_model take URLs too (a StoragePath), though annotated with Path.
-    save_model(cast(Path, path / slot), SavedModel(checkpoint.state, dict(vocabularies), info,
-                                       sampler_state=dict(checkpoint.sampler_state)))
-    latest = {"slot": slot, "position": checkpoint.position}
+    saved = SavedModel(checkpoint.state, dict(vocabularies), info, sampler_state=dict(checkpoint.sampler_state))
     if isinstance(path, StoragePath):
-        write_output_json(path / "latest.json", latest)  # one PUT: atomic on object storage
-    else:
-        atomic_write_json(path / "latest.json", latest)
+        slot = "b" if _latest_slot(path) == "a" else "a"
+        remove_output(path / slot)
+        # save_model and load_model take URLs too (a StoragePath), though annotated with Path.
+        save_model(cast(Path, path / slot), saved)
+        write_output_json(path / "latest.json", {"slot": slot, "position": checkpoint.position})  # one PUT
+        return
+    _write_local_checkpoint(path, saved, checkpoint.position)
+
+
+def _write_local_checkpoint(path: Path, saved: SavedModel, position: Mapping[str, Any]) -> None:
+    """Fill the slot ``latest.json`` does not name, then point ``latest.json`` at it.
+
+    A failure (a full disk above all) removes the new slot and, on the first checkpoint, the directory
+    this call created, so the checkpoint a rerun resumes from is the previous one, as it was.
+    """
+    created = not path.exists()
+    path.mkdir(parents=True, exist_ok=True)
+    previous = _latest_slot(path)
+    slot = "b" if previous == "a" else "a"
+    unchanged = ("nothing was changed: the previous checkpoint is still the one a rerun resumes from."
+                 if previous is not None else "no checkpoint was written; a rerun starts from the beginning.")
+    with disk_full_guard(path, what="checkpoint", unchanged=unchanged):
+        remove_output(path / slot)
+        try:
+            save_model(path / slot, saved)
+            atomic_write_json(path / "latest.json", {"slot": slot, "position": dict(position)})
+        except BaseException:
+            if _latest_slot(path) != slot:
+                shutil.rmtree(path / slot, ignore_errors=True)
+            if created and not any(path.iterdir()):
+                path.rmdir()
+            raise
 
 
 def read_checkpoint(path: Path | StoragePath, fingerprint: Mapping[str, Any]) -> Checkpoint | None:

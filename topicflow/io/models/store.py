@@ -59,10 +59,13 @@ from topicflow.errors import (
 )
 from topicflow.io import storage
 from topicflow.io._atomic import (
+    atomic_output_file,
     atomic_write_json,
     check_output_path,
     commit_directory,
+    disk_full_guard,
     exclusive_lock,
+    final_of_temporary,
     read_json,
     temporary_sibling,
 )
@@ -564,16 +567,20 @@ def save_model(path: Path, model: SavedModel, *, overwrite: bool = False) -> Non
     path = Path(path)
     check_output_path(path, overwrite=overwrite, what="model")
     path.parent.mkdir(parents=True, exist_ok=True)
+    unchanged = (f"the model already at {str(path)!r} was left as it was." if path.exists()
+                 else f"nothing was written at {str(path)!r}.")
     tmp = temporary_sibling(path)
-    try:
-        write_model_dir(tmp / VERSIONS_DIR / version_name(1), model)
-        write_version_index(tmp, VersionIndex.empty().with_new_version(kind="fit", summary=summary_of(model.info)))
-        replacing_model = overwrite and ((path / VERSIONS_JSON).is_file() or (path / MODEL_JSON).is_file())
-        with model_lock(path, action="overwrite") if replacing_model else contextlib.nullcontext():
-            commit_directory(tmp, path, overwrite=overwrite)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    with disk_full_guard(path, what="model", unchanged=unchanged):
+        try:
+            write_model_dir(tmp / VERSIONS_DIR / version_name(1), model)
+            write_version_index(tmp, VersionIndex.empty().with_new_version(kind="fit",
+                                                                           summary=summary_of(model.info)))
+            replacing_model = overwrite and ((path / VERSIONS_JSON).is_file() or (path / MODEL_JSON).is_file())
+            with model_lock(path, action="overwrite") if replacing_model else contextlib.nullcontext():
+                commit_directory(tmp, path, overwrite=overwrite)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
 
 
 def write_model_dir(directory: Path, model: SavedModel) -> None:
@@ -953,9 +960,11 @@ def export_npz(path: Path, model: SavedModel) -> dict[str, tuple[int, ...]]:
         suffix = f"_{lang}" if multi else ""
         arrays[f"topic_word{suffix}"] = topic_word[lang]
         arrays[f"vocab{suffix}"] = np.asarray(model.vocabularies[lang].terms, dtype=str)
-    tmp = temporary_sibling(path)
-    with open(tmp, "wb") as handle:
-        np.savez(handle, **cast(dict[str, Any], arrays))  # savez's stubs type **kwds like allow_pickle
-    tmp.replace(path)
+    final = final_of_temporary(path)  # the CLI stages the file under a temporary name
+    unchanged = (f"the file already at {str(final)!r} was left as it was." if final.exists()
+                 else f"nothing was written at {str(final)!r}.")
+    with disk_full_guard(final, what="export", unchanged=unchanged):
+        with atomic_output_file(path) as tmp, open(tmp, "wb") as handle:
+            np.savez(handle, **cast(dict[str, Any], arrays))  # savez's stubs type **kwds like allow_pickle
     return {name: tuple(a.shape) for name, a in arrays.items()}
 

@@ -35,6 +35,7 @@ from topicflow.io import storage
 from topicflow.io._atomic import (
     atomic_write_json,
     commit_directory,
+    disk_full_guard,
     read_json,
     temporary_sibling,
 )
@@ -77,13 +78,16 @@ def write_stream_state(path: Path | StoragePath, info: Mapping[str, Any], runs: 
         _write_remote_state(location, info, runs)
         return
     location.parent.mkdir(parents=True, exist_ok=True)
+    unchanged = ("nothing was changed: the previous state is still the one a rerun resumes from."
+                 if location.exists() else "no state was written.")
     tmp = temporary_sibling(location)
-    try:
-        _write_state_dir(tmp, "runs", info, runs)
-        commit_directory(tmp, location, overwrite=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    with disk_full_guard(location, what="stream state", unchanged=unchanged):
+        try:
+            _write_state_dir(tmp, "runs", info, runs)
+            commit_directory(tmp, location, overwrite=True)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
 
 
 def _write_state_dir(directory: Path, runs_dir: str, info: Mapping[str, Any], runs: Sequence[RunState]) -> dict[str, Any]:

@@ -31,7 +31,12 @@ from typing import Any, Mapping, cast
 
 from topicflow.errors import InvalidParameterError, LockedError
 from topicflow.io import storage
-from topicflow.io._atomic import fsync_directory, read_json, temporary_sibling
+from topicflow.io._atomic import (
+    disk_full_guard,
+    fsync_directory,
+    read_json,
+    temporary_sibling,
+)
 from topicflow.io.models import store as model_store
 from topicflow.io.models.info import ModelInfo
 from topicflow.io.models.store import (
@@ -189,19 +194,25 @@ def commit_version(path: ModelPath, model: SavedModel, *, kind: str,
     path = Path(cast(Path, path))
     if not holds_model_lock(path):
         raise RuntimeError(f"commit_version({str(path)!r}) must run inside `with model_lock({str(path)!r}):`.")
-    index = _index_converting_legacy(path)
-    remove_version_debris(path, index)
-    new_index = index.with_new_version(kind=kind, summary=summary)
-    final = version_path(path, new_index.current)
-    tmp = temporary_sibling(final)
-    try:
-        write_model_dir(tmp, model)
-        os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    fsync_directory(final.parent)
-    write_version_index(path, new_index)
+    current = _read_index(path).current
+    with disk_full_guard(path, what="model", unchanged=f"nothing was changed: version {current} is still current."):
+        index = _index_converting_legacy(path)
+        remove_version_debris(path, index)
+        new_index = index.with_new_version(kind=kind, summary=summary)
+        final = version_path(path, new_index.current)
+        tmp = temporary_sibling(final)
+        try:
+            write_model_dir(tmp, model)
+            os.replace(tmp, final)
+            fsync_directory(final.parent)
+            write_version_index(path, new_index)
+        except Exception:  # an error the process survives (a full disk): leave nothing behind
+            shutil.rmtree(tmp, ignore_errors=True)
+            _remove_unlisted(path, final, new_index.current)
+            raise
+        except BaseException:  # interrupted as if killed: the next commit removes the unlisted version
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     return new_index.current
 
 
@@ -324,7 +335,9 @@ def prune_versions(path: ModelPath, keep: int) -> list[int]:
             index = VersionIndex(current=index.current,
                                  versions=tuple(r for r in index.versions if r.version not in removed),
                                  history=index.history + (event,))
-            write_version_index(path, index)
+            with disk_full_guard(path, what="model", unchanged=(
+                    f"nothing was removed: version {index.current} is still current and every version is kept.")):
+                write_version_index(path, index)
         remove_version_debris(path, index)
         return removed
 
@@ -482,6 +495,20 @@ def _index_converting_legacy(path: Path) -> VersionIndex:
     write_version_index(path, index)
     remove_version_debris(path, index)
     return index
+
+
+def _remove_unlisted(path: Path, directory: Path, version: int) -> None:
+    """Delete ``directory`` (the new version of a failed commit) unless ``versions.json`` names it current.
+
+    Called while a commit fails: if the index was replaced before the failure (an error after the
+    rename, such as the directory fsync), the new version is current and stays.
+    """
+    try:
+        index = read_version_index(path)
+    except Exception:  # the index cannot be read: leave everything for the next commit to sort out
+        return
+    if index is not None and version not in index.numbers:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def _remove(path: Path) -> None:

@@ -18,6 +18,7 @@ reader never takes an unfinished output for a complete one, and the next write r
 """
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 from pathlib import Path
@@ -28,7 +29,13 @@ import zarr
 
 from topicflow.errors import CorpusFormatError, StoreExistsError, StoreNotFoundError
 from topicflow.io import storage
-from topicflow.io._atomic import commit_directory, temporary_sibling
+from topicflow.io._atomic import (
+    commit_directory,
+    disk_full_error,
+    final_of_temporary,
+    is_disk_full,
+    temporary_sibling,
+)
 from topicflow.io._zarr import group_array
 from topicflow.io.output_paths import (
     begin_remote_output,
@@ -74,7 +81,12 @@ def create_doc_topics(path: Path | str | StoragePath, *, n_topics: int, topic_na
         begin_remote_output(location, markers=DOC_TOPICS_MARKERS)
         return location
     tmp = temporary_sibling(location)
-    _create_root(tmp, n_topics=n_topics, topic_names=topic_names, shard_ids=shard_ids)
+    with _disk_full_guard(tmp):
+        try:
+            _create_root(tmp, n_topics=n_topics, topic_names=topic_names, shard_ids=shard_ids)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     return tmp
 
 
@@ -102,12 +114,31 @@ def write_doc_topic_part(tmp: str, shard_id: str, doc_ids: np.ndarray, doc_topic
     -------
     int
     """
-    group = zarr.open_group(storage.zarr_store(f"{tmp}/parts/{shard_id}"), mode="w-")
-    group.create_array("doc_topic", data=np.asarray(doc_topic, dtype=np.float64))
-    ids = group.create_array("doc_ids", shape=(len(doc_ids),), dtype=str, chunks=(max(1, len(doc_ids)),))
-    if len(doc_ids):
-        ids[:] = np.asarray(doc_ids, dtype=object)
+    with _disk_full_guard(tmp):
+        group = zarr.open_group(storage.zarr_store(f"{tmp}/parts/{shard_id}"), mode="w-")
+        group.create_array("doc_topic", data=np.asarray(doc_topic, dtype=np.float64))
+        ids = group.create_array("doc_ids", shape=(len(doc_ids),), dtype=str, chunks=(max(1, len(doc_ids)),))
+        if len(doc_ids):
+            ids[:] = np.asarray(doc_ids, dtype=object)
     return len(doc_ids)
+
+
+@contextlib.contextmanager
+def _disk_full_guard(tmp: Location | str) -> Iterator[None]:
+    """:func:`~topicflow.io._atomic.disk_full_guard` for a local output being written at ``tmp``.
+
+    The message names the final output (not the temporary name), which the failed run's caller
+    deletes (:func:`discard`): the output at the final path is as before.
+    """
+    try:
+        yield
+    except OSError as exc:
+        if not is_disk_full(exc):
+            raise
+        final = final_of_temporary(Path(str(tmp)))
+        unchanged = (f"the output already at {str(final)!r} was left as it was." if final.exists()
+                     else f"nothing was written at {str(final)!r}.")
+        raise disk_full_error(exc, final, what="document-topic output", unchanged=unchanged) from exc
 
 
 def commit_doc_topics(tmp: Location | str, path: Path | str | StoragePath, *, overwrite: bool,
