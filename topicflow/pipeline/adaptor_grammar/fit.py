@@ -593,7 +593,7 @@ class GrammarStoreResult(GrammarFitResult):
 def fit_grammar_store(corpus: Corpus, config: GrammarFitConfig, *, client: Any = None, state: AGState | None = None,
                       grammar_text_: str | None = None, shards: Sequence[int] | None = None,
                       first_sentence: int = 0, corpus_size: int | None = None, language: str | None = None,
-                      progress: ProgressReporter = NO_PROGRESS,
+                      index: SentenceIndex | None = None, progress: ProgressReporter = NO_PROGRESS,
                       on_minibatch: Callable[[AGState, AGStats], None] | None = None) -> GrammarStoreResult:
     """Fit (or continue) an adaptor grammar on a store, streamed (module docstring).
 
@@ -625,6 +625,8 @@ def fit_grammar_store(corpus: Corpus, config: GrammarFitConfig, *, client: Any =
         |X| (default ``config.corpus_size``, else the number of sentences read).
     language : str, optional
         Needed for a multilingual store.
+    index : SentenceIndex, optional
+        The result of :func:`scan_store` for these shards, when the caller has it (saves the scan).
     progress : ProgressReporter
         Shows the minibatches.
     on_minibatch : callable, optional
@@ -642,7 +644,8 @@ def fit_grammar_store(corpus: Corpus, config: GrammarFitConfig, *, client: Any =
         The store does not keep token order.
     """
     mode = config.mode
-    index = scan_store(corpus, mode=mode, language=language, shards=shards)
+    if index is None:
+        index = scan_store(corpus, mode=mode, language=language, shards=shards)
     if len(index) == 0:
         raise InputError(f"store {str(corpus.path)!r} has no document with tokens to fit"
                          + (" among its new shards" if shards is not None else ""), path=str(corpus.path))

@@ -150,10 +150,10 @@ def continue_grammar(model: SavedModel, corpus: Corpus, shards: Sequence[int], *
     seen = int(payload.get("sentences_seen", 0))
     language = source.get("language") if corpus.is_multilingual else None
     # |X|: the sentences the store holds now (those seen plus the new ones, counted by the scan).
-    n_new = len(scan_store(corpus, mode="chars", language=language, shards=shards))
+    index = scan_store(corpus, mode=config.mode, language=language, shards=shards)
     result = fit_grammar_store(corpus, config, client=client, state=state,
                                grammar_text_=str(payload["grammar"]["text"]), shards=shards, first_sentence=seen,
-                               corpus_size=seen + n_new, language=language, progress=progress)
+                               corpus_size=seen + len(index), language=language, index=index, progress=progress)
     estimator = model.info.settings.get("estimator")
     updated = grammar_store_model(corpus, result, config, shards=shards, seen=model.info.corpus.get("shards", []),
                                   sentences_seen=seen, language=language, earlier_trace=model.info.trace,
