@@ -50,7 +50,7 @@ LocationUnit = Literal["line", "row", "file"]
 #: How a model version was made: a full fit, or an incremental update of the previous current version.
 VersionKind = Literal["fit", "update"]
 #: Model families; a saved model records its own.
-Family = Literal["lda", "hdp", "tree_lda", "infvoc"]
+Family = Literal["lda", "hdp", "tree_lda", "infvoc", "adaptor_grammar"]
 #: Inference of the HDP family: Bleier's stochastic PCSVB0 or Sato et al.'s batch PCVB0.
 HDPMethod = Literal["pcsvb0", "pcvb0"]
 #: A collapsed stochastic method's start of a document's n_dk: a flat-Dirichlet draw times n_d, or zero.

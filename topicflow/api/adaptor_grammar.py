@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import os
 from numbers import Integral, Real
-from pathlib import Path
 from typing import Any, ClassVar, Mapping, Sequence
 
 from topicflow.api._base import Constraint, Interval, Options, TopicModelEstimator
 from topicflow.errors import InputError, InvalidParameterError
 from topicflow.io.corpus.reader import Corpus, as_corpus
-from topicflow.io.models.adaptor_grammar import load_grammar_model, save_grammar_model
+from topicflow.io.models.adaptor_grammar import grammar_from_saved, grammar_saved_model
+from topicflow.io.models.store import SavedModel, load_model, save_model
 from topicflow.models.adaptor_grammar import (
     BIAS_CHOICES,
     AGState,
@@ -19,10 +19,12 @@ from topicflow.models.adaptor_grammar import (
 )
 from topicflow.pipeline.adaptor_grammar import (
     GrammarFitConfig,
+    GrammarFitResult,
     fit_grammar,
-    read_sentences,
-    token_sentences,
+    fit_grammar_store,
+    grammar_store_model,
 )
+from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 
 _POSITIVE_INT = Interval(Integral, 1, None, closed="left")
 _NONNEGATIVE = Interval(Real, 0, None, closed="left")
@@ -66,6 +68,12 @@ class AdaptorGrammar(TopicModelEstimator):
         The nonterminal whose spans :meth:`segment` returns.
     language : str, optional
         Language of a multilingual store.
+    corpus_size : int, optional
+        |X| of eqs. 8.8-8.9 (default: the number of sentences fitted); give the final size to fit a
+        stream in parts (``topicflow update``).
+    alphabet : str, optional
+        Characters the grammar gets as terminals besides those of the training sentences (so later
+        updates may bring them).
 
     Examples
     --------
@@ -92,7 +100,7 @@ class AdaptorGrammar(TopicModelEstimator):
                  grammar_params: Mapping[str, int] | None = None, n_samples: int = 10, passes: int = 1,
                  shuffle: bool = False, table_labels: bool = False, bias: str = "correct", seed: int = 0,
                  n_partitions: int = 1, word: str = "Word",
-                 language: str | None = None) -> None:
+                 language: str | None = None, corpus_size: int | None = None, alphabet: str | None = None) -> None:
         self.grammar = grammar
         self.batch_size = batch_size
         self.tau = tau
@@ -109,6 +117,8 @@ class AdaptorGrammar(TopicModelEstimator):
         self.n_partitions = n_partitions
         self.word = word
         self.language = language
+        self.corpus_size = corpus_size
+        self.alphabet = alphabet
 
     def config(self, **grammar_params: int) -> GrammarFitConfig:
         """Return the fit settings (validated).
@@ -129,57 +139,90 @@ class AdaptorGrammar(TopicModelEstimator):
             kappa=float(self.kappa), prune_every=int(self.prune_every), n_samples=int(self.n_samples),
             passes=int(self.passes), shuffle=bool(self.shuffle),
             table_labels=bool(self.table_labels), bias=str(self.bias), seed=int(self.seed),
-            n_partitions=int(self.n_partitions))
+            n_partitions=int(self.n_partitions),
+            corpus_size=None if self.corpus_size is None else int(self.corpus_size),
+            alphabet=None if self.alphabet is None else str(self.alphabet))
 
-    def _sentences(self, X: Any) -> tuple[list[Any], GrammarFitConfig]:
+    def _sentences(self, X: Any) -> list[Any] | None:
+        """The sentences of an in-memory list, or None for a store (streamed)."""
         if isinstance(X, (str, os.PathLike, Corpus)):
-            corpus = as_corpus(X)
-            if self.grammar == "infvoc-lda":
-                sentences, n_docs = token_sentences(corpus, self.language)
-                return sentences, self.config(D=n_docs)
-            return list(read_sentences(corpus, self.language).texts), self.config()
+            return None
         if isinstance(X, Sequence):
-            return list(X), self.config()
+            return list(X)
         raise InvalidParameterError(f"AdaptorGrammar reads a store (path or Corpus) or a list of sentences "
                                     f"(strings or token lists), not {type(X).__name__}")
 
-    def fit(self, X: Any, y: Any = None, *, client: Any = None) -> AdaptorGrammar:
+    def _run(self, X: Any, *, client: Any, state: AGState | None, progress: ProgressReporter) -> Any:
+        sentences = self._sentences(X)
+        config = self.config()
+        result: GrammarFitResult
+        if sentences is None:
+            corpus = as_corpus(X)
+            seen = int(getattr(self, "sentences_seen_", 0)) if state is not None else 0
+            streamed = fit_grammar_store(corpus, config, client=client, state=state,
+                                         grammar_text_=getattr(self, "grammar_text_", None), first_sentence=seen,
+                                         language=self.language, progress=progress)
+            result = streamed
+            self._saved_: SavedModel | None = grammar_store_model(
+                corpus, streamed, config, sentences_seen=seen, language=self.language,
+                earlier_trace=getattr(self, "trace_", []) if state is not None else (), estimator=self.get_params())
+            self.sentences_seen_ = seen + streamed.n_sentences
+            grammar_params = dict(streamed.grammar_params) if state is None else self.grammar_params_
+        else:
+            result = fit_grammar(sentences, config, client=client, state=state,
+                                 grammar_text_=getattr(self, "grammar_text_", None))
+            self._saved_ = None
+            grammar_params = dict(config.grammar_params) if state is None else self.grammar_params_
+        first = result.state.minibatch - len(result.log_likelihood) + 1
+        records = [{"minibatch": first + i, "log_likelihood": float(v)} for i, v in enumerate(result.log_likelihood)]
+        self.trace_ = (list(getattr(self, "trace_", [])) if state is not None else []) + records
+        self._set_result(result.state, result.params, result.grammar_text, grammar_params)
+        return result
+
+    def fit(self, X: Any, y: Any = None, *, client: Any = None,
+            progress: ProgressReporter = NO_PROGRESS) -> AdaptorGrammar:
         """Fit from an empty state (random Dirichlets, empty TNGs).
 
         Parameters
         ----------
         X : store path, Corpus, or list of str or of token lists
-            A store ingested with ``--keep-order`` (each document's tokens joined into one character
-            sequence; for ``grammar="infvoc-lda"`` one sentence ``['_j', characters...]`` per token of
-            document j, with D set to the number of documents), or the sentences themselves.
+            A store ingested with ``--keep-order``, streamed (each document's tokens joined into one
+            character sequence; for ``grammar="infvoc-lda"`` one sentence ``['_j', characters...]`` per
+            token of document j, with D set to the number of documents), or the sentences themselves.
         y : None
             Ignored.
         client : distributed.Client, optional
             Default: the current client, else Dask's threaded scheduler.
+        progress : ProgressReporter, optional
+            Shows the minibatches.
 
         Returns
         -------
         AdaptorGrammar
             This estimator, fitted (``state_``, ``params_``, ``log_likelihood_``, ``n_inside_calls_``).
         """
-        sentences, config = self._sentences(X)
-        result = fit_grammar(sentences, config, client=client)
-        self._set_result(result.state, result.params, result.grammar_text, dict(config.grammar_params))
+        result = self._run(X, client=client, state=None, progress=progress)
         self.log_likelihood_ = result.log_likelihood
         self.n_inside_calls_ = result.n_inside_calls
         return self
 
-    def partial_fit(self, X: Any, y: Any = None, *, client: Any = None) -> AdaptorGrammar:
+    def partial_fit(self, X: Any, y: Any = None, *, client: Any = None,
+                    progress: ProgressReporter = NO_PROGRESS) -> AdaptorGrammar:
         """Continue the fit with more sentences (same grammar and alphabet).
+
+        For a store saved as a versioned model, ``topicflow update`` (:func:`topicflow.pipeline.update.update_model`)
+        continues it with the store's new shards only.
 
         Parameters
         ----------
         X : store path, Corpus, or list of str or of token lists
-            More sentences.
+            More sentences (all of a store's are read).
         y : None
             Ignored.
         client : distributed.Client, optional
             Default: the current client, else Dask's threaded scheduler.
+        progress : ProgressReporter, optional
+            Shows the minibatches.
 
         Returns
         -------
@@ -187,10 +230,8 @@ class AdaptorGrammar(TopicModelEstimator):
             This estimator.
         """
         if getattr(self, "state_", None) is None:
-            return self.fit(X, client=client)
-        sentences, config = self._sentences(X)
-        result = fit_grammar(sentences, config, client=client, state=self.state_, grammar_text_=self.grammar_text_)
-        self._set_result(result.state, result.params, result.grammar_text, self.grammar_params_)
+            return self.fit(X, client=client, progress=progress)
+        result = self._run(X, client=client, state=self.state_, progress=progress)
         self.log_likelihood_ = list(getattr(self, "log_likelihood_", [])) + result.log_likelihood
         self.n_inside_calls_ = int(getattr(self, "n_inside_calls_", 0)) + result.n_inside_calls
         return self
@@ -266,37 +307,58 @@ class AdaptorGrammar(TopicModelEstimator):
         return [("".join(grammar.terminals[t] for t in tng.atoms[i].yield_ids), float(tng.f_tilde[i]))
                 for i in order]
 
+    def to_saved_model(self) -> SavedModel:
+        """Return the fitted model in the form the model store keeps (family ``adaptor_grammar``).
+
+        Returns
+        -------
+        SavedModel
+            With the store's provenance when fitted on a store (so ``topicflow update`` continues it).
+        """
+        state: AGState = self._check_fitted()
+        saved = getattr(self, "_saved_", None)
+        if saved is not None and saved.info.extra["adaptor_grammar"]["minibatch"] == state.minibatch:
+            return saved
+        return grammar_saved_model(state, self.params_, grammar_text=self.grammar_text_,
+                                   grammar_params=self.grammar_params_, truncations=dict(self.truncation or {}),
+                                   settings={**self.config().to_dict(), "grammar_params": dict(self.grammar_params_),
+                                             "estimator": self.get_params()},
+                                   trace=list(getattr(self, "trace_", [])))
+
     def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
-        """Write the fitted model (``model.json`` + ``arrays.npz``; never pickle).
+        """Write the fitted model as a versioned model (version 1; never pickle).
 
         Parameters
         ----------
-        path : path
+        path : path or URL
             The model directory.
         overwrite : bool, default False
             Replace an existing model.
         """
-        state: AGState = self._check_fitted()
-        save_grammar_model(Path(path), state, self.params_, grammar_text=self.grammar_text_,
-                           grammar_params=self.grammar_params_, truncations=dict(self.truncation or {}),
-                           info={"estimator": self.get_params()}, overwrite=overwrite)
+        save_model(path, self.to_saved_model(), overwrite=overwrite)  # type: ignore[arg-type]
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> AdaptorGrammar:
-        """Read a model written by :meth:`save` (or ``topicflow grammar fit``).
+    def load(cls, path: str | os.PathLike[str], *, version: int | None = None) -> AdaptorGrammar:
+        """Read a model written by :meth:`save`, ``topicflow grammar fit`` or ``topicflow update``.
 
         Parameters
         ----------
-        path : path
+        path : path or URL
             The model directory.
+        version : int, optional
+            Default: the current version.
 
         Returns
         -------
         AdaptorGrammar
             A fitted estimator.
         """
-        state, params, meta = load_grammar_model(Path(path))
-        settings = dict(meta.get("info", {}).get("estimator", {}))
+        saved = load_model(path, version)  # type: ignore[arg-type]
+        state, params, payload = grammar_from_saved(saved, where=str(path))
+        settings = dict(saved.info.settings.get("estimator") or {})
         model = cls(**{k: v for k, v in settings.items() if k in cls._get_param_names()})
-        model._set_result(state, params, meta["grammar"]["text"], dict(meta["grammar"].get("params", {})))
+        model._set_result(state, params, payload["grammar"]["text"], dict(payload["grammar"].get("params", {})))
+        model.trace_ = list(saved.info.trace)
+        model.sentences_seen_ = int(payload.get("sentences_seen", 0))
+        model._saved_ = saved
         return model

@@ -9,8 +9,16 @@ from pathlib import Path
 
 import click
 
-from topicflow.cli._common import reports_errors
+from topicflow.cli._common import (
+    LOCATION,
+    cluster_options,
+    model_location,
+    progress_reporter,
+    reports_errors,
+    storage_options_option,
+)
 from topicflow.errors import InputError
+from topicflow.pipeline.cluster import ClusterConfig
 
 
 def _pairs(values: tuple[str, ...], option: str) -> dict[str, int]:
@@ -29,10 +37,11 @@ def grammar() -> None:
 
 
 @grammar.command("fit")
-@click.argument("store", type=click.Path(path_type=Path))
+@click.argument("store", type=LOCATION)
 @click.option("--grammar", "grammar_name", default="unigram", show_default=True,
               help="unigram, collocation, infvoc-lda or a grammar file.")
-@click.option("--model", "model_path", type=click.Path(path_type=Path), required=True, help="Model directory to write.")
+@click.option("--model", "model_path", type=LOCATION, required=True,
+              help="Model directory to write (a versioned model; a path or a URL: docs/storage.md).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=20, show_default=True,
               help="Sentences per minibatch (B).")
 @click.option("--tau", type=click.FloatRange(min=0), default=64.0, show_default=True, help="Decay inertia.")
@@ -48,32 +57,50 @@ def grammar() -> None:
 @click.option("--bias", type=click.Choice(["correct", "tau-kappa", "none"]), default="correct", show_default=True,
               help="Handling of the zero start of the running counts.")
 @click.option("--partitions", type=click.IntRange(min=1), default=1, show_default=True,
-              help="E-step tasks per minibatch.")
+              help="E-step tasks per minibatch (each reads its own sentences from the store).")
+@click.option("--corpus-size", type=click.IntRange(min=1), default=None,
+              help="|X| of the updates (default: the store's sentences); give the final size to fit a stream "
+                   "in parts with `topicflow update`.")
+@click.option("--alphabet", default=None, metavar="CHARS",
+              help="Characters to make terminals besides the store's (so `topicflow update` may bring them).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Random seed.")
 @click.option("--language", default=None, help="Language of a multilingual store.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing model.")
+@cluster_options
+@storage_options_option
 @reports_errors
-def fit(store: Path, grammar_name: str, model_path: Path, batch_size: int, tau: float, kappa: float,
+def fit(store: str | Path, grammar_name: str, model_path: str | Path, batch_size: int, tau: float, kappa: float,
         prune_every: int, truncation: tuple[str, ...], params: tuple[str, ...], samples: int, passes: int,
-        shuffle: bool, table_labels: bool, bias: str,
-        partitions: int, seed: int, language: str | None, overwrite: bool) -> None:
-    """Fit an adaptor grammar to STORE (ingested with --keep-order; each document's tokens joined)."""
-    from topicflow.api.adaptor_grammar import AdaptorGrammar
+        shuffle: bool, table_labels: bool, bias: str, partitions: int, corpus_size: int | None, alphabet: str | None,
+        seed: int, language: str | None, overwrite: bool, cluster: ClusterConfig) -> None:
+    """Fit an adaptor grammar to STORE (ingested with --keep-order; each document's tokens joined).
 
-    if model_path.exists() and not overwrite:
-        raise click.BadParameter(f"{model_path} exists; pass --overwrite to replace it", param_hint="--model")
+    The store is streamed: each minibatch's E-step tasks read their own sentences. The model is saved as
+    version 1 of a versioned model; `topicflow update MODEL STORE` continues it with the documents
+    appended since, and `topicflow versions` / `rollback` work on it.
+    """
+    from topicflow.api.adaptor_grammar import AdaptorGrammar
+    from topicflow.io.corpus.reader import Corpus
+    from topicflow.io.models.store import save_model
+    from topicflow.io.output_paths import MODEL_LEFTOVERS, MODEL_MARKERS, prepare_output
+    from topicflow.pipeline.cluster import connect
+
+    prepare_output(model_path, what="model", option="grammar fit --model", overwrite=overwrite,
+                   markers=MODEL_MARKERS, leftovers=MODEL_LEFTOVERS)
     start = time.perf_counter()
     model = AdaptorGrammar(grammar_name, batch_size=batch_size, tau=tau, kappa=kappa, prune_every=prune_every,
                            truncation=_pairs(truncation, "--truncation") or None,
                            grammar_params=_pairs(params, "--param") or None, n_samples=samples, passes=passes,
                            shuffle=shuffle, table_labels=table_labels, bias=bias, seed=seed, n_partitions=partitions,
-                           language=language)
-    model.fit(store)
-    model.save(model_path, overwrite=overwrite)
+                           language=language, corpus_size=corpus_size, alphabet=alphabet)
+    corpus = Corpus.open(store)
+    with connect(cluster) as client:
+        model.fit(corpus, client=client, progress=progress_reporter())
+    save_model(model_location(model_path), model.to_saved_model(), overwrite=overwrite)
     state = model.state_
     sizes = ", ".join(f"{state.grammar.nonterminals[c]} {len(t):,}" for c, t in zip(state.grammar.adapted, state.tngs))
-    click.echo(f"fitted {model_path}: {state.minibatch:,} minibatches, {model.n_inside_calls_:,} inside calls, "
-               f"TNGs {sizes or 'none'}, mean log p(x|G') of the last minibatch {model.log_likelihood_[-1]:.3f} "
+    click.echo(f"fitted {model_path} (version 1): {state.minibatch:,} minibatches, {model.n_inside_calls_:,} inside "
+               f"calls, TNGs {sizes or 'none'}, mean log p(x|G') of the last minibatch {model.log_likelihood_[-1]:.3f} "
                f"({time.perf_counter() - start:.1f} s)")
     top = model.top_atoms(10)
     if top:
@@ -81,34 +108,48 @@ def fit(store: Path, grammar_name: str, model_path: Path, batch_size: int, tau: 
 
 
 @grammar.command("segment")
-@click.argument("model_path", type=click.Path(path_type=Path))
-@click.argument("input_path", type=click.Path(path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path), required=True, help="Text file to write (one line per line).")
+@click.argument("model_path", metavar="MODEL", type=LOCATION)
+@click.argument("input_path", metavar="INPUT", type=click.Path(path_type=Path))
+@click.option("--out", type=LOCATION, required=True,
+              help="Text file to write: the words of each sentence, separated by spaces, one line per sentence.")
 @click.option("--samples", type=click.IntRange(min=1), default=None,
               help="Trees drawn per line (default: the model's).")
+@click.option("--version", "version", type=click.IntRange(min=1), default=None,
+              help="Model version to use (default: the current one).")
+@click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
+@storage_options_option
 @reports_errors
-def segment(model_path: Path, input_path: Path, out: Path, samples: int | None) -> None:
-    """Segment INPUT (UTF-8 text, one sentence per line; whitespace is a hard boundary) into words."""
-    from topicflow.api.adaptor_grammar import AdaptorGrammar
+def segment(model_path: str | Path, input_path: Path, out: str | Path, samples: int | None, version: int | None,
+            overwrite: bool) -> None:
+    """Segment INPUT (UTF-8 text, one unsegmented sentence per line, blank lines skipped) into words.
 
-    model = AdaptorGrammar.load(model_path)
-    try:
-        lines = input_path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise InputError(f"input file {input_path} not found", path=str(input_path)) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{input_path} is not UTF-8 text ({exc})", path=str(input_path)) from None
+    A line with whitespace inside is refused (give sentences with their spaces removed).
+    """
+    from topicflow.api.adaptor_grammar import AdaptorGrammar
+    from topicflow.io._atomic import atomic_write_bytes
+    from topicflow.io.output_paths import prepare_output
+    from topicflow.io.sources.segmentation import read_unsegmented_lines
+    from topicflow.io.storage import StoragePath, write_object
+
+    location = prepare_output(out, what="segmentation", option="grammar segment --out", overwrite=overwrite,
+                              kind="file")
+    sentences = read_unsegmented_lines(input_path)
+    model = AdaptorGrammar.load(model_location(model_path), version=version)
     written = []
-    for number, line in enumerate(lines, start=1):
-        words: list[str] = []
-        for chunk in line.split():
-            try:
-                words.extend(model.segment([chunk], n_samples=samples)[0])
-            except InputError as exc:
-                raise InputError(f"{input_path} line {number}: {exc}", path=str(input_path), line=number) from None
+    for number, sentence in enumerate(progress_reporter().track(sentences, total=len(sentences),
+                                                                desc="segmenting", unit="sentence"), start=1):
+        try:
+            words = model.segment([sentence], n_samples=samples)[0]
+        except InputError as exc:
+            raise InputError(f"{input_path}, sentence {number} (the {number}th non-blank line): {exc}",
+                             path=str(input_path)) from None
         written.append(" ".join(words))
-    out.write_text("".join(w + "\n" for w in written), encoding="utf-8")
-    click.echo(f"segmented {len(lines):,} lines of {input_path} into {out}")
+    data = "".join(w + "\n" for w in written).encode("utf-8")
+    if isinstance(location, StoragePath):
+        write_object(str(location), data)
+    else:
+        atomic_write_bytes(Path(location), data)
+    click.echo(f"segmented {len(sentences):,} sentences of {input_path} into {out}")
 
 
 COMMANDS = [grammar]

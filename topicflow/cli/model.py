@@ -129,7 +129,7 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @click.option("--model", "model_path", required=True, type=LOCATION, help="Directory to save the model to (a path, or a URL: docs/storage.md).")
 @click.option("--topics", "n_topics", default=None, type=click.IntRange(min=1),
               help="Number of topics K (required unless --preset sets it).")
-@click.option("--family", type=click.Choice(choices(Family)), default=None,
+@click.option("--family", type=click.Choice([f for f in choices(Family) if f != "adaptor_grammar"]), default=None,
               help="Model family: lda, or hdp (the hierarchical Dirichlet process, docs/hdp.md), or infvoc (online "
                    "LDA with an infinite vocabulary, docs/infvoc.md) [default: the method's; lda without --method]")
 @click.option("--method", type=click.Choice(FIT_METHODS), default=None,

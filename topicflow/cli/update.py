@@ -67,6 +67,15 @@ def update(model_path: Path | str, store: Path | str, batch_size: int | None, ta
                 f"{', '.join(typed)} given, but {model_path} was fitted by {model.info.method}, whose minibatch size, "
                 "shuffle and step sizes are part of its schedule and continue as saved; only --passes and --keep "
                 "apply (drop them)")
+    if model.info.family == "adaptor_grammar":
+        given = {"--batch-size": batch_size, "--tau0": tau0, "--kappa": kappa, "--shuffle-window": shuffle_window,
+                 "--executor": executor}
+        typed = [name for name, value in given.items() if value is not None]
+        if typed:
+            raise click.UsageError(
+                f"{', '.join(typed)} given, but {model_path} is an adaptor grammar, whose minibatch size and step "
+                "sizes (tau, kappa) are part of its schedule and continue as saved; only --passes and --keep apply "
+                "(drop them)")
     if model.info.method == "svb" and (tau0 is not None or kappa is not None):
         raise click.UsageError(f"--tau0/--kappa given, but {model_path} was fitted by streaming VB (svb), which has no "
                                "step sizes: its update adds the new documents' statistics to its posterior; drop them")
@@ -75,7 +84,7 @@ def update(model_path: Path | str, store: Path | str, batch_size: int | None, ta
     changes: dict[str, Any] = {"batch_size": batch_size, "tau0": tau0, "kappa": kappa, "passes": passes,
                                "shuffle_window": shuffle_window, "executor": executor}
     online = replace(online, total_docs=None, **{k: v for k, v in changes.items() if v is not None})
-    if model.info.method in COLLAPSED_METHODS:
+    if model.info.method in COLLAPSED_METHODS or model.info.family == "adaptor_grammar":
         online = OnlineConfig(passes=passes or 1)  # the continuer takes only the passes
     elif model.info.method == "svb":
         from topicflow.pipeline.vb.svb import SVBConfig

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+import topicflow.pipeline.adaptor_grammar  # noqa: F401  (registers the "adaptor_grammar" continuation)
 import topicflow.pipeline.collapsed  # (registers the "hdp" and "scvb0" continuations)
 import topicflow.pipeline.infvoc_lda  # noqa: F401  (registers the "infvoc" continuation)
 import topicflow.pipeline.streaming  # noqa: F401  (registers the "sgs" and "dsgs" continuations)

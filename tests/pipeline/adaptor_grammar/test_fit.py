@@ -7,9 +7,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from topicflow.errors import InputError, ModelFormatError, OrderNotKeptError
+from topicflow.errors import InputError, InvalidParameterError, OrderNotKeptError
 from topicflow.io.corpus.reader import Corpus
-from topicflow.io.models.adaptor_grammar import load_grammar_model, save_grammar_model
+from topicflow.io.models.adaptor_grammar import (
+    grammar_from_saved,
+    load_grammar_model,
+    save_grammar_model,
+)
+from topicflow.io.models.store import load_model
 from topicflow.io.tokenizer import PruneConfig
 from topicflow.models.adaptor_grammar import prepare, segment
 from topicflow.pipeline.adaptor_grammar import (
@@ -75,9 +80,12 @@ def test_same_model_for_any_number_of_partitions_and_round_trip(store: Path, tmp
     x = state.grammar.encode("dogcat")
     assert segment(prepare(state), state.grammar, [t.keys for t in state.tngs], x, word, seed=1) == \
         segment(prepare(one.state), one.state.grammar, [t.keys for t in one.state.tngs], x, word, seed=1)
-    (path / "model.json").write_text(json.dumps({**meta, "family": "lda"}))
-    with pytest.raises(ModelFormatError, match="not an adaptor-grammar model"):
-        load_grammar_model(path)
+    saved = load_model(path)
+    assert saved.version == 1 and saved.info.family == "adaptor_grammar"
+    assert saved.state.topic_names == ("Word",) and "dog" in set(saved.vocabularies["default"].terms)
+    with pytest.raises(InvalidParameterError, match="not an adaptor grammar"):
+        grammar_from_saved(type(saved)(saved.state, saved.vocabularies, saved.info.with_changes(family="lda"),
+                                       sampler_state=saved.sampler_state))
 
 
 def test_refusals(tmp_path: Path) -> None:

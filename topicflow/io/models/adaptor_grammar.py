@@ -1,31 +1,35 @@
-"""Saved adaptor-grammar models: a directory with ``model.json`` and ``arrays.npz`` (never pickle).
+"""Adaptor-grammar models in the versioned model store (family ``"adaptor_grammar"``; never pickle).
 
-Layout of ``MODEL/``:
+A grammar model is an ordinary saved model (:mod:`topicflow.io.models.store`: ``versions/<N>/`` and
+``versions.json``, committed under the model's lock by :func:`~topicflow.io.models.versions.commit_version`,
+so ``topicflow versions``, ``rollback`` and ``update`` work on it). Its exact state travels in:
 
-- ``model.json``: ``format`` (:data:`FORMAT`), ``family`` (``"adaptor-grammar"``), the grammar (its file
-  text, template parameters and truncations, so it re-parses to the same rules), the terminals it was
-  bound to (in order), the online settings, the counters (minibatch l, prod (1 - eps)), free-form
-  ``info`` (corpus, timings), and per adapted nonterminal its TNG: each atom's tree key as nested JSON
-  lists of rule indices (see :mod:`topicflow.models.adaptor_grammar.online`) and its yield as a string
-  (for reading; the key is authoritative);
-- ``arrays.npz``: ``gamma``, ``g_tilde`` and per adapted position m ``f_tilde_m``, ``nu1_m``, ``nu2_m``;
-  read with ``allow_pickle=False``.
+- ``sampler_state`` arrays (``arrays/sampler_state/`` in zarr): ``ag_gamma``, ``ag_g_tilde`` and per
+  adapted position m ``ag_f_tilde_<m>``, ``ag_nu1_<m>``, ``ag_nu2_<m>``;
+- ``model.json`` (key ``adaptor_grammar``): the grammar (its file text, template parameters and
+  truncations, so it re-parses to the same rules), the terminals it was bound to (in order), the counters
+  (minibatch l, prod (1 - eps), sentences seen), the store language and sentence mode, and per adapted
+  nonterminal its TNG: each atom's tree key as nested JSON lists of rule indices (see
+  :mod:`topicflow.models.adaptor_grammar.online`) and its yield as a string (for reading; the key is
+  authoritative); ``settings`` holds the fit settings and ``online`` the :class:`OnlineParams`.
 
-The directory is written beside its final place and renamed into it (an existing model is replaced only
-with ``overwrite``).
+The LDA arrays every saved model has are a readable *view*: one row per adapted nonterminal (its name is
+the topic name), one column per distinct atom yield or terminal, the row holding 0.01 + the raw f~ of the
+atoms with that yield; ``topicflow topics MODEL`` shows the most used cached subtrees per adaptor. The view
+is never read back.
 """
 from __future__ import annotations
 
-import io
-import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 
-from topicflow.errors import ModelFormatError, ModelNotFoundError
-from topicflow.io._atomic import atomic_write_bytes, commit_directory, temporary_sibling
+from topicflow._typing import Family
+from topicflow.errors import InvalidParameterError, ModelFormatError
+from topicflow.io.models.info import ModelInfo
+from topicflow.io.models.store import SavedModel, load_model, save_model
 from topicflow.models.adaptor_grammar.grammar import parse_grammar
 from topicflow.models.adaptor_grammar.online import (
     TNG,
@@ -33,31 +37,208 @@ from topicflow.models.adaptor_grammar.online import (
     OnlineParams,
     atom_from_key,
 )
+from topicflow.models.common.vocabulary import Vocabulary
+from topicflow.models.lda.state import LDAState
 
-FORMAT = 1
-FAMILY = "adaptor-grammar"
+FORMAT = 2
+FAMILY: Family = "adaptor_grammar"
+#: The model kind, also the key of its ``topicflow update`` continuation.
+KIND = "adaptor_grammar"
+#: Prefix of the sampler-state arrays.
+PREFIX = "ag_"
+#: Pseudo-count of the LDA view's rows.
+VIEW_ETA = 0.01
 
 
 def _key_to_json(key: tuple[Any, ...]) -> list[Any]:
-    return [key[0], *(_key_to_json(k) for k in key[1:])]
+    return [int(key[0]), *(_key_to_json(k) for k in key[1:])]
 
 
-def _key_from_json(value: Any, path: Path) -> tuple[Any, ...]:
+def _key_from_json(value: Any, where: str) -> tuple[Any, ...]:
     if not isinstance(value, list) or not value or not isinstance(value[0], int):
-        raise ModelFormatError(f"{path}: a TNG atom key must be a nested list starting with a rule index",
-                               field="tngs")
-    return (value[0], *(_key_from_json(v, path) for v in value[1:]))
+        raise ModelFormatError(f"{where}: a TNG atom key must be a nested list starting with a rule index",
+                               field="adaptor_grammar.tngs")
+    return (value[0], *(_key_from_json(v, where) for v in value[1:]))
+
+
+def _view(state: AGState) -> tuple[LDAState, Vocabulary, tuple[str, ...]]:
+    grammar = state.grammar
+    names = tuple(grammar.nonterminals[c] for c in grammar.adapted) or ("(no adaptor)",)
+    yields = [["".join(grammar.terminals[t] for t in a.yield_ids) for a in tng.atoms] for tng in state.tngs]
+    terms = sorted({y for ys in yields for y in ys} | {str(t) for t in grammar.terminals})
+    column = {t: i for i, t in enumerate(terms)}
+    lam = np.full((len(names), max(1, len(terms))), VIEW_ETA)
+    for m, (tng, ys) in enumerate(zip(state.tngs, yields)):
+        for y, f in zip(ys, np.asarray(tng.f_tilde, dtype=np.float64)):
+            lam[m, column[y]] += max(float(f), 0.0)
+    if not terms:
+        terms = ["(none)"]
+    zeros = np.zeros(len(terms), dtype=np.int64)
+    lda = LDAState({"default": lam}, np.full(len(names), 1.0), {"default": VIEW_ETA}, topic_names=names)
+    return lda, Vocabulary(np.array(terms, dtype=object), zeros, zeros.copy()), names
+
+
+def grammar_saved_model(state: AGState, params: OnlineParams, *, grammar_text: str,
+                        grammar_params: Mapping[str, int] | None = None,
+                        truncations: Mapping[str, int] | None = None, settings: Mapping[str, Any] | None = None,
+                        corpus: Mapping[str, Any] | None = None, sentences_seen: int = 0,
+                        source: Mapping[str, Any] | None = None,
+                        trace: list[dict[str, Any]] | None = None) -> SavedModel:
+    """The saved form of a fitted adaptor grammar (module docstring).
+
+    Parameters
+    ----------
+    state : AGState
+        The variational state.
+    params : OnlineParams
+        The online settings it was fitted with.
+    grammar_text : str
+        The grammar file's text (re-parsed on load).
+    grammar_params : mapping of str to int, optional
+        Template parameters of the grammar file.
+    truncations : mapping of str to int, optional
+        Truncations that override the file's.
+    settings : mapping, optional
+        The fit settings (JSON-able; ``GrammarFitConfig`` and estimator parameters).
+    corpus : mapping, optional
+        Provenance (:func:`~topicflow.io.models.info.corpus_provenance`); empty for sentences given in memory.
+    sentences_seen : int
+        Distinct sentences of the store processed (the global index of the next new sentence).
+    source : mapping, optional
+        How sentences were read from the store (``language``, ``mode``).
+    trace : list of dict, optional
+        One record per minibatch (log-likelihood), over every run.
+
+    Returns
+    -------
+    SavedModel
+    """
+    grammar = state.grammar
+    tngs = []
+    for m, tng in enumerate(state.tngs):
+        tngs.append({
+            "nonterminal": grammar.nonterminals[grammar.adapted[m]],
+            "keys": [_key_to_json(a.key) for a in tng.atoms],
+            "yields": ["".join(grammar.terminals[t] for t in a.yield_ids) for a in tng.atoms],
+        })
+    arrays: dict[str, np.ndarray] = {PREFIX + "gamma": np.asarray(state.gamma),
+                                     PREFIX + "g_tilde": np.asarray(state.g_tilde)}
+    for m, tng in enumerate(state.tngs):
+        arrays[f"{PREFIX}f_tilde_{m}"] = np.asarray(tng.f_tilde, dtype=np.float64)
+        arrays[f"{PREFIX}nu1_{m}"] = np.asarray(state.nu1[m], dtype=np.float64)
+        arrays[f"{PREFIX}nu2_{m}"] = np.asarray(state.nu2[m], dtype=np.float64)
+    for name, value in arrays.items():
+        if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
+            raise InvalidParameterError(f"adaptor-grammar array {name!r} holds NaN or inf; it cannot be saved")
+    payload = {
+        "format": FORMAT,
+        "grammar": {"text": grammar_text, "params": dict(grammar_params or {}),
+                    "truncations": dict(truncations or {}), "path": grammar.path},
+        "terminals": [str(t) for t in grammar.terminals],
+        "minibatch": int(state.minibatch), "decay": float(state.decay), "sentences_seen": int(sentences_seen),
+        "source": dict(source or {}),
+        "tngs": tngs,
+    }
+    view, vocabulary, _ = _view(state)
+    info = ModelInfo(family=FAMILY, kind=KIND, method="online", settings=dict(settings or {}),
+                     trace=list(trace or []), corpus=dict(corpus or {}), online=asdict(params),
+                     extra={"adaptor_grammar": payload})
+    return SavedModel(view, {"default": vocabulary}, info, sampler_state=arrays)
+
+
+def is_grammar_model(model: SavedModel) -> bool:
+    """Whether ``model`` is an adaptor-grammar model.
+
+    Parameters
+    ----------
+    model : SavedModel
+
+    Returns
+    -------
+    bool
+    """
+    return model.info.family == FAMILY
+
+
+def grammar_from_saved(model: SavedModel, *, where: str = "the model") -> tuple[AGState, OnlineParams, dict[str, Any]]:
+    """Rebuild the state of a model written by :func:`grammar_saved_model`.
+
+    Parameters
+    ----------
+    model : SavedModel
+        A loaded adaptor-grammar model.
+    where : str
+        How messages name it.
+
+    Returns
+    -------
+    state : AGState
+        The variational state (grammar re-parsed and bound to the saved terminals).
+    params : OnlineParams
+        The settings it was fitted with.
+    payload : dict
+        The ``adaptor_grammar`` entry of ``model.json`` (grammar text and parameters, counters, source).
+
+    Raises
+    ------
+    InvalidParameterError
+        The model is of another family.
+    ModelFormatError
+        The model's grammar entries or arrays do not form a state.
+    """
+    if not is_grammar_model(model):
+        raise InvalidParameterError(f"{where} is a model of the {model.info.family!r} family, not an adaptor grammar; "
+                                    "fit one with `topicflow grammar fit`", path=where)
+    payload = model.info.extra.get("adaptor_grammar")
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise ModelFormatError(f"{where}: model.json has no adaptor_grammar entry of format {FORMAT}",
+                               path=where, field="adaptor_grammar")
+    arrays = model.sampler_state
+    try:
+        g = payload["grammar"]
+        spec = parse_grammar(g["text"], path=g.get("path") or "<saved grammar>", params=g.get("params", {}))
+        if g.get("truncations"):
+            spec = spec.with_adaptors(**g["truncations"])
+        grammar = spec.bind(payload["terminals"])
+        if [str(t) for t in grammar.terminals] != list(payload["terminals"]):
+            raise ModelFormatError(f"{where}: the saved terminals do not rebind in order", path=where,
+                                   field="adaptor_grammar.terminals")
+        tngs, nu1, nu2 = [], [], []
+        for m, entry in enumerate(payload["tngs"]):
+            atoms = tuple(atom_from_key(grammar, _key_from_json(k, where)) for k in entry["keys"])
+            f_tilde = np.asarray(arrays[f"{PREFIX}f_tilde_{m}"], dtype=np.float64)
+            if f_tilde.shape != (len(atoms),):
+                raise ModelFormatError(f"{where}: {PREFIX}f_tilde_{m} has shape {f_tilde.shape}, expected "
+                                       f"({len(atoms)},)", path=where, field=f"sampler_state/{PREFIX}f_tilde_{m}")
+            tngs.append(TNG(atoms, f_tilde))
+            nu1.append(np.asarray(arrays[f"{PREFIX}nu1_{m}"], dtype=np.float64))
+            nu2.append(np.asarray(arrays[f"{PREFIX}nu2_{m}"], dtype=np.float64))
+        gamma = np.asarray(arrays[PREFIX + "gamma"], dtype=np.float64)
+        if gamma.shape != (grammar.n_rules,):
+            raise ModelFormatError(f"{where}: {PREFIX}gamma has shape {gamma.shape}, expected ({grammar.n_rules},)",
+                                   path=where, field=f"sampler_state/{PREFIX}gamma")
+        state = AGState(grammar=grammar, gamma=gamma, g_tilde=np.asarray(arrays[PREFIX + "g_tilde"], dtype=np.float64),
+                        tngs=tuple(tngs), nu1=tuple(nu1), nu2=tuple(nu2), minibatch=int(payload["minibatch"]),
+                        decay=float(payload["decay"]))
+        params = OnlineParams(**dict(model.info.online or {}))
+    except ModelFormatError:
+        raise
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise ModelFormatError(f"{where} is not a readable adaptor-grammar model ({type(exc).__name__}: {exc}); "
+                               "refit it with `topicflow grammar fit` or roll back (`topicflow rollback`)",
+                               path=where, field="adaptor_grammar") from exc
+    return state, params, payload
 
 
 def save_grammar_model(path: str | Path, state: AGState, params: OnlineParams, *, grammar_text: str,
                        grammar_params: Mapping[str, int] | None = None, truncations: Mapping[str, int] | None = None,
-                       info: Mapping[str, Any] | None = None, overwrite: bool = False) -> Path:
-    """Write a fitted adaptor grammar.
+                       settings: Mapping[str, Any] | None = None, overwrite: bool = False) -> Path:
+    """Write a fitted adaptor grammar as a new versioned model (version 1, a ``"fit"``).
 
     Parameters
     ----------
     path : str or Path
-        The model directory.
+        The model directory (or a URL).
     state : AGState
         The variational state.
     params : OnlineParams
@@ -68,8 +249,8 @@ def save_grammar_model(path: str | Path, state: AGState, params: OnlineParams, *
         Template parameters of the grammar file.
     truncations : mapping of str to int, optional
         Truncations that override the file's.
-    info : mapping, optional
-        Free-form JSON-able provenance (corpus, timings).
+    settings : mapping, optional
+        Free-form JSON-able fit settings.
     overwrite : bool
         Replace an existing model.
 
@@ -79,98 +260,36 @@ def save_grammar_model(path: str | Path, state: AGState, params: OnlineParams, *
         The model directory.
     """
     final = Path(path)
-    grammar = state.grammar
-    tngs = []
-    for m, tng in enumerate(state.tngs):
-        tngs.append({
-            "nonterminal": grammar.nonterminals[grammar.adapted[m]],
-            "keys": [_key_to_json(a.key) for a in tng.atoms],
-            "yields": ["".join(grammar.terminals[t] for t in a.yield_ids) for a in tng.atoms],
-        })
-    meta = {
-        "format": FORMAT, "family": FAMILY,
-        "grammar": {"text": grammar_text, "params": dict(grammar_params or {}),
-                    "truncations": dict(truncations or {}), "path": grammar.path},
-        "terminals": list(grammar.terminals),
-        "online": asdict(params),
-        "minibatch": state.minibatch, "decay": state.decay,
-        "tngs": tngs,
-        "info": dict(info or {}),
-    }
-    arrays: dict[str, np.ndarray] = {"gamma": state.gamma, "g_tilde": state.g_tilde}
-    for m, tng in enumerate(state.tngs):
-        arrays[f"f_tilde_{m}"] = tng.f_tilde
-        arrays[f"nu1_{m}"] = state.nu1[m]
-        arrays[f"nu2_{m}"] = state.nu2[m]
-    tmp = temporary_sibling(final)
-    tmp.mkdir(parents=True)
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)  # type: ignore[arg-type]
-    atomic_write_bytes(tmp / "arrays.npz", buffer.getvalue())
-    atomic_write_bytes(tmp / "model.json", json.dumps(meta, indent=1).encode("utf-8"))
-    commit_directory(tmp, final, overwrite=overwrite)
+    save_model(final, grammar_saved_model(state, params, grammar_text=grammar_text, grammar_params=grammar_params,
+                                          truncations=truncations, settings=settings), overwrite=overwrite)
     return final
 
 
-def load_grammar_model(path: str | Path) -> tuple[AGState, OnlineParams, dict[str, Any]]:
-    """Read a model written by :func:`save_grammar_model`.
+def load_grammar_model(path: str | Path, version: int | None = None) -> tuple[AGState, OnlineParams, dict[str, Any]]:
+    """Read an adaptor-grammar model (its current version, or ``version``).
 
     Parameters
     ----------
     path : str or Path
-        The model directory.
+        The model directory (or a URL).
+    version : int, optional
+        Default: the current version.
 
     Returns
     -------
     state : AGState
-        The variational state (grammar re-parsed and bound to the saved terminals).
     params : OnlineParams
-        The settings it was fitted with.
-    meta : dict
-        The rest of ``model.json`` (grammar text and parameters, info).
+    payload : dict
+        The ``adaptor_grammar`` entry of ``model.json``, plus ``settings`` (the fit settings) and
+        ``version``.
 
     Raises
     ------
     ModelNotFoundError
         If there is no model at ``path``.
     ModelFormatError
-        If the files do not form a model of this format.
+        If the files do not form an adaptor-grammar model.
     """
-    root = Path(path)
-    if not (root / "model.json").is_file():
-        raise ModelNotFoundError(f"no adaptor-grammar model at {root} (model.json missing)")
-    try:
-        meta = json.loads((root / "model.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ModelFormatError(f"{root / 'model.json'} cannot be read: {exc}", field="model.json") from None
-    if meta.get("family") != FAMILY or meta.get("format") != FORMAT:
-        raise ModelFormatError(f"{root} is not an adaptor-grammar model of format {FORMAT} "
-                               f"(family {meta.get('family')!r}, format {meta.get('format')!r})", field="format")
-    g = meta["grammar"]
-    spec = parse_grammar(g["text"], path=g.get("path", "<saved grammar>"), params=g.get("params", {}))
-    if g.get("truncations"):
-        spec = spec.with_adaptors(**g["truncations"])
-    grammar = spec.bind(meta["terminals"])
-    if list(grammar.terminals) != list(meta["terminals"]):
-        raise ModelFormatError(f"{root}: the saved terminals do not rebind in order", field="terminals")
-    with np.load(root / "arrays.npz", allow_pickle=False) as npz:
-        arrays = {k: np.asarray(npz[k]) for k in npz.files}
-    tngs = []
-    nu1 = []
-    nu2 = []
-    for m, entry in enumerate(meta["tngs"]):
-        atoms = tuple(atom_from_key(grammar, _key_from_json(k, root)) for k in entry["keys"])
-        f_tilde = arrays[f"f_tilde_{m}"]
-        if f_tilde.shape != (len(atoms),):
-            raise ModelFormatError(f"{root}: f_tilde_{m} has shape {f_tilde.shape}, expected ({len(atoms)},)",
-                                   field=f"f_tilde_{m}")
-        tngs.append(TNG(atoms, f_tilde))
-        nu1.append(arrays[f"nu1_{m}"])
-        nu2.append(arrays[f"nu2_{m}"])
-    if arrays["gamma"].shape != (grammar.n_rules,):
-        raise ModelFormatError(f"{root}: gamma has shape {arrays['gamma'].shape}, expected ({grammar.n_rules},)",
-                               field="gamma")
-    state = AGState(grammar=grammar, gamma=arrays["gamma"], g_tilde=arrays["g_tilde"], tngs=tuple(tngs),
-                    nu1=tuple(nu1), nu2=tuple(nu2), minibatch=int(meta["minibatch"]), decay=float(meta["decay"]))
-    params = OnlineParams(**meta["online"])
-    return state, params, meta
+    model = load_model(path, version)  # type: ignore[arg-type]  # (a Path or a URL string)
+    state, params, payload = grammar_from_saved(model, where=str(path))
+    return state, params, {**payload, "settings": dict(model.info.settings), "version": model.version}

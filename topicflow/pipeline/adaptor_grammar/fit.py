@@ -6,18 +6,23 @@ a tree (:func:`topicflow.tasks.adaptor_grammar.map_estep`); the driver applies t
 (:func:`topicflow.models.adaptor_grammar.update_minibatch`). Random numbers are keyed by (seed,
 minibatch, sentence), so the same seed gives the same model for any number of partitions or workers.
 
-Sentences come from a store's ordered-token layer (:func:`read_sentences`: each document's tokens joined
-into one character sequence; the gold segmentation is the token boundaries) or from the caller (strings or
-sequences of terminal tokens). All sentences are held in memory (character sequences are small); reading
-a store in a stream is not done.
+Sentences come from a store's ordered-token layer (each document's tokens joined into one character
+sequence; the gold segmentation is the token boundaries) or from the caller (strings or sequences of
+terminal tokens, :func:`fit_grammar`). A store is streamed (:func:`fit_grammar_store`): one pass over it,
+shard by shard, records where each sentence is (:class:`SentenceIndex`: three integers per sentence, no
+text) and the alphabet; each minibatch's E-step tasks then read their own sentences from the store
+(:func:`topicflow.tasks.adaptor_grammar.map_estep_store`), so the driver never holds the text. Sentence d
+of the store (documents without tokens skipped) is the same sentence, with the same random numbers, as
+item d of the list :func:`read_sentences` returns: both paths give the same model.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+import uuid
+from dataclasses import asdict, dataclass, field, fields
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Literal, Mapping, Sequence
 
 import numpy as np
 
@@ -36,7 +41,17 @@ from topicflow.models.adaptor_grammar import (
 )
 from topicflow.models.common.rng import STREAM_SHUFFLE, doc_generator
 from topicflow.pipeline.cluster import compute
-from topicflow.tasks.adaptor_grammar import map_estep
+from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
+from topicflow.tasks.adaptor_grammar import (
+    SentenceRef,
+    map_estep,
+    map_estep_store,
+    sentence_tokens,
+)
+
+#: How a store's documents become sentences: ``chars`` (a document's tokens joined; the unigram and
+#: collocation grammars) or ``tokens`` (one sentence ``['_j', characters...]`` per token; ``infvoc-lda``).
+SentenceMode = Literal["chars", "tokens"]
 
 
 @dataclass(frozen=True)
@@ -94,6 +109,7 @@ class GrammarFitConfig:
     corpus_size: int | None = None
     shuffle: bool = False
     table_labels: bool = False
+    alphabet: str | None = None
 
     def __post_init__(self) -> None:
         """Validate the settings."""
@@ -102,6 +118,38 @@ class GrammarFitConfig:
                 raise InvalidParameterError(f"{name} must be >= 1, got {getattr(self, name)!r}")
         if self.split_every < 2:
             raise InvalidParameterError(f"split_every must be >= 2, got {self.split_every!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the settings as JSON-able values.
+
+        Returns
+        -------
+        dict
+        """
+        out = asdict(self)
+        out["grammar_params"] = dict(self.grammar_params)
+        out["truncations"] = dict(self.truncations)
+        return out
+
+    @classmethod
+    def from_dict(cls, payload: Mapping[str, Any]) -> GrammarFitConfig:
+        """Rebuild settings written by :meth:`to_dict` (unknown keys are ignored).
+
+        Parameters
+        ----------
+        payload : mapping
+
+        Returns
+        -------
+        GrammarFitConfig
+        """
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in payload.items() if k in known})
+
+    @property
+    def mode(self) -> SentenceMode:
+        """How a store's documents become sentences (``tokens`` for the ``infvoc-lda`` grammar)."""
+        return "tokens" if self.grammar == "infvoc-lda" else "chars"
 
 
 def grammar_text(name_or_path: str) -> tuple[str, str]:
@@ -267,12 +315,32 @@ def bind_grammar(config: GrammarFitConfig, sentences: Sequence[Sequence[str]]) -
     text : str
         The grammar file's text.
     """
+    return bind_alphabet(config, {tok for s in sentences for tok in s})
+
+
+def bind_alphabet(config: GrammarFitConfig, alphabet: set[str]) -> tuple[Grammar, str]:
+    """Parse the configured grammar and bind it to ``alphabet`` (sorted) or the configured one.
+
+    Parameters
+    ----------
+    config : GrammarFitConfig
+        Gives the grammar, its parameters and truncations, and optionally a fixed alphabet (whose
+        characters, with ``alphabet``'s, become the terminals).
+    alphabet : set of str
+        The terminals of the training sentences.
+
+    Returns
+    -------
+    grammar : Grammar
+    text : str
+        The grammar file's text.
+    """
     text, where = grammar_text(config.grammar)
     spec = parse_grammar(text, path=where, params=dict(config.grammar_params))
     if config.truncations:
         spec = spec.with_adaptors(**dict(config.truncations))
-    alphabet = sorted({tok for s in sentences for tok in s})
-    return spec.bind(alphabet), text
+    terminals = set(alphabet) | set(config.alphabet or "")
+    return spec.bind(sorted(terminals)), text
 
 
 def fit_grammar(sentences: Sequence[Sequence[str]], config: GrammarFitConfig, *, client: Any = None,
@@ -346,3 +414,313 @@ def fit_grammar(sentences: Sequence[Sequence[str]], config: GrammarFitConfig, *,
             if on_minibatch is not None:
                 on_minibatch(state, stats)
     return GrammarFitResult(state, params, text, loglik, calls, time.perf_counter() - start)
+
+
+@dataclass(frozen=True)
+class SentenceIndex:
+    """Where the sentences of (some shards of) a store are: integers only, no text.
+
+    Parameters
+    ----------
+    store : str
+        The store's location.
+    language : str
+        The language read.
+    mode : {"chars", "tokens"}
+        How documents become sentences (:data:`SentenceMode`).
+    shard : ndarray of int32
+        Per sentence, the store position of its shard.
+    row : ndarray of int32
+        Per sentence, its document's row in the shard.
+    token : ndarray of int32
+        Per sentence, the token's position in the document (``tokens`` mode), else -1.
+    document : ndarray of int64
+        Per sentence, its document's number among the documents with tokens read (from 1; the ``_j`` of
+        ``tokens`` mode).
+    alphabet : set of str
+        Every terminal of the sentences.
+    n_documents : int
+        Documents with tokens.
+    n_skipped : int
+        Documents without tokens (not sentences).
+    """
+
+    store: str
+    language: str
+    mode: SentenceMode
+    shard: np.ndarray
+    row: np.ndarray
+    token: np.ndarray
+    document: np.ndarray
+    alphabet: set[str]
+    n_documents: int
+    n_skipped: int
+
+    def __len__(self) -> int:
+        """Return the number of sentences."""
+        return int(self.shard.shape[0])
+
+    def refs(self, positions: Sequence[int]) -> list[SentenceRef]:
+        """Return the references of the sentences at ``positions`` (what an E-step task reads).
+
+        Parameters
+        ----------
+        positions : sequence of int
+
+        Returns
+        -------
+        list of SentenceRef
+        """
+        return [SentenceRef(int(self.shard[i]), int(self.row[i]), int(self.token[i]), int(self.document[i]))
+                for i in positions]
+
+
+def require_order(corpus: Corpus) -> None:
+    """Refuse a store without the ordered-token layer.
+
+    Parameters
+    ----------
+    corpus : Corpus
+
+    Raises
+    ------
+    OrderNotKeptError
+        With what to do (re-ingest with ``--keep-order``).
+    """
+    if not corpus.has_order:
+        raise OrderNotKeptError(
+            f"store {str(corpus.path)!r} does not keep token order (it was ingested without --keep-order); "
+            "adaptor grammars read each document's tokens in order: re-ingest it with `topicflow ingest "
+            "--keep-order`", path=str(corpus.path))
+
+
+def scan_store(corpus: Corpus, *, mode: SentenceMode = "chars", language: str | None = None,
+               shards: Sequence[int] | None = None, first_document: int = 1) -> SentenceIndex:
+    """Read the store's ordered layer once, shard by shard, and record where each sentence is.
+
+    Only one shard is in memory at a time; what is kept is O(number of sentences) integers and the
+    alphabet.
+
+    Parameters
+    ----------
+    corpus : Corpus
+        A store ingested with ``--keep-order``.
+    mode : {"chars", "tokens"}
+        How documents become sentences.
+    language : str, optional
+        Needed for a multilingual store.
+    shards : sequence of int, optional
+        Store positions of the shards to read (default all, in store order).
+    first_document : int
+        The number of the first document with tokens (``tokens`` mode's ``_j``).
+
+    Returns
+    -------
+    SentenceIndex
+
+    Raises
+    ------
+    OrderNotKeptError
+        If the store does not keep token order.
+    """
+    require_order(corpus)
+    lang = corpus.resolve_language(language)
+    terms = corpus.vocabulary(lang).terms
+    positions = range(corpus.n_shards) if shards is None else list(shards)
+    shard_of: list[np.ndarray] = []
+    row_of: list[np.ndarray] = []
+    token_of: list[np.ndarray] = []
+    doc_of: list[np.ndarray] = []
+    alphabet: set[str] = set()
+    document = first_document
+    skipped = 0
+    for position in positions:
+        block = corpus.read_ordered(position, lang)
+        seen_terms: set[int] = set()
+        rows: list[int] = []
+        toks: list[int] = []
+        docs: list[int] = []
+        for row in range(block.n_docs):
+            codes = block.doc_tokens(row)
+            if codes.shape[0] == 0:
+                skipped += 1
+                continue
+            seen_terms.update(codes.tolist())
+            if mode == "tokens":
+                rows.extend([row] * codes.shape[0])
+                toks.extend(range(codes.shape[0]))
+                docs.extend([document] * codes.shape[0])
+                alphabet.add(f"_{document}")
+            else:
+                rows.append(row)
+                toks.append(-1)
+                docs.append(document)
+            document += 1
+        for t in seen_terms:
+            alphabet.update(str(terms[t]) if t >= 0 else str(block.oov_terms[-t - 1]))
+        shard_of.append(np.full(len(rows), position, dtype=np.int32))
+        row_of.append(np.asarray(rows, dtype=np.int32))
+        token_of.append(np.asarray(toks, dtype=np.int32))
+        doc_of.append(np.asarray(docs, dtype=np.int64))
+
+    def cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+    return SentenceIndex(str(corpus.path), lang, mode, cat(shard_of, np.int32), cat(row_of, np.int32),
+                         cat(token_of, np.int32), cat(doc_of, np.int64), alphabet,
+                         document - first_document, skipped)
+
+
+@dataclass
+class GrammarStoreResult(GrammarFitResult):
+    """What a fit on a store returns: :class:`GrammarFitResult` plus where the sentences came from.
+
+    Parameters
+    ----------
+    grammar_params : dict of str to int
+        The grammar's template parameters (``D`` set for ``tokens`` mode).
+    n_sentences : int
+        Sentences read from the store in this run (one pass).
+    n_documents : int
+        Documents with tokens read in this run.
+    """
+
+    grammar_params: dict[str, int] = field(default_factory=dict)
+    n_sentences: int = 0
+    n_documents: int = 0
+
+
+def fit_grammar_store(corpus: Corpus, config: GrammarFitConfig, *, client: Any = None, state: AGState | None = None,
+                      grammar_text_: str | None = None, shards: Sequence[int] | None = None,
+                      first_sentence: int = 0, corpus_size: int | None = None, language: str | None = None,
+                      index: SentenceIndex | None = None, progress: ProgressReporter = NO_PROGRESS,
+                      on_minibatch: Callable[[AGState, AGStats], None] | None = None) -> GrammarStoreResult:
+    """Fit (or continue) an adaptor grammar on a store, streamed (module docstring).
+
+    Minibatches are formed from sentence positions in store order (with ``shuffle``, a counter-based
+    permutation of the positions per pass); each partition of a minibatch is a task that reads its
+    sentences from the store. With the same seed, minibatch boundaries and |X|, the model equals
+    :func:`fit_grammar` on the sentences of :func:`read_sentences` (``chars`` mode) or
+    :func:`token_sentences` (``tokens`` mode).
+
+    Parameters
+    ----------
+    corpus : Corpus
+        A store ingested with ``--keep-order``.
+    config : GrammarFitConfig
+        Settings (``config.mode`` says how documents become sentences).
+    client : distributed.Client, optional
+        Default: the current client, else Dask's threaded scheduler.
+    state : AGState, optional
+        Continue from this state (its grammar and alphabet are kept; a sentence with a terminal
+        outside them is refused).
+    grammar_text_ : str, optional
+        The grammar text of ``state``.
+    shards : sequence of int, optional
+        Store positions of the shards to read (default all).
+    first_sentence : int
+        The global number of the first sentence read (a continuation passes the sentences seen
+        before), which keys its random numbers.
+    corpus_size : int, optional
+        |X| (default ``config.corpus_size``, else the number of sentences read).
+    language : str, optional
+        Needed for a multilingual store.
+    index : SentenceIndex, optional
+        The result of :func:`scan_store` for these shards, when the caller has it (saves the scan).
+    progress : ProgressReporter
+        Shows the minibatches.
+    on_minibatch : callable, optional
+        Called with the new state and the minibatch's counts after every update.
+
+    Returns
+    -------
+    GrammarStoreResult
+
+    Raises
+    ------
+    InputError
+        No sentence, or a sentence with a terminal outside the grammar's alphabet, or without a parse.
+    OrderNotKeptError
+        The store does not keep token order.
+    """
+    mode = config.mode
+    if index is None:
+        index = scan_store(corpus, mode=mode, language=language, shards=shards)
+    if len(index) == 0:
+        raise InputError(f"store {str(corpus.path)!r} has no document with tokens to fit"
+                         + (" among its new shards" if shards is not None else ""), path=str(corpus.path))
+    grammar_params = dict(config.grammar_params)
+    if state is None:
+        if mode == "tokens":
+            grammar_params = {"D": index.n_documents, **grammar_params}
+            config = GrammarFitConfig(**{**config.__dict__, "grammar_params": grammar_params})
+        grammar, text = bind_alphabet(config, index.alphabet)
+        state = initial_state(grammar, seed=config.seed)
+    else:
+        grammar, text = state.grammar, grammar_text_ or ""
+        missing = sorted(index.alphabet - {str(t) for t in grammar.terminals})
+        if missing:
+            raise InputError(
+                f"store {str(corpus.path)!r} has terminals the model's grammar lacks: "
+                f"{', '.join(repr(m) for m in missing[:10])}{' ...' if len(missing) > 10 else ''}; a grammar's "
+                "terminals are fixed when it is fitted: fit a new model (`topicflow grammar fit --alphabet` "
+                "fixes them in advance)", path=str(corpus.path))
+    n = len(index)
+    params = OnlineParams(corpus_size=int(corpus_size or config.corpus_size or n), tau=config.tau, kappa=config.kappa,
+                          prune_every=config.prune_every, n_samples=config.n_samples,
+                          bias=config.bias,  # type: ignore[arg-type]
+                          seed=config.seed, table_labels=config.table_labels)
+    start = time.perf_counter()
+    loglik: list[float] = []
+    calls = 0
+    run = uuid.uuid4().hex[:8]
+    per_pass = -(-n // config.batch_size)
+
+    def minibatches() -> Any:
+        for pass_ in range(config.passes):
+            assert state is not None
+            order = (doc_generator(config.seed, STREAM_SHUFFLE, state.minibatch, pass_).permutation(n)
+                     if config.shuffle else np.arange(n))
+            for lo in range(0, n, config.batch_size):
+                yield order[lo:min(n, lo + config.batch_size)]
+
+    for positions in progress.track(minibatches(), total=per_pass * config.passes, desc="grammar minibatches",
+                                    unit="minibatch"):
+        m = positions.shape[0]
+        cuts = np.linspace(0, m, min(config.n_partitions, m) + 1).round().astype(int)
+        partitions = [(index.refs(positions[a:b].tolist()), (positions[a:b] + first_sentence).tolist())
+                      for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+        epoch = state.minibatch + 1
+        graph = map_estep_store(grammar, prepare(state), [t.keys for t in state.tngs], partitions,
+                                store=index.store, language=index.language, mode=mode,
+                                n_samples=params.n_samples, seed=params.seed, epoch=epoch,
+                                split_every=config.split_every, token=f"{run}-{params.seed}-{epoch}")
+        try:
+            (stats,) = compute(graph, client=client)
+        except ValueError as exc:
+            raise InputError(f"minibatch {epoch}: {exc}") from exc
+        state = update_minibatch(state, stats, params)
+        loglik.append(stats.log_likelihood / stats.n_sentences)
+        calls += stats.n_sentences
+        if on_minibatch is not None:
+            on_minibatch(state, stats)
+    return GrammarStoreResult(state, params, text, loglik, calls, time.perf_counter() - start,
+                              grammar_params=grammar_params, n_sentences=n, n_documents=index.n_documents)
+
+
+def store_sentences(corpus: Corpus, *, mode: SentenceMode = "chars", language: str | None = None) -> list[list[str]]:
+    """Read every sentence of a store into memory, in store order (what :func:`fit_grammar_store` streams).
+
+    Parameters
+    ----------
+    corpus : Corpus
+        A store ingested with ``--keep-order``.
+    mode : {"chars", "tokens"}
+    language : str, optional
+
+    Returns
+    -------
+    list of list of str
+    """
+    index = scan_store(corpus, mode=mode, language=language)
+    return sentence_tokens(index.store, index.language, mode, index.refs(range(len(index))))
