@@ -150,3 +150,36 @@ def test_a_timestamp_of_every_json_type_is_read_or_refused_by_line(work: Path) -
     items = list(read_partition(partitions[0], FieldSpec(timestamp_field="time")))
     read = {r.doc_id: r.timestamp for r in check_records(items, str(path), len(values))}
     assert read == {"2": 0, "3": -1, "5": 1, "9": 1714521600}  # 10**30 s: past the year 9999, refused
+
+
+@pytest.fixture(scope="module")
+def good_parquet(work: Path) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"id": ["a", "b"], "text": ["x y", "z"]}), work / "good.parquet")
+    return (work / "good.parquet").read_bytes()
+
+
+@pytest.mark.parametrize("damage", ["empty", "garbage", "half", "no-footer"])
+def test_a_damaged_parquet_file_is_refused_naming_it(work: Path, good_parquet: bytes, damage: str) -> None:
+    data = {"empty": b"", "garbage": b"PAR1\x00\x01garbage", "half": good_parquet[: len(good_parquet) // 2],
+            "no-footer": good_parquet[:-3]}[damage]
+    path = work / f"{damage}.parquet"
+    path.write_bytes(data)
+    with pytest.raises(InputError, match="is not a readable parquet file") as caught:
+        discover_partitions([str(path)], FieldSpec(), partition_size=10)
+    assert str(path) in str(caught.value)
+
+
+@pytest.mark.parametrize("values", [[1, 2], [1.5, None], [["a"], []], [{"x": 1}, {"x": 2}], [True, False],
+                                    [b"\xff", b"a"]])
+def test_a_parquet_text_column_of_another_type_is_refused_naming_it(work: Path, values: list[Any]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = work / "typed.parquet"
+    pq.write_table(pa.table({"id": ["a", "b"], "text": pa.array(values)}), path)
+    with pytest.raises(InputError, match=r"column 'text' has type .*, but the text \(string\) is expected") as caught:
+        discover_partitions([str(path)], FieldSpec(), partition_size=10)
+    assert str(path) in str(caught.value)
