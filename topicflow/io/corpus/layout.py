@@ -80,15 +80,92 @@ class ShardInfo:
 
     @classmethod
     def from_dict(cls, payload: Mapping[str, Any]) -> ShardInfo:
+        """The shard a manifest entry describes; raise :class:`MetadataValueError` naming a bad field."""
+        if not isinstance(payload, Mapping):
+            raise MetadataValueError(f"a shard entry is {type(payload).__name__}, expected an object")
+        shard_id = _field(payload, "id", str)
+        where = f"shard {shard_id!r}"
+        n_tokens = _field(payload, "n_tokens", dict, where=where)
+        for lang, count in n_tokens.items():
+            _count(count, f"{where}: n_tokens[{lang!r}]")
         return cls(
-            shard_id=str(payload["id"]),
-            first_doc=int(payload["first_doc"]),
-            n_docs=int(payload["n_docs"]),
-            n_tokens={str(k): int(v) for k, v in payload["n_tokens"].items()},
-            checksum=str(payload["checksum"]),
-            vocab_version=int(payload.get("vocab_version", 1)),
-            has_order=bool(payload.get("has_order", False)),
+            shard_id=shard_id,
+            first_doc=_count(_field(payload, "first_doc", int, where=where), f"{where}: first_doc"),
+            n_docs=_count(_field(payload, "n_docs", int, where=where), f"{where}: n_docs"),
+            n_tokens=dict(n_tokens),
+            checksum=_field(payload, "checksum", str, where=where),
+            vocab_version=_version(_field(payload, "vocab_version", int, 1, where=where), f"{where}: vocab_version"),
+            has_order=_field(payload, "has_order", bool, False, where=where),
         )
+
+
+#: Largest count a manifest may hold (documents, tokens, shard size): beyond it the file is damaged.
+MAX_COUNT = 2**53
+
+
+class MetadataValueError(ValueError):
+    """One field of a metadata file is missing or of the wrong type or range (the caller names the file)."""
+
+
+_MISSING = object()
+
+
+def _field(payload: Mapping[str, Any], key: str, kind: type, default: Any = _MISSING, *, where: str = "") -> Any:
+    """``payload[key]`` checked to be a JSON value of ``kind`` (bool is not an int; an int is not a bool)."""
+    prefix = f"{where}: " if where else ""
+    if key not in payload:
+        if default is _MISSING:
+            raise MetadataValueError(f"{prefix}{key!r} is missing")
+        return default
+    value = payload[key]
+    if kind is int and isinstance(value, bool) or not isinstance(value, kind):
+        raise MetadataValueError(f"{prefix}{key!r} is {value!r}, expected {_KIND_NAMES[kind]}")
+    return value
+
+
+_KIND_NAMES = {int: "an integer", str: "a string", bool: "true or false", dict: "an object", list: "a list"}
+
+
+def _count(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
+        raise MetadataValueError(f"{what} is {value!r}, expected a count from 0 to {MAX_COUNT}")
+    return value
+
+
+def _version(value: int, what: str) -> int:
+    if not 1 <= value <= MAX_COUNT:
+        raise MetadataValueError(f"{what} is {value!r}, expected a version number from 1")
+    return value
+
+
+def check_format_fields(payload: Any, *, path: str, name: str) -> None:
+    """Refuse a metadata payload that is not an object or has a ``format_version`` not an integer.
+
+    Run before :func:`~topicflow.io._zarr.check_format`, which compares them (and calls ``int()``).
+
+    Parameters
+    ----------
+    payload : Any
+        The decoded JSON.
+    path : str
+        The file, for the message.
+    name : str
+        The expected ``format``.
+
+    Raises
+    ------
+    CorpusFormatError
+        Naming ``path`` and what is wrong.
+    """
+    if not isinstance(payload, dict):
+        raise CorpusFormatError(
+            f"{path!r} is damaged: it holds {type(payload).__name__}, not a {name} JSON object; re-create it.",
+            path=path)
+    version = payload.get("format_version", 0)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+        raise CorpusFormatError(
+            f"{path!r} is damaged: format_version is {version!r}, expected a non-negative integer; re-create it.",
+            path=path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,25 +230,25 @@ class Manifest:
 
     @classmethod
     def from_dict(cls, payload: Mapping[str, Any], *, path: str = "") -> Manifest:
+        """The manifest ``payload`` describes, every field checked for its type and range.
+
+        Unknown keys are ignored (a newer topicflow's additions that do not change the format version).
+
+        Raises
+        ------
+        CorpusFormatError
+            ``payload`` is not a manifest, or a field is missing, of the wrong type or out of range;
+            the message names ``path`` and the field.
+        FormatVersionError
+            The store was written by a newer topicflow.
+        """
+        check_format_fields(payload, path=path, name=FORMAT_NAME)
         check_format(payload, path=path, name=FORMAT_NAME, version=FORMAT_VERSION)
         try:
-            manifest = cls(
-                languages=tuple(payload["languages"]),
-                tokenizer=dict(payload["tokenizer"]),
-                shards=tuple(ShardInfo.from_dict(s) for s in payload["shards"]),
-                shard_size=int(payload["shard_size"]),
-                vocab_version=int(payload["vocab_version"]),
-                has_labels=bool(payload["has_labels"]),
-                has_timestamps=bool(payload["has_timestamps"]),
-                candidates=payload.get("candidates"),
-                created=str(payload.get("created", "")),
-                history=tuple(payload.get("history", ())),
-                id_index=tuple(dict(s) for s in payload.get("id_index", ())),
-                has_order=bool(payload.get("has_order", False)),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
+            manifest = cls._parse(payload)
+        except MetadataValueError as exc:
             raise CorpusFormatError(
-                f"manifest {path!r} is damaged ({exc!r}); re-create the store with `topicflow ingest`.",
+                f"manifest {path!r} is damaged ({exc}); re-create the store with `topicflow ingest`.",
                 path=path,
             ) from exc
         unordered = [s.shard_id for s in manifest.shards if s.has_order != manifest.has_order]
@@ -182,6 +259,41 @@ class Manifest:
                 "`topicflow ingest`.", path=path,
             )
         return manifest
+
+    @classmethod
+    def _parse(cls, payload: Mapping[str, Any]) -> Manifest:
+        languages = _field(payload, "languages", list)
+        if not languages or not all(isinstance(lang, str) and lang for lang in languages) \
+                or len(set(languages)) != len(languages):
+            raise MetadataValueError(f"'languages' is {languages!r}, expected distinct non-empty names")
+        candidates = payload.get("candidates")
+        if candidates is not None and not isinstance(candidates, str):
+            raise MetadataValueError(f"'candidates' is {candidates!r}, expected a name or null")
+        history = _field(payload, "history", list, [])
+        id_index = _field(payload, "id_index", list, [])
+        for key, entries in (("history", history), ("id_index", id_index)):
+            if not all(isinstance(entry, dict) for entry in entries):
+                raise MetadataValueError(f"{key!r} holds entries that are not objects")
+        shards = tuple(ShardInfo.from_dict(s) for s in _field(payload, "shards", list))
+        if len({s.shard_id for s in shards}) != len(shards):
+            raise MetadataValueError("'shards' lists a shard id twice")
+        shard_size = _count(_field(payload, "shard_size", int), "'shard_size'")
+        if shard_size < 1:
+            raise MetadataValueError(f"'shard_size' is {shard_size}, expected at least 1")
+        return cls(
+            languages=tuple(languages),
+            tokenizer=dict(_field(payload, "tokenizer", dict)),
+            shards=shards,
+            shard_size=shard_size,
+            vocab_version=_version(_field(payload, "vocab_version", int), "'vocab_version'"),
+            has_labels=_field(payload, "has_labels", bool),
+            has_timestamps=_field(payload, "has_timestamps", bool),
+            candidates=candidates,
+            created=_field(payload, "created", str, ""),
+            history=tuple(history),
+            id_index=tuple(dict(s) for s in id_index),
+            has_order=_field(payload, "has_order", bool, False),
+        )
 
 
 def store_format_version(vocab_version: int, *, has_order: bool = False) -> int:

@@ -75,7 +75,16 @@ def read_vocabulary(directory: Path | StoragePath) -> Vocabulary:
     CorpusFormatError
         An array is missing or cannot be decoded, or the three arrays differ in length.
     """
-    arrays = read_arrays(directory, ["terms", "doc_freq", "corpus_freq"])
+    try:
+        arrays = read_arrays(directory, ["terms", "doc_freq", "corpus_freq"])
+    except (ZeroDivisionError, OverflowError, MemoryError) as exc:
+        # Damaged zarr metadata that zarr does not refuse itself: a chunk shape of 0, a fill value out of
+        # range, a codec removed so that compressed bytes are read as string lengths (billions of them).
+        raise CorpusFormatError(
+            f"vocabulary {str(directory)!r} cannot be decoded ({type(exc).__name__}: {exc}): its zarr.json "
+            "metadata is damaged; re-create the store with `topicflow ingest`.",
+            path=str(directory),
+        ) from exc
     lengths = {name: array.shape for name, array in arrays.items()}
     if len(set(lengths.values())) != 1 or arrays["terms"].ndim != 1:
         raise CorpusFormatError(

@@ -153,6 +153,12 @@ class ModelInfo:
                     "roll back to another version (`topicflow rollback`) or refit the model"
                 )
             values[key] = value
+        family = values.get("family", "lda")
+        if family not in choices(Family):
+            raise ModelFormatError(
+                f"{where}: model family {family!r} is unknown to this topicflow (it knows "
+                f"{list(choices(Family))}); upgrade topicflow to read this model", field="family",
+                problem=f"unknown family {family!r}")
         return cls(**values, extra=extra)
 
     def with_changes(self, **changes: Any) -> ModelInfo:

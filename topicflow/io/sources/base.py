@@ -280,6 +280,12 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+#: Range of epoch seconds :func:`parse_timestamp` accepts: the years 1 to 9999 (what ``datetime`` and
+#: ISO-8601 can express; far inside int64, in which the store keeps timestamps).
+EARLIEST_TIMESTAMP = -62_135_596_800
+LATEST_TIMESTAMP = 253_402_300_799
+
+
 def parse_timestamp(value: Any) -> int:
     """Convert an ISO-8601 string, a number of seconds or a datetime to seconds since the epoch (UTC).
 
@@ -288,7 +294,7 @@ def parse_timestamp(value: Any) -> int:
     Raises
     ------
     ValueError
-        The value is neither; the message says what is accepted.
+        The value is neither, or a number outside the years 1 to 9999; the message says what is accepted.
 
     Examples
     --------
@@ -303,6 +309,8 @@ def parse_timestamp(value: Any) -> int:
     if isinstance(value, (int, float)):
         if not math.isfinite(value):
             raise ValueError(f"{value!r} is not a finite number of epoch seconds.")
+        if not EARLIEST_TIMESTAMP <= value <= LATEST_TIMESTAMP:
+            raise ValueError(f"{_short(value)} epoch seconds is outside the years 1 to 9999.")
         return math.floor(value)
     if isinstance(value, str):
         text = value.strip()

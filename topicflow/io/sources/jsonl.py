@@ -181,7 +181,7 @@ def parse_columns(data: bytes, fields: FieldSpec, *, path: str, first_line: int)
 
 
 def parse_line(raw: bytes, fields: FieldSpec, *, path: str, line: int) -> Record | RecordError:
-    """One JSONL line as a record, or the reason it cannot be one."""
+    """One JSONL line as a record, or the reason it cannot be one (a byte-order mark opening line 1 is skipped)."""
     where = describe_location(path, line, "line")
     try:
         text = raw.decode("utf-8")
@@ -190,6 +190,8 @@ def parse_line(raw: bytes, fields: FieldSpec, *, path: str, line: int) -> Record
             f"{where}: invalid UTF-8 ({exc.reason} at byte {exc.start} of the line); re-encode the "
             "file as UTF-8 (e.g. `iconv -f latin1 -t utf-8`) or pass --on-error skip.",
             path=path, line=line))
+    if line == 1 and text.startswith("\ufeff"):  # a byte-order mark some editors write: not part of the JSON
+        text = text[1:]
     try:
         values = json.loads(text)
     except json.JSONDecodeError as exc:
