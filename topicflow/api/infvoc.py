@@ -39,6 +39,7 @@ from topicflow.api._base import (
 from topicflow.errors import InvalidParameterError
 from topicflow.io.corpus.reader import Corpus, as_corpus
 from topicflow.io.models.store import SavedModel, load_model, save_model
+from topicflow.io.storage import as_location
 from topicflow.models.common.blocks import OrderedBlock
 from topicflow.models.infvoc_lda import (
     InfVocParams,
@@ -378,7 +379,7 @@ class InfVocLDA(TopicModelEstimator):
         result = fit_infvoc(store, params, plan, shards=shards, client=client, split_every=self.split_every,
                             progress=progress, checkpoint=checkpoint, g0=driver_g0(self.g0),
                             track_words=_parse_words(self.track_words),
-                            doc_topics=None if doc_topics is None else Path(doc_topics),
+                            doc_topics=None if doc_topics is None else as_location(doc_topics),
                             language=self.language)
         self.model_ = infvoc_result_model(store, result, params, plan, shards=shards, language=language)
         self._set_attributes_from_model()
