@@ -543,7 +543,7 @@ class InfVocLDA(TopicModelEstimator):
         overwrite : bool, default False
             Replace an existing model directory.
         """
-        save_model(Path(path), self._check_fitted(), overwrite=overwrite)
+        save_model(path, self._check_fitted(), overwrite=overwrite)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> InfVocLDA:
@@ -564,7 +564,7 @@ class InfVocLDA(TopicModelEstimator):
         InvalidParameterError
             The model is not of the infvoc family.
         """
-        model = load_model(Path(path))
+        model = load_model(path)
         if not is_infvoc_model(model):
             raise InvalidParameterError(f"{str(path)!r} is a model of the {model.info.family!r} family, not infvoc; "
                                         "load it with topicflow.LDA.load, HDP.load or TreeLDA.load")

@@ -217,15 +217,16 @@ def run_pcvb0(
     token = graph_token(fingerprint)
     resume = resume or (checkpoint is not None and checkpoint.resume)
     mirror: MirroredDirectory | None = None
-    if checkpoint is not None and isinstance(checkpoint.path, StoragePath):  # q kept locally, mirrored to the URL
-        directory = scratch_io.scratch_directory(corpus.path, token, scratch_dir or tf_config.get("scratch-dir"))
-        mirror = MirroredDirectory(checkpoint.path.url, directory)
-        if not (resume and mirror.pull()):
-            mirror.clear()
-    elif checkpoint is not None:
-        directory = Path(checkpoint.path)
-        if not resume:
-            _clear_checkpoint(directory)
+    if checkpoint is not None:
+        if isinstance(checkpoint.path, StoragePath):  # q is written locally and mirrored to the URL
+            directory = scratch_io.scratch_directory(corpus.path, token, scratch_dir or tf_config.get("scratch-dir"))
+            mirror = MirroredDirectory(checkpoint.path.url, directory)
+            if not (resume and mirror.pull()):
+                mirror.clear()
+        else:
+            directory = Path(checkpoint.path)
+            if not resume:
+                _clear_checkpoint(directory)
     else:
         base = scratch_dir or tf_config.get("scratch-dir")
         directory = scratch_io.scratch_directory(corpus.path, token, base)
