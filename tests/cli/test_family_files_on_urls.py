@@ -81,3 +81,18 @@ def test_synth_writes_a_store_to_a_url(memory_root: str, tmp_path: Path) -> None
     assert len(remote) == len(local) == 12 and remote.n_tokens == local.n_tokens
     refused = run("synth", "--out", url, *options)
     assert refused.exit_code != 0 and "exists already" in refused.output, refused.output
+
+
+def test_infvoc_document_vectors_are_written_to_a_url(memory_root: str) -> None:
+    """``fit --family infvoc --doc-topics URL``: the writer of the online pass's vectors opens the URL's zarr group."""
+    from topicflow.io.models.infvoc import DocTopicWriter, read_doc_topics
+
+    url = f"memory://{memory_root}/dt.zarr"
+    writer = DocTopicWriter(url, 4, 2)
+    writer.write(0, np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([5, 6]), 0)
+    writer.write(2, np.array([[5.0, 6.0], [7.0, 8.0]]), np.array([7, 8]), 1)
+    again = DocTopicWriter(url, 4, 2)  # a resumed fit reopens the group and keeps its rows
+    again.write(3, np.array([[9.0, 9.0]]), np.array([8]), 1)
+    found = read_doc_topics(url)
+    np.testing.assert_array_equal(found["doc_topic"], [[1, 2], [3, 4], [5, 6], [9, 9]])
+    assert found["doc"].tolist() == [5, 6, 7, 8] and found["minibatch"].tolist() == [0, 0, 1, 1]

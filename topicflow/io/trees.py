@@ -27,6 +27,7 @@ from topicflow.errors import (
     VocabularyMismatchError,
 )
 from topicflow.io._bundle import (
+    ARRAYS_FILE,  # noqa: F401  (re-exported: the arrays' file name in a tree directory)
     BundleKind,
     arrays_source,
     read_arrays,
