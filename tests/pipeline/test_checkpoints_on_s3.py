@@ -5,7 +5,8 @@ method runs ``fit --checkpoint s3://... --checkpoint-every 1`` until the driver 
 commit (the write of ``latest.json`` fails, as a killed driver's would never happen), then ``--resume`` finishes
 it from the first checkpoint at the URL; the model must equal the same fit run uninterrupted on local disk
 without a checkpoint. Gibbs and PCVB0 mirror a local working directory (z, q) to the URL
-(:class:`topicflow.io.storage.MirroredDirectory`); scvb0, pcsvb0, tree LDA and infvoc write their slots there
+(:class:`topicflow.io.storage.MirroredDirectory`); scvb0 (and pcsvb0, through the same code), tree LDA and infvoc
+write their slots there
 (:mod:`topicflow.io.models.checkpoint`).
 """
 from __future__ import annotations
@@ -27,13 +28,13 @@ from topicflow.io.models.store import load_model
 INFVOC = ["--family", "infvoc", "--topics", "3", "--batch-size", "18", "--truncation", "40", "--reorder-every", "3",
           "--alpha-beta", "50", "--no-g0", "--passes", "1"]
 
-#: method -> (which store, fit options): tiny runs of 2 iterations (or minibatches / passes).
+#: method -> (which store, fit options): tiny runs of 2 iterations (or minibatches / passes). pcsvb0 keeps its
+#: checkpoint through the same code as scvb0 (``Checkpointer`` of pipeline/collapsed/stochastic.py), so it is left
+#: out to save test time.
 CASES: dict[str, tuple[str, list[str]]] = {
     "gibbs": ("lda", ["--method", "gibbs", "--topics", "2", "--max-iter", "2", "--executor", "threads"]),
     "scvb0": ("lda", ["--method", "scvb0", "--topics", "2", "--passes", "1", "--batch-size", "18"]),
     "pcvb0": ("lda", ["--family", "hdp", "--method", "pcvb0", "--truncation", "4", "--passes", "2"]),
-    "pcsvb0": ("lda", ["--family", "hdp", "--method", "pcsvb0", "--truncation", "4", "--passes", "1",
-                       "--batch-size", "18"]),
     "tree_lda": ("tree", ["--topics", "2", "--max-iter", "2", "--tol", "0"]),
     "infvoc": ("ordered", INFVOC),
 }
