@@ -69,6 +69,22 @@ def test_stream_with_the_preset_and_a_shared_initial_model(stores: tuple[Path, P
     assert again.exit_code == 0, again.output
     first = [json.loads(line) for line in (tmp_path / "t" / "trace.jsonl").read_text().splitlines()][0]
     assert first["docs_seen"] == 9  # the saved model was fitted on 10% of the 90 documents
+    # --init-model takes a URL too (docs/storage.md): the same initial model on memory:// gives the same stream
+    import uuid
+
+    import fsspec
+
+    url = f"memory:///tf-{uuid.uuid4().hex[:12]}/init"
+    fsspec.filesystem("memory").put(str(tmp_path / "s" / "init"), url.removeprefix("memory://"), recursive=True)
+    remote = run(["stream", train, "--out", tmp_path / "u", "--preset", "may2014", "--particles", 5, "--runs", 2,
+                  "--init-model", url, "--eval-every", 45, "--scheduler", address, "--format", "json"])
+    fsspec.filesystem("memory").rm(url.removeprefix("memory://").rsplit("/", 1)[0], recursive=True)
+    assert remote.exit_code == 0, remote.output
+    def records(out: str) -> list[dict[str, object]]:  # without the timings
+        return [{k: v for k, v in json.loads(line).items() if "seconds" not in k and "nbytes" not in k}
+                for line in (tmp_path / out / "trace.jsonl").read_text().splitlines()]
+
+    assert records("u") == records("t") and records("u")[0]["top_terms"]
 
 
 @pytest.mark.slow

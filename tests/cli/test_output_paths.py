@@ -337,15 +337,3 @@ def test_fit_checkpoint_on_object_storage_round_trips_and_survives_an_interrupte
     write_checkpoint(path, Checkpoint(saved.state, {"iteration": 2}, [{}, {}], fingerprint), saved.vocabularies)
     assert read_checkpoint(path, fingerprint).position == {"iteration": 2}  # type: ignore[union-attr]
     assert read_checkpoint(Path(f"memory://{memory_root}/m.checkpoint"), fingerprint) is not None  # a collapsed URL
-
-
-def test_a_url_checkpoint_of_a_method_that_keeps_it_locally_is_refused(made: dict[str, Path], tmp_path: Path) -> None:
-    result = run(["fit", made["store"], "--model", tmp_path / "m", "--method", "gibbs", "--topics", 2,
-                  "--checkpoint-every", 1, "--checkpoint", "memory://checkpoints/m"])
-    assert result.exit_code == 2
-    assert result.stderr == (
-        "topicflow: error: checkpoint 'memory://checkpoints/m' (fit --checkpoint; by default MODEL.checkpoint beside "
-        "the model; object storage keeps the checkpoints of --method batch, online and svb) is a URL on "
-        "object storage, where topicflow does not keep this checkpoint yet (docs/storage.md, 'What works on which "
-        "storage'); give a local path.\n")
-    assert not (tmp_path / "m").exists()

@@ -140,3 +140,32 @@ def test_ingest_never_deletes_objects_it_did_not_write(memory_root: str) -> None
     fs.pipe(f"{memory_root}/left/shards/000009/zarr.json", b"{}")
     assert ingest_corpus([f"memory://{memory_root}/in.jsonl"], f"memory://{memory_root}/left").n_kept == 10
     assert not fs.exists(f"{memory_root}/left/shards/000009/zarr.json")
+
+
+def test_a_conditional_put_conflict_is_a_lost_race_not_a_storage_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    """S3 answers a conditional put racing another one with 409 ConditionalRequestConflict; s3fs wraps botocore's
+    ClientError in an OSError whose text need not name it: the cause chain is read (also by the lease)."""
+    from topicflow.io.models import lease
+
+    class ClientError(Exception):  # botocore's, as s3fs raises it (the code is in the message)
+        pass
+
+    def conflict(*args: object, **kwargs: object) -> None:
+        try:
+            raise ClientError("An error occurred (ConditionalRequestConflict) when calling the PutObject operation")
+        except ClientError as exc:
+            raise OSError(5, "Input/output error") from exc
+
+    class FakeS3:
+        protocol = ("s3", "s3a")
+        pipe_file = staticmethod(conflict)
+
+    monkeypatch.setattr(storage, "filesystem", lambda url: (FakeS3(), url.partition("://")[2]))
+    with pytest.raises(FileExistsError) as replaced:
+        storage.replace_object("s3://b/m/versions.json", b"new", previous=(b"old", '"etag"'))
+    with pytest.raises(FileExistsError):
+        storage.write_object("s3://b/m/versions.json", b"new", create_only=True)
+    assert storage.lost_conditional_write(replaced.value) and lease._conflict(replaced.value)
+    other = OSError(5, "Input/output error")
+    other.__cause__ = ClientError("An error occurred (InternalError) when calling the PutObject operation")
+    assert not storage.lost_conditional_write(other) and not lease._conflict(other)

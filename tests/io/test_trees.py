@@ -111,7 +111,7 @@ def test_round_trip_is_bit_for_bit(store: Path, tmp_path: Path) -> None:
 def test_existing_tree_is_kept_unless_overwrite(store: Path, tmp_path: Path) -> None:
     dictionary = write_dict(tmp_path / "d.tsv", "Haus\thouse\n")
     build_and_write_tree(dictionary, store, tmp_path / "t", languages=["de", "en"])
-    with pytest.raises(StoreExistsError, match="prior tree path .* exists already"):
+    with pytest.raises(StoreExistsError, match=r"prior tree .* \(tree build --out\) exists already"):
         build_and_write_tree(dictionary, store, tmp_path / "t", languages=["de", "en"])
     _, info = build_and_write_tree(dictionary, store, tmp_path / "t", languages=["de", "en"], root_beta=0.5,
                                    overwrite=True)

@@ -295,7 +295,7 @@ class FittedModelMixin(EvaluationMixin):
         overwrite : bool, default False
             Replace an existing model at ``path``.
         """
-        save_model(Path(path), self._check_fitted(), overwrite=overwrite)
+        save_model(path, self._check_fitted(), overwrite=overwrite)
 
 
 def fold_in_documents(model: SavedModel, corpus: Any, *, owner: str, terms: Sequence[str] | None,

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from numbers import Integral, Real
-from pathlib import Path
 from typing import Any, ClassVar, Sequence
 
 import numpy as np
@@ -643,7 +642,7 @@ class HDP(FittedModelMixin, TopicModelEstimator):
         InvalidParameterError
             The model is not of the HDP family.
         """
-        return cls.from_model(load_model(Path(path)), source=str(path))
+        return cls.from_model(load_model(path), source=str(path))
 
     @classmethod
     def from_model(cls, model: SavedModel, *, source: str = "the model") -> HDP:

@@ -39,6 +39,7 @@ from topicflow.api._base import (
 from topicflow.errors import InvalidParameterError
 from topicflow.io.corpus.reader import Corpus, as_corpus
 from topicflow.io.models.store import SavedModel, load_model, save_model
+from topicflow.io.storage import as_location
 from topicflow.models.common.blocks import OrderedBlock
 from topicflow.models.infvoc_lda import (
     InfVocParams,
@@ -378,7 +379,7 @@ class InfVocLDA(TopicModelEstimator):
         result = fit_infvoc(store, params, plan, shards=shards, client=client, split_every=self.split_every,
                             progress=progress, checkpoint=checkpoint, g0=driver_g0(self.g0),
                             track_words=_parse_words(self.track_words),
-                            doc_topics=None if doc_topics is None else Path(doc_topics),
+                            doc_topics=None if doc_topics is None else as_location(doc_topics),
                             language=self.language)
         self.model_ = infvoc_result_model(store, result, params, plan, shards=shards, language=language)
         self._set_attributes_from_model()
@@ -542,7 +543,7 @@ class InfVocLDA(TopicModelEstimator):
         overwrite : bool, default False
             Replace an existing model directory.
         """
-        save_model(Path(path), self._check_fitted(), overwrite=overwrite)
+        save_model(path, self._check_fitted(), overwrite=overwrite)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> InfVocLDA:
@@ -563,7 +564,7 @@ class InfVocLDA(TopicModelEstimator):
         InvalidParameterError
             The model is not of the infvoc family.
         """
-        model = load_model(Path(path))
+        model = load_model(path)
         if not is_infvoc_model(model):
             raise InvalidParameterError(f"{str(path)!r} is a model of the {model.info.family!r} family, not infvoc; "
                                         "load it with topicflow.LDA.load, HDP.load or TreeLDA.load")

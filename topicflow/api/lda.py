@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from numbers import Integral, Real
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 import numpy as np
@@ -806,7 +805,7 @@ class LDA(FittedModelMixin, TopicModelEstimator):
         LDA
             A fitted estimator; ``partial_fit`` continues an online model's schedule.
         """
-        model = load_model(Path(path))
+        model = load_model(path)
         if model.info.family != "lda":
             raise InvalidParameterError(f"{str(path)!r} is a model of the {model.info.family!r} family; load it with "
                                         f"topicflow.{model.info.family.upper()}.load")

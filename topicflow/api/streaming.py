@@ -234,4 +234,4 @@ class StreamingLDA(EvaluationMixin, TopicModelEstimator):
         """
         if not hasattr(self, "model_"):
             raise NotFittedError("fit the StreamingLDA before saving it")
-        save_model(Path(path), self.model_, overwrite=overwrite)
+        save_model(path, self.model_, overwrite=overwrite)

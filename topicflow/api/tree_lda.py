@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from numbers import Integral, Real
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -502,7 +501,7 @@ class TreeLDA(FittedModelMixin, TopicModelEstimator):
         InvalidParameterError
             The model is not of the tree_lda family.
         """
-        model = load_model(Path(path))
+        model = load_model(path)
         if not is_tree_model(model):
             raise InvalidParameterError(f"{str(path)!r} is a model of the {model.info.family!r} family, not tree_lda; "
                                         "load it with topicflow.LDA.load or topicflow.HDP.load")

@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import replace
-from pathlib import Path
 
 import click
 
@@ -51,7 +50,7 @@ def coherence(model_path: str, store: str, measure: str, top_n: int, window: int
     topic of the truncation).
     """
     found, _ = resolve_measure(measure, window)  # fail fast, before a cluster starts
-    model = load_model(Path(model_path))
+    model = load_model(model_path)
     corpus = Corpus.open(store)
     if found.uses_windows:
         require_order(corpus, measure)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from topicflow.cli._common import echo_info, reports_errors
+from topicflow.cli._common import LOCATION, echo_info, reports_errors
 from topicflow.io.g0 import G0Info, read_g0, read_g0_info, train_g0_from_file, write_g0
 from topicflow.models.infvoc_lda.g0 import (
     DEFAULT_MAX_LENGTH,
@@ -51,8 +51,8 @@ def g0() -> None:
 
 
 @g0.command("train")
-@click.argument("words", type=click.Path(path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path), required=True, help="G0 directory to create.")
+@click.argument("words", type=LOCATION)
+@click.option("--out", type=LOCATION, required=True, help="G0 directory to create (a path or a URL).")
 @click.option("--order", type=click.IntRange(min=1), default=DEFAULT_ORDER, show_default=True,
               help="n of the character n-gram.")
 @click.option("--smoothing", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_SMOOTHING,
@@ -72,6 +72,11 @@ def train(words: Path, out: Path, order: int, smoothing: float, min_length: int,
     """Train G0 on WORDS (one word per line; blank and '#' lines skipped) and save it to --out."""
     if max_length < min_length:
         raise click.BadParameter(f"must be >= --min-length ({min_length})", param_hint="--max-length")
+    from topicflow.io.g0 import HEADER_FILE
+    from topicflow.io.output_paths import prepare_output
+
+    # Checked before training (the rule of every output: docs/storage.md); write_g0 checks it again.
+    prepare_output(out, what="G0", option="g0 train --out", overwrite=overwrite, markers=(HEADER_FILE,))
     start = time.perf_counter()
     model, coverage = train_g0_from_file(words, order=order, smoothing=smoothing, min_length=min_length,
                                          max_length=max_length, lowercase=not no_lowercase,
@@ -81,7 +86,7 @@ def train(words: Path, out: Path, order: int, smoothing: float, min_length: int,
 
 
 @g0.command("info")
-@click.argument("path", type=click.Path(path_type=Path))
+@click.argument("path", type=LOCATION)
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Human-readable text or JSON.")
 @reports_errors
@@ -91,7 +96,7 @@ def info(path: Path, output_format: str) -> None:
 
 
 @g0.command("score")
-@click.argument("path", type=click.Path(path_type=Path))
+@click.argument("path", type=LOCATION)
 @click.argument("words", nargs=-1, required=True)
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="A table or JSON.")

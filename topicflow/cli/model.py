@@ -343,8 +343,7 @@ def fit(store: str, model_path: str, n_topics: int | None, family: str | None, m
     test_corpus = None if test_store is None else Corpus.open(test_store)
     collapsed = method in COLLAPSED_METHODS
     checkpoint = check_fit_outputs(model_path, doc_topics=doc_topics, checkpoint_path=checkpoint_path,
-                                   checkpoint_every=checkpoint_every, resume=resume, overwrite=overwrite,
-                                   remote_checkpoint=family != "hdp" and not collapsed)
+                                   checkpoint_every=checkpoint_every, resume=resume, overwrite=overwrite)
     estimator: LDA | HDP
     if family == "hdp":
         from topicflow.api.hdp import HDP
@@ -430,8 +429,7 @@ GIBBS_EVAL_EVERY = 10
 
 
 def check_fit_outputs(model_path: str | Path, *, doc_topics: str | Path | None, checkpoint_path: str | Path | None,
-                      checkpoint_every: int | None, resume: bool, overwrite: bool,
-                      remote_checkpoint: bool = False) -> CheckpointPolicy | None:
+                      checkpoint_every: int | None, resume: bool, overwrite: bool) -> CheckpointPolicy | None:
     """Check every output of ``fit`` by the output-path rules before any work; return the checkpoint policy.
 
     The model (``--model``), the document topics (``--doc-topics``) and the checkpoint (``--checkpoint``,
@@ -446,9 +444,6 @@ def check_fit_outputs(model_path: str | Path, *, doc_topics: str | Path | None, 
     checkpoint_every : int or None
     resume : bool
     overwrite : bool
-    remote_checkpoint : bool, default False
-        Whether the method keeps its checkpoint on object storage too (batch, online and svb VB);
-        else a URL checkpoint (also the default one beside a model on object storage) is refused.
 
     Returns
     -------
@@ -461,7 +456,6 @@ def check_fit_outputs(model_path: str | Path, *, doc_topics: str | Path | None, 
     )
     from topicflow.io.output_paths import MODEL_LEFTOVERS, MODEL_MARKERS, prepare_output
     from topicflow.io.outputs.doc_topics import DOC_TOPICS_LEFTOVERS, DOC_TOPICS_MARKERS
-    from topicflow.io.storage import require_local
     from topicflow.pipeline.policies import CheckpointPolicy
 
     prepare_output(model_path, what="model", option="fit --model", overwrite=overwrite, markers=MODEL_MARKERS,
@@ -472,15 +466,12 @@ def check_fit_outputs(model_path: str | Path, *, doc_topics: str | Path | None, 
     if not (checkpoint_every or resume):
         return None
     path = checkpoint_path or default_checkpoint_path(model_path)
-    if not remote_checkpoint:
-        require_local(path, what="checkpoint", option="fit --checkpoint; by default MODEL.checkpoint beside the "
-                      "model; object storage keeps the checkpoints of --method batch, online and svb")
     location = prepare_output(path, what="checkpoint", option="fit --checkpoint", overwrite=True,
                               markers=CHECKPOINT_MARKERS)
     if resume and (location / "latest.json").exists():
         click.echo(f"resuming from checkpoint {location}", err=True)
-    # A StoragePath for a URL: the variational drivers pass it on to io.models.checkpoint, which takes both.
-    return CheckpointPolicy(cast(Path, location), every=checkpoint_every or 1, resume=resume)
+    # A StoragePath for a URL: every driver keeps its checkpoint there (docs/storage.md).
+    return CheckpointPolicy(location, every=checkpoint_every or 1, resume=resume)
 
 
 def fit_gibbs(store: str, model_path: str, params: Any, *, cluster: ClusterConfig) -> None:
@@ -896,7 +887,6 @@ def fit_infvoc(store: str, model_path: str, params: Any, *, cluster: ClusterConf
     """
     from topicflow.api.infvoc import InfVocLDA
     from topicflow.io.corpus.reader import Corpus
-    from topicflow.io.storage import require_local
     from topicflow.pipeline.infvoc_lda import ordered_language
 
     settings = infvoc_settings(params)
@@ -908,8 +898,6 @@ def fit_infvoc(store: str, model_path: str, params: Any, *, cluster: ClusterConf
     estimator._check_g0_setting(infvoc_params)
     corpus = Corpus.open(store)
     ordered_language(corpus, estimator.language)
-    if doc_topics:  # the online pass's own document vectors (io/models/infvoc.py) are written on local disk only
-        require_local(doc_topics, what="doc-topics output", option="fit --family infvoc --doc-topics")
     checkpoint = check_fit_outputs(model_path, doc_topics=None if resume else doc_topics,
                                    checkpoint_path=params["checkpoint_path"], checkpoint_every=params["checkpoint_every"],
                                    resume=resume, overwrite=overwrite)

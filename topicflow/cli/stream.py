@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import click
 
@@ -72,8 +72,9 @@ from topicflow.pipeline.streaming.config import (
               help="Start of each initialization's Gibbs chain: sequential draws, or uniform topics (May et al.).")
 @click.option("--init-shared", is_flag=True,
               help="One initialization for every run, the best of --init-trials; saved as OUT/init (May et al.).")
-@click.option("--init-model", default=None, type=click.Path(exists=True, file_okay=False),
-              help="Start every run from a saved initial model (the OUT/init of an --init-shared stream).")
+@click.option("--init-model", default=None, type=LOCATION,
+              help="Start every run from a saved initial model (the OUT/init of an --init-shared stream; a path "
+                   "or a URL).")
 @click.option("--init-sweeps", default=100, show_default=True, type=click.IntRange(min=1),
               help="Gibbs sweeps of each initialization.")
 @click.option("--init-trials", default=1, show_default=True, type=click.IntRange(min=1),
@@ -136,7 +137,7 @@ def stream(store: str, out: str | Path, algorithm: str, n_topics: int | None, do
            staleness: int | None, sync_first: int, independent_samples: int, heldout_mode: str,
            max_docs: int | None, test_store: str | None, seed: int, resume: bool, checkpoint_every: int,
            overwrite: bool, output_format: str, preset: str | None, cluster: ClusterConfig,
-           init_start: str = "sequential", init_shared: bool = False, init_model: str | None = None) -> None:
+           init_start: str = "sequential", init_shared: bool = False, init_model: str | Path | None = None) -> None:
     """Run a streaming sampler over STORE in store order; write OUT/trace.jsonl, summary.json and model.
 
     With --algo dsgs, --workers is the number of sampler loops (one per local worker process).
@@ -158,7 +159,7 @@ def stream(store: str, out: str | Path, algorithm: str, n_topics: int | None, do
         decay=decay, max_iter=max_iter, patience=patience, sgs_init=sgs_init, sgs_init_sweeps=sgs_init_sweeps,
         decay_beta=decay_beta, staleness=staleness,
         sync_first=sync_first, n_workers=None, max_docs=max_docs, seed=seed,
-        init_start=init_start, init_shared=init_shared, init_model=init_model,
+        init_start=init_start, init_shared=init_shared, init_model=None if init_model is None else str(init_model),
         independent_samples=independent_samples, heldout_mode=heldout_mode,
     )
     values, chosen = apply_preset(preset, "stream", dict(
@@ -181,7 +182,7 @@ def stream(store: str, out: str | Path, algorithm: str, n_topics: int | None, do
         started = time.perf_counter()
         result = run_stream(corpus, config, client=client, test_corpus=test_corpus, out=location, resume=resume,
                             checkpoint_every=checkpoint_every, progress=TqdmProgress())
-    save_model(cast(Path, location / "model"), result.model, overwrite=True)  # save_model takes URLs too
+    save_model(location / "model", result.model, overwrite=True)
     plot = write_plots(result, location)
     final = result.summary[-1]
     if output_format == "json":

@@ -6,14 +6,14 @@ from pathlib import Path
 import click
 
 from topicflow.cli._aliases import renamed_options
-from topicflow.cli._common import cluster_options, reports_errors
+from topicflow.cli._common import LOCATION, cluster_options, reports_errors
 from topicflow.pipeline.cluster import ClusterConfig, connect
 from topicflow.pipeline.progress import TqdmProgress
 from topicflow.pipeline.synth import synthesize_corpus
 
 
 @click.command("synth", **renamed_options({"--alpha": "--doc-topic-prior", "--eta": "--topic-word-prior"}))
-@click.option("--out", "out", required=True, type=click.Path(path_type=Path), metavar="STORE",
+@click.option("--out", "out", required=True, type=LOCATION, metavar="STORE",
               help="Corpus store to create (the true model is saved inside it under truth/).")
 @click.option("--docs", "n_docs", required=True, type=click.IntRange(min=1), help="Number of documents.")
 @click.option("--topics", "n_topics", required=True, type=click.IntRange(min=1), help="Number of true topics.")
@@ -43,6 +43,10 @@ def synth(out: Path, n_docs: int, n_topics: int, n_terms: int, doc_length: float
 
     The same seed gives the same corpus for any number of workers and any shard size.
     """
+    from topicflow.io.output_paths import STORE_LEFTOVERS, STORE_MARKERS, prepare_output
+
+    prepare_output(out, what="store", option="synth --out", overwrite=overwrite, markers=STORE_MARKERS,
+                   leftovers=STORE_LEFTOVERS)
     with connect(cluster) as client:
         result = synthesize_corpus(
             out, n_docs=n_docs, n_topics=n_topics, n_terms=n_terms, doc_length=doc_length,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from topicflow.cli._common import echo_info, reports_errors
+from topicflow.cli._common import LOCATION, echo_info, reports_errors
 from topicflow.io.trees import (
     SOURCE_FORMATS,
     TreeInfo,
@@ -62,10 +62,10 @@ def tree() -> None:
 
 
 @tree.command("build")
-@click.argument("dictionary", type=click.Path(path_type=Path))
-@click.option("--store", type=click.Path(path_type=Path), required=True,
+@click.argument("dictionary", type=LOCATION)
+@click.option("--store", type=LOCATION, required=True,
               help="Corpus store whose vocabularies the tree covers.")
-@click.option("--out", type=click.Path(path_type=Path), required=True, help="Tree directory to create.")
+@click.option("--out", type=LOCATION, required=True, help="Tree directory to create (a path or a URL).")
 @click.option("--languages", default=None, metavar="LANG1,LANG2",
               help="tsv: the two columns' languages (else the first line must name them); json: the tree's languages.")
 @click.option("--merge", type=click.Choice(list(MERGES)), default="pairs", show_default=True,
@@ -96,7 +96,7 @@ def build(dictionary: Path, store: Path, out: Path, languages: str | None, merge
 
 
 @tree.command("info")
-@click.argument("path", type=click.Path(path_type=Path))
+@click.argument("path", type=LOCATION)
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Human-readable text or JSON.")
 @reports_errors

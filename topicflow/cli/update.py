@@ -57,7 +57,7 @@ def update(model_path: Path | str, store: Path | str, batch_size: int | None, ta
     from topicflow.pipeline.vb.online import OnlineConfig
 
     refuse_remote_lock(model_path, action="update")  # before any work: gs://, az:// have no lease yet
-    model = load_model(model_path)  # type: ignore[arg-type]  # (a Path or a URL string)
+    model = load_model(model_path)  # a Path or a URL string
     if model.info.method in COLLAPSED_METHODS:
         given = {"--batch-size": batch_size, "--tau0": tau0, "--kappa": kappa, "--shuffle-window": shuffle_window,
                  "--executor": executor}

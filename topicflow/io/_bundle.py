@@ -22,12 +22,14 @@ from typing import Any
 import numpy as np
 
 from topicflow.errors import CorpusFormatError, FormatVersionError, StoreNotFoundError
+from topicflow.io import storage
 from topicflow.io._atomic import (
     atomic_write_bytes,
     atomic_write_json,
     commit_directory,
     temporary_sibling,
 )
+from topicflow.io.storage import StoragePath
 
 #: The archive of a bundle's arrays.
 ARRAYS_FILE = "arrays.npz"
@@ -117,13 +119,18 @@ def npz_bytes(arrays: Mapping[str, np.ndarray], names: tuple[str, ...]) -> bytes
     return buffer.getvalue()
 
 
-def write_bundle(path: Path, kind: BundleKind, header: Mapping[str, Any], arrays: Mapping[str, np.ndarray], *,
-                 overwrite: bool) -> None:
+def write_bundle(path: Path | StoragePath, kind: BundleKind, header: Mapping[str, Any],
+                 arrays: Mapping[str, np.ndarray], *, overwrite: bool) -> None:
     """Write ``header`` (plus format, version and the arrays' descriptions) and ``arrays`` atomically.
+
+    On object storage the header, which every reader opens first, is the commit object: the archive is
+    uploaded first (one PUT) and the header last (one PUT). Replacing a bundle there deletes the old
+    header first, so a reader never pairs the old header with the new archive (it would fail their
+    checksums anyway); until the new header is put there is no bundle at the URL.
 
     Parameters
     ----------
-    path : Path
+    path : Path or StoragePath
         The bundle's directory (the caller has checked that it may be written).
     kind : BundleKind
     header : mapping
@@ -136,6 +143,13 @@ def write_bundle(path: Path, kind: BundleKind, header: Mapping[str, Any], arrays
     full = {"format": kind.format, "format_version": kind.version, **header,
             "arrays": {name: {"dtype": str(np.asarray(arrays[name]).dtype), "shape": list(np.shape(arrays[name])),
                               "sha256": array_digest(np.asarray(arrays[name]))} for name in kind.array_names}}
+    if isinstance(path, StoragePath):
+        if overwrite:
+            storage.remove_prefix(path.url)
+        storage.write_object(f"{path.url}/{ARRAYS_FILE}", npz_bytes(arrays, kind.array_names))
+        text = json.dumps(full, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        storage.write_object(f"{path.url}/{kind.header_file}", text.encode("utf-8"))
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temporary_sibling(path)
     tmp.mkdir()
@@ -185,12 +199,12 @@ def parse_header(where: str | Path, kind: BundleKind, data: bytes) -> dict[str, 
     return header
 
 
-def read_header(path: Path, kind: BundleKind) -> dict[str, Any]:
+def read_header(path: Path | StoragePath, kind: BundleKind) -> dict[str, Any]:
     """Read and check the header of the bundle at ``path``.
 
     Parameters
     ----------
-    path : Path
+    path : Path or StoragePath
     kind : BundleKind
 
     Returns
@@ -212,7 +226,32 @@ def read_header(path: Path, kind: BundleKind) -> dict[str, Any]:
     if not header_path.is_file():
         raise CorpusFormatError(f"{str(path)!r} is not a {kind.noun} (no {kind.header_file}); pass a directory "
                                 f"written by `{kind.command}`.", path=str(path))
-    return parse_header(path, kind, header_path.read_bytes())
+    return parse_header(str(path), kind, header_path.read_bytes())
+
+
+def arrays_source(path: Path | StoragePath, kind: BundleKind) -> Path | bytes:
+    """What :func:`read_arrays` reads for the bundle at ``path``: the archive's path, or its bytes from a URL.
+
+    Parameters
+    ----------
+    path : Path or StoragePath
+    kind : BundleKind
+
+    Returns
+    -------
+    Path or bytes
+
+    Raises
+    ------
+    CorpusFormatError
+        The archive is missing on object storage.
+    """
+    if not isinstance(path, StoragePath):
+        return path / ARRAYS_FILE
+    try:
+        return (path / ARRAYS_FILE).read_bytes()
+    except FileNotFoundError as exc:
+        raise kind.damaged(path.url, f"{ARRAYS_FILE} is missing") from exc
 
 
 def read_arrays(where: str | Path, kind: BundleKind, header: Mapping[str, Any],

@@ -28,15 +28,17 @@ from topicflow.errors import (
     InvalidParameterError,
     StoreNotFoundError,
 )
-from topicflow.io._atomic import check_output_path
 from topicflow.io._bundle import (
     ARRAYS_FILE,
     BundleKind,
+    arrays_source,
     parse_header,
     read_arrays,
     read_header,
     write_bundle,
 )
+from topicflow.io.output_paths import prepare_output
+from topicflow.io.storage import StoragePath, as_location, open_input
 from topicflow.models.infvoc_lda.g0 import (
     DEFAULT_MAX_LENGTH,
     DEFAULT_MIN_LENGTH,
@@ -148,7 +150,7 @@ class G0Info:
                 "zeta": list(self.zeta)}
 
 
-def read_word_list(path: str | os.PathLike[str]) -> tuple[list[str], WordListCoverage]:
+def read_word_list(path: str | os.PathLike[str] | StoragePath) -> tuple[list[str], WordListCoverage]:
     """Read a word list: one word per line; blank lines and lines starting with ``#`` are skipped.
 
     Surrounding whitespace is stripped; a line holding whitespace inside a word is refused (one word
@@ -169,13 +171,13 @@ def read_word_list(path: str | os.PathLike[str]) -> tuple[list[str], WordListCov
     InputError
         Missing file, bad UTF-8, a line with more than one word; the message names the file and line.
     """
-    path = Path(path)
+    path = as_location(path)
     if not path.is_file():
         raise InputError(f"word list {str(path)!r} does not exist; pass a text file with one word per line.",
                          path=str(path))
     words: list[str] = []
     lines = skipped = 0
-    with open(path, "rb") as handle:
+    with open_input(path, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
             lines = number
             try:
@@ -243,7 +245,7 @@ def _settings(g0: CharNgramG0) -> dict[str, Any]:
             "lowercase": g0.lowercase, "length_fit": g0.length_fit}
 
 
-def write_g0(path: str | os.PathLike[str], g0: CharNgramG0, *, coverage: WordListCoverage | None = None,
+def write_g0(path: str | os.PathLike[str] | StoragePath, g0: CharNgramG0, *, coverage: WordListCoverage | None = None,
              overwrite: bool = False) -> G0Info:
     """Save ``g0`` as a G0 directory, atomically.
 
@@ -265,8 +267,7 @@ def write_g0(path: str | os.PathLike[str], g0: CharNgramG0, *, coverage: WordLis
     StoreExistsError
         ``path`` exists and not ``overwrite``.
     """
-    path = Path(path)
-    check_output_path(path, overwrite=overwrite, what="G0")
+    path = prepare_output(path, what="G0", option="g0 train --out", overwrite=overwrite, markers=(HEADER_FILE,))
     coverage = coverage or WordListCoverage(kept=g0.n_words, too_short=g0.n_too_short, too_long=g0.n_too_long)
     arrays = {"counts": g0.counts, "length_counts": g0.length_counts, "log_zeta": g0.log_zeta}
     info = G0Info(path=str(path), settings=_settings(g0), charset=g0.charset, coverage=coverage,
@@ -305,7 +306,7 @@ def _g0_of(where: str, header: Mapping[str, Any], npz: Path | bytes) -> tuple[Ch
     return g0, info
 
 
-def read_g0_info(path: str | os.PathLike[str]) -> G0Info:
+def read_g0_info(path: str | os.PathLike[str] | StoragePath) -> G0Info:
     """Read only a G0's header.
 
     Parameters
@@ -326,11 +327,11 @@ def read_g0_info(path: str | os.PathLike[str]) -> G0Info:
     FormatVersionError
         Written by a newer topicflow.
     """
-    path = Path(path)
+    path = as_location(path)
     return _info_of(str(path), read_header(path, G0_BUNDLE))
 
 
-def read_g0(path: str | os.PathLike[str]) -> tuple[CharNgramG0, G0Info]:
+def read_g0(path: str | os.PathLike[str] | StoragePath) -> tuple[CharNgramG0, G0Info]:
     """Read and validate a saved G0.
 
     Parameters
@@ -352,8 +353,8 @@ def read_g0(path: str | os.PathLike[str]) -> tuple[CharNgramG0, G0Info]:
     FormatVersionError
         Written by a newer topicflow.
     """
-    path = Path(path)
-    return _g0_of(str(path), read_header(path, G0_BUNDLE), path / ARRAYS_FILE)
+    path = as_location(path)
+    return _g0_of(str(path), read_header(path, G0_BUNDLE), arrays_source(path, G0_BUNDLE))
 
 
 @functools.lru_cache(maxsize=1)

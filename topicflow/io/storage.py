@@ -473,6 +473,40 @@ def _mangled_url(path: Any) -> bool:
 # ----------------------------------------------------------------------------- publishing stores
 
 
+#: What a backend's error says when a conditional put lost to another writer: S3's 412 PreconditionFailed
+#: (``If-Match``/``If-None-Match`` not met) and 409 ConditionalRequestConflict (a concurrent conditional
+#: write to the same key), as botocore and s3fs word them.
+CONDITIONAL_CONFLICT_SIGNS = ("PreconditionFailed", "pre-condition", "412", "ConditionalRequestConflict",
+                              "conditional operation")
+
+
+def lost_conditional_write(exc: BaseException) -> bool:
+    """Whether ``exc`` says a conditional put lost to another writer, looking through its ``__cause__`` chain.
+
+    s3fs wraps botocore's ``ClientError`` (whose message names the S3 error code) in an ``OSError``
+    whose own text may not name it, so every exception of the chain is read.
+
+    Parameters
+    ----------
+    exc : BaseException
+        What the put raised.
+
+    Returns
+    -------
+    bool
+        True for a ``FileExistsError`` and for a 412 PreconditionFailed or 409
+        ConditionalRequestConflict anywhere in the chain.
+    """
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, FileExistsError):
+            return True
+        if any(sign in repr(seen) or sign in str(seen) for sign in CONDITIONAL_CONFLICT_SIGNS):
+            return True
+        seen = seen.__cause__
+    return False
+
+
 def _put(url: str, data: bytes, *, create_only: bool) -> None:
     fs, inner = filesystem(url)
     if before_write is not None:
@@ -482,6 +516,10 @@ def _put(url: str, data: bytes, *, create_only: bool) -> None:
             _call(url, fs.pipe_file, inner, data, mode="create")
             return
         except FileExistsError:
+            raise
+        except StorageError as exc:  # _call's wrapping of a backend error: a lost race is no storage failure
+            if lost_conditional_write(exc):
+                raise FileExistsError(url) from exc
             raise
         except (TypeError, NotImplementedError):
             if _call(url, fs.exists, inner):  # a backend without conditional puts: check, then write
@@ -562,7 +600,7 @@ def replace_object(url: str, data: bytes, *, previous: tuple[bytes, str | None] 
         try:
             fs.pipe_file(inner, data, IfMatch=etag)
         except Exception as exc:
-            if any(sign in repr(exc) for sign in ("PreconditionFailed", "pre-condition", "412", "ConditionalRequest")):
+            if lost_conditional_write(exc):
                 raise FileExistsError(url) from exc
             raise storage_error(url, exc) from exc
         return
@@ -777,3 +815,64 @@ def staged_store_copy(url: str, *, commit_file: str) -> Iterator[Path]:
                 log.warning("could not delete %s/%s after the commit (%s)", url, name, exc)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+class MirroredDirectory:
+    """A local working directory whose committed contents are mirrored to a prefix on object storage.
+
+    For drivers whose checkpoint is a directory of many files that Dask tasks write as local files (the
+    Gibbs sampler's assignment layer, PCVB0's q): the fit runs on the local copy as on a local
+    checkpoint, and after each local commit :meth:`push` uploads what changed, then replaces the
+    commit file (``latest.json``) with one PUT, and only then deletes the objects the local copy no
+    longer has. Until that PUT the previous commit file names the previous checkpoint, whose objects
+    are still there; so a driver killed at any moment leaves a complete checkpoint at the URL, as the
+    model-based checkpoints do (:mod:`topicflow.io.models.checkpoint`).
+
+    Parameters
+    ----------
+    url : str
+        The checkpoint on object storage.
+    local : Path
+        The local working directory (the workers must see it: a local cluster's do).
+    commit_file : str, default "latest.json"
+    """
+
+    def __init__(self, url: str, local: Path, *, commit_file: str = "latest.json") -> None:
+        self.url = url.rstrip("/")
+        self.local = local
+        self.commit_file = commit_file
+        self._synced: dict[str, tuple[int, int]] = {}
+
+    def pull(self) -> bool:
+        """Download the checkpoint into the local directory; False when the URL holds no commit file."""
+        if not (StoragePath(self.url) / self.commit_file).is_file():
+            return False
+        fs, inner = filesystem(self.url)
+        names = list_files(self.url)
+        for name in names:
+            (self.local / name).parent.mkdir(parents=True, exist_ok=True)
+        remote = [f"{inner.rstrip('/')}/{name}" for name in names]
+        _call(self.url, fs.get, remote, [str(self.local / name) for name in names])
+        self._synced = _snapshot(self.local)
+        return True
+
+    def clear(self) -> None:
+        """Delete whatever the URL holds (a fit that starts over)."""
+        remove_prefix(self.url)
+        self._synced = {}
+
+    def push(self) -> None:
+        """Mirror the local directory: changed files, then the commit file (one PUT), then deletions."""
+        now = _snapshot(self.local)
+        changed = sorted(name for name, stat in now.items()
+                         if name != self.commit_file and self._synced.get(name) != stat)
+        upload_files(self.local, self.url, changed)
+        if self.commit_file in now:
+            write_object(f"{self.url}/{self.commit_file}", (self.local / self.commit_file).read_bytes())
+        fs, inner = filesystem(self.url)
+        for name in sorted(set(list_files(self.url)) - set(now)):
+            try:
+                _call(self.url, fs.rm, f"{inner.rstrip('/')}/{name}")
+            except Exception as exc:  # committed already: what is left is unreferenced and removed next time
+                log.warning("could not delete %s/%s after the checkpoint commit (%s)", self.url, name, exc)
+        self._synced = now

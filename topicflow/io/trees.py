@@ -26,17 +26,17 @@ from topicflow.errors import (
     InvalidParameterError,
     VocabularyMismatchError,
 )
-from topicflow.io._atomic import (
-    check_output_path,
-)
 from topicflow.io._bundle import (
-    ARRAYS_FILE,
+    ARRAYS_FILE,  # noqa: F401  (re-exported: the arrays' file name in a tree directory)
     BundleKind,
+    arrays_source,
     read_arrays,
     read_header,
     write_bundle,
 )
 from topicflow.io.corpus.reader import Corpus, as_corpus
+from topicflow.io.output_paths import prepare_output
+from topicflow.io.storage import StoragePath, as_location, open_input
 from topicflow.io.tokenizer import TokenizerConfig, make_tokenizer
 from topicflow.models.tree_lda.build import (
     DEFAULT_CONCEPT_BETA,
@@ -149,7 +149,7 @@ def store_vocab_checksums(corpus: Corpus, languages: Sequence[str] | None = None
 # --------------------------------------------------------------------------------------------- sources
 
 
-def read_dictionary(path: str | os.PathLike[str], *, languages: Sequence[str] | None = None,
+def read_dictionary(path: str | os.PathLike[str] | StoragePath, *, languages: Sequence[str] | None = None,
                     known_languages: Sequence[str] | None = None) -> tuple[list[tuple[Word, Word]], tuple[str, str]]:
     """Read a tab-separated dictionary: one pair per line, ``WORD_1<TAB>WORD_2``.
 
@@ -175,7 +175,7 @@ def read_dictionary(path: str | os.PathLike[str], *, languages: Sequence[str] | 
         Missing file, bad UTF-8, a line with fewer than two columns or an empty word, a missing header;
         the message names the file and line.
     """
-    path = Path(path)
+    path = as_location(path)
     if not path.is_file():
         raise InputError(f"dictionary file {str(path)!r} does not exist; pass a tab-separated file of word pairs.",
                          path=str(path))
@@ -183,7 +183,7 @@ def read_dictionary(path: str | os.PathLike[str], *, languages: Sequence[str] | 
         raise InvalidParameterError(f"a dictionary has two columns; give two languages, not {list(languages)}.")
     cols: tuple[str, str] | None = (str(languages[0]), str(languages[1])) if languages is not None else None
     pairs: list[tuple[Word, Word]] = []
-    with open(path, "rb") as handle:
+    with open_input(path, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
             try:
                 line = raw.decode("utf-8").rstrip("\r\n")
@@ -211,7 +211,7 @@ def read_dictionary(path: str | os.PathLike[str], *, languages: Sequence[str] | 
     return pairs, cols
 
 
-def read_hierarchy(path: str | os.PathLike[str], *, default_language: str | None = None) -> HierarchyNode:
+def read_hierarchy(path: str | os.PathLike[str] | StoragePath, *, default_language: str | None = None) -> HierarchyNode:
     """Read a nested JSON hierarchy (docs/tree-lda.md, "Prior trees").
 
     The file holds the root object ``{"children": [...]}``; an internal node is
@@ -234,9 +234,9 @@ def read_hierarchy(path: str | os.PathLike[str], *, default_language: str | None
     InputError
         Missing file, invalid JSON, a node of the wrong shape; the message names the file and the node.
     """
-    path = Path(path)
+    path = as_location(path)
     try:
-        payload = json.loads(path.read_text(encoding="utf-8"))
+        payload = json.loads(path.read_bytes().decode("utf-8"))
     except FileNotFoundError as exc:
         raise InputError(f"hierarchy file {str(path)!r} does not exist.", path=str(path)) from exc
     except UnicodeDecodeError as exc:
@@ -370,7 +370,7 @@ def build_tree_for_store(
 
 
 def write_tree(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | StoragePath,
     tree: PriorTree,
     *,
     vocab_checksums: Mapping[str, str],
@@ -405,8 +405,8 @@ def write_tree(
     InvalidParameterError
         ``vocab_checksums`` lacks one of the tree's languages.
     """
-    path = Path(path)
-    check_output_path(path, overwrite=overwrite, what="prior tree")
+    path = prepare_output(path, what="prior tree", option="tree build --out", overwrite=overwrite,
+                          markers=(HEADER_FILE,))
     missing = [lang for lang in tree.languages if lang not in vocab_checksums]
     if missing:
         raise InvalidParameterError(f"no vocabulary checksum for language(s) {missing} of the tree.")
@@ -424,7 +424,7 @@ def write_tree(
     return info
 
 
-def _info_of(path: Path, header: Mapping[str, Any]) -> TreeInfo:
+def _info_of(path: Path | StoragePath, header: Mapping[str, Any]) -> TreeInfo:
     try:
         return TreeInfo(
             path=str(path), languages=tuple(str(x) for x in header["languages"]),
@@ -436,10 +436,10 @@ def _info_of(path: Path, header: Mapping[str, Any]) -> TreeInfo:
             format_version=int(header["format_version"]),
         )
     except (KeyError, TypeError, ValueError) as exc:
-        raise TREE_BUNDLE.damaged(path, f"{HEADER_FILE} lacks or garbles a field ({exc!r})") from exc
+        raise TREE_BUNDLE.damaged(str(path), f"{HEADER_FILE} lacks or garbles a field ({exc!r})") from exc
 
 
-def read_tree_info(path: str | os.PathLike[str]) -> TreeInfo:
+def read_tree_info(path: str | os.PathLike[str] | StoragePath) -> TreeInfo:
     """Read only a tree's header.
 
     Parameters
@@ -460,11 +460,11 @@ def read_tree_info(path: str | os.PathLike[str]) -> TreeInfo:
     FormatVersionError
         Written by a newer topicflow.
     """
-    path = Path(path)
+    path = as_location(path)
     return _info_of(path, read_header(path, TREE_BUNDLE))
 
 
-def read_tree(path: str | os.PathLike[str]) -> tuple[PriorTree, TreeInfo]:
+def read_tree(path: str | os.PathLike[str] | StoragePath) -> tuple[PriorTree, TreeInfo]:
     """Read and validate a saved prior tree.
 
     Parameters
@@ -486,18 +486,18 @@ def read_tree(path: str | os.PathLike[str]) -> tuple[PriorTree, TreeInfo]:
     FormatVersionError
         Written by a newer topicflow.
     """
-    path = Path(path)
+    path = as_location(path)
     header = read_header(path, TREE_BUNDLE)
     info = _info_of(path, header)
-    arrays = read_arrays(path, TREE_BUNDLE, header, path / ARRAYS_FILE)
+    arrays = read_arrays(str(path), TREE_BUNDLE, header, arrays_source(path, TREE_BUNDLE))
     names = header.get("node_names")
     if not isinstance(names, list):
-        raise TREE_BUNDLE.damaged(path, f"{HEADER_FILE} has no node_names list")
+        raise TREE_BUNDLE.damaged(str(path), f"{HEADER_FILE} has no node_names list")
     try:  # PriorTree validates its structure (tree_problems)
         tree = PriorTree(languages=info.languages, n_terms=info.n_terms, node_names=tuple(str(n) for n in names),
                          **arrays)
     except (InvalidParameterError, IndexError, ValueError) as exc:
-        raise TREE_BUNDLE.damaged(path, str(exc)) from exc
+        raise TREE_BUNDLE.damaged(str(path), str(exc)) from exc
     return tree, info
 
 
@@ -541,7 +541,7 @@ def check_tree_matches(tree_info: TreeInfo, corpus: Corpus | str | os.PathLike[s
 def build_and_write_tree(
     source: str | os.PathLike[str],
     store: Corpus | str | os.PathLike[str],
-    out: str | os.PathLike[str],
+    out: str | os.PathLike[str] | StoragePath,
     *,
     languages: Sequence[str] | None = None,
     source_format: str = "tsv",
@@ -578,8 +578,8 @@ def build_and_write_tree(
     --------
     build_tree_for_store : what the build options mean.
     """
-    out = Path(out)
-    check_output_path(out, overwrite=overwrite, what="prior tree")
+    out = prepare_output(out, what="prior tree", option="tree build --out", overwrite=overwrite,
+                         markers=(HEADER_FILE,))
     corpus = as_corpus(store)
     tree, coverage, settings = build_tree_for_store(
         source, corpus, languages=languages, source_format=source_format, merge=merge, convention=convention,

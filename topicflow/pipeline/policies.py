@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Sequence
 
 from topicflow.errors import InvalidParameterError
+from topicflow.io.storage import StoragePath
 
 
 def has_converged(elbos: Sequence[float], rtol: float) -> bool:
@@ -23,20 +24,19 @@ class CheckpointPolicy:
     With ``resume``, the run first continues from the checkpoint found there, if any (see
     :mod:`topicflow.io.models.checkpoint`).
 
-    ``path`` may be a :class:`~topicflow.io.storage.StoragePath` (a URL on object storage) for the
-    variational methods (batch, online, svb; either E-step), whose drivers keep their checkpoint with
-    :mod:`topicflow.io.models.checkpoint`; the other methods need a local path (docs/storage.md). A URL
-    that ``pathlib`` collapsed (``Path("s3://b/c")``) is refused: pass ``StoragePath(url)``.
+    ``path`` may be a :class:`~topicflow.io.storage.StoragePath` (a URL on object storage) for every
+    method (docs/storage.md). A URL that ``pathlib`` collapsed (``Path("s3://b/c")``) is refused: pass
+    ``StoragePath(url)``.
     """
 
-    path: Path
+    path: Path | StoragePath
     every: int = 1
     resume: bool = False
 
     def __post_init__(self) -> None:
         if self.every < 1:
             raise InvalidParameterError(f"checkpoint interval must be at least 1, got {self.every!r}")
-        from topicflow.io.storage import StoragePath, url_of
+        from topicflow.io.storage import url_of
 
         url = url_of(self.path)
         if url is not None and not isinstance(self.path, StoragePath):

@@ -16,10 +16,10 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 import dask.array as da
 import numpy as np
@@ -28,7 +28,7 @@ from topicflow import config
 from topicflow._typing import FloatArray
 from topicflow.errors import InvalidParameterError
 from topicflow.io._atomic import check_output_path, commit_directory, temporary_sibling
-from topicflow.io.corpus.layout import Manifest
+from topicflow.io.corpus.layout import MANIFEST, Manifest
 from topicflow.io.corpus.synth_truth import (
     create_truth_group,
     open_doc_topic,
@@ -42,6 +42,7 @@ from topicflow.io.corpus.writer import (
     write_manifest,
     write_vocabulary,
 )
+from topicflow.io.storage import StoragePath, is_url, staged_new_store
 from topicflow.models.common.rng import STREAM_SYNTH, STREAM_TOPIC_INIT
 from topicflow.models.common.vocabulary import Vocabulary
 from topicflow.models.lda.synth import SynthParams, TermFrequencyStats, term_names
@@ -66,7 +67,7 @@ class SynthResult:
 
     Attributes
     ----------
-    path : Path
+    path : Path or StoragePath
     n_docs, n_shards : int
     n_tokens : dict of str to int
         Tokens per language.
@@ -74,7 +75,7 @@ class SynthResult:
     params : SynthParams
     """
 
-    path: Path
+    path: Path | StoragePath
     n_docs: int
     n_shards: int
     n_tokens: dict[str, int]
@@ -122,7 +123,7 @@ class Truth:
 
 
 def synthesize_corpus(
-    out: str | os.PathLike[str],
+    out: str | os.PathLike[str] | StoragePath,
     *,
     n_docs: int,
     n_topics: int,
@@ -189,7 +190,14 @@ def synthesize_corpus(
         labels=labels,
     )
     shard_size = parse_shard_size(config.get("shard-size") if shard_size is None else shard_size)
-    final = Path(out)
+    if is_url(out):  # built in a local staging directory, then uploaded with the manifest last (as ingest)
+        with staged_new_store(str(out), overwrite=overwrite, commit_file=MANIFEST) as local:
+            result = synthesize_corpus(local, n_docs=n_docs, n_topics=n_topics, n_terms=n_terms,
+                                       doc_length=doc_length, doc_topic_prior=doc_topic_prior,
+                                       topic_word_prior=topic_word_prior, seed=seed, n_languages=n_languages,
+                                       labels=labels, shard_size=shard_size, client=client, progress=progress)
+        return replace(result, path=StoragePath(str(out)))
+    final = Path(cast("str | os.PathLike[str]", out))
     check_output_path(final, overwrite=overwrite)
     tmp = temporary_sibling(final)
     try:

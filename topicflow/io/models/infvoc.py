@@ -24,6 +24,7 @@ import zarr
 
 from topicflow._typing import FloatArray
 from topicflow.errors import InvalidParameterError, ModelFormatError
+from topicflow.io.storage import StoragePath, as_location, zarr_store
 
 #: Prefix of every infvoc array in a model's sampler state.
 PREFIX = "infvoc_"
@@ -106,24 +107,25 @@ class DocTopicWriter:
 
     Parameters
     ----------
-    path : path
-        The zarr group to create (or reopen).
+    path : path or URL
+        The zarr group to create (or reopen); a URL on object storage is written through zarr's
+        FsspecStore.
     n_rows : int
         Documents the whole stream will process.
     n_topics : int
         K.
     """
 
-    def __init__(self, path: str | Path, n_rows: int, n_topics: int) -> None:
-        self.path = Path(path)
+    def __init__(self, path: str | Path | StoragePath, n_rows: int, n_topics: int) -> None:
+        self.path = as_location(path)
         shape = (int(n_rows), int(n_topics))
         group = None
         if (self.path / "zarr.json").exists():
-            group = zarr.open_group(str(self.path), mode="r+")
+            group = zarr.open_group(zarr_store(self.path), mode="r+")
             if "doc_topic" not in group or tuple(group["doc_topic"].shape) != shape:  # type: ignore[union-attr]
                 group = None
         if group is None:
-            group = zarr.open_group(str(self.path), mode="w")
+            group = zarr.open_group(zarr_store(self.path), mode="w")
             chunk = max(1, min(shape[0], 4096))
             group.create_array("doc_topic", shape=shape, dtype=np.float64, chunks=(chunk, max(1, shape[1])),
                                fill_value=np.nan)
@@ -152,7 +154,7 @@ class DocTopicWriter:
         self._group["minibatch"][row:row + n] = np.full(n, int(minibatch), np.int64)  # type: ignore[index]
 
 
-def read_doc_topics(path: str | Path) -> dict[str, Any]:
+def read_doc_topics(path: str | Path | StoragePath) -> dict[str, Any]:
     """Read what :class:`DocTopicWriter` wrote.
 
     Parameters
@@ -164,5 +166,5 @@ def read_doc_topics(path: str | Path) -> dict[str, Any]:
     dict
         ``doc_topic``, ``doc``, ``minibatch`` arrays.
     """
-    group = zarr.open_group(str(path), mode="r")
+    group = zarr.open_group(zarr_store(path, read_only=True), mode="r")
     return {name: np.asarray(group[name][...]) for name in ("doc_topic", "doc", "minibatch")}  # type: ignore[index]

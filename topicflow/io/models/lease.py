@@ -225,15 +225,7 @@ def read_lease_object(url: str) -> tuple[bytes, str] | None:
 def _conflict(exc: BaseException) -> bool:
     """Whether a failed conditional put lost to another writer (412 PreconditionFailed, 409
     ConditionalRequestConflict, or the object vanished), looking through s3fs's wrapping of botocore's error."""
-    if isinstance(exc, (FileExistsError, FileNotFoundError)):
-        return True
-    seen: BaseException | None = exc
-    while seen is not None:
-        if any(sign in repr(seen) or sign in str(seen) for sign in
-               ("PreconditionFailed", "pre-condition", "412", "ConditionalRequestConflict", "conditional operation")):
-            return True
-        seen = seen.__cause__
-    return False
+    return isinstance(exc, FileNotFoundError) or storage.lost_conditional_write(exc)
 
 
 def write_lease_object(url: str, data: bytes, *, etag: str | None) -> str:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import tempfile
 import threading
@@ -41,7 +42,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, Mapping, cast
+from typing import Any, Iterator, Mapping, Union, cast
 
 import numpy as np
 import zarr
@@ -254,6 +255,15 @@ class VersionIndex:
         return index
 
 
+#: What the model functions take: a local path (``str`` or path-like) or a URL (``str`` or StoragePath).
+ModelPath = Union[str, os.PathLike[str], StoragePath]
+
+
+def _local_path(path: ModelPath) -> Path:
+    """``path`` as a local :class:`~pathlib.Path` (callers have handled URLs with :func:`url_of` first)."""
+    return Path(cast("str | os.PathLike[str]", path))
+
+
 def version_name(version: int) -> str:
     """Directory name of ``version`` under ``versions/``: six digits, zero-padded."""
     return f"{version:06d}"
@@ -264,7 +274,7 @@ def version_path(path: Path, version: int) -> Path:
     return Path(path) / VERSIONS_DIR / version_name(version)
 
 
-def read_version_index(path: Location) -> VersionIndex | None:
+def read_version_index(path: ModelPath) -> VersionIndex | None:
     """The index of the model at ``path``, or None when it has none (legacy layout, or no model)."""
     url = url_of(path)
     if url is not None:
@@ -363,7 +373,7 @@ def lock_key(path: Path) -> str:
     return str((Path(path) / LOCK_FILE).resolve())
 
 
-def holds_model_lock(path: Location) -> bool:
+def holds_model_lock(path: ModelPath) -> bool:
     """Whether the calling thread holds :func:`model_lock` on the model at ``path`` (local or URL)."""
     url = url_of(path)
     if url is not None:
@@ -373,7 +383,7 @@ def holds_model_lock(path: Location) -> bool:
 
 
 @contextlib.contextmanager
-def model_lock(path: Location, *, action: str = "change") -> Iterator[None]:
+def model_lock(path: ModelPath, *, action: str = "change") -> Iterator[None]:
     """Hold the model's lock or fail at once with LockedError.
 
     On a local disk the lock is advisory (``fcntl.flock`` on ``MODEL/.lock``); on object storage it is
@@ -530,7 +540,7 @@ def refuse_remote_lock(path: Any, *, action: str) -> None:
 # ----------------------------------------------------------------------------- one model
 
 
-def save_model(path: Path, model: SavedModel, *, overwrite: bool = False) -> None:
+def save_model(path: ModelPath, model: SavedModel, *, overwrite: bool = False) -> None:
     """Write ``model`` as a new versioned model directory whose only version, 1, is a ``"fit"``.
 
     The whole directory is built in a temporary sibling and renamed into place, so ``path`` is
@@ -564,7 +574,7 @@ def save_model(path: Path, model: SavedModel, *, overwrite: bool = False) -> Non
     if url is not None:
         _save_remote(url, model, overwrite=overwrite)
         return
-    path = Path(path)
+    path = _local_path(path)
     check_output_path(path, overwrite=overwrite, what="model")
     path.parent.mkdir(parents=True, exist_ok=True)
     unchanged = (f"the model already at {str(path)!r} was left as it was." if path.exists()
@@ -627,7 +637,7 @@ def write_model_dir(directory: Path, model: SavedModel) -> None:
     atomic_write_json(directory / "model.json", payload)
 
 
-def load_model(path: Path, version: int | None = None) -> SavedModel:
+def load_model(path: ModelPath, version: int | None = None) -> SavedModel:
     """Read the current version (or ``version``) of the model at ``path``.
 
     Parameters
@@ -661,7 +671,7 @@ def load_model(path: Path, version: int | None = None) -> SavedModel:
     if url is not None:
         directory, number = _remote_version(url, version)
         return read_model_dir(directory, model_path=StoragePath(url), version=number)
-    path = Path(path)
+    path = _local_path(path)
     index = read_version_index(path)
     if index is None:
         if not (path / MODEL_JSON).is_file():
@@ -677,7 +687,7 @@ def load_model(path: Path, version: int | None = None) -> SavedModel:
     return read_model_dir(version_path(path, number), model_path=path, version=number)
 
 
-def read_model_info(path: Path, version: int | None = None) -> ModelInfo:
+def read_model_info(path: ModelPath, version: int | None = None) -> ModelInfo:
     """Read only what a version of the model at ``path`` says about itself (its ``model.json``).
 
     Cheaper than :func:`load_model` when the arrays are not needed (a report reading the trace of
@@ -685,8 +695,8 @@ def read_model_info(path: Path, version: int | None = None) -> ModelInfo:
 
     Parameters
     ----------
-    path : path
-        A model directory (versioned or legacy).
+    path : path or URL
+        A model directory (versioned or legacy), local or on object storage.
     version : int, optional
         Default: the current version.
 
@@ -707,7 +717,7 @@ def read_model_info(path: Path, version: int | None = None) -> ModelInfo:
         directory, number = _remote_version(url, version)
         info = _read_model_json(directory, StoragePath(url), number)
         return ModelInfo.from_json(info, where=f"model {url!r} version {number}: {MODEL_JSON}")
-    path = Path(path)
+    path = _local_path(path)
     index = read_version_index(path)
     if index is None:
         if not (path / MODEL_JSON).is_file():

@@ -15,7 +15,10 @@ log-likelihood proxy between two iterations is at most ``tol`` (0, the default: 
 Checkpoints: with a :class:`~topicflow.pipeline.policies.CheckpointPolicy`, q lives in the checkpoint
 directory and every ``checkpoint.every`` iterations the state is written there; ``resume`` continues
 from the last complete iteration found, and ends with the model an uninterrupted run gives. A finished
-fit leaves only its final state in the checkpoint (q is removed).
+fit leaves only its final state in the checkpoint (q is removed). A checkpoint on object storage (a
+:class:`~topicflow.io.storage.StoragePath`) is kept in a local scratch directory (the tasks write q
+there) and mirrored to the URL after each save, ``latest.json`` last
+(:class:`~topicflow.io.storage.MirroredDirectory`); ``resume`` downloads it first.
 """
 from __future__ import annotations
 
@@ -36,6 +39,7 @@ from topicflow import config as tf_config
 from topicflow.errors import InvalidParameterError, ModelFormatError, NumericalError
 from topicflow.io.corpus.reader import Corpus, as_corpus
 from topicflow.io.outputs import assignment_scratch as scratch_io
+from topicflow.io.storage import MirroredDirectory, StoragePath
 from topicflow.models.hdp.pcvb0 import (
     PCVB0View,
     check_dtype,
@@ -212,18 +216,26 @@ def run_pcvb0(
     fingerprint = json.loads(json.dumps(fingerprint))  # as a checkpoint reads it back
     token = graph_token(fingerprint)
     resume = resume or (checkpoint is not None and checkpoint.resume)
+    mirror: MirroredDirectory | None = None
     if checkpoint is not None:
-        directory = Path(checkpoint.path)
-        if not resume:
-            _clear_checkpoint(directory)
+        if isinstance(checkpoint.path, StoragePath):  # q is written locally and mirrored to the URL
+            directory = scratch_io.scratch_directory(corpus.path, token, scratch_dir or tf_config.get("scratch-dir"))
+            mirror = MirroredDirectory(checkpoint.path.url, directory)
+            if not (resume and mirror.pull()):
+                mirror.clear()
+        else:
+            directory = Path(checkpoint.path)
+            if not resume:
+                _clear_checkpoint(directory)
     else:
         base = scratch_dir or tf_config.get("scratch-dir")
         directory = scratch_io.scratch_directory(corpus.path, token, base)
     fit = _Fit(corpus, config, language, dtype, q_start, tol, client, split_every, directory, fingerprint, token, checkpoint)
+    fit.mirror = mirror
     try:
         state, trace, converged = fit.run(resume, progress, on_iteration)
     finally:
-        if checkpoint is None:
+        if checkpoint is None or mirror is not None:
             scratch_io.remove_scratch(directory)
     return PCVB0Result(state=state, trace=tuple(trace), converged=converged, language=language, settings=settings)
 
@@ -254,6 +266,7 @@ class _Fit:
         self.n_terms = len(corpus.vocabulary(language))
         self.n_tokens = int(corpus.tokens_by_language()[language])
         self.last_saved = -2  # the iteration whose q a checkpoint names (-2: none)
+        self.mirror: MirroredDirectory | None = None  # a checkpoint on object storage
 
     # ------------------------------------------------------------------ start / resume
 
@@ -320,6 +333,8 @@ class _Fit:
         if self.checkpoint is not None:
             self.save(state, last, trace)
             shutil.rmtree(self.directory / "q.zarr", ignore_errors=True)
+            if self.mirror is not None:
+                self.mirror.push()
         state.fold_scale()
         return state, trace, converged
 
@@ -364,3 +379,5 @@ class _Fit:
             "scalars": scalars, "trace": [r.to_dict() for r in trace], "fingerprint": self.fingerprint})
         self.last_saved = iteration
         self.drop_before(iteration)
+        if self.mirror is not None:
+            self.mirror.push()

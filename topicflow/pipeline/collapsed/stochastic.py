@@ -33,6 +33,7 @@ from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
 from topicflow.io.models.info import ModelInfo
 from topicflow.io.models.store import SavedModel
+from topicflow.io.storage import StoragePath, as_location
 from topicflow.models.hdp.state import HDPState
 from topicflow.models.lda.state import LDAState
 from topicflow.pipeline.cluster import compute
@@ -275,7 +276,7 @@ class Checkpointer:
                        found.sampler_state.get("doc_topic"))
 
 
-def as_policy(checkpoint: CheckpointPolicy | str | Path | None, resume: bool) -> CheckpointPolicy | None:
+def as_policy(checkpoint: CheckpointPolicy | str | Path | StoragePath | None, resume: bool) -> CheckpointPolicy | None:
     """A checkpoint policy from a policy or a path (written at every pass end; ``resume`` continues it).
 
     Parameters
@@ -299,7 +300,7 @@ def as_policy(checkpoint: CheckpointPolicy | str | Path | None, resume: bool) ->
     if isinstance(checkpoint, CheckpointPolicy):
         return checkpoint if not resume or checkpoint.resume else CheckpointPolicy(checkpoint.path, checkpoint.every,
                                                                                    True)
-    return CheckpointPolicy(Path(checkpoint), every=PASS_ENDS, resume=resume)
+    return CheckpointPolicy(as_location(checkpoint), every=PASS_ENDS, resume=resume)
 
 
 @dataclass

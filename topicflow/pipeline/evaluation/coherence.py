@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import os
-from pathlib import Path
 from typing import Any
 
 from topicflow import config as tf_config
@@ -87,7 +86,7 @@ def _saved_model(model: Any) -> SavedModel:
     if isinstance(model, SavedModel):
         return model
     if isinstance(model, (str, os.PathLike)):
-        return load_model(Path(model))
+        return load_model(model)
     return model.model_  # a fitted estimator (checked by _is_model)
 
 

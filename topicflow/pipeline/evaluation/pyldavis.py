@@ -70,7 +70,7 @@ def pyldavis_data(model: SavedModel | str | Path, store: Corpus | str | Path, cl
     >>> data = pyldavis_data("model", "corpus.zarr")                          # doctest: +SKIP
     >>> vis = pyLDAvis.prepare(**data, sort_topics=False)                     # doctest: +SKIP
     """
-    model = model if isinstance(model, SavedModel) else load_model(Path(model))
+    model = model if isinstance(model, SavedModel) else load_model(model)
     corpus = as_corpus(store)
     lang = shown_language(model, corpus, language)
     client = current_client(client)

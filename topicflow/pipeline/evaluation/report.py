@@ -420,7 +420,7 @@ def coherence_summary(model: SavedModel | str | Path, store: Corpus | str | Path
     >>> scores = coherence_summary("model", "corpus.zarr", measure="u_mass")        # doctest: +SKIP
     >>> write_model_report("model", "report.html", "corpus.zarr", coherence=scores)  # doctest: +SKIP
     """
-    saved = model if isinstance(model, SavedModel) else load_model(Path(model))
+    saved = model if isinstance(model, SavedModel) else load_model(model)
     result = evaluate_coherence(saved, store, measure=measure, top_n=top_n, window=window, client=client)
     polylingual = len(saved.state.languages) > 1
     return CoherenceSummary(measure=result.measure, top_n=result.top_n, reference=result.reference,

@@ -19,7 +19,10 @@ Checkpoints: with a :class:`~topicflow.pipeline.policies.CheckpointPolicy` the a
 in the checkpoint directory, and every ``checkpoint.every`` sweeps (and after the last) the counts,
 alpha, beta and trace are written there (:func:`topicflow.io.models.checkpoint.write_checkpoint`), which
 commits that sweep's z; ``resume`` continues from the committed sweep and ends with the model an
-uninterrupted run gives.
+uninterrupted run gives. A checkpoint on object storage (a :class:`~topicflow.io.storage.StoragePath`)
+is kept in a local scratch directory (the workers write z there, as without a checkpoint) and mirrored
+to the URL after each commit, ``latest.json`` last (:class:`~topicflow.io.storage.MirroredDirectory`);
+``resume`` downloads it first.
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ import dataclasses
 import logging
 import math
 import os
+import shutil
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -46,6 +50,7 @@ from topicflow.io.models.info import ModelInfo, corpus_provenance
 from topicflow.io.models.store import SavedModel
 from topicflow.io.outputs import assignment_layer
 from topicflow.io.outputs.gamma_scratch import scratch_directory
+from topicflow.io.storage import MirroredDirectory, StoragePath
 from topicflow.models.common.validation import parse_int, parse_positive_float
 from topicflow.models.lda.gibbs.adlda import (
     DocHistograms,
@@ -432,8 +437,15 @@ def fit_gibbs(
     vocabulary = corpus.vocabulary(language)
     chain = _Chain(n_terms, config)
     resumed = False
+    mirror: MirroredDirectory | None = None
     if checkpoint is not None:
-        directory = Path(checkpoint.path)
+        if isinstance(checkpoint.path, StoragePath):  # z is written locally and mirrored to the URL
+            directory = scratch_directory(corpus.path, token, scratch_dir or tf_config.get("scratch-dir"))
+            mirror = MirroredDirectory(checkpoint.path.url, directory)
+            if not (checkpoint.resume and mirror.pull()):
+                mirror.clear()
+        else:
+            directory = Path(checkpoint.path)
         found = read_checkpoint(directory, fingerprint) if checkpoint.resume else None
         if found is not None:
             _restore(chain, found, directory)
@@ -501,14 +513,18 @@ def fit_gibbs(
             chain.sweep = sweep
             if checkpoint is not None and (sweep % checkpoint.every == 0 or sweep == config.sweeps):
                 _commit(chain, directory, fingerprint, language, vocabulary)
+                if mirror is not None:
+                    mirror.push()
                 committed = sweep
             assignment_layer.drop_sweeps(directory, {sweep, committed})
             if on_sweep is not None:
                 on_sweep(record, lda_view(chain.term_topic, chain.alpha, chain.beta, language))
     finally:
         executor.close()
-        if checkpoint is None:
+        if checkpoint is None or mirror is not None:
             assignment_layer.remove_layer(directory)
+            if mirror is not None:
+                shutil.rmtree(directory, ignore_errors=True)
             try:
                 directory.rmdir()
             except OSError:

@@ -39,6 +39,7 @@ from topicflow.errors import InvalidParameterError, OrderNotKeptError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.g0 import default_g0, read_g0
 from topicflow.io.models.infvoc import DocTopicWriter
+from topicflow.io.storage import StoragePath
 from topicflow.models.infvoc_lda import (
     InfVocParams,
     InfVocState,
@@ -275,7 +276,7 @@ def fit_infvoc(
     checkpoint: CheckpointPolicy | None = None,
     g0: G0Choice = "default",
     track_words: Sequence[str] = (),
-    doc_topics: str | Path | None = None,
+    doc_topics: str | Path | StoragePath | None = None,
     language: str | None = None,
 ) -> InfVocResult:
     """Stream ``shards`` of ``corpus`` through infinite-vocabulary online LDA (module docstring).

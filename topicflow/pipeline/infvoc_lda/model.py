@@ -36,6 +36,7 @@ from topicflow.io.models.checkpoint import Checkpoint, read_checkpoint, write_ch
 from topicflow.io.models.info import ModelInfo, corpus_provenance
 from topicflow.io.models.infvoc import pack_arrays, unpack_arrays
 from topicflow.io.models.store import SavedModel
+from topicflow.io.storage import StoragePath
 from topicflow.models.common.vocabulary import Vocabulary
 from topicflow.models.infvoc_lda import InfVocParams, InfVocState, expected_topic_words
 from topicflow.models.infvoc_lda.g0 import CharNgramG0
@@ -291,14 +292,14 @@ def saved_g0(model: SavedModel, *, where: str = "the model") -> tuple[CharNgramG
     return g0, payload.get("g0_source")
 
 
-def write_infvoc_checkpoint(path: Path, state: InfVocState, word_index: WordIndex, params: InfVocParams,
+def write_infvoc_checkpoint(path: Path | StoragePath, state: InfVocState, word_index: WordIndex, params: InfVocParams,
                             g0: CharNgramG0 | None, position: dict[str, Any], trace: list[dict[str, Any]],
                             fingerprint: dict[str, Any]) -> None:
     """Write the driver state atomically as a driver checkpoint (two slots, ``latest.json``).
 
     Parameters
     ----------
-    path : Path
+    path : Path or StoragePath
     state : InfVocState
     word_index : WordIndex
     params : InfVocParams
@@ -310,17 +311,17 @@ def write_infvoc_checkpoint(path: Path, state: InfVocState, word_index: WordInde
     """
     view, vocabulary = lda_view(state, word_index, params)
     sampler_state, payload = _state_payload(state, word_index, g0)
-    write_checkpoint(Path(path), Checkpoint(view, {**position, "infvoc": payload}, trace, fingerprint, sampler_state),
+    write_checkpoint(path, Checkpoint(view, {**position, "infvoc": payload}, trace, fingerprint, sampler_state),
                      {"default": vocabulary})
 
 
-def read_infvoc_checkpoint(path: Path, fingerprint: dict[str, Any]
+def read_infvoc_checkpoint(path: Path | StoragePath, fingerprint: dict[str, Any]
                            ) -> tuple[InfVocState, WordIndex, dict[str, Any], list[dict[str, Any]]] | None:
     """The state, word index, position and trace of the checkpoint at ``path``, or None when there is none.
 
     Parameters
     ----------
-    path : Path
+    path : Path or StoragePath
     fingerprint : dict
         Of the fit that would resume (another fit's checkpoint is refused by name).
 
@@ -335,7 +336,7 @@ def read_infvoc_checkpoint(path: Path, fingerprint: dict[str, Any]
     ModelFormatError
         Damaged.
     """
-    found = read_checkpoint(Path(path), fingerprint)
+    found = read_checkpoint(path, fingerprint)
     if found is None:
         return None
     payload = found.position.get("infvoc")

@@ -56,6 +56,7 @@ from topicflow._typing import FloatArray, IntArray
 from topicflow.errors import InvalidParameterError, ModelFormatError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
+from topicflow.io.storage import StoragePath
 from topicflow.models.common.blocks import DocBlock
 from topicflow.models.common.validation import parse_int
 from topicflow.models.lda.state import LDAState
@@ -480,7 +481,7 @@ class _Rounds:
                                                                                    self.seconds)]
 
 
-def _write_chains(path: Path, corpus: Corpus, fit: TreeGibbsFit, config: TreeVBConfig, done: int, rounds: _Rounds,
+def _write_chains(path: Path | StoragePath, corpus: Corpus, fit: TreeGibbsFit, config: TreeVBConfig, done: int, rounds: _Rounds,
                   fingerprint: dict[str, Any]) -> None:
     result = gibbs_fit_result(fit, config)
     view, priors = lda_view(result.state.edge_var, result.layout)
@@ -494,7 +495,7 @@ def _write_chains(path: Path, corpus: Corpus, fit: TreeGibbsFit, config: TreeVBC
                                       arrays), {lang: corpus.vocabulary(lang) for lang in fit.tree.languages})
 
 
-def _resume_chains(found: Checkpoint, path: Path) -> tuple[list[TreeGibbsState], int, _Rounds]:
+def _resume_chains(found: Checkpoint, path: Path | StoragePath) -> tuple[list[TreeGibbsState], int, _Rounds]:
     metas = found.position.get("shards")
     if not isinstance(metas, list) or not metas:
         raise ModelFormatError(f"checkpoint {str(path)!r} holds no Gibbs chains; delete it, or run the fit without "

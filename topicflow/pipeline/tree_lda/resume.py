@@ -18,6 +18,7 @@ from topicflow._typing import FloatArray
 from topicflow.errors import InvalidParameterError, ModelFormatError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
+from topicflow.io.storage import StoragePath
 from topicflow.models.lda.state import LDAState
 from topicflow.models.tree_lda.tree import PriorTree
 from topicflow.models.tree_lda.vb import TreeVBLayout, check_edge_var
@@ -71,14 +72,14 @@ def tree_digest(tree: PriorTree, *starts: FloatArray) -> str:
     return graph_token(*parts)
 
 
-def write_tree_checkpoint(path: Path, corpus: Corpus, layout: TreeVBLayout, edge_var: FloatArray,
+def write_tree_checkpoint(path: Path | StoragePath, corpus: Corpus, layout: TreeVBLayout, edge_var: FloatArray,
                           doc_topic_prior: FloatArray, position: dict[str, Any], trace: list[dict[str, Any]],
                           fingerprint: dict[str, Any]) -> None:
     """Write the tree state atomically as a driver checkpoint (module docstring).
 
     Parameters
     ----------
-    path : Path
+    path : Path or StoragePath
         The checkpoint directory.
     corpus : Corpus
         The store (its vocabularies name the view's columns).
@@ -94,18 +95,18 @@ def write_tree_checkpoint(path: Path, corpus: Corpus, layout: TreeVBLayout, edge
     """
     view, priors = lda_view(edge_var, layout)
     state = LDAState(view, np.asarray(doc_topic_prior, dtype=np.float64), dict(priors))
-    write_checkpoint(Path(path), Checkpoint(state, position, trace, fingerprint,
+    write_checkpoint(path, Checkpoint(state, position, trace, fingerprint,
                                             {"edge_var": np.array(edge_var, dtype=np.float64)}),
                      {lang: corpus.vocabulary(lang) for lang in layout.tree.languages})
 
 
-def read_tree_checkpoint(path: Path, fingerprint: dict[str, Any],
+def read_tree_checkpoint(path: Path | StoragePath, fingerprint: dict[str, Any],
                          layout: TreeVBLayout) -> tuple[FloatArray, FloatArray, Checkpoint] | None:
     """The edge parameters, alpha and checkpoint at ``path``, or None when there is none.
 
     Parameters
     ----------
-    path : Path
+    path : Path or StoragePath
     fingerprint : dict
         Of the fit that would resume (a checkpoint of other settings is refused by name).
     layout : TreeVBLayout
@@ -121,7 +122,7 @@ def read_tree_checkpoint(path: Path, fingerprint: dict[str, Any],
     ModelFormatError
         The checkpoint is damaged or lacks the tree state.
     """
-    found = read_checkpoint(Path(path), fingerprint)
+    found = read_checkpoint(path, fingerprint)
     if found is None:
         return None
     if "edge_var" not in found.sampler_state:
