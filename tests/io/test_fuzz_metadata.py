@@ -293,3 +293,70 @@ def test_named_manifest_damage_is_reported_by_field(store: Path, change: dict[st
 def test_an_unknown_model_family_names_the_file() -> None:
     with pytest.raises(ModelFormatError, match=r"m/model.json: model family 'x' is unknown"):
         ModelInfo.from_json({"family": "x"}, where="m/model.json")
+
+
+@FUZZ
+@given(data=st.data())
+def test_damaged_versions_json(model: Path, model_baseline: tuple[Any, ...], data: st.DataObject) -> None:
+    mutation = data.draw(mutations(_paths_of(model, "versions.json")))
+    result = check_damaged(model, "versions.json", mutation, read_whole_model, _model_names)
+    if mutation[0] == "unknown":
+        assert result == model_baseline
+
+
+def test_every_value_of_the_version_index_replaced_by_an_odd_value_of_each_kind(model: Path) -> None:
+    """Exhaustively, for the file every model command reads first: each value replaced by one odd value of
+    each kind (missing, text, list, object, negative, infinite)."""
+    for index in range(_paths_of(model, "versions.json")):
+        for value in (None, "x", [], {}, -1, math.inf):
+            check_damaged(model, "versions.json", ("replace", index, value), read_whole_model, _model_names)
+
+
+# ----------------------------------------------------------------------------- stream state and lease
+
+
+@pytest.fixture(scope="module")
+def stream_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from topicflow.io.models.stream_state import write_stream_state
+
+    path = tmp_path_factory.mktemp("fuzz") / "state"
+    runs = [({"cloud/weights": np.full(4, 0.25), "counts": np.arange(6, dtype=np.int32).reshape(2, 3)},
+             {"position": 10}) for _ in range(2)]
+    write_stream_state(path, {"records": [{"docs": 4}], "settings": {"n_topics": 2}}, runs)
+    return path
+
+
+def read_state(path: Path) -> Any:
+    from topicflow.io.models.stream_state import read_stream_state
+
+    info, runs = read_stream_state(path)
+    return info, [(sorted(arrays), meta) for arrays, meta in runs]
+
+
+@FUZZ
+@given(data=st.data())
+def test_damaged_stream_state(stream_state: Path, data: st.DataObject) -> None:
+    mutation = data.draw(mutations(_paths_of(stream_state, "stream.json")))
+    check_damaged(stream_state, "stream.json", mutation, read_state, _store_names)
+
+
+@FUZZ
+@given(data=st.data())
+def test_a_damaged_lease_is_never_read_as_a_free_one(data: st.DataObject) -> None:
+    """A lease object that is not exactly a topicflow lease reads as None (the commands then refuse with a
+    message saying to delete it), never raises, and never reads as released or expired by damage."""
+    from topicflow.io.models.lease import LeaseRecord
+
+    held = LeaseRecord(token="t", host="h", pid=123, machine="m", action="update", acquired=1.0e9,
+                       expires=2.0e9, renewals=0, released=False)
+    mutation = data.draw(mutations(len(list(json_paths(json.loads(held.to_bytes()))))))
+    damaged = mutate_text(held.to_bytes().decode("utf-8"), mutation)
+    record = LeaseRecord.from_bytes(damaged if isinstance(damaged, bytes) else damaged.encode("utf-8"))
+    if record is not None and mutation[0] == "replace":
+        _, index, value = mutation
+        path = list(json_paths(json.loads(held.to_bytes())))[index]
+        # These two decide whether another process may take over: only a real boolean and a real time count.
+        if path == ("released",):
+            assert isinstance(value, bool) and record.released is value, (mutation, record)
+        if path == ("expires",):
+            assert isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value), mutation

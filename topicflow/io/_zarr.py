@@ -16,11 +16,23 @@ from topicflow.io.storage import StoragePath, as_location, zarr_store
 
 def check_format(payload: Mapping[str, Any], *, path: str, name: str, version: int) -> None:
     """Refuse files of another kind or of a newer format version, with a message saying what to do."""
+    if not isinstance(payload, Mapping):
+        raise CorpusFormatError(
+            f"{path!r} is not a {name} file (it holds a JSON {type(payload).__name__}, not an object); restore "
+            "it from a copy.",
+            path=path,
+        )
     if payload.get("format") != name:
         raise CorpusFormatError(
             f"{path!r} is not a {name} file (format={payload.get('format')!r}).", path=path
         )
-    found = int(payload.get("format_version", 0))
+    found = payload.get("format_version", 0)
+    if isinstance(found, bool) or not isinstance(found, int) or found < 0:
+        raise CorpusFormatError(
+            f"{path!r} is damaged: its format_version is {found!r}, expected a non-negative integer; restore it "
+            "from a copy.",
+            path=path,
+        )
     if found > version:
         raise FormatVersionError(
             f"{path!r} was written with {name} format version {found}, newer than version {version} "

@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 import socket
 import threading
@@ -40,7 +41,7 @@ import time
 import uuid
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Callable
+from typing import Any, Callable
 
 from topicflow import config
 from topicflow.errors import LockedError, UnsupportedStorageError
@@ -174,13 +175,19 @@ class LeaseRecord:
         """The record, or None when ``data`` is not a lease this topicflow wrote."""
         try:
             payload = json.loads(data)
-            if payload.get("format") != LEASE_FORMAT:
+            if not isinstance(payload, dict) or payload.get("format") != LEASE_FORMAT:
                 return None
-            return cls(token=str(payload["token"]), host=str(payload["host"]), pid=int(payload["pid"]),
+            pid, renewals = payload["pid"], payload.get("renewals", 0)
+            acquired, expires = payload["acquired"], payload["expires"]
+            released = payload.get("released", False)
+            # Strict types: a damaged lease must never read as free (say, "released": "no" or a NaN expiry).
+            if not (_is_int(pid) and pid > 0 and _is_int(renewals) and renewals >= 0 and isinstance(released, bool)
+                    and _is_time(acquired) and _is_time(expires)):
+                return None
+            return cls(token=str(payload["token"]), host=str(payload["host"]), pid=pid,
                        machine=str(payload.get("machine", "")), action=str(payload["action"]),
-                       acquired=float(payload["acquired"]), expires=float(payload["expires"]),
-                       renewals=int(payload.get("renewals", 0)), released=bool(payload.get("released", False)))
-        except (ValueError, KeyError, TypeError, AttributeError):
+                       acquired=float(acquired), expires=float(expires), renewals=renewals, released=released)
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
             return None
 
     def holder_is_dead(self) -> bool:
@@ -197,6 +204,16 @@ class LeaseRecord:
 
 
 # ----------------------------------------------------------------------------- conditional objects
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_time(value: Any) -> bool:
+    """A finite number of seconds since the epoch (JSON integers and floats; not booleans)."""
+    return (isinstance(value, int | float) and not isinstance(value, bool)
+            and math.isfinite(value) and 0 <= value < 1e11)
 
 
 def _memory_etag(data: bytes) -> str:

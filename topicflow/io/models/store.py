@@ -166,9 +166,22 @@ class VersionRecord:
 
     @classmethod
     def from_dict(cls, payload: Mapping[str, Any]) -> VersionRecord:
+        if not isinstance(payload, Mapping):
+            raise TypeError(f"a version entry is a JSON {type(payload).__name__}, not an object")
         parent = payload.get("parent")
-        return cls(version=int(payload["version"]), created=str(payload["created"]), kind=str(payload["kind"]),
-                   summary=dict(payload.get("summary") or {}), parent=None if parent is None else int(parent))
+        summary = payload.get("summary") or {}
+        if not isinstance(summary, Mapping):
+            raise TypeError(f"the summary of a version is {summary!r}, not an object")
+        return cls(version=_version_number(payload["version"], "version"), created=str(payload["created"]),
+                   kind=str(payload["kind"]), summary=dict(summary),
+                   parent=None if parent is None else _version_number(parent, "parent"))
+
+
+def _version_number(value: Any, field: str) -> int:
+    """``value`` if it is a version number (an integer from 1), else TypeError naming ``field``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise TypeError(f"{field} is {value!r}, expected an integer from 1")
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,10 +250,15 @@ class VersionIndex:
     def from_dict(cls, payload: Mapping[str, Any], *, path: str) -> VersionIndex:
         check_format(payload, path=path, name=VERSIONS_FORMAT, version=VERSIONS_FORMAT_VERSION)
         try:
-            index = cls(current=int(payload["current"]),
-                        versions=tuple(sorted((VersionRecord.from_dict(v) for v in payload["versions"]),
+            versions = payload["versions"]
+            history = payload.get("history", ())
+            if not isinstance(versions, list) or not isinstance(history, list | tuple):
+                raise TypeError(f"'versions' is {type(versions).__name__} and 'history' {type(history).__name__}; "
+                                "both must be lists")
+            index = cls(current=_version_number(payload["current"], "current"),
+                        versions=tuple(sorted((VersionRecord.from_dict(v) for v in versions),
                                               key=lambda r: r.version)),
-                        history=tuple(payload.get("history", ())))
+                        history=tuple(history))
         except (KeyError, TypeError, ValueError) as exc:
             raise CorpusFormatError(
                 f"version index {path!r} is damaged ({exc!r}); restore it from a copy or refit the model.",

@@ -248,6 +248,9 @@ def _read_run(path: Location, runs_dir: str, run: int, recorded: Any) -> RunStat
     if not isinstance(meta, dict):
         raise damaged_stream_state(path, f"run {run}", f"run {run} has a run.json holding a {type(meta).__name__}, "
                                                        "not an object")
+    if recorded is not None and not (isinstance(recorded, dict) and all(isinstance(v, dict) for v in recorded.values())):
+        raise damaged_stream_state(path, "stream.json", f"stream.json records the arrays of run {run} as {recorded!r}, "
+                                                        "expected {name: {dtype, shape}}")
     if recorded is not None and array_shapes(arrays) != recorded:
         found = array_shapes(arrays)
         differing = sorted(name for name in set(found) | set(recorded) if found.get(name) != recorded.get(name))
