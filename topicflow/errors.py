@@ -25,6 +25,17 @@ class TopicflowError(Exception):
         self.doc_id = doc_id
         self.shard = shard
 
+    def __repr__(self) -> str:
+        """The error's class with its module, e.g. ``topicflow.errors.InputError('line 3 of ...')``.
+
+        The module marks the error as topicflow's own wherever only its repr travels: Dask logs a
+        failed task's exception by its repr, and
+        :class:`~topicflow.pipeline.worker_logging.QuietTopicflowTaskErrors` recognises topicflow's errors
+        by the ``topicflow.`` prefix (a name alone could be another library's ``InputError``).
+        """
+        cls = type(self)
+        return f"{cls.__module__}.{cls.__qualname__}({', '.join(repr(arg) for arg in self.args)})"
+
 
 class InputError(TopicflowError, ValueError):
     """An input record or file cannot be read (bad UTF-8, malformed JSON, missing field, schema)."""

@@ -1,9 +1,22 @@
-"""Damaged stores and models through the CLI: one `topicflow: error:` line naming the place, no traceback."""
+"""Bad input through the CLI: one `topicflow: error:` line naming the place, no traceback, no worker log.
+
+A bad record met inside a Dask task (a malformed JSON line, a corrupt shard) fails the task on a worker;
+the worker's "Compute Failed" record of it is dropped for topicflow's own errors
+(topicflow/pipeline/worker_logging.py), so the command's stderr is its usual lines plus that one
+error line. The subprocess tests read the whole stderr a user would see; unexpected errors and
+``--debug`` still show the worker's record and a traceback.
+"""
 from __future__ import annotations
 
 import json
+import logging
+import os
+import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import pytest
@@ -11,6 +24,9 @@ import zarr
 from click.testing import CliRunner, Result
 
 from topicflow.cli import main
+from topicflow.errors import InputError
+from topicflow.pipeline.cluster import ClusterConfig, connect
+from topicflow.pipeline.worker_logging import QuietTopicflowTaskErrors
 from topicflow.testing.corpora import draw_planted_corpus, write_test_store
 
 
@@ -53,30 +69,47 @@ def flip_counts_chunk(store: Path, shard_id: str) -> None:
     chunk.write_bytes(bytes(data))
 
 
-def test_fit_on_a_shard_with_flipped_bytes(sound: tuple[Path, Path], tmp_path: Path, local_cluster: object) -> None:
+class WorkerRecords(logging.Handler):
+    """The records of the ``distributed.worker`` logger that pass its filters (in-process workers)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def failed(self) -> list[str]:
+        """The exception reprs of the "Compute Failed" records."""
+        return [str(r.args[3]) for r in self.records if str(r.msg).startswith("Compute Failed")  # type: ignore[index]
+                and isinstance(r.args, tuple)]
+
+
+@pytest.fixture
+def worker_records() -> Iterator[WorkerRecords]:
+    logger = logging.getLogger("distributed.worker")
+    handler, level = WorkerRecords(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.ERROR)
+    yield handler
+    logger.removeHandler(handler)
+    logger.setLevel(level)
+
+
+def test_fit_on_a_shard_with_flipped_bytes(sound: tuple[Path, Path], tmp_path: Path, local_cluster: object,
+                                           worker_records: WorkerRecords) -> None:
     store = copy_of(sound[0], tmp_path)
     flip_counts_chunk(store, "000001")
     address = local_cluster.scheduler_address  # type: ignore[attr-defined]
     result = run(["fit", str(store), "--model", str(tmp_path / "m"), "--topics", "3", "--scheduler", address])
     line = single_error_line(result)
+    # The cluster given with --scheduler runs in this process: its workers' log is read here. The
+    # CLI registered the quiet plugin on them while connected: the failed load was not logged.
+    assert worker_records.failed() == []
+    assert not any(isinstance(f, QuietTopicflowTaskErrors) for f in logging.getLogger("distributed.worker").filters)
     assert "shard 000001 of " in line and str(store) in line and "is corrupt" in line
     assert "re-ingest the store or restore the shard from a backup" in line
     assert not (tmp_path / "m").exists()
-
-
-def test_fit_in_worker_processes_reports_the_same_error(sound: tuple[Path, Path], tmp_path: Path,
-                                                        capfd: pytest.CaptureFixture[str]) -> None:
-    """The CLI's own local cluster: the error is raised in a worker process and crosses to the client."""
-    store = copy_of(sound[0], tmp_path)
-    chunk = next(p for p in (store / "shards" / "000002" / "default" / "term_ids" / "c").rglob("*") if p.is_file())
-    chunk.write_bytes(chunk.read_bytes()[:10])  # truncated
-    result = run(["fit", str(store), "--model", str(tmp_path / "m"), "--topics", "3", "--workers", "1",
-                  "--threads-per-worker", "1", "--local-cluster", "processes"])
-    line = single_error_line(result)
-    assert "shard 000002 of " in line and "default/term_ids' cannot be decoded" in line
-    # The worker logs a failed task before reporting it, so its record would be written by now: the
-    # worker process's own "Compute Failed" record (with a traceback) is not shown for topicflow errors.
-    assert "Compute Failed" not in capfd.readouterr().err
 
 
 def test_topics_of_a_model_whose_n_topics_disagrees_with_its_arrays(sound: tuple[Path, Path], tmp_path: Path) -> None:
@@ -114,3 +147,123 @@ def test_infer_with_a_model_whose_vocabulary_disagrees_with_lambda(sound: tuple[
     line = single_error_line(run(["infer", str(model), str(store), "--out", str(tmp_path / "theta.zarr"),
                                   "--scheduler", address]))
     assert "vocab/default has 28 terms but topic_word_var/default has 30 columns" in line
+
+
+# ------------------------------------------------------------------ the whole stderr, as a user sees it
+
+
+def fail_with(kind: str) -> None:
+    """A task body that fails with a topicflow error or with an unexpected one."""
+    if kind == "topicflow":
+        raise InputError("line 3 of 'in.jsonl': malformed JSON")
+    raise ZeroDivisionError("unexpected")
+
+
+def test_a_scheduler_given_keeps_only_unexpected_failures_in_its_workers_log(
+        local_cluster: object, worker_records: WorkerRecords) -> None:
+    """connect() on a running cluster: its workers drop topicflow errors' records while connected, and only them."""
+    from distributed import wait
+
+    address = local_cluster.scheduler_address  # type: ignore[attr-defined]
+    with connect(ClusterConfig(scheduler=address)) as client:
+        futures = [client.submit(fail_with, kind, pure=False) for kind in ("topicflow", "other")]
+        wait(futures)  # a worker logs a failed task before it reports the failure
+        assert [future.status for future in futures] == ["error", "error"]
+        with pytest.raises(InputError, match="line 3 of 'in.jsonl'"):
+            futures[0].result()
+    assert worker_records.failed() == ["ZeroDivisionError('unexpected')"]
+    assert not any(isinstance(f, QuietTopicflowTaskErrors) for f in logging.getLogger("distributed.worker").filters)
+
+
+@pytest.fixture(scope="module")
+def bad_jsonl(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """40 good lines, then a malformed one (line 41), then 9 good lines: the bad line sits in the third partition."""
+    path = tmp_path_factory.mktemp("bad-jsonl") / "in.jsonl"
+    good = [json.dumps({"id": f"d{i}", "text": f"apple banana cherry word{i % 7}"}) for i in range(49)]
+    path.write_text("\n".join([*good[:40], '{"id": "x", "text": broken', *good[40:]]) + "\n")
+    return path
+
+
+def bad_line_error(path: Path) -> str:
+    return (f"topicflow: error: line 41 of {str(path)!r}: malformed JSON (Expecting value at column 21); each line "
+            "must hold one JSON object. Fix the line or pass --on-error skip.")
+
+
+def run_cli(args: list[str], *, debug: bool = False, script: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the command line in a new process, as a user would (``script``: Python that runs it instead)."""
+    env = {k: v for k, v in os.environ.items() if k != "TOPICFLOW_DEBUG" and not k.startswith("DASK_LOGGING")}
+    if debug:
+        env["TOPICFLOW_DEBUG"] = "1"
+    command = [sys.executable, "-c", script, *args] if script else [sys.executable, "-m", "topicflow", *args]
+    return subprocess.run(command, capture_output=True, text=True, env=env)
+
+
+def ingest_args(bad_jsonl: Path, out: Path, executor: str) -> list[str]:
+    return ["ingest", str(bad_jsonl), "--out", str(out), "--shard-size", "20", "--local-cluster", executor,
+            "--workers", "1"]
+
+
+def test_fit_in_worker_processes_ends_in_one_line(sound: tuple[Path, Path], tmp_path: Path) -> None:
+    """The CLI's own cluster of worker processes, which share its stderr: fit's two lines, then the error line.
+
+    The error is raised in a worker process and crosses to the client; that process's log of the
+    failed task would land on the same stderr, before the line. (``fit`` echoes its first two lines
+    even with -q.)
+    """
+    store = copy_of(sound[0], tmp_path)
+    chunk = next(p for p in (store / "shards" / "000002" / "default" / "term_ids" / "c").rglob("*") if p.is_file())
+    chunk.write_bytes(chunk.read_bytes()[:10])  # truncated
+    done = run_cli(["-q", "fit", str(store), "--model", str(tmp_path / "m"), "--topics", "3", "--workers", "1",
+                    "--threads-per-worker", "1", "--local-cluster", "processes"])
+    assert done.returncode == 2 and done.stdout == ""
+    shard = f"shard 000002 of {str(store)!r} is corrupt: {str(store / 'shards' / '000002' / 'default' / 'term_ids')!r}"
+    patterns = [f"fitting K=3 by batch VB on Corpus\\({re.escape(repr(str(store)))}, n_docs=150, .*\\)",
+                r"dashboard: http://127\.0\.0\.1:\d+/status",
+                f"topicflow: error: {re.escape(shard)} cannot be decoded \\(.+\\); re-ingest the store or restore the "
+                "shard from a backup.*"]
+    lines = done.stderr.splitlines()
+    assert len(lines) == len(patterns) and all(map(re.fullmatch, patterns, lines)), done.stderr
+    assert not (tmp_path / "m").exists()
+
+
+def test_bad_line_in_worker_threads_ends_in_one_line(bad_jsonl: Path, tmp_path: Path) -> None:
+    """Threads log in the command's own process: its usual lines, then the error line, and nothing else."""
+    done = run_cli(ingest_args(bad_jsonl, tmp_path / "s.zarr", "threads"))
+    assert done.returncode == 2 and done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert lines[:1] == ["executor: threads (asked for)"] and lines[2:] == [bad_line_error(bad_jsonl)], done.stderr
+    assert re.fullmatch(r"local Dask cluster: 1 workers x 1 threads, dashboard http://127\.0\.0\.1:\d+/status",
+                        lines[1]), done.stderr
+    assert not (tmp_path / "s.zarr").exists()
+
+
+def test_debug_shows_the_worker_log_and_the_traceback(bad_jsonl: Path, tmp_path: Path) -> None:
+    done = run_cli(["-q", *ingest_args(bad_jsonl, tmp_path / "s.zarr", "threads")], debug=True)
+    assert done.returncode == 2 and done.stderr.endswith(bad_line_error(bad_jsonl) + "\n")
+    worker_log = done.stderr.index("Compute Failed")
+    traceback = done.stderr.index("Traceback (most recent call last):")
+    assert worker_log < traceback and "Exception: 'topicflow.errors.InputError(" in done.stderr
+    # The client's traceback runs through the task's frames on the worker, down to the raise.
+    assert 'topicflow/tasks/ingest.py", line' in done.stderr[traceback:]
+    assert "topicflow.errors.InputError: line 41 of" in done.stderr[traceback:]
+
+
+UNEXPECTED = """
+import sys
+import topicflow.tasks.ingest as tasks
+
+def broken(*args, **kwargs):
+    raise ZeroDivisionError("injected in a task")
+
+tasks.read_partition_columns = broken
+from topicflow.cli import main
+main(sys.argv[1:])
+"""
+
+
+def test_an_unexpected_error_in_a_task_shows_its_traceback(bad_jsonl: Path, tmp_path: Path) -> None:
+    done = run_cli(["-q", *ingest_args(bad_jsonl, tmp_path / "s.zarr", "threads")], script=UNEXPECTED)
+    assert done.returncode == 1 and "topicflow: error:" not in done.stderr
+    assert "Compute Failed" in done.stderr and "Exception: \"ZeroDivisionError('injected in a task')\"" in done.stderr
+    assert done.stderr.rstrip().endswith("ZeroDivisionError: injected in a task")
+    assert "Traceback (most recent call last):" in done.stderr

@@ -10,7 +10,9 @@ import psutil
 from click.testing import CliRunner
 
 from topicflow.cli._common import cluster_options
-from topicflow.pipeline.cluster import ClusterConfig, QuietTopicflowTaskErrors, connect
+from topicflow.errors import CorruptShardError, ModelFormatError
+from topicflow.pipeline.cluster import ClusterConfig, connect
+from topicflow.pipeline.worker_logging import QuietTopicflowTaskErrors
 
 LOOPBACK = "127.0.0.1"
 
@@ -56,7 +58,11 @@ def test_only_compute_failed_records_of_topicflow_errors_are_dropped() -> None:
         return logging.LogRecord("distributed.worker", logging.ERROR, __file__, 1, message, args, None)
 
     failed = "Compute Failed\nKey: %s\nState: %s\nTask: %s\nException: %r\nTraceback: %r\n"
-    assert not quiet.filter(record(failed, "k", "executing", "t", 'CorruptShardError("shard 1 ...")', "tb"))
-    assert not quiet.filter(record(failed, "k", "executing", "t", 'ModelFormatError("model ...")', "tb"))
+    shard_error = repr(CorruptShardError("shard 1 ..."))
+    assert shard_error == "topicflow.errors.CorruptShardError('shard 1 ...')"
+    assert not quiet.filter(record(failed, "k", "executing", "t", shard_error, "tb"))
+    assert not quiet.filter(record(failed, "k", "executing", "t", repr(ModelFormatError("model ...")), "tb"))
     assert quiet.filter(record(failed, "k", "executing", "t", 'ZeroDivisionError("division by zero")', "tb"))
+    # Another library's error of the same name as one of topicflow's is not topicflow's own.
+    assert quiet.filter(record(failed, "k", "executing", "t", 'InputError("not ours")', "tb"))
     assert quiet.filter(record("Worker %s failed", "w"))

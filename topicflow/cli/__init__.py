@@ -204,9 +204,12 @@ def _docstrings(module: str) -> dict[str, str]:
 @click.version_option(__version__, prog_name="topicflow")
 @click.option("-v", "--verbose", count=True, help="More log output (-vv for Dask's own).")
 @click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors.")
-def main(verbose: int, quiet: bool) -> None:
+@click.option("--debug", is_flag=True, envvar="TOPICFLOW_DEBUG",
+              help="On an error, show its traceback and the workers' full logs (docs/reliability.md). "
+              "Also TOPICFLOW_DEBUG=1.")
+def main(verbose: int, quiet: bool, debug: bool) -> None:
     """Out-of-core topic models on Dask: ingest corpora, fit, update and evaluate models."""
-    setup_logging(-1 if quiet else verbose)
+    setup_logging(-1 if quiet else verbose, debug=debug)
     # click has imported the command's module (and numba with it) before this runs: the command's
     # first kernel call then skips numba's loading of other packages' extensions (start-up, issue 22.3).
     skip_numba_extensions()

@@ -85,6 +85,7 @@ def cluster_options(func: F) -> F:
             scheduler=scheduler, workers=workers, threads_per_worker=threads_per_worker,
             memory_limit=memory_limit, executor=cast(Any, local_executor), workload=workload,
             dashboard_address=dashboard_address, tls_ca_file=tls_ca_file, tls_cert=tls_cert, tls_key=tls_key,
+            quiet_task_errors=not shows_task_failures(),
         )
         return func(*args, **kwargs)
 
@@ -123,17 +124,59 @@ def progress_reporter() -> ProgressReporter:
 
 
 def reports_errors(func: F) -> F:
-    """Turn topicflow errors into a one-paragraph message on stderr and exit status 2."""
+    """Turn topicflow errors into a one-paragraph message on stderr and exit status 2.
+
+    With ``--debug`` (or ``TOPICFLOW_DEBUG=1``) the error's traceback comes first; for an error raised
+    in a Dask task it runs through the task's frames on the worker. Other exceptions are not caught:
+    Python prints their traceback (exit status 1).
+    """
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
         except TopicflowError as exc:
+            if debug_requested():
+                import traceback
+
+                click.echo("".join(traceback.format_exception(exc)).rstrip("\n"), err=True)
             click.echo(f"topicflow: error: {exc}", err=True)
             sys.exit(2)
 
     return wrapper  # type: ignore[return-value]
+
+
+#: The environment variable that turns ``--debug`` on (``1``, ``true``, ``yes`` or ``on``).
+DEBUG_ENVVAR = "TOPICFLOW_DEBUG"
+
+
+def debug_requested() -> bool:
+    """Whether the running command was given ``--debug`` (``topicflow --debug CMD``) or ``TOPICFLOW_DEBUG=1``.
+
+    Returns
+    -------
+    bool
+        The group's ``--debug`` flag (which reads the environment variable too); outside a command
+        run by the group (a command object invoked on its own), the environment variable.
+    """
+    context = click.get_current_context(silent=True)
+    params = {} if context is None else context.find_root().params
+    if "debug" in params:
+        return bool(params["debug"])
+    return os.environ.get(DEBUG_ENVVAR, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def shows_task_failures() -> bool:
+    """Whether workers log every failed task in full: with ``--debug`` or ``-vv``, else only unexpected errors.
+
+    Returns
+    -------
+    bool
+        True when the running command was given ``--debug`` (or ``TOPICFLOW_DEBUG=1``) or ``-vv``.
+    """
+    context = click.get_current_context(silent=True)
+    verbose = 0 if context is None else int(context.find_root().params.get("verbose") or 0)
+    return debug_requested() or verbose >= 2
 
 
 def echo_info(info: Any, lines: Callable[[Any], Any], *, as_json: bool, seconds: float | None = None,
@@ -165,17 +208,27 @@ def echo_info(info: Any, lines: Callable[[Any], Any], *, as_json: bool, seconds:
         click.echo(f"  {done} in {seconds:.2f} s")
 
 
-def setup_logging(verbose: int) -> None:
-    """Set up logging: topicflow's own lines at INFO (WARNING with -q), Dask's chatter only with -vv.
+def setup_logging(verbose: int, debug: bool = False) -> None:
+    """Set up logging: topicflow's own lines at INFO (WARNING with -q), Dask's chatter only with -vv or --debug.
 
     Dask reads its logging levels from its config when ``distributed`` is imported, in this process
     and in every worker process the local cluster spawns, so the level is also set in the
-    environment those processes inherit.
+    environment those processes inherit. Errors only, by default: the workers' record of a task
+    failed by a topicflow error is dropped too (see
+    :class:`~topicflow.pipeline.cluster.ClusterConfig`'s ``quiet_task_errors``), so a bad input
+    ends in the command's one ``topicflow: error:`` line.
+
+    Parameters
+    ----------
+    verbose : int
+        -1 (``-q``), 0, 1 (``-v``) or 2 and more (``-vv``: Dask's own INFO lines).
+    debug : bool, default False
+        ``--debug``: Dask's INFO lines as with ``-vv`` (the workers' full logs of every failure).
     """
     level = logging.WARNING if verbose <= 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="%(message)s", stream=sys.stderr)
-    logging.getLogger("topicflow").setLevel(logging.INFO if verbose >= 0 else logging.WARNING)
-    dask_level = "info" if verbose >= 2 else "error"
+    logging.getLogger("topicflow").setLevel(logging.INFO if verbose >= 0 or debug else logging.WARNING)
+    dask_level = "info" if verbose >= 2 or debug else "error"
     os.environ["DASK_LOGGING__DISTRIBUTED"] = dask_level
     if "dask.config" in sys.modules:  # else Dask reads the environment when a command imports it
         import dask.config

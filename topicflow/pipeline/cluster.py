@@ -22,6 +22,10 @@ threads when the command's :class:`Workload` (its corpus and model, sized from t
 manifest and arrays) fits the memory budget ``topicflow.local-cluster-memory`` (default: half of
 this machine's memory), processes otherwise, and logs the choice and its reason in one line.
 
+While :func:`connect` holds a client, the workers do not log tasks that fail with a topicflow error
+(``ClusterConfig.quiet_task_errors``, :mod:`topicflow.pipeline.worker_logging`): the client re-raises
+the error, and the CLI prints it in one line. Other failures are logged as Dask does.
+
 This module imports only the standard library at import time (Dask and distributed are imported
 by the functions that use them), so the command line can build its options without loading Dask.
 """
@@ -130,6 +134,11 @@ class ClusterConfig:
     security : distributed.Security or None
         A ready ``distributed.Security`` for a ``tls://`` scheduler (the Python API's way), instead
         of the three files.
+    quiet_task_errors : bool
+        Keep the workers from logging tasks that fail with a topicflow error (the client re-raises
+        the error, and the CLI prints it in one line): :func:`connect` registers
+        :class:`~topicflow.pipeline.worker_logging.QuietTaskErrorsPlugin` on the workers while it
+        is connected. False (the CLI's ``--debug`` or ``-vv``) lets the workers log every failure.
     """
 
     scheduler: str | None = None
@@ -143,6 +152,7 @@ class ClusterConfig:
     tls_cert: str | None = None
     tls_key: str | None = None
     security: Any = None
+    quiet_task_errors: bool = True
 
     def __post_init__(self) -> None:
         if self.executor is not None and self.executor not in LOCAL_EXECUTORS:
@@ -556,7 +566,8 @@ def connect(config: ClusterConfig) -> Iterator[Any]:
         client = _connect_remote(config, config.scheduler)
         log.info("connected to scheduler %s (dashboard %s)", client.scheduler.address, client.dashboard_link)
         try:
-            yield client
+            with _quiet_task_errors(client, config.quiet_task_errors):
+                yield client
         finally:
             client.close()
         return
@@ -582,10 +593,8 @@ def connect(config: ClusterConfig) -> Iterator[Any]:
     # Workers are on this machine, so the client can reach them: results and actor calls (online
     # VB's E-step servers) then skip the hop through the scheduler (about half the cost of a round trip carrying 1 MB).
     client = Client(cluster, direct_to_workers=True)
-    if processes:  # in-process workers share this process's logging, which is the caller's to set
-        client.run(quiet_topicflow_task_errors)
     try:
-        with _dashboard_link_on(host if not processes else ""):
+        with _dashboard_link_on(host if not processes else ""), _quiet_task_errors(client, config.quiet_task_errors):
             log.info(
                 "local Dask cluster: %d workers x %d threads, dashboard %s",
                 n_workers,
@@ -614,48 +623,32 @@ def _dashboard_link_on(host: str) -> Iterator[None]:
         yield
 
 
-class QuietTopicflowTaskErrors(logging.Filter):
-    """Drop a worker's "Compute Failed" record of a task that raised a topicflow error.
+@contextlib.contextmanager
+def _quiet_task_errors(client: Any, quiet: bool) -> Iterator[None]:
+    """While the block runs, keep ``client``'s workers from logging tasks failed by topicflow errors.
 
-    The client re-raises that error, and the CLI prints it as one ``topicflow: error:`` line; the
-    worker's record (key, task, exception and traceback) would only repeat it. Every other record,
-    including failures of other kinds, passes.
+    Registers :class:`~topicflow.pipeline.worker_logging.QuietTaskErrorsPlugin` under a name of this
+    client's own (the scheduler also gives it to workers that join or restart later) and
+    unregisters it on exit, which removes the filter again. A scheduler that refuses the plugin
+    (one that may not unpickle plugins, say) costs only the quiet logs: the command goes on.
     """
+    if not quiet:
+        yield
+        return
+    from topicflow.pipeline.worker_logging import QuietTaskErrorsPlugin
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        """Return False for the "Compute Failed" record of a topicflow error, True for any other.
-
-        Parameters
-        ----------
-        record : logging.LogRecord
-            A record of the ``distributed.worker`` logger; its fourth argument is the exception's repr.
-
-        Returns
-        -------
-        bool
-            Whether the record is logged.
-        """
-        args = record.args if isinstance(record.args, tuple) else ()
-        if not str(record.msg).startswith("Compute Failed") or len(args) < 4:
-            return True
-        return str(args[3]).split("(", 1)[0] not in _error_names(TopicflowError)
-
-
-def _error_names(cls: type[BaseException]) -> set[str]:
-    """Names of ``cls`` and all its subclasses."""
-    return {cls.__name__}.union(*(_error_names(sub) for sub in cls.__subclasses__()))
-
-
-def quiet_topicflow_task_errors() -> None:
-    """Install :class:`QuietTopicflowTaskErrors` in this process, unless Dask logs at INFO or below (``-vv``).
-
-    Run on every worker of the local cluster :func:`connect` starts (``client.run``).
-    """
-    logger = logging.getLogger("distributed.worker")
-    if logger.getEffectiveLevel() > logging.INFO and not any(
-        isinstance(installed, QuietTopicflowTaskErrors) for installed in logger.filters
-    ):
-        logger.addFilter(QuietTopicflowTaskErrors())
+    name = f"topicflow-quiet-task-errors-{client.id}"
+    try:
+        client.register_plugin(QuietTaskErrorsPlugin(), name=name)
+    except Exception as exc:  # cosmetic only: the workers then log failed tasks as usual
+        log.info("the workers will log failed tasks in full (registering %s failed: %s)", name, exc)
+        yield
+        return
+    try:
+        yield
+    finally:
+        with contextlib.suppress(Exception):  # a lost scheduler: the workers' plugins go with it
+            client.unregister_worker_plugin(name)
 
 
 def current_client(client: Any = None) -> Any:
