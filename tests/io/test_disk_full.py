@@ -136,15 +136,13 @@ def write_docs(path: Path, start: int, stop: int, extra: str = "") -> Path:
 class Writer:
     """One writer: ``setup(base)`` makes the state before it, ``write(base)`` writes, ``view(base)`` reads back.
 
-    ``target`` is the output (relative to ``base/out``) the message must name; ``translated`` is False
-    for ingest/append, whose modules are owned elsewhere and still raise the raw ``OSError``.
+    ``target`` is the output (relative to ``base/out``) the message must name.
     """
 
     setup: Callable[[Path], None]
     write: Callable[[Path], None]
     view: Callable[[Path], Any]
     target: str
-    translated: bool = True
 
 
 def _commit(base: Path) -> None:
@@ -205,9 +203,9 @@ WRITERS: dict[str, Writer] = {
     "infer": Writer(_corpus, _infer, lambda b: doc_topics_view(b / "out" / "dt.zarr"), "dt.zarr"),
     "export": Writer(_nothing, lambda b: export_npz(b / "out" / "m.npz", make_model(1.0)),
                      lambda b: npz_view(b / "out" / "m.npz"), "m.npz"),
-    "ingest": Writer(_inputs, _ingest, lambda b: store_view(b / "out" / "s.zarr"), "s.zarr", translated=False),
+    "ingest": Writer(_inputs, _ingest, lambda b: store_view(b / "out" / "s.zarr"), "s.zarr"),
     "append": Writer(_with_store, lambda b: append_corpus(b / "out" / "s.zarr", [b / "b.jsonl"]),
-                     lambda b: store_view(b / "out" / "s.zarr"), "s.zarr", translated=False),
+                     lambda b: store_view(b / "out" / "s.zarr"), "s.zarr"),
 }
 
 POSITIONS = ("first", "middle", "last")
@@ -262,17 +260,14 @@ def test_disk_full_at_nth_write(name: str, position: str, tmp_path: Path,
     error = raised.value
     assert error.errno == errno.ENOSPC
     target = str(base / "out" / writer.target)
-    if writer.translated:
-        assert isinstance(error, DiskFullError)
-        assert error.path == target
-        assert error.failed == counter.failed[0]
-        message = str(error)
-        assert f"{target!r} could not be written: no space left on device" in message
-        assert f"Free space on the filesystem holding {target!r}, then rerun;" in message
-        assert "was left as it was" in message or "nothing was" in message or "no checkpoint" in message \
-            or "no state" in message
-    else:  # ingest/append: still the raw error, whose file is under the output (docs/reliability.md)
-        assert str(base / "out") in str(error)
+    assert isinstance(error, DiskFullError)
+    assert error.path == target
+    assert error.failed == counter.failed[0]
+    message = str(error)
+    assert f"{target!r} could not be written: no space left on device" in message
+    assert f"Free space on the filesystem holding {target!r}, then rerun;" in message
+    assert "was left as it was" in message or "nothing was" in message or "no checkpoint" in message \
+        or "no state" in message
     assert listing(base) == before, "the failed write left files behind or removed some"
     assert writer.view(base) == view_before, "what is current changed"
     writer.write(base)  # space freed: the rerun succeeds

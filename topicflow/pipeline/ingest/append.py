@@ -21,6 +21,7 @@ from topicflow.errors import (
     VocabularyMismatchError,
 )
 from topicflow.io._atomic import (
+    disk_full_guard,
     exclusive_lock,
     fsync_directory,
     temporary_sibling,
@@ -363,13 +364,15 @@ def append_corpus(
         if removed:
             log.info("removed %d directories left by an interrupted append: %s", len(removed), removed)
         sources, partitions = discover_partitions(absolute_inputs(inputs), fields, manifest.shard_size)
-        try:
-            result = _append_locked(store, manifest, sources, partitions, inputs, fields,
-                                    stored_tokenizer, split, on_error, promote_min_df, client, progress)
-        except BaseException:
-            if read_manifest(store) == manifest:  # not committed: remove what this append wrote
-                _remove_debris_quietly(store, manifest)
-            raise
+        with disk_full_guard(store, what="corpus store",
+                             unchanged="nothing was changed: the store is as it was before this append."):
+            try:
+                result = _append_locked(store, manifest, sources, partitions, inputs, fields,
+                                        stored_tokenizer, split, on_error, promote_min_df, client, progress)
+            except BaseException:
+                if read_manifest(store) == manifest:  # not committed: remove what this append wrote
+                    _remove_debris_quietly(store, manifest)
+                raise
     return replace(result, elapsed=time.perf_counter() - started)
 
 

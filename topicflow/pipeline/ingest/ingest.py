@@ -47,6 +47,7 @@ from topicflow.errors import (
 from topicflow.io._atomic import (
     check_output_path,
     commit_directory,
+    disk_full_guard,
     temporary_sibling,
 )
 from topicflow.io.corpus.id_index import extend_index, hash_ids
@@ -577,45 +578,48 @@ def ingest_corpus(
         build = temporary_sibling(out)
     sources, partitions = discover_partitions(absolute_inputs(inputs), fields, size)
     layout = _BuildLayout.of(build, partitions)
-    try:
-        init_store(build, format_version=store_format_version(1, has_order=keep_order))
-        # One pass over the text: tokenize once, keeping provisional term ids beside the shards.
-        summary = _summarize(map_tokenize(partitions, fields, tokenizer, on_error, paths=layout.token_paths),
-                             split, client, progress)
-        summary, skip = _resolve_duplicates(summary, partitions, fields, tokenizer, on_error, {}, str(out),
-                                            client, progress)
-        _check_records(summary, inputs)
-        vocabs = {lang: prune_vocabulary(summary.term_counts().get(lang), prune) for lang in fields.languages}
-        for lang, vocab in vocabs.items():
-            write_vocabulary(build / "vocab" / lang, vocab)
-            write_vocabulary(build / "excluded" / lang, too_common_terms(summary.term_counts().get(lang), prune))
-        written = compute_list(
-            map_write_tokenized(partitions, fields, store=str(build), paths=layout.token_paths,
-                                shard_dirs=layout.shard_dirs, skip=skip, drop_reason="all_terms_pruned",
-                                keep_order=keep_order),
-            client=client, progress=progress, desc="writing shards", unit="shard")
-        manifest = Manifest(languages=fields.languages, tokenizer=tokenizer.to_dict(), shard_size=size,
-                            has_labels=fields.has_labels, has_timestamps=fields.has_timestamps,
-                            has_order=keep_order)
-        infos = layout.place(written, manifest)
-        if not infos:
-            raise EmptyInputError(
-                f"every one of the {summary.n_records} documents is empty after tokenizing and pruning "
-                f"({_reasons(_sum_dicts(w.dropped for w in written))}); lower --min-df / raise "
-                "--max-df-fraction, or check --stop-words and --token-pattern.", path=str(inputs[0]),
-            )
-        event = _event("ingest", inputs, fields, summary, written, pruning=prune.to_dict())
-        manifest = with_shards(manifest, infos, event)
-        manifest = replace(manifest, id_index=extend_index(build, manifest))
-        if isinstance(build, StoragePath):
-            _publish_remote(build, manifest)
-        else:
-            layout.remove_unplaced()
-            write_manifest(build, manifest)
-            commit_directory(build, cast(Path, out), overwrite=overwrite)
-    except BaseException:
-        layout.remove_failed()
-        raise
+    unchanged = (f"the store already at {str(out)!r} was left as it was" if overwrite
+                 else f"nothing was written at {str(out)!r}")
+    with disk_full_guard(out, what="corpus store", unchanged=unchanged + "."):
+        try:
+            init_store(build, format_version=store_format_version(1, has_order=keep_order))
+            # One pass over the text: tokenize once, keeping provisional term ids beside the shards.
+            summary = _summarize(map_tokenize(partitions, fields, tokenizer, on_error, paths=layout.token_paths),
+                                 split, client, progress)
+            summary, skip = _resolve_duplicates(summary, partitions, fields, tokenizer, on_error, {}, str(out),
+                                                client, progress)
+            _check_records(summary, inputs)
+            vocabs = {lang: prune_vocabulary(summary.term_counts().get(lang), prune) for lang in fields.languages}
+            for lang, vocab in vocabs.items():
+                write_vocabulary(build / "vocab" / lang, vocab)
+                write_vocabulary(build / "excluded" / lang, too_common_terms(summary.term_counts().get(lang), prune))
+            written = compute_list(
+                map_write_tokenized(partitions, fields, store=str(build), paths=layout.token_paths,
+                                    shard_dirs=layout.shard_dirs, skip=skip, drop_reason="all_terms_pruned",
+                                    keep_order=keep_order),
+                client=client, progress=progress, desc="writing shards", unit="shard")
+            manifest = Manifest(languages=fields.languages, tokenizer=tokenizer.to_dict(), shard_size=size,
+                                has_labels=fields.has_labels, has_timestamps=fields.has_timestamps,
+                                has_order=keep_order)
+            infos = layout.place(written, manifest)
+            if not infos:
+                raise EmptyInputError(
+                    f"every one of the {summary.n_records} documents is empty after tokenizing and pruning "
+                    f"({_reasons(_sum_dicts(w.dropped for w in written))}); lower --min-df / raise "
+                    "--max-df-fraction, or check --stop-words and --token-pattern.", path=str(inputs[0]),
+                )
+            event = _event("ingest", inputs, fields, summary, written, pruning=prune.to_dict())
+            manifest = with_shards(manifest, infos, event)
+            manifest = replace(manifest, id_index=extend_index(build, manifest))
+            if isinstance(build, StoragePath):
+                _publish_remote(build, manifest)
+            else:
+                layout.remove_unplaced()
+                write_manifest(build, manifest)
+                commit_directory(build, cast(Path, out), overwrite=overwrite)
+        except BaseException:
+            layout.remove_failed()
+            raise
     layout.remove_unreferenced(manifest)
     return IngestResult(
         store=str(out), n_read=summary.n_records, n_kept=manifest.n_docs,
