@@ -79,3 +79,16 @@ def test_parse_terms_and_hstack() -> None:
     joined = hstack_counts([X[:, :3], X[:, 3:].toarray(), ])
     np.testing.assert_array_equal(count_matrix(joined).toarray(), X.toarray())
     assert hstack_counts([X]) is X
+
+
+def test_a_store_opened_by_a_relative_path_is_sent_to_workers_as_absolute(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tasks open shards by ``Corpus.path`` on workers whose working directory differs from the driver's."""
+    from topicflow.testing.corpora import write_test_store
+
+    write_test_store(tmp_path / "rel.zarr", {"default": sp.csr_matrix(np.eye(3, dtype=np.int64))}, shard_size=2)
+    monkeypatch.chdir(tmp_path)
+    corpus = Corpus.open("rel.zarr")
+    assert corpus.path == tmp_path / "rel.zarr" and corpus.path.is_absolute()
+    monkeypatch.chdir("/")
+    assert corpus.read_block(1).counts.sum() == 1  # still readable from another directory

@@ -462,7 +462,9 @@ class Corpus:
     """
 
     def __init__(self, path: str | os.PathLike[str] | StoragePath, manifest: Manifest) -> None:
-        self.path: Location = as_location(path)
+        location = as_location(path)
+        # Absolute, because tasks open the shards by this path on workers whose working directory differs.
+        self.path: Location = location.absolute() if isinstance(location, Path) else location
         self.manifest = manifest
         self._vocab: dict[tuple[str, int], Vocabulary] = {}
         self._excluded: dict[str, frozenset[str]] = {}
