@@ -69,7 +69,7 @@ class AdaptorGrammar(TopicModelEstimator):
     language : str, optional
         Language of a multilingual store.
     corpus_size : int, optional
-        |X| of eqs. 8.8-8.9 (default: the number of sentences fitted); give the final size to fit a
+        ``|X|`` of eqs. 8.8-8.9 (default: the number of sentences fitted); give the final size to fit a
         stream in parts (``topicflow update``).
     alphabet : str, optional
         Characters the grammar gets as terminals besides those of the training sentences (so later
@@ -335,7 +335,7 @@ class AdaptorGrammar(TopicModelEstimator):
         overwrite : bool, default False
             Replace an existing model.
         """
-        save_model(path, self.to_saved_model(), overwrite=overwrite)  # type: ignore[arg-type]
+        save_model(path, self.to_saved_model(), overwrite=overwrite)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, version: int | None = None) -> AdaptorGrammar:
@@ -353,7 +353,7 @@ class AdaptorGrammar(TopicModelEstimator):
         AdaptorGrammar
             A fitted estimator.
         """
-        saved = load_model(path, version)  # type: ignore[arg-type]
+        saved = load_model(path, version)
         state, params, payload = grammar_from_saved(saved, where=str(path))
         settings = dict(saved.info.settings.get("estimator") or {})
         model = cls(**{k: v for k, v in settings.items() if k in cls._get_param_names()})

@@ -290,6 +290,6 @@ def load_grammar_model(path: str | Path, version: int | None = None) -> tuple[AG
     ModelFormatError
         If the files do not form an adaptor-grammar model.
     """
-    model = load_model(path, version)  # type: ignore[arg-type]  # (a Path or a URL string)
+    model = load_model(path, version)
     state, params, payload = grammar_from_saved(model, where=str(path))
     return state, params, {**payload, "settings": dict(model.info.settings), "version": model.version}
