@@ -140,7 +140,7 @@ def test_cli_online_fit_killed_then_resumed_equals_uninterrupted(grown: tuple[Pa
     finally:
         kill_process_group(process)
         process.wait()
-    checkpoint = json.loads((default_checkpoint_path(model) / "latest.json").read_text())
+    checkpoint = json.loads(Path(str(default_checkpoint_path(model)), "latest.json").read_text())
     assert checkpoint["position"]["t"] == 3, checkpoint  # minibatches 0, 1 and 2 done
     assert not model.exists()
     result = CliRunner().invoke(main, ["fit", *args, "--resume"])
@@ -150,6 +150,7 @@ def test_cli_online_fit_killed_then_resumed_equals_uninterrupted(grown: tuple[Pa
     plain = [*args[:2], str(tmp_path / "plain"), *args[3:-2]]  # the same fit, no checkpoint, not killed
     assert CliRunner().invoke(main, ["fit", *plain]).exit_code == 0
     resumed, uninterrupted = load_model(model), load_model(tmp_path / "plain")
+    assert resumed.info.online is not None and uninterrupted.info.online is not None
     assert resumed.info.online["t"] == uninterrupted.info.online["t"]
     np.testing.assert_array_equal(resumed.state.topic_word_var["default"], uninterrupted.state.topic_word_var["default"])
     np.testing.assert_array_equal(resumed.state.doc_topic_prior, uninterrupted.state.doc_topic_prior)
