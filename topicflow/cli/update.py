@@ -11,11 +11,11 @@ from topicflow._typing import OutputFormat, choices
 from topicflow.cli._common import (
     LOCATION,
     cluster_options,
+    progress_reporter,
     reports_errors,
     storage_options_option,
 )
 from topicflow.pipeline.cluster import ClusterConfig, connect
-from topicflow.pipeline.progress import TqdmProgress
 from topicflow.pipeline.vb.online import EXECUTORS
 
 #: Methods continued by the collapsed drivers (topicflow.pipeline.collapsed), with their own schedule.
@@ -92,7 +92,7 @@ def update(model_path: Path | str, store: Path | str, batch_size: int | None, ta
         SVBConfig.from_online(online)  # refuses --passes > 1 before a cluster starts
     corpus = Corpus.open(store)
     with connect(cluster) as client:
-        result = update_model(model_path, corpus, online=online, client=client, keep=keep, progress=TqdmProgress())
+        result = update_model(model_path, corpus, online=online, client=client, keep=keep, progress=progress_reporter())
     if fmt == "json":
         click.echo(json.dumps(result.to_dict(), indent=2))
         return

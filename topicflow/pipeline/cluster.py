@@ -173,6 +173,30 @@ class SchedulerConnectionError(TopicflowError, ConnectionError):
     """
 
 
+class SchedulerLostError(SchedulerConnectionError):
+    """The Dask scheduler given with ``--scheduler`` went away while a command was running.
+
+    The message names the scheduler's address; the command's outputs are unchanged (they are
+    committed only when complete).
+    """
+
+
+def scheduler_lost(client: Any) -> bool:
+    """Whether ``client`` has lost its scheduler (closed after Dask's reconnect window, or reconnecting).
+
+    Parameters
+    ----------
+    client : distributed.Client
+        A client connected to a scheduler when the command started.
+
+    Returns
+    -------
+    bool
+        True when the client is no longer running, i.e. its connection to the scheduler broke.
+    """
+    return str(getattr(client, "status", "running")) not in ("running", "Status.running")
+
+
 def memory_budget() -> int:
     """Return the bytes a threads executor may hold: ``topicflow.local-cluster-memory``, else half the machine.
 
@@ -565,9 +589,19 @@ def connect(config: ClusterConfig) -> Iterator[Any]:
     if config.scheduler:
         client = _connect_remote(config, config.scheduler)
         log.info("connected to scheduler %s (dashboard %s)", client.scheduler.address, client.dashboard_link)
+        address = client.scheduler.address
         try:
             with _quiet_task_errors(client, config.quiet_task_errors):
                 yield client
+        except Exception as exc:
+            if scheduler_lost(client):
+                raise SchedulerLostError(
+                    f"lost the Dask scheduler at {address!r} while the command ran ({type(exc).__name__}); "
+                    "nothing was committed (every output is written under a temporary name and put in place "
+                    "only when complete, so what was current before is still current). Check that the "
+                    "scheduler is running and reachable, then rerun the command (with --resume if it "
+                    "checkpoints).") from exc
+            raise
         finally:
             client.close()
         return
