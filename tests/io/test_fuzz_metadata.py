@@ -305,10 +305,10 @@ def test_damaged_versions_json(model: Path, model_baseline: tuple[Any, ...], dat
 
 
 def test_every_value_of_the_version_index_replaced_by_an_odd_value_of_each_kind(model: Path) -> None:
-    """Exhaustively, for the file every model command reads first: each value replaced by one odd value of
-    each kind (missing, text, list, object, negative, infinite)."""
+    """Exhaustively, for the file every model command reads first: each value replaced by a missing one,
+    a list and an infinite number (the kinds that got past the version index's checks before)."""
     for index in range(_paths_of(model, "versions.json")):
-        for value in (None, "x", [], {}, -1, math.inf):
+        for value in (None, [], math.inf):
             check_damaged(model, "versions.json", ("replace", index, value), read_whole_model, _model_names)
 
 
