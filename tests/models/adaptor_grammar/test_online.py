@@ -13,8 +13,10 @@ from topicflow.models.adaptor_grammar import (
     KIND_CACHED,
     KIND_UNARY,
     SampledTrees,
+    inside_chart,
     load_grammar,
     parse_grammar,
+    sample_trees,
     spans_of,
 )
 from topicflow.models.adaptor_grammar.online import (
@@ -31,6 +33,7 @@ from topicflow.models.adaptor_grammar.online import (
     sample_segmentations,
     seed_state,
     segment,
+    tree_log_weight,
     update_minibatch,
     variational_parameters,
 )
@@ -281,3 +284,13 @@ def test_seed_state_matches_numpy_reference_and_keeps_every_atom() -> None:
     assert after.minibatch == 1 and after.decay == pytest.approx((1.0 - eps) * (1.0 - 5.0 ** -0.7))
     with pytest.raises(ValueError, match="no sentences"):
         seed_state(state0, [], [], params)
+    # G' log weight of sampled trees with cached atoms: rule weights and atom weights, summed node by node
+    pcfg = prepare(after)
+    trees = sample_trees(pcfg, inside_chart(pcfg, xs[4]), 4, seed=1, epoch=0, sentence=4)
+    atom_w = {(int(n), int(a)): float(w) for n, a, w in zip(pcfg.entry_nt, pcfg.entry_atom, pcfg.entry_weight)}
+    assert (trees.kind == KIND_CACHED).any()
+    for s in range(4):
+        nodes = range(int(trees.tree_ptr[s]), int(trees.tree_ptr[s + 1]))
+        expected = sum(np.log(atom_w[(int(trees.symbol[p]), int(trees.ident[p]))]) if trees.kind[p] == KIND_CACHED
+                       else np.log(pcfg.rule_weight[trees.ident[p]]) for p in nodes)
+        assert tree_log_weight(pcfg, trees, s) == pytest.approx(expected, rel=1e-12)

@@ -937,10 +937,10 @@ def tree_log_weight(pcfg: DerivedPCFG, trees: SampledTrees, sample: int) -> floa
     """
     lo, hi = int(trees.tree_ptr[sample]), int(trees.tree_ptr[sample + 1])
     total = 0.0
-    atom_w = {(int(n), int(a)): w for n, a, w in zip(pcfg.entry_nt, pcfg.entry_atom, pcfg.entry_weight)}
     for p in range(lo, hi):
-        if trees.kind[p] == KIND_CACHED:
-            total += math.log(atom_w[(int(trees.symbol[p]), int(trees.ident[p]))])
+        if trees.kind[p] == KIND_CACHED:  # look the atom up among the entries (no dict over all of them)
+            hit = np.flatnonzero((pcfg.entry_nt == trees.symbol[p]) & (pcfg.entry_atom == trees.ident[p]))
+            total += math.log(float(pcfg.entry_weight[hit[0]]))
         else:
             total += math.log(pcfg.rule_weight[trees.ident[p]])
     return total
