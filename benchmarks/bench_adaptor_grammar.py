@@ -178,7 +178,7 @@ def run_online(args: argparse.Namespace, train: SegmentationCorpus, test: Segmen
         return unavailable(arm, args.grammar, f"the online adaptor grammar is not available here: {exc}")
     settings = dict(CHAPTER_SETTINGS[args.grammar])
     if variational:
-        settings.update(batch_size=len(train), kappa=0.0)
+        settings.update(batch_size=len(train), kappa=0.0, prune_every=1)  # one minibatch per iteration: prune each
     spec = load_grammar(args.grammar)
     truncation = {ad.symbol: (1500 if ad.symbol == "Word" else 3000) for ad in spec.adaptors}
     grammar = spec.with_adaptors(**truncation).bind(sorted(set("".join(train.sentences + test.sentences))))
