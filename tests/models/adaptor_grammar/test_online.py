@@ -13,8 +13,10 @@ from topicflow.models.adaptor_grammar import (
     KIND_CACHED,
     KIND_UNARY,
     SampledTrees,
+    inside_chart,
     load_grammar,
     parse_grammar,
+    sample_trees,
     spans_of,
 )
 from topicflow.models.adaptor_grammar.online import (
@@ -29,7 +31,9 @@ from topicflow.models.adaptor_grammar.online import (
     ranking_scores,
     resample_table_labels,
     sample_segmentations,
+    seed_state,
     segment,
+    tree_log_weight,
     update_minibatch,
     variational_parameters,
 )
@@ -246,3 +250,47 @@ def test_table_label_resampling_rederives_atoms() -> None:
     w_sym = grammar.nonterminals.index("W")
     assert spans_of(grammar, tree, 0, w_sym, [t.keys for t in after.tngs]) == [(0, 1), (1, 2)]
     assert spans_of(grammar, tree, 0, p_sym, [t.keys for t in after.tngs]) == [(0, 2)]
+
+
+def test_seed_state_matches_numpy_reference_and_keeps_every_atom() -> None:
+    """The seed pass (PyAdaGram's ``seed``): one tree per sentence under the base PCFG, step tau^-kappa,
+    counts unscaled when every sentence is given, TNGs sorted by Lambda with nothing removed, l stays 0."""
+    grammar = parse_grammar(TOY).bind("abc")
+    texts = ["abca", "cab", "abab", "bca", "abcab", "ca"]
+    params = OnlineParams(corpus_size=len(texts), tau=4.0, kappa=0.7, prune_every=1, n_samples=5, seed=6)
+    state0 = initial_state(grammar, seed=6)
+    xs = _minibatch(grammar, texts)
+    seeded, stats = seed_state(state0, xs, range(len(xs)), params)
+    assert stats.n_samples == 1 and stats.n_sentences == len(texts) and seeded.minibatch == 0
+    again = estep_sentences(grammar, prepare(state0), [t.keys for t in state0.tngs], xs, list(range(len(xs))),
+                            n_samples=1, seed=6, epoch=0)
+    np.testing.assert_array_equal(again.g, stats.g)
+    eps = 4.0 ** -0.7
+    ref = reference_update(grammar, [t.f_tilde for t in state0.tngs], [t.keys for t in state0.tngs],
+                           state0.g_tilde, list(stats.f), list(stats.h), stats.g, len(texts), 1, len(texts), eps,
+                           1.0)
+    assert seeded.decay == pytest.approx(1.0 - eps, rel=1e-14)
+    np.testing.assert_allclose(seeded.g_tilde / eps, stats.g, rtol=1e-12)  # corrected g~ = the counts
+    np.testing.assert_allclose(seeded.gamma, ref["gamma"], rtol=1e-12)
+    scores = ranking_scores(seeded, params, eps)
+    for m, tng in enumerate(seeded.tngs):
+        assert sorted(tng.keys) == sorted(ref["keys"][m]) == sorted(stats.h[m])  # every candidate kept
+        assert np.all(np.diff(scores[m]) <= 0)  # sorted by Lambda
+        by_key = dict(zip(ref["keys"][m], ref["f_tilde"][m]))
+        np.testing.assert_allclose(tng.f_tilde, [by_key[k] for k in tng.keys], rtol=1e-12)
+        np.testing.assert_allclose(tng.f_tilde / eps, [stats.h[m][k] for k in tng.keys], rtol=1e-12)
+    # the online steps continue at l = 1 from the seeded state
+    after, _ = fit_minibatch(seeded, xs[:2], [0, 1], params)
+    assert after.minibatch == 1 and after.decay == pytest.approx((1.0 - eps) * (1.0 - 5.0 ** -0.7))
+    with pytest.raises(ValueError, match="no sentences"):
+        seed_state(state0, [], [], params)
+    # G' log weight of sampled trees with cached atoms: rule weights and atom weights, summed node by node
+    pcfg = prepare(after)
+    trees = sample_trees(pcfg, inside_chart(pcfg, xs[4]), 4, seed=1, epoch=0, sentence=4)
+    atom_w = {(int(n), int(a)): float(w) for n, a, w in zip(pcfg.entry_nt, pcfg.entry_atom, pcfg.entry_weight)}
+    assert (trees.kind == KIND_CACHED).any()
+    for s in range(4):
+        nodes = range(int(trees.tree_ptr[s]), int(trees.tree_ptr[s + 1]))
+        expected = sum(np.log(atom_w[(int(trees.symbol[p]), int(trees.ident[p]))]) if trees.kind[p] == KIND_CACHED
+                       else np.log(pcfg.rule_weight[trees.ident[p]]) for p in nodes)
+        assert tree_log_weight(pcfg, trees, s) == pytest.approx(expected, rel=1e-12)

@@ -656,7 +656,7 @@ def ranking_scores(state: AGState, params: OnlineParams, eps: float) -> tuple[np
     return tuple(out)
 
 
-def prune(state: AGState, params: OnlineParams, eps: float) -> AGState:
+def prune(state: AGState, params: OnlineParams, eps: float, *, reorder_only: bool = False) -> AGState:
     """Sort every TNG by Lambda and keep its K_a best atoms ([Z] section 8.3.1, "Sorting and Removing").
 
     Adaptors are pruned from general to specific; an atom referenced by a kept atom of a more general
@@ -671,6 +671,8 @@ def prune(state: AGState, params: OnlineParams, eps: float) -> AGState:
         Gives the bias handling.
     eps : float
         The current step size.
+    reorder_only : bool
+        Sort without removing any atom (what :func:`seed_state` does after the seed pass).
 
     Returns
     -------
@@ -684,7 +686,7 @@ def prune(state: AGState, params: OnlineParams, eps: float) -> AGState:
     for m in range(len(tngs) - 1, -1, -1):
         tng = tngs[m]
         order = sorted(range(len(tng)), key=lambda i: (-scores[m][i], i))
-        limit = int(grammar.truncation[m])
+        limit = len(tng) if reorder_only else int(grammar.truncation[m])
         keep = [i for i in order[:limit]]
         kept = set(keep)
         keep += [i for i in order[limit:] if tng.atoms[i].key in pinned[m] and i not in kept]
@@ -840,6 +842,55 @@ def update_minibatch(state: AGState, stats: AGStats, params: OnlineParams) -> AG
     return new
 
 
+def seed_state(state: AGState, sentences: Sequence[np.ndarray], sentence_ids: Sequence[int],
+               params: OnlineParams) -> tuple[AGState, AGStats]:
+    """Seed the TNGs and counts with one parse of every training sentence before the online steps.
+
+    The reference implementation's initialization (PyAdaGram ``launch_train.py`` calls ``seed`` on the
+    whole training set before the first minibatch), and the upfront initialization that [Z] section 8.4.1
+    ascribes to VARIATIONAL. Each sentence is parsed once under G' of ``state`` (one tree per sentence;
+    with empty TNGs G' is the base PCFG), its f, g and h counts are scaled by |X| / n (1 when all |X|
+    sentences are given), the candidates join the TNGs and f~, g~ take the step eps_0 = tau^-kappa
+    (1 when tau = 0 or kappa = 0) with l = 0: after the P3 handling ``bias="correct"`` (and PyAdaGram's
+    ``"tau-kappa"``) the seeded counts are the counts of the parse themselves. The TNGs are then sorted
+    by Lambda without removing anything; the minibatch counter stays 0, so the first online step is l = 1.
+
+    This is a deviation from [Z] section 8.3.1 ("empty TNGs", no preprocessing) for ONLINE, made because
+    without it the first minibatch, parsed by the random initial PCFG and scaled by |X| / |B|, fixes a
+    short-fragment lexicon that one pass does not leave (docs/adaptor_grammar.md, "Known problem").
+
+    Parameters
+    ----------
+    state : AGState
+        Usually :func:`initial_state`'s.
+    sentences : sequence of ndarray of int64
+        The training sentences (ideally all |X| of them).
+    sentence_ids : sequence of int
+        Their global indices (key the random numbers, epoch 0: the online steps use epochs from 1).
+    params : OnlineParams
+        Settings (corpus size, tau, kappa, bias, seed).
+
+    Returns
+    -------
+    state : AGState
+        The seeded state (``minibatch`` 0).
+    stats : AGStats
+        The seed parse's counts (one tree per sentence).
+    """
+    if len(sentences) == 0:
+        raise ValueError("cannot seed from no sentences")
+    stats = estep_sentences(state.grammar, prepare(state), [t.keys for t in state.tngs], sentences,
+                            sentence_ids, n_samples=1, seed=params.seed, epoch=0)
+    eps = 1.0 if params.tau <= 0.0 or params.kappa == 0.0 else float(params.tau ** -params.kappa)
+    scale = params.corpus_size / stats.n_sentences
+    grown, counts = add_candidates(state, stats)
+    tngs = tuple(TNG(t.atoms, (1.0 - eps) * t.f_tilde + eps * scale * c) for t, c in zip(grown.tngs, counts))
+    g_tilde = (1.0 - eps) * state.g_tilde + eps * scale * stats.g
+    new = replace(grown, tngs=tngs, g_tilde=g_tilde, decay=state.decay * (1.0 - eps))
+    new = variational_parameters(new, params)
+    return prune(new, params, eps, reorder_only=True), stats
+
+
 def fit_minibatch(state: AGState, sentences: Sequence[np.ndarray], sentence_ids: Sequence[int],
                   params: OnlineParams) -> tuple[AGState, AGStats]:
     """Parse one minibatch and update the state: the serial form of one iteration of Alg. 6.
@@ -886,10 +937,10 @@ def tree_log_weight(pcfg: DerivedPCFG, trees: SampledTrees, sample: int) -> floa
     """
     lo, hi = int(trees.tree_ptr[sample]), int(trees.tree_ptr[sample + 1])
     total = 0.0
-    atom_w = {(int(n), int(a)): w for n, a, w in zip(pcfg.entry_nt, pcfg.entry_atom, pcfg.entry_weight)}
     for p in range(lo, hi):
-        if trees.kind[p] == KIND_CACHED:
-            total += math.log(atom_w[(int(trees.symbol[p]), int(trees.ident[p]))])
+        if trees.kind[p] == KIND_CACHED:  # look the atom up among the entries (no dict over all of them)
+            hit = np.flatnonzero((pcfg.entry_nt == trees.symbol[p]) & (pcfg.entry_atom == trees.ident[p]))
+            total += math.log(float(pcfg.entry_weight[hit[0]]))
         else:
             total += math.log(pcfg.rule_weight[trees.ident[p]])
     return total
