@@ -172,7 +172,15 @@ def _inputs(base: Path) -> None:
 
 
 def _ingest(base: Path) -> None:
-    ingest_corpus([base / "a.jsonl"], base / "out" / "s.zarr", shard_size=5)
+    # One task at a time: with threads, a task already running when another fails may still write its
+    # token file after the clean-up (garbage the next append removes; docs/reliability.md, "Disk full").
+    with dask.config.set(scheduler="sync"):
+        ingest_corpus([base / "a.jsonl"], base / "out" / "s.zarr", shard_size=5)
+
+
+def _append(base: Path) -> None:
+    with dask.config.set(scheduler="sync"):  # as in _ingest
+        append_corpus(base / "out" / "s.zarr", [base / "b.jsonl"])
 
 
 def _with_store(base: Path) -> None:
@@ -204,7 +212,7 @@ WRITERS: dict[str, Writer] = {
     "export": Writer(_nothing, lambda b: export_npz(b / "out" / "m.npz", make_model(1.0)),
                      lambda b: npz_view(b / "out" / "m.npz"), "m.npz"),
     "ingest": Writer(_inputs, _ingest, lambda b: store_view(b / "out" / "s.zarr"), "s.zarr"),
-    "append": Writer(_with_store, lambda b: append_corpus(b / "out" / "s.zarr", [b / "b.jsonl"]),
+    "append": Writer(_with_store, _append,
                      lambda b: store_view(b / "out" / "s.zarr"), "s.zarr"),
 }
 
