@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import threading
 import time
@@ -10,8 +11,8 @@ from typing import Any
 import psutil
 
 
-def measure_process_tree(command: list[str], *, what: str) -> tuple[dict[str, Any], float, float]:
-    """Run ``command``; return the JSON of its last stdout line, wall seconds and peak RSS in MB.
+def run_process_tree(command: list[str], *, what: str) -> tuple[float, float, str]:
+    """Run ``command``; return wall seconds, peak RSS of its process tree in MB, and its stdout.
 
     RSS is summed over the process and all its descendants every 50 ms.
     """
@@ -22,7 +23,10 @@ def measure_process_tree(command: list[str], *, what: str) -> tuple[dict[str, An
 
     def sample() -> None:
         nonlocal peak
-        root = psutil.Process(process.pid)
+        try:
+            root = psutil.Process(process.pid)
+        except psutil.Error:  # already gone
+            return
         while not done.is_set():
             try:
                 total = 0
@@ -43,5 +47,11 @@ def measure_process_tree(command: list[str], *, what: str) -> tuple[dict[str, An
     sampler.join()
     wall = time.perf_counter() - started
     if process.returncode != 0:
-        raise RuntimeError(f"{what} failed ({process.returncode}):\n{err[-3000:]}")
-    return json.loads(out.strip().splitlines()[-1]), wall, peak / 1e6
+        raise RuntimeError(f"{what} failed ({process.returncode}): {shlex.join(command)}\n{err[-3000:]}")
+    return wall, peak / 1e6, out
+
+
+def measure_process_tree(command: list[str], *, what: str) -> tuple[dict[str, Any], float, float]:
+    """Run ``command``; return the JSON of its last stdout line, wall seconds and peak RSS in MB."""
+    wall, peak, out = run_process_tree(command, what=what)
+    return json.loads(out.strip().splitlines()[-1]), wall, peak

@@ -19,7 +19,7 @@ Each cycle c = 1 .. N then runs, each command as its own subprocess of the venv'
 
 Per cycle it records the wall time and the peak resident memory of each command's whole process
 tree (the command, and with ``--local-cluster processes`` its scheduler, nannies and workers;
-RSS summed over the tree every 50 ms with psutil, as ``benchmarks/_memory.py`` does), and the size
+RSS summed over the tree every 50 ms with psutil, through ``benchmarks/_memory.py``), and the size
 on disk of the store, of the whole model directory, of the current model version, and of the stream
 directory. Generating a cycle's JSON Lines is not timed.
 
@@ -44,15 +44,13 @@ import os
 import shlex
 import shutil
 import statistics
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import psutil
+from _memory import run_process_tree
 
 from topicflow.models.lda.synth import (
     SynthParams,
@@ -104,43 +102,6 @@ def write_cycle_jsonl(path: Path, *, cycle: int, docs: int, topics: int, vocab: 
 # ----------------------------------------------------------------------------- measuring
 
 
-def run_measured(command: list[str], *, what: str) -> tuple[float, float, str]:
-    """Run ``command``; return wall seconds, peak RSS of its process tree in MB, and its stdout."""
-    started = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    peak = 0
-    done = threading.Event()
-
-    def sample() -> None:
-        nonlocal peak
-        try:
-            root = psutil.Process(process.pid)
-        except psutil.Error:
-            return
-        while not done.is_set():
-            try:
-                total = 0
-                for proc in [root] + root.children(recursive=True):
-                    try:
-                        total += proc.memory_info().rss
-                    except psutil.Error:
-                        pass
-                peak = max(peak, total)
-            except psutil.Error:
-                pass
-            done.wait(0.05)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    out, err = process.communicate()
-    done.set()
-    sampler.join()
-    wall = time.perf_counter() - started
-    if process.returncode != 0:
-        raise RuntimeError(f"{what} failed ({process.returncode}): {shlex.join(command)}\n{err[-3000:]}")
-    return wall, peak / 1e6, out
-
-
 def disk_bytes(path: Path) -> int:
     """Bytes of every file under ``path``."""
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
@@ -183,7 +144,7 @@ def setup(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     }
     row: dict[str, Any] = {}
     for name, command in steps.items():
-        wall, peak, _ = run_measured(command, what=name)
+        wall, peak, _ = run_process_tree(command, what=name)
         row[f"{name}_seconds"], row[f"{name}_peak_mb"] = wall, peak
     base.unlink()
     return row
@@ -212,7 +173,7 @@ def run_cycle(args: argparse.Namespace, work: Path, cycle: int) -> dict[str, Any
     row: dict[str, Any] = {"cycle": cycle}
     outputs = {}
     for name, command in steps.items():
-        wall, peak, out = run_measured(command, what=f"cycle {cycle}: {name}")
+        wall, peak, out = run_process_tree(command, what=f"cycle {cycle}: {name}")
         row[f"{name}_seconds"], row[f"{name}_peak_mb"] = round(wall, 3), round(peak, 1)
         outputs[name] = out
     jsonl.unlink()
