@@ -14,7 +14,7 @@ it read are kept per process, so consecutive minibatches in store order read eac
 from __future__ import annotations
 
 import threading
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import dask
 import numpy as np
@@ -107,14 +107,22 @@ def map_estep(grammar: Grammar, pcfg: DerivedPCFG, atom_keys: list[list[Any]],
     dask.delayed.Delayed
         The merged :class:`~topicflow.models.adaptor_grammar.AGStats`.
     """
+    return _merged_estep(estep_partition, grammar, pcfg, atom_keys,
+                         [(list(sentences), list(ids), n_samples, seed, epoch) for sentences, ids in partitions],
+                         split_every=split_every, token=token)
+
+
+def _merged_estep(task_function: Callable[..., AGStats], grammar: Grammar, pcfg: DerivedPCFG,
+                  atom_keys: list[list[Any]], arguments: Sequence[tuple[Any, ...]], *, split_every: int,
+                  token: str) -> Any:
+    """One ``task_function(grammar, (pcfg, atom_keys), *args)`` task per partition, tree-merged."""
     # traverse=False: the TNG keys are deeply nested tuples that hold no Dask objects; walking them would cost
     # more than the E-step
     shared = dask.delayed((pcfg, atom_keys), pure=True, name=f"ag-pcfg-{token}", traverse=False)
     grammar_node = dask.delayed(grammar, pure=True, name=f"ag-grammar-{token}", traverse=False)
-    task = dask.delayed(estep_partition, pure=True)
-    parts = [task(grammar_node, shared, list(sentences), list(ids), n_samples, seed, epoch,
-                  dask_key_name=f"ag-estep-{token}-{j}")
-             for j, (sentences, ids) in enumerate(partitions)]
+    task = dask.delayed(task_function, pure=True)
+    parts = [task(grammar_node, shared, *args, dask_key_name=f"ag-estep-{token}-{j}")
+             for j, args in enumerate(arguments)]
     return tree_reduce(parts, merge_stats, split_every=split_every, name=f"ag-merge-{token}")
 
 
@@ -280,10 +288,7 @@ def map_estep_store(grammar: Grammar, pcfg: DerivedPCFG, atom_keys: list[list[An
     dask.delayed.Delayed
         The merged :class:`~topicflow.models.adaptor_grammar.AGStats`.
     """
-    shared = dask.delayed((pcfg, atom_keys), pure=True, name=f"ag-pcfg-{token}", traverse=False)
-    grammar_node = dask.delayed(grammar, pure=True, name=f"ag-grammar-{token}", traverse=False)
-    task = dask.delayed(estep_store_partition, pure=True)
-    parts = [task(grammar_node, shared, store, language, mode, list(refs), list(ids), n_samples, seed, epoch,
-                  dask_key_name=f"ag-estep-{token}-{j}")
-             for j, (refs, ids) in enumerate(partitions)]
-    return tree_reduce(parts, merge_stats, split_every=split_every, name=f"ag-merge-{token}")
+    return _merged_estep(estep_store_partition, grammar, pcfg, atom_keys,
+                         [(store, language, mode, list(refs), list(ids), n_samples, seed, epoch)
+                          for refs, ids in partitions],
+                         split_every=split_every, token=token)

@@ -343,6 +343,19 @@ def bind_alphabet(config: GrammarFitConfig, alphabet: set[str]) -> tuple[Grammar
     return spec.bind(sorted(terminals)), text
 
 
+def _step(graph: Any, state: AGState, params: OnlineParams, epoch: int, client: Any,
+          on_minibatch: Callable[[AGState, AGStats], None] | None) -> tuple[AGState, AGStats]:
+    """Compute one minibatch's merged E-step ``graph`` and apply the driver's update (eqs. 8.8-8.12)."""
+    try:
+        (stats,) = compute(graph, client=client)
+    except ValueError as exc:
+        raise InputError(f"minibatch {epoch}: {exc}") from exc
+    state = update_minibatch(state, stats, params)
+    if on_minibatch is not None:
+        on_minibatch(state, stats)
+    return state, stats
+
+
 def fit_grammar(sentences: Sequence[Sequence[str]], config: GrammarFitConfig, *, client: Any = None,
                 state: AGState | None = None, grammar_text_: str | None = None,
                 on_minibatch: Callable[[AGState, AGStats], None] | None = None) -> GrammarFitResult:
@@ -404,15 +417,9 @@ def fit_grammar(sentences: Sequence[Sequence[str]], config: GrammarFitConfig, *,
             graph = map_estep(grammar, prepare(state), [t.keys for t in state.tngs], partitions,
                               n_samples=params.n_samples, seed=params.seed, epoch=epoch,
                               split_every=config.split_every, token=f"{params.seed}-{epoch}")
-            try:
-                (stats,) = compute(graph, client=client)
-            except ValueError as exc:
-                raise InputError(f"minibatch {epoch}: {exc}") from exc
-            state = update_minibatch(state, stats, params)
+            state, stats = _step(graph, state, params, epoch, client, on_minibatch)
             loglik.append(stats.log_likelihood / stats.n_sentences)
             calls += stats.n_sentences
-            if on_minibatch is not None:
-                on_minibatch(state, stats)
     return GrammarFitResult(state, params, text, loglik, calls, time.perf_counter() - start)
 
 
@@ -695,15 +702,9 @@ def fit_grammar_store(corpus: Corpus, config: GrammarFitConfig, *, client: Any =
                                 store=index.store, language=index.language, mode=mode,
                                 n_samples=params.n_samples, seed=params.seed, epoch=epoch,
                                 split_every=config.split_every, token=f"{run}-{params.seed}-{epoch}")
-        try:
-            (stats,) = compute(graph, client=client)
-        except ValueError as exc:
-            raise InputError(f"minibatch {epoch}: {exc}") from exc
-        state = update_minibatch(state, stats, params)
+        state, stats = _step(graph, state, params, epoch, client, on_minibatch)
         loglik.append(stats.log_likelihood / stats.n_sentences)
         calls += stats.n_sentences
-        if on_minibatch is not None:
-            on_minibatch(state, stats)
     return GrammarStoreResult(state, params, text, loglik, calls, time.perf_counter() - start,
                               grammar_params=grammar_params, n_sentences=n, n_documents=index.n_documents)
 
