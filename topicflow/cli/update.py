@@ -58,24 +58,21 @@ def update(model_path: Path | str, store: Path | str, batch_size: int | None, ta
 
     refuse_remote_lock(model_path, action="update")  # before any work: gs://, az:// have no lease yet
     model = load_model(model_path)  # a Path or a URL string
-    if model.info.method in COLLAPSED_METHODS:
-        given = {"--batch-size": batch_size, "--tau0": tau0, "--kappa": kappa, "--shuffle-window": shuffle_window,
-                 "--executor": executor}
-        typed = [name for name, value in given.items() if value is not None]
-        if typed:
-            raise click.UsageError(
-                f"{', '.join(typed)} given, but {model_path} was fitted by {model.info.method}, whose minibatch size, "
-                "shuffle and step sizes are part of its schedule and continue as saved; only --passes and --keep "
-                "apply (drop them)")
+    # Models whose minibatch size and step sizes are part of the saved schedule: only --passes and --keep apply.
     if model.info.family == "adaptor_grammar":
+        schedule = "is an adaptor grammar, whose minibatch size and step sizes (tau, kappa)"
+    elif model.info.method in COLLAPSED_METHODS:
+        schedule = f"was fitted by {model.info.method}, whose minibatch size, shuffle and step sizes"
+    else:
+        schedule = None
+    if schedule is not None:
         given = {"--batch-size": batch_size, "--tau0": tau0, "--kappa": kappa, "--shuffle-window": shuffle_window,
                  "--executor": executor}
         typed = [name for name, value in given.items() if value is not None]
         if typed:
             raise click.UsageError(
-                f"{', '.join(typed)} given, but {model_path} is an adaptor grammar, whose minibatch size and step "
-                "sizes (tau, kappa) are part of its schedule and continue as saved; only --passes and --keep apply "
-                "(drop them)")
+                f"{', '.join(typed)} given, but {model_path} {schedule} are part of its schedule and continue as "
+                "saved; only --passes and --keep apply (drop them)")
     if model.info.method == "svb" and (tau0 is not None or kappa is not None):
         raise click.UsageError(f"--tau0/--kappa given, but {model_path} was fitted by streaming VB (svb), which has no "
                                "step sizes: its update adds the new documents' statistics to its posterior; drop them")
