@@ -34,21 +34,11 @@ from topicflow.io.models.versions import list_versions
 from topicflow.io.tokenizer import TokenizerConfig
 from topicflow.pipeline.ingest.append import append_corpus
 from topicflow.pipeline.ingest.ingest import ingest_corpus
-from topicflow.testing.corpora import draw_planted_corpus
+from topicflow.testing.corpora import draw_planted_corpus, write_planted_jsonl
 from topicflow.testing.faults import OnItem, kill_process_group, wait_until_suspended
 
 NO_STOP = TokenizerConfig(stop_words_name="none", stop_words=())
 
-
-def write_docs(path: Path, counts: Any, start: int, stop: int) -> Path:
-    """Planted documents ``start`` to ``stop`` as JSON Lines."""
-    lines = []
-    for d in range(start, stop):
-        row = counts[d].toarray().ravel()
-        words = [f"w{w:03d}" for w in np.flatnonzero(row) for _ in range(row[w])]
-        lines.append(json.dumps({"id": f"d{d}", "text": " ".join(words)}))
-    path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -57,9 +47,9 @@ def grown(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     tmp = tmp_path_factory.mktemp("matrix")
     counts = draw_planted_corpus(n_docs=200, n_topics=3, n_terms=30, doc_length=20, alpha=0.3, seed=7).counts["default"]
     store = tmp / "c.zarr"
-    ingest_corpus([write_docs(tmp / "a.jsonl", counts, 0, 100)], store, tokenizer=NO_STOP, shard_size=50)
+    ingest_corpus([write_planted_jsonl(tmp / "a.jsonl", counts, 0, 100)], store, tokenizer=NO_STOP, shard_size=50)
     LDA(3, method="online", batch_size=25, seed=3).fit(store).save(tmp / "model")
-    append_corpus(store, [write_docs(tmp / "b.jsonl", counts, 100, 200)])
+    append_corpus(store, [write_planted_jsonl(tmp / "b.jsonl", counts, 100, 200)])
     return store, tmp / "model"
 
 
@@ -165,8 +155,8 @@ def test_append_while_another_writer_holds_the_store_is_refused_and_changes_noth
 
     store, _ = grown
     files = listing(store)
-    more = write_docs(tmp_path / "more.jsonl", draw_planted_corpus(n_docs=5, n_topics=3, n_terms=30, doc_length=20,
-                                                                  alpha=0.3, seed=8).counts["default"], 0, 5)
+    extra = draw_planted_corpus(n_docs=5, n_topics=3, n_terms=30, doc_length=20, alpha=0.3, seed=8).counts["default"]
+    more = write_planted_jsonl(tmp_path / "more.jsonl", extra, 0, 5)
     with exclusive_lock(store / ".lock", what="a test holding the store"):
         with pytest.raises(LockedError, match=str(store)):
             append_corpus(store, [more])

@@ -6,6 +6,7 @@ generator for a whole test corpus.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -23,7 +24,11 @@ from topicflow.io.corpus.writer import (
 )
 from topicflow.models.common.validation import parse_dirichlet_prior
 from topicflow.models.common.vocabulary import Vocabulary
-from topicflow.models.lda.synth import block_topic_word, draw_doc_lengths, draw_mixture_counts
+from topicflow.models.lda.synth import (
+    block_topic_word,
+    draw_doc_lengths,
+    draw_mixture_counts,
+)
 
 
 @dataclass(frozen=True)
@@ -95,4 +100,33 @@ def write_test_store(
     manifest = Manifest(languages=langs, tokenizer={"kind": "test"}, shard_size=shard_size,
                         has_labels=labels is not None)
     write_manifest(path, with_shards(manifest, shards, {"event": "test-store", "n_docs": n_docs}))
+    return path
+
+
+def write_planted_jsonl(path: Path, counts: sp.csr_matrix, start: int, stop: int) -> Path:
+    """Documents ``start`` to ``stop`` of ``counts`` as JSON Lines text that ingest turns back into them.
+
+    Term ``w`` is the word ``w{w:03d}``, repeated as often as its count; ids are ``d{d}``. Ingest with
+    no stop words (``TokenizerConfig(stop_words_name="none", stop_words=())``).
+
+    Parameters
+    ----------
+    path : Path
+        The file to write.
+    counts : scipy.sparse.csr_matrix
+        (n_docs, n_terms) counts, e.g. one language of :func:`draw_planted_corpus`.
+    start, stop : int
+        The documents to write.
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
+    lines = []
+    for d in range(start, stop):
+        row = counts[d].toarray().ravel()
+        words = [f"w{w:03d}" for w in np.flatnonzero(row) for _ in range(row[w])]
+        lines.append(json.dumps({"id": f"d{d}", "text": " ".join(words)}))
+    path.write_text("\n".join(lines) + "\n")
     return path

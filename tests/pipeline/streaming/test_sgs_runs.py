@@ -1,7 +1,6 @@
 """SGS and DSGS through `run_stream`, `topicflow stream` and `topicflow update` (continued night after night)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -9,20 +8,23 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from topicflow.cli import main
 from topicflow.errors import InvalidParameterError
+from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.store import load_model, save_model
 from topicflow.io.tokenizer import TokenizerConfig
-from topicflow.io.corpus.reader import Corpus
 from topicflow.models.lda.streaming import sgs
-from topicflow.cli import main
 from topicflow.pipeline.ingest.append import append_corpus
 from topicflow.pipeline.ingest.ingest import ingest_corpus
-from topicflow.pipeline.streaming.sgs import run_sgs
-from topicflow.pipeline.streaming.config import sgs_params
-from topicflow.pipeline.streaming.config import StreamConfig
 from topicflow.pipeline.streaming import run_stream
+from topicflow.pipeline.streaming.config import StreamConfig, sgs_params
+from topicflow.pipeline.streaming.sgs import run_sgs
 from topicflow.pipeline.update import update_model
-from topicflow.testing.corpora import draw_planted_corpus, write_test_store
+from topicflow.testing.corpora import (
+    draw_planted_corpus,
+    write_planted_jsonl,
+    write_test_store,
+)
 
 NO_STOP = TokenizerConfig(stop_words_name="none", stop_words=())
 
@@ -94,26 +96,18 @@ def test_bad_minibatch_settings_are_refused() -> None:
         config(max_iter=0)
 
 
-def write_docs(path: Path, counts: Any, start: int, stop: int) -> Path:
-    lines = []
-    for d in range(start, stop):
-        row = counts[d].toarray().ravel()
-        words = [f"w{w:03d}" for w in np.flatnonzero(row) for _ in range(row[w])]
-        lines.append(json.dumps({"id": f"d{d}", "text": " ".join(words)}))
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
 
 def test_update_continues_an_sgs_stream_as_if_it_had_never_stopped(tmp_path: Path) -> None:
     counts = draw_planted_corpus(n_docs=250, n_topics=3, n_terms=30, doc_length=20, alpha=0.2, seed=9).counts["default"]
     store = tmp_path / "corpus.zarr"
-    ingest_corpus([write_docs(tmp_path / "base.jsonl", counts, 0, 200)], store, tokenizer=NO_STOP, shard_size=50)
+    base = write_planted_jsonl(tmp_path / "base.jsonl", counts, 0, 200)
+    ingest_corpus([base], store, tokenizer=NO_STOP, shard_size=50)
     runner = CliRunner()
     first = runner.invoke(main, ["stream", str(store), "--out", str(tmp_path / "out"), "--algo", "sgs", "--topics", "3",
                                  "--batch-size", "50", "--max-iter", "20", "--workers", "1"], catch_exceptions=False)
     assert first.exit_code == 0, first.output
     model_path = tmp_path / "out" / "model"
-    append_corpus(store, [write_docs(tmp_path / "new.jsonl", counts, 200, 250)])
+    append_corpus(store, [write_planted_jsonl(tmp_path / "new.jsonl", counts, 200, 250)])
     result = update_model(model_path, store)
     assert result.version == 2 and result.new_docs == 50 and result.minibatches == 1
     updated = load_model(model_path)
