@@ -34,6 +34,13 @@ def _extension() -> ModuleType:
     return module
 
 
+def test_the_site_tests_run_on_one_xdist_worker(request: pytest.FixtureRequest) -> None:
+    # Under `make test` (--dist loadgroup) the group suffix must be on the node id, or each xdist worker
+    # builds the site itself (pytest 9.2 with pytest-xdist 3.8 silently dropped it: pyproject.toml).
+    if getattr(request.config.option, "loadgroup", False):
+        assert request.node.nodeid.endswith("@docs-site"), request.node.nodeid
+
+
 @pytest.mark.slow
 def test_build_writes_nothing_into_the_repository(site: Site) -> None:
     assert site.files_after == site.files_before, sorted(site.files_after ^ site.files_before)
