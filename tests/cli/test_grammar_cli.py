@@ -27,7 +27,8 @@ def test_fit_update_versions_segment(tmp_path: Path) -> None:
            "--corpus-size", "40", *CLUSTER]
     result = runner.invoke(main, fit)
     assert result.exit_code == 0, result.output
-    assert "(version 1): 2 minibatches, 20 inside calls" in result.output and "TNGs Word" in result.output
+    assert "(version 1): seed pass + 2 minibatches, 40 inside calls" in result.output and "TNGs Word" in result.output
+    assert load_model(model).info.settings["init"] == "seed" == AdaptorGrammar.load(model).init  # the default
     result = runner.invoke(main, fit)
     assert result.exit_code != 0 and "--overwrite" in result.output
     more = tmp_path / "more.jsonl"
@@ -39,7 +40,7 @@ def test_fit_update_versions_segment(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "version 2" in result.output and "20 documents, 2 minibatches" in result.output
     saved = load_model(model)
-    assert saved.version == 2 and saved.info.extra["adaptor_grammar"]["minibatch"] == 4
+    assert saved.version == 2 and saved.info.extra["adaptor_grammar"]["minibatch"] == 4  # an update never seeds
     result = runner.invoke(main, ["versions", str(model)])
     assert result.exit_code == 0 and "update" in result.output, result.output
     text = tmp_path / "in.txt"
@@ -61,6 +62,13 @@ def test_fit_update_versions_segment(tmp_path: Path) -> None:
     result = runner.invoke(main, ["grammar", "fit", str(store), "--model", str(tmp_path / "m2"),
                                   "--truncation", "Word"])
     assert result.exit_code != 0 and "NAME=INTEGER" in result.output
+    result = runner.invoke(main, ["grammar", "fit", str(store), "--model", str(tmp_path / "m2"), "--init", "never"])
+    assert result.exit_code != 0 and "'never' is not one of 'seed', 'empty'" in result.output
+    empty = [*fit[:4], str(tmp_path / "m2"), *fit[5:], "--init", "empty"]
+    result = runner.invoke(main, empty)
+    assert result.exit_code == 0, result.output
+    assert "(version 1): 4 minibatches, 40 inside calls" in result.output  # 40 sentences, no seed pass
+    assert load_model(tmp_path / "m2").info.settings["init"] == "empty" == AdaptorGrammar.load(tmp_path / "m2").init
 
 
 def test_estimator_parameters_partial_fit_and_save(tmp_path: Path) -> None:
@@ -69,10 +77,14 @@ def test_estimator_parameters_partial_fit_and_save(tmp_path: Path) -> None:
         AdaptorGrammar().segment(["dog"])
     with pytest.raises(InvalidParameterError, match="bias"):
         AdaptorGrammar(bias="sometimes").fit(texts)
+    with pytest.raises(InvalidParameterError, match="init"):
+        AdaptorGrammar(init="sometimes").fit(texts)
     model = AdaptorGrammar(batch_size=10, truncation={"Word": 20}, n_samples=3, tau=4.0, prune_every=2, seed=2,
                            alphabet="xyz")
-    model.fit(texts[:10]).partial_fit(texts[10:])
-    assert model.state_.minibatch == 2 and model.n_inside_calls_ == 20 and len(model.log_likelihood_) == 2
+    model.fit(texts[:10])
+    assert model.n_inside_calls_ == 20 and model.seed_log_likelihood_ < 0  # the seed pass parses the 10 once more
+    model.partial_fit(texts[10:])  # a continuation is not seeded
+    assert model.state_.minibatch == 2 and model.n_inside_calls_ == 30 and len(model.log_likelihood_) == 2
     assert {"x", "y", "z"} <= set(model.state_.grammar.terminals)
     assert model.top_atoms(3)[0][1] > 0
     words = model.segment(["dogcat"])[0]

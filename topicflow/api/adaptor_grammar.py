@@ -18,6 +18,7 @@ from topicflow.models.adaptor_grammar import (
     segment,
 )
 from topicflow.pipeline.adaptor_grammar import (
+    INIT_CHOICES,
     GrammarFitConfig,
     GrammarFitResult,
     fit_grammar,
@@ -74,6 +75,11 @@ class AdaptorGrammar(TopicModelEstimator):
     alphabet : str, optional
         Characters the grammar gets as terminals besides those of the training sentences (so later
         updates may bring them).
+    init : {"seed", "empty"}, default "seed"
+        How :meth:`fit` starts: ``"seed"`` parses every sentence once under the initial grammar and seeds
+        the cached-subtree sets and counts with it (PyAdaGram's start, a deviation from [Z] for ONLINE:
+        docs/adaptor_grammar.md, "Seed pass"); ``"empty"`` is [Z] section 8.3.1's empty TNGs. A
+        continuation (:meth:`partial_fit` on a fitted model, ``topicflow update``) is never seeded.
 
     Examples
     --------
@@ -92,6 +98,7 @@ class AdaptorGrammar(TopicModelEstimator):
         "bias": [Options(BIAS_CHOICES)],
         "seed": [Interval(Integral, 0, 2**63, closed="left")],
         "n_partitions": [_POSITIVE_INT],
+        "init": [Options(INIT_CHOICES)],
     }
     _fit_hint: ClassVar[str] = "call fit(sentences) or AdaptorGrammar.load(path) first"
 
@@ -100,7 +107,8 @@ class AdaptorGrammar(TopicModelEstimator):
                  grammar_params: Mapping[str, int] | None = None, n_samples: int = 10, passes: int = 1,
                  shuffle: bool = False, table_labels: bool = False, bias: str = "correct", seed: int = 0,
                  n_partitions: int = 1, word: str = "Word",
-                 language: str | None = None, corpus_size: int | None = None, alphabet: str | None = None) -> None:
+                 language: str | None = None, corpus_size: int | None = None, alphabet: str | None = None,
+                 init: str = "seed") -> None:
         self.grammar = grammar
         self.batch_size = batch_size
         self.tau = tau
@@ -119,6 +127,7 @@ class AdaptorGrammar(TopicModelEstimator):
         self.language = language
         self.corpus_size = corpus_size
         self.alphabet = alphabet
+        self.init = init
 
     def config(self, **grammar_params: int) -> GrammarFitConfig:
         """Return the fit settings (validated).
@@ -141,7 +150,7 @@ class AdaptorGrammar(TopicModelEstimator):
             table_labels=bool(self.table_labels), bias=str(self.bias), seed=int(self.seed),
             n_partitions=int(self.n_partitions),
             corpus_size=None if self.corpus_size is None else int(self.corpus_size),
-            alphabet=None if self.alphabet is None else str(self.alphabet))
+            alphabet=None if self.alphabet is None else str(self.alphabet), init=str(self.init))
 
     def _sentences(self, X: Any) -> list[Any] | None:
         """The sentences of an in-memory list, or None for a store (streamed)."""
@@ -181,7 +190,7 @@ class AdaptorGrammar(TopicModelEstimator):
 
     def fit(self, X: Any, y: Any = None, *, client: Any = None,
             progress: ProgressReporter = NO_PROGRESS) -> AdaptorGrammar:
-        """Fit from an empty state (random Dirichlets, empty TNGs).
+        """Fit from scratch: random Dirichlets, then the seed pass (``init="seed"``) or empty TNGs.
 
         Parameters
         ----------
@@ -199,11 +208,13 @@ class AdaptorGrammar(TopicModelEstimator):
         Returns
         -------
         AdaptorGrammar
-            This estimator, fitted (``state_``, ``params_``, ``log_likelihood_``, ``n_inside_calls_``).
+            This estimator, fitted (``state_``, ``params_``, ``log_likelihood_``, ``n_inside_calls_`` with
+            the seed pass's, ``seed_log_likelihood_``: the seed parse's mean log p(x | G'), None without it).
         """
         result = self._run(X, client=client, state=None, progress=progress)
         self.log_likelihood_ = result.log_likelihood
         self.n_inside_calls_ = result.n_inside_calls
+        self.seed_log_likelihood_ = result.seed_log_likelihood
         return self
 
     def partial_fit(self, X: Any, y: Any = None, *, client: Any = None,
@@ -355,7 +366,8 @@ class AdaptorGrammar(TopicModelEstimator):
         """
         saved = load_model(path, version)
         state, params, payload = grammar_from_saved(saved, where=str(path))
-        settings = dict(saved.info.settings.get("estimator") or {})
+        # a model saved before ``init`` existed was fitted from empty TNGs
+        settings = {"init": "empty", **dict(saved.info.settings.get("estimator") or {})}
         model = cls(**{k: v for k, v in settings.items() if k in cls._get_param_names()})
         model._set_result(state, params, payload["grammar"]["text"], dict(payload["grammar"].get("params", {})))
         model.trace_ = list(saved.info.trace)

@@ -64,6 +64,9 @@ def grammar() -> None:
 @click.option("--alphabet", default=None, metavar="CHARS",
               help="Characters to make terminals besides the store's (so `topicflow update` may bring them).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Random seed.")
+@click.option("--init", "init", type=click.Choice(["seed", "empty"]), default="seed", show_default=True,
+              help="seed: parse every sentence once before the first minibatch (PyAdaGram's start); empty: [Z]'s "
+                   "empty TNGs (docs/adaptor_grammar.md, \"Seed pass\"). `topicflow update` never seeds.")
 @click.option("--language", default=None, help="Language of a multilingual store.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing model.")
 @cluster_options
@@ -72,7 +75,7 @@ def grammar() -> None:
 def fit(store: str | Path, grammar_name: str, model_path: str | Path, batch_size: int, tau: float, kappa: float,
         prune_every: int, truncation: tuple[str, ...], params: tuple[str, ...], samples: int, passes: int,
         shuffle: bool, table_labels: bool, bias: str, partitions: int, corpus_size: int | None, alphabet: str | None,
-        seed: int, language: str | None, overwrite: bool, cluster: ClusterConfig) -> None:
+        seed: int, init: str, language: str | None, overwrite: bool, cluster: ClusterConfig) -> None:
     """Fit an adaptor grammar to STORE (ingested with --keep-order; each document's tokens joined).
 
     The store is streamed: each minibatch's E-step tasks read their own sentences. The model is saved as
@@ -92,15 +95,17 @@ def fit(store: str | Path, grammar_name: str, model_path: str | Path, batch_size
                            truncation=_pairs(truncation, "--truncation") or None,
                            grammar_params=_pairs(params, "--param") or None, n_samples=samples, passes=passes,
                            shuffle=shuffle, table_labels=table_labels, bias=bias, seed=seed, n_partitions=partitions,
-                           language=language, corpus_size=corpus_size, alphabet=alphabet)
+                           language=language, corpus_size=corpus_size, alphabet=alphabet, init=init)
     corpus = Corpus.open(store)
     with connect(cluster) as client:
         model.fit(corpus, client=client, progress=progress_reporter())
     save_model(model_location(model_path), model.to_saved_model(), overwrite=overwrite)
     state = model.state_
     sizes = ", ".join(f"{state.grammar.nonterminals[c]} {len(t):,}" for c, t in zip(state.grammar.adapted, state.tngs))
-    click.echo(f"fitted {model_path} (version 1): {state.minibatch:,} minibatches, {model.n_inside_calls_:,} inside "
-               f"calls, TNGs {sizes or 'none'}, mean log p(x|G') of the last minibatch {model.log_likelihood_[-1]:.3f} "
+    seeded = "" if model.seed_log_likelihood_ is None else "seed pass + "
+    click.echo(f"fitted {model_path} (version 1): {seeded}{state.minibatch:,} minibatches, "
+               f"{model.n_inside_calls_:,} inside calls, TNGs {sizes or 'none'}, mean log p(x|G') of the last "
+               f"minibatch {model.log_likelihood_[-1]:.3f} "
                f"({time.perf_counter() - start:.1f} s)")
     top = model.top_atoms(10)
     if top:

@@ -63,7 +63,7 @@ def test_same_model_for_any_number_of_partitions_and_round_trip(store: Path, tmp
     texts = read_sentences(Corpus.open(store)).texts
     one = fit_grammar(texts, CONFIG)
     three = fit_grammar(texts, GrammarFitConfig(**{**CONFIG.__dict__, "n_partitions": 3}))
-    assert one.n_inside_calls == 40 and one.state.minibatch == 4
+    assert one.n_inside_calls == 80 and one.state.minibatch == 4  # the seed pass (the default) parses all 40 once
     np.testing.assert_array_equal(one.state.gamma, three.state.gamma)
     for a, b in zip(one.state.tngs, three.state.tngs):
         assert a.keys == b.keys
@@ -101,7 +101,8 @@ def test_infvoc_lda_grammar_separates_two_topics(tmp_path: Path) -> None:
     """[Z] section 8.4.2: each token with its document's pseudo-word is a sentence; two disjoint word groups.
 
     Each topic's TNG must put at least 90% of its f~ mass on one group, a different group per topic
-    (seed 3; about half the seeds reach 0.97 or more on this little data, the rest stay mixed longer).
+    (seed 0, with the seed pass, the default start; on this little data about half the seeds reach 0.9 in
+    both topics, with the seed pass as from empty TNGs: 4 of seeds 0-7 each; the rest stay mixed longer).
     """
     from topicflow import AdaptorGrammar
 
@@ -111,7 +112,7 @@ def test_infvoc_lda_grammar_separates_two_topics(tmp_path: Path) -> None:
     store = write_store(tmp_path, texts, name="lda")
     model = AdaptorGrammar("infvoc-lda", grammar_params={"K": 2}, truncation={"Topic1": 10, "Topic2": 10},
                            batch_size=20, tau=8.0, kappa=0.6, prune_every=3, n_samples=4, passes=3, shuffle=True,
-                           seed=3)
+                           seed=0)
     model.fit(store)
     assert model.grammar_params_ == {"D": 20, "K": 2}
     dominant = []

@@ -13,17 +13,30 @@ from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.adaptor_grammar import load_grammar_model
 from topicflow.io.models.store import load_model, save_model
 from topicflow.io.models.versions import list_versions, rollback
-from topicflow.models.adaptor_grammar import AGState
+from topicflow.models.adaptor_grammar import (
+    SEED_EPOCH,
+    AGState,
+    OnlineParams,
+    fit_minibatch,
+    initial_state,
+    prepare,
+    seed_state,
+    seed_update,
+)
 from topicflow.pipeline.adaptor_grammar import (
     GrammarFitConfig,
+    bind_grammar,
     fit_grammar,
     fit_grammar_store,
     grammar_store_model,
     read_sentences,
     scan_store,
+    seed_blocks,
 )
+from topicflow.pipeline.cluster import compute
 from topicflow.pipeline.ingest.append import append_corpus
 from topicflow.pipeline.update import update_model
+from topicflow.tasks.adaptor_grammar import map_estep
 
 CONFIG = GrammarFitConfig(grammar="unigram", truncations={"Word": 30}, batch_size=10, tau=8.0, kappa=0.6,
                           prune_every=3, n_samples=3, seed=5)
@@ -50,15 +63,51 @@ def test_streamed_fit_equals_the_in_memory_fit(tmp_path: Path) -> None:
     config = GrammarFitConfig(**{**CONFIG.__dict__, "shuffle": True, "passes": 2})
     memory = fit_grammar(read_sentences(corpus).texts, config)
     streamed = fit_grammar_store(corpus, GrammarFitConfig(**{**config.__dict__, "n_partitions": 3}))
-    assert streamed.n_sentences == 29 and streamed.n_inside_calls == memory.n_inside_calls == 58
+    assert streamed.n_sentences == 29 and streamed.n_inside_calls == memory.n_inside_calls == 29 + 58  # seed + 2 passes
     assert_same_state(memory.state, streamed.state)
 
 
+def test_seed_pass_equals_seed_state_on_any_scheduler(tmp_path: Path, client: object) -> None:
+    """The distributed seed pass (E-step tasks over every sentence, tree-merged, then ``seed_update``) is
+    ``seed_state`` in memory, bit for bit, for 1 or 3 partitions, threads or a distributed client; a
+    seeded fit on a store equals the math layer's serial loop (seed_state, then fit_minibatch)."""
+    texts = lexicon_texts(12, seed=21)
+    config = GrammarFitConfig(**{**CONFIG.__dict__, "batch_size": 5, "n_samples": 2, "init": "seed"})
+    grammar, _ = bind_grammar(config, [t.replace(" ", "") for t in texts])
+    xs = [grammar.encode(list(t.replace(" ", ""))) for t in texts]
+    params = OnlineParams(corpus_size=12, tau=config.tau, kappa=config.kappa, prune_every=config.prune_every,
+                          n_samples=2, seed=config.seed)
+    start = initial_state(grammar, seed=config.seed)
+    expected, seed_stats = seed_state(start, xs, range(12), params)
+    blocks = seed_blocks(12, GrammarFitConfig(**{**config.__dict__, "n_partitions": 3}))
+    assert blocks == [(0, 2), (2, 3), (3, 5), (5, 7), (7, 8), (8, 10), (10, 11), (11, 12)]
+    graph = map_estep(grammar, prepare(start), [t.keys for t in start.tngs],
+                      [(xs[a:b], list(range(a, b))) for a, b in blocks], n_samples=1, seed=config.seed,
+                      epoch=SEED_EPOCH, split_every=2, token="seed-test")
+    (merged,) = compute(graph, client=client)
+    assert merged.n_sentences == 12 and merged.h == seed_stats.h
+    assert_same_state(expected, seed_update(start, merged, params))
+    with pytest.raises(ValueError, match="one tree per sentence"):
+        seed_update(start, type(merged)(12, 2, merged.g, merged.f, merged.h), params)
+    serial = expected
+    for lo in range(0, 12, 5):
+        serial, _ = fit_minibatch(serial, xs[lo:lo + 5], range(lo, min(12, lo + 5)), params)
+    store = write_store(tmp_path, texts)
+    streamed = fit_grammar_store(Corpus.open(store), GrammarFitConfig(**{**config.__dict__, "n_partitions": 3}),
+                                 client=client)
+    assert streamed.n_inside_calls == 24 and streamed.state.minibatch == 3
+    assert streamed.seed_log_likelihood == pytest.approx(seed_stats.log_likelihood / 12, rel=1e-12)
+    assert_same_state(serial, streamed.state)
+
+
 def test_update_continues_the_stream_like_one_fit(tmp_path: Path) -> None:
-    """Fit 20 documents (2 whole minibatches, |X| = 40), append 20, update: equals one fit over the 40."""
+    """Fit 20 documents (2 whole minibatches, |X| = 40), append 20, update: equals one fit over the 40.
+
+    Both fits start from empty TNGs: the seed pass of a fit parses only the sentences it is given (an
+    update never seeds), so a seeded fit of the first 20 is not the seeded fit of all 40."""
     texts = lexicon_texts(40, seed=12)
     store = write_store(tmp_path, texts[:20])
-    config = GrammarFitConfig(**{**CONFIG.__dict__, "corpus_size": 40})
+    config = GrammarFitConfig(**{**CONFIG.__dict__, "corpus_size": 40, "init": "empty"})
     corpus = Corpus.open(store)
     first = fit_grammar_store(corpus, config)
     model = tmp_path / "m"
@@ -70,7 +119,7 @@ def test_update_continues_the_stream_like_one_fit(tmp_path: Path) -> None:
     result = update_model(model, grown)
     assert result.version == 2 and result.new_docs == 20 and result.minibatches == 2
     state, params, payload = load_grammar_model(model)
-    one_go = fit_grammar_store(grown, CONFIG)
+    one_go = fit_grammar_store(grown, GrammarFitConfig(**{**CONFIG.__dict__, "init": "empty"}))
     assert params.corpus_size == one_go.params.corpus_size == 40 and payload["sentences_seen"] == 40
     assert_same_state(one_go.state, state)
     trace = load_model(model).info.trace

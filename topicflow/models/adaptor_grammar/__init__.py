@@ -38,6 +38,7 @@ from topicflow.models.adaptor_grammar.inside import (
 )
 from topicflow.models.adaptor_grammar.online import (
     BIAS_CHOICES,
+    SEED_EPOCH,
     TNG,
     AGState,
     AGStats,
@@ -51,6 +52,8 @@ from topicflow.models.adaptor_grammar.online import (
     prune,
     resample_table_labels,
     sample_segmentations,
+    seed_state,
+    seed_update,
     segment,
     spans_of,
     tree_log_weight,
@@ -65,6 +68,6 @@ __all__ = [
     "derived_pcfg", "expected_log_sticks", "expected_log_theta", "inside_chart", "sample_trees",
     "BIAS_CHOICES", "AGState", "AGStats", "Atom", "OnlineParams", "TNG", "atom_from_key", "estep_sentences",
     "fit_minibatch", "initial_state", "prepare", "prune", "resample_table_labels", "sample_segmentations",
-    "segment", "spans_of", "tree_log_weight",
+    "SEED_EPOCH", "seed_state", "seed_update", "segment", "spans_of", "tree_log_weight",
     "update_minibatch", "variational_parameters",
 ]

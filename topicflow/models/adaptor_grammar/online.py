@@ -56,6 +56,8 @@ Bias = Literal["correct", "tau-kappa", "none"]
 BIAS_CHOICES: tuple[Bias, ...] = ("correct", "tau-kappa", "none")
 #: Random stream of the initial gamma.
 STREAM_AG_INIT = 42
+#: The minibatch counter that keys the seed pass's random numbers (the online steps use 1, 2, ...).
+SEED_EPOCH = 0
 
 TreeKey = tuple[Any, ...]
 
@@ -854,6 +856,8 @@ def seed_state(state: AGState, sentences: Sequence[np.ndarray], sentence_ids: Se
     (1 when tau = 0 or kappa = 0) with l = 0: after the P3 handling ``bias="correct"`` (and PyAdaGram's
     ``"tau-kappa"``) the seeded counts are the counts of the parse themselves. The TNGs are then sorted
     by Lambda without removing anything; the minibatch counter stays 0, so the first online step is l = 1.
+    This is :func:`estep_sentences` (one tree per sentence) followed by :func:`seed_update`; a distributed
+    driver runs the E-step over partitions, merges the counts and calls :func:`seed_update` once.
 
     This is a deviation from [Z] section 8.3.1 ("empty TNGs", no preprocessing) for ONLINE, made because
     without it the first minibatch, parsed by the random initial PCFG and scaled by |X| / |B|, fixes a
@@ -880,7 +884,37 @@ def seed_state(state: AGState, sentences: Sequence[np.ndarray], sentence_ids: Se
     if len(sentences) == 0:
         raise ValueError("cannot seed from no sentences")
     stats = estep_sentences(state.grammar, prepare(state), [t.keys for t in state.tngs], sentences,
-                            sentence_ids, n_samples=1, seed=params.seed, epoch=0)
+                            sentence_ids, n_samples=1, seed=params.seed, epoch=SEED_EPOCH)
+    return seed_update(state, stats, params), stats
+
+
+def seed_update(state: AGState, stats: AGStats, params: OnlineParams) -> AGState:
+    """Apply the seed pass's update to the merged counts of its parse (the driver's half of :func:`seed_state`).
+
+    ``stats`` are the counts of one tree per sentence (``n_samples=1``, random numbers keyed by epoch
+    :data:`SEED_EPOCH`) drawn under G' of ``state``, merged over any partitions (integer counts: exact).
+    The candidates join the TNGs, f~ and g~ take the step eps_0 = tau^-kappa (1 when tau = 0 or kappa = 0)
+    with the counts scaled by |X| / n, gamma and nu are recomputed and the TNGs sorted by Lambda without
+    removing anything; the minibatch counter stays 0 (:func:`seed_state` has the reasons).
+
+    Parameters
+    ----------
+    state : AGState
+        The state the seed parse was drawn under (usually :func:`initial_state`'s).
+    stats : AGStats
+        The merged counts of the seed parse.
+    params : OnlineParams
+        Settings (corpus size, tau, kappa, bias).
+
+    Returns
+    -------
+    AGState
+        The seeded state (``minibatch`` 0).
+    """
+    if stats.n_sentences == 0:
+        raise ValueError("cannot seed from no sentences")
+    if stats.n_samples != 1:
+        raise ValueError(f"the seed pass draws one tree per sentence, got counts of {stats.n_samples}")
     eps = 1.0 if params.tau <= 0.0 or params.kappa == 0.0 else float(params.tau ** -params.kappa)
     scale = params.corpus_size / stats.n_sentences
     grown, counts = add_candidates(state, stats)
@@ -888,7 +922,7 @@ def seed_state(state: AGState, sentences: Sequence[np.ndarray], sentence_ids: Se
     g_tilde = (1.0 - eps) * state.g_tilde + eps * scale * stats.g
     new = replace(grown, tngs=tngs, g_tilde=g_tilde, decay=state.decay * (1.0 - eps))
     new = variational_parameters(new, params)
-    return prune(new, params, eps, reorder_only=True), stats
+    return prune(new, params, eps, reorder_only=True)
 
 
 def fit_minibatch(state: AGState, sentences: Sequence[np.ndarray], sentence_ids: Sequence[int],

@@ -5,6 +5,7 @@ Importing it registers the ``adaptor_grammar`` continuation of ``topicflow updat
 from __future__ import annotations
 
 from topicflow.pipeline.adaptor_grammar.fit import (
+    INIT_CHOICES,
     GrammarFitConfig,
     GrammarFitResult,
     GrammarStoreResult,
@@ -17,6 +18,7 @@ from topicflow.pipeline.adaptor_grammar.fit import (
     grammar_text,
     read_sentences,
     scan_store,
+    seed_blocks,
     store_sentences,
     token_sentences,
 )
@@ -25,7 +27,7 @@ from topicflow.pipeline.adaptor_grammar.nightly import (
     grammar_store_model,
 )
 
-__all__ = ["GrammarFitConfig", "GrammarFitResult", "GrammarStoreResult", "SentenceIndex", "Sentences",
-           "bind_alphabet", "bind_grammar", "continue_grammar", "fit_grammar", "fit_grammar_store",
-           "grammar_store_model", "grammar_text", "read_sentences", "scan_store", "store_sentences",
-           "token_sentences"]
+__all__ = ["INIT_CHOICES", "GrammarFitConfig", "GrammarFitResult", "GrammarStoreResult", "SentenceIndex",
+           "Sentences", "bind_alphabet", "bind_grammar", "continue_grammar", "fit_grammar", "fit_grammar_store",
+           "grammar_store_model", "grammar_text", "read_sentences", "scan_store", "seed_blocks",
+           "store_sentences", "token_sentences"]

@@ -6,6 +6,14 @@ a tree (:func:`topicflow.tasks.adaptor_grammar.map_estep`); the driver applies t
 (:func:`topicflow.models.adaptor_grammar.update_minibatch`). Random numbers are keyed by (seed,
 minibatch, sentence), so the same seed gives the same model for any number of partitions or workers.
 
+A fit from scratch with ``init="seed"`` (the default) first runs the seed pass (PyAdaGram's start,
+docs/adaptor_grammar.md "Seed pass"): every sentence is parsed once (one tree, random numbers keyed by
+epoch :data:`~topicflow.models.adaptor_grammar.SEED_EPOCH`) by E-step tasks over all of them
+(:func:`seed_blocks`), the integer counts are tree-merged, and the driver applies
+:func:`~topicflow.models.adaptor_grammar.seed_update`: the model equals the in-memory
+:func:`~topicflow.models.adaptor_grammar.seed_state` for any number of partitions or workers. A
+continuation (``state`` given: ``partial_fit``, ``topicflow update``) is never seeded.
+
 Sentences come from a store's ordered-token layer (each document's tokens joined into one character
 sequence; the gold segmentation is the token boundaries) or from the caller (strings or sequences of
 terminal tokens, :func:`fit_grammar`). A store is streamed (:func:`fit_grammar_store`): one pass over it,
@@ -29,6 +37,7 @@ import numpy as np
 from topicflow.errors import InputError, InvalidParameterError, OrderNotKeptError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.models.adaptor_grammar import (
+    SEED_EPOCH,
     SHIPPED_GRAMMARS,
     AGState,
     AGStats,
@@ -37,6 +46,7 @@ from topicflow.models.adaptor_grammar import (
     initial_state,
     parse_grammar,
     prepare,
+    seed_update,
     update_minibatch,
 )
 from topicflow.models.common.rng import STREAM_SHUFFLE, doc_generator
@@ -52,6 +62,9 @@ from topicflow.tasks.adaptor_grammar import (
 #: How a store's documents become sentences: ``chars`` (a document's tokens joined; the unigram and
 #: collocation grammars) or ``tokens`` (one sentence ``['_j', characters...]`` per token; ``infvoc-lda``).
 SentenceMode = Literal["chars", "tokens"]
+#: How a fit starts (docs/adaptor_grammar.md, "Seed pass"): ``seed`` parses every sentence once first
+#: (PyAdaGram's start, the default), ``empty`` starts from empty TNGs as [Z] section 8.3.1 prints it.
+INIT_CHOICES: tuple[str, ...] = ("seed", "empty")
 
 
 @dataclass(frozen=True)
@@ -91,6 +104,12 @@ class GrammarFitConfig:
         default: store order.
     table_labels : bool
         Resample the trees of the cached atoms after every pruning ([Z] section 8.3.1).
+    alphabet : str or None
+        Characters to make terminals besides those of the sentences.
+    init : {"seed", "empty"}
+        ``seed`` (default): before the first minibatch, parse every sentence once under the initial G' and
+        seed the TNGs and counts with it (PyAdaGram's start; a deviation from [Z] for ONLINE); ``empty``:
+        [Z] section 8.3.1's empty TNGs. Only a fit from scratch is seeded, never a continuation.
     """
 
     grammar: str = "unigram"
@@ -110,6 +129,7 @@ class GrammarFitConfig:
     shuffle: bool = False
     table_labels: bool = False
     alphabet: str | None = None
+    init: str = "seed"
 
     def __post_init__(self) -> None:
         """Validate the settings."""
@@ -118,6 +138,8 @@ class GrammarFitConfig:
                 raise InvalidParameterError(f"{name} must be >= 1, got {getattr(self, name)!r}")
         if self.split_every < 2:
             raise InvalidParameterError(f"split_every must be >= 2, got {self.split_every!r}")
+        if self.init not in INIT_CHOICES:
+            raise InvalidParameterError(f"init must be one of {', '.join(INIT_CHOICES)}, got {self.init!r}")
 
     def to_dict(self) -> dict[str, Any]:
         """Return the settings as JSON-able values.
@@ -135,6 +157,8 @@ class GrammarFitConfig:
     def from_dict(cls, payload: Mapping[str, Any]) -> GrammarFitConfig:
         """Rebuild settings written by :meth:`to_dict` (unknown keys are ignored).
 
+        Settings saved before ``init`` existed read as ``init="empty"``: those fits started from empty TNGs.
+
         Parameters
         ----------
         payload : mapping
@@ -144,7 +168,7 @@ class GrammarFitConfig:
         GrammarFitConfig
         """
         known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in payload.items() if k in known})
+        return cls(**{"init": "empty", **{k: v for k, v in payload.items() if k in known}})
 
     @property
     def mode(self) -> SentenceMode:
@@ -289,6 +313,9 @@ class GrammarFitResult:
         Inside passes run (one per sentence per minibatch; [Z] Fig. 8.2's x axis).
     seconds : float
         Wall-clock time of the fit.
+    seed_log_likelihood : float or None
+        With the seed pass, the mean over all sentences of log p(x | G') under the initial G' (its inside
+        calls are in ``n_inside_calls``); None without it.
     """
 
     state: AGState
@@ -297,6 +324,7 @@ class GrammarFitResult:
     log_likelihood: list[float]
     n_inside_calls: int
     seconds: float
+    seed_log_likelihood: float | None = None
 
 
 def bind_grammar(config: GrammarFitConfig, sentences: Sequence[Sequence[str]]) -> tuple[Grammar, str]:
@@ -356,6 +384,43 @@ def _step(graph: Any, state: AGState, params: OnlineParams, epoch: int, client: 
     return state, stats
 
 
+def _seed(graph: Any, state: AGState, params: OnlineParams, client: Any) -> tuple[AGState, AGStats]:
+    """Compute the seed pass's merged E-step ``graph`` (one tree per sentence) and apply the seed update."""
+    try:
+        (stats,) = compute(graph, client=client)
+    except ValueError as exc:
+        raise InputError(f"seed pass: {exc}") from exc
+    return seed_update(state, stats, params), stats
+
+
+def _cuts(m: int, n_partitions: int) -> list[tuple[int, int]]:
+    """Cut ``m`` sentences into at most ``n_partitions`` contiguous non-empty runs."""
+    cuts = np.linspace(0, m, min(n_partitions, m) + 1).round().astype(int)
+    return [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+
+
+def seed_blocks(n: int, config: GrammarFitConfig) -> list[tuple[int, int]]:
+    """Cut the ``n`` sentences of the seed pass into E-step tasks: minibatch-sized runs, each in partitions.
+
+    The seed pass parses every sentence in one graph, with the tasks of a pass in store order (so a task
+    is no larger than a minibatch's); the counts are integers, so the cut does not change the model.
+
+    Parameters
+    ----------
+    n : int
+        Sentences.
+    config : GrammarFitConfig
+        Gives ``batch_size`` and ``n_partitions``.
+
+    Returns
+    -------
+    list of (int, int)
+        Half-open position ranges, in order, covering 0..n.
+    """
+    return [(lo + a, lo + b) for lo in range(0, n, config.batch_size)
+            for a, b in _cuts(min(n, lo + config.batch_size) - lo, config.n_partitions)]
+
+
 def fit_grammar(sentences: Sequence[Sequence[str]], config: GrammarFitConfig, *, client: Any = None,
                 state: AGState | None = None, grammar_text_: str | None = None,
                 on_minibatch: Callable[[AGState, AGStats], None] | None = None) -> GrammarFitResult:
@@ -387,6 +452,7 @@ def fit_grammar(sentences: Sequence[Sequence[str]], config: GrammarFitConfig, *,
     """
     if not sentences:
         raise InputError("no sentences to fit")
+    fresh = state is None
     if state is None:
         grammar, text = bind_grammar(config, sentences)
         state = initial_state(grammar, seed=config.seed)
@@ -405,14 +471,22 @@ def fit_grammar(sentences: Sequence[Sequence[str]], config: GrammarFitConfig, *,
     loglik: list[float] = []
     calls = 0
     n = len(encoded)
+    seed_loglik = None
+    if fresh and config.init == "seed":
+        graph = map_estep(grammar, prepare(state), [t.keys for t in state.tngs],
+                          [(encoded[a:b], list(range(a, b))) for a, b in seed_blocks(n, config)],
+                          n_samples=1, seed=params.seed, epoch=SEED_EPOCH, split_every=config.split_every,
+                          token=f"{params.seed}-seed")
+        state, stats = _seed(graph, state, params, client)
+        seed_loglik = stats.log_likelihood / stats.n_sentences
+        calls += stats.n_sentences
     for pass_ in range(config.passes):
         order = (doc_generator(config.seed, STREAM_SHUFFLE, state.minibatch, pass_).permutation(n)
                  if config.shuffle else np.arange(n))
         for lo in range(0, n, config.batch_size):
             hi = min(n, lo + config.batch_size)
             ids = order[lo:hi].tolist()
-            cuts = np.linspace(0, hi - lo, min(config.n_partitions, hi - lo) + 1).round().astype(int)
-            partitions = [([encoded[i] for i in ids[a:b]], ids[a:b]) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+            partitions = [([encoded[i] for i in ids[a:b]], ids[a:b]) for a, b in _cuts(hi - lo, config.n_partitions)]
             epoch = state.minibatch + 1
             graph = map_estep(grammar, prepare(state), [t.keys for t in state.tngs], partitions,
                               n_samples=params.n_samples, seed=params.seed, epoch=epoch,
@@ -420,7 +494,7 @@ def fit_grammar(sentences: Sequence[Sequence[str]], config: GrammarFitConfig, *,
             state, stats = _step(graph, state, params, epoch, client, on_minibatch)
             loglik.append(stats.log_likelihood / stats.n_sentences)
             calls += stats.n_sentences
-    return GrammarFitResult(state, params, text, loglik, calls, time.perf_counter() - start)
+    return GrammarFitResult(state, params, text, loglik, calls, time.perf_counter() - start, seed_loglik)
 
 
 @dataclass(frozen=True)
@@ -657,6 +731,7 @@ def fit_grammar_store(corpus: Corpus, config: GrammarFitConfig, *, client: Any =
         raise InputError(f"store {str(corpus.path)!r} has no document with tokens to fit"
                          + (" among its new shards" if shards is not None else ""), path=str(corpus.path))
     grammar_params = dict(config.grammar_params)
+    fresh = state is None
     if state is None:
         if mode == "tokens":
             grammar_params = {"D": index.n_documents, **grammar_params}
@@ -682,6 +757,17 @@ def fit_grammar_store(corpus: Corpus, config: GrammarFitConfig, *, client: Any =
     calls = 0
     run = uuid.uuid4().hex[:8]
     per_pass = -(-n // config.batch_size)
+    seed_loglik = None
+    if fresh and config.init == "seed":
+        graph = map_estep_store(grammar, prepare(state), [t.keys for t in state.tngs],
+                                [(index.refs(range(a, b)), list(range(a + first_sentence, b + first_sentence)))
+                                 for a, b in seed_blocks(n, config)],
+                                store=index.store, language=index.language, mode=mode, n_samples=1,
+                                seed=params.seed, epoch=SEED_EPOCH, split_every=config.split_every,
+                                token=f"{run}-{params.seed}-seed")
+        state, stats = _seed(graph, state, params, client)
+        seed_loglik = stats.log_likelihood / stats.n_sentences
+        calls += stats.n_sentences
 
     def minibatches() -> Any:
         for pass_ in range(config.passes):
@@ -694,9 +780,8 @@ def fit_grammar_store(corpus: Corpus, config: GrammarFitConfig, *, client: Any =
     for positions in progress.track(minibatches(), total=per_pass * config.passes, desc="grammar minibatches",
                                     unit="minibatch"):
         m = positions.shape[0]
-        cuts = np.linspace(0, m, min(config.n_partitions, m) + 1).round().astype(int)
         partitions = [(index.refs(positions[a:b].tolist()), (positions[a:b] + first_sentence).tolist())
-                      for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+                      for a, b in _cuts(m, config.n_partitions)]
         epoch = state.minibatch + 1
         graph = map_estep_store(grammar, prepare(state), [t.keys for t in state.tngs], partitions,
                                 store=index.store, language=index.language, mode=mode,
@@ -705,7 +790,7 @@ def fit_grammar_store(corpus: Corpus, config: GrammarFitConfig, *, client: Any =
         state, stats = _step(graph, state, params, epoch, client, on_minibatch)
         loglik.append(stats.log_likelihood / stats.n_sentences)
         calls += stats.n_sentences
-    return GrammarStoreResult(state, params, text, loglik, calls, time.perf_counter() - start,
+    return GrammarStoreResult(state, params, text, loglik, calls, time.perf_counter() - start, seed_loglik,
                               grammar_params=grammar_params, n_sentences=n, n_documents=index.n_documents)
 
 
