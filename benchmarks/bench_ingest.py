@@ -29,6 +29,10 @@ Usage::
     .venv/bin/python benchmarks/bench_ingest.py --base-docs 20000 --workers 2
     .venv/bin/python benchmarks/bench_ingest.py --base-docs 20000 --scales 1,4 --keep-order --min-df 2 --repeat 3
     .venv/bin/python benchmarks/bench_ingest.py --real --real-mb 186 --workers 2 --repeat 3
+    .venv/bin/python benchmarks/bench_ingest.py --real --real-mb 186 --workers 2 --repeat 2 --before /tmp/before
+
+``--before DIR`` (with ``--real``) adds a third arm: the same ingest with an older tree's package
+(``git archive <commit> topicflow | tar -x -C DIR``) first on ``PYTHONPATH``, the arms taking turns.
 """
 from __future__ import annotations
 

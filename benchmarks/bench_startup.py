@@ -22,9 +22,12 @@ Issue 22 part 3. Every number is taken in a fresh interpreter (a subprocess), as
   state's first kernel call). The module counts are ``len(sys.modules)`` after the imports and at
   the first iteration.
 
-To compare with an older tree, put a copy of its package first on ``PYTHONPATH`` (the subprocesses
-inherit it), e.g. ``git archive <commit> topicflow | tar -x -C /tmp/before`` and
-``PYTHONPATH=/tmp/before nice .venv/bin/python benchmarks/bench_startup.py ...``.
+To compare with an older tree, extract its package (``git archive <commit> topicflow | tar -x -C
+/tmp/before``) and pass ``--before /tmp/before``: each command then runs alternately with that
+directory first on ``PYTHONPATH`` ("before") and without ("after"), so both arms see the same load.
+The commands run from the temporary directory (``python -c`` puts the working directory ahead of
+``PYTHONPATH``). Besides wall times, each command reports its CPU seconds (user + system, every
+thread) in all and up to the first iteration: on a shared machine they vary far less than wall time.
 
 The numba cache is warmed by one untimed run of each command first, so no timed run compiles.
 
@@ -34,6 +37,7 @@ Usage (one command per table; ``nice`` it on a shared machine)::
     nice .venv/bin/python benchmarks/bench_startup.py --repeat 5 --breakdown
     nice .venv/bin/python benchmarks/bench_startup.py --repeat 3 --executors default   # a build without the option
     nice .venv/bin/python benchmarks/bench_startup.py --repeat 5 --floor   # what any in-process fit pays
+    nice .venv/bin/python benchmarks/bench_startup.py --repeat 5 --executors threads --commands fit --before /tmp/before
 
 ``--floor`` runs no topicflow code: a fresh interpreter imports what a batch-VB fit uses (numpy,
 scipy.sparse and .special, dask, distributed, numba, zarr, tqdm), calls one cached numba kernel (numba's
