@@ -29,6 +29,10 @@ Usage::
     .venv/bin/python benchmarks/bench_ingest.py --base-docs 20000 --workers 2
     .venv/bin/python benchmarks/bench_ingest.py --base-docs 20000 --scales 1,4 --keep-order --min-df 2 --repeat 3
     .venv/bin/python benchmarks/bench_ingest.py --real --real-mb 186 --workers 2 --repeat 3
+    .venv/bin/python benchmarks/bench_ingest.py --real --real-mb 186 --workers 2 --repeat 2 --before /tmp/before
+
+``--before DIR`` (with ``--real``) adds a third arm: the same ingest with an older tree's package
+(``git archive <commit> topicflow | tar -x -C DIR``) first on ``PYTHONPATH``, the arms taking turns.
 """
 from __future__ import annotations
 
@@ -248,6 +252,9 @@ def run_real(args: argparse.Namespace, work: Path) -> None:
                             + (["--memory-limit", args.memory_limit] if args.memory_limit else []),
         "sklearn CountVectorizer": [sys.executable, script, "--sklearn-child", str(src)],
     }
+    if args.before:  # an older tree's package first on PYTHONPATH (``env`` execs the same child in place)
+        arms = {"topicflow ingest (before)": ["env", f"PYTHONPATH={os.path.abspath(args.before)}",
+                                              *arms["topicflow ingest"]], **arms}
     measure(arms["topicflow ingest"])  # warm-up: file-system cache, .pyc files
     best: dict[str, dict[str, Any]] = {}
     for _ in range(max(1, args.repeat)):
@@ -271,6 +278,10 @@ def run_real(args: argparse.Namespace, work: Path) -> None:
         print(f"{r['tool']:<24} {r['input_mb']:>9.1f} {r['n_docs']:>9,} {r['n_tokens']:>12,} {r['wall_s']:>7.1f} "
               f"{r['mb_per_s']:>6.1f} {r['cpu_s']:>7.1f} {r['peak_rss_mb']:>12,.0f}")
     ours, anchor = best["topicflow ingest"], best["sklearn CountVectorizer"]
+    if "topicflow ingest (before)" in best:
+        old = best["topicflow ingest (before)"]
+        print(f"before -> after: wall {old['wall_s']:.2f} -> {ours['wall_s']:.2f} s, CPU {old['cpu_s']:.2f} -> "
+              f"{ours['cpu_s']:.2f} s (best of {args.repeat} each, the arms taking turns)")
     print(f"same tokens counted: {ours['n_tokens'] == anchor['n_tokens']}; topicflow / CountVectorizer wall time "
           f"x{ours['wall_s'] / anchor['wall_s']:.2f}, CPU time x{ours['cpu_s'] / anchor['cpu_s']:.2f}")
     if args.stages:
@@ -385,6 +396,9 @@ def main() -> None:
     parser.add_argument("--real-mb", type=float, default=186.0, help="size of the real-text input in MB")
     parser.add_argument("--stages", type=int, default=0,
                         help="with --real: also CPU seconds per ingest stage on this many partitions (serial)")
+    parser.add_argument("--before", default=None,
+                        help="--real: also run the ingest with this directory (an older tree's package, e.g. "
+                             "from git archive) first on PYTHONPATH, taking turns with the other arms")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--cli-child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--sklearn-child", default=None, help=argparse.SUPPRESS)

@@ -22,9 +22,12 @@ Issue 22 part 3. Every number is taken in a fresh interpreter (a subprocess), as
   state's first kernel call). The module counts are ``len(sys.modules)`` after the imports and at
   the first iteration.
 
-To compare with an older tree, put a copy of its package first on ``PYTHONPATH`` (the subprocesses
-inherit it), e.g. ``git archive <commit> topicflow | tar -x -C /tmp/before`` and
-``PYTHONPATH=/tmp/before nice .venv/bin/python benchmarks/bench_startup.py ...``.
+To compare with an older tree, extract its package (``git archive <commit> topicflow | tar -x -C
+/tmp/before``) and pass ``--before /tmp/before``: each command then runs alternately with that
+directory first on ``PYTHONPATH`` ("before") and without ("after"), so both arms see the same load.
+The commands run from the temporary directory (``python -c`` puts the working directory ahead of
+``PYTHONPATH``). Besides wall times, each command reports its CPU seconds (user + system, every
+thread) in all and up to the first iteration: on a shared machine they vary far less than wall time.
 
 The numba cache is warmed by one untimed run of each command first, so no timed run compiles.
 
@@ -34,6 +37,7 @@ Usage (one command per table; ``nice`` it on a shared machine)::
     nice .venv/bin/python benchmarks/bench_startup.py --repeat 5 --breakdown
     nice .venv/bin/python benchmarks/bench_startup.py --repeat 3 --executors default   # a build without the option
     nice .venv/bin/python benchmarks/bench_startup.py --repeat 5 --floor   # what any in-process fit pays
+    nice .venv/bin/python benchmarks/bench_startup.py --repeat 5 --executors threads --commands fit --before /tmp/before
 
 ``--floor`` runs no topicflow code: a fresh interpreter imports what a batch-VB fit uses (numpy,
 scipy.sparse and .special, dask, distributed, numba, zarr, tqdm), calls one cached numba kernel (numba's
@@ -62,14 +66,16 @@ PYTHON = sys.executable
 #: Runs the CLI with a progress reporter that prints a wall-clock stamp when the first item of the
 #: first loop it tracks starts (batch VB: iteration 0), then the CLI as usual.
 CLI_DRIVER = r"""
-import sys, time
+import resource, sys, time
 class Stamp:
     stamped = False
     def track(self, items, *, total, desc, unit):
         for item in items:
             if not Stamp.stamped:
                 Stamp.stamped = True
-                print(f"BENCH-FIRST-ITEM {time.time():.6f} {len(sys.modules)}", file=sys.stderr, flush=True)
+                usage = resource.getrusage(resource.RUSAGE_SELF)
+                print(f"BENCH-FIRST-ITEM {time.time():.6f} {len(sys.modules)} {usage.ru_utime + usage.ru_stime:.4f}",
+                      file=sys.stderr, flush=True)
             yield item
     def message(self, text):
         pass
@@ -185,17 +191,33 @@ def commands(workdir: Path, executor: str) -> dict[str, list[str]]:
     }
 
 
-def run_cli(args: list[str]) -> dict[str, float | None]:
-    """Run one command in a fresh interpreter; wall seconds and seconds to the first tracked item."""
+def run_cli(args: list[str], pythonpath: str | None = None) -> dict[str, float | None]:
+    """Run one command in a fresh interpreter; wall seconds and seconds to the first tracked item.
+
+    Also the CPU seconds (user + system, every thread) of the whole command and up to the first
+    tracked item: on a shared machine they vary far less than wall time. ``pythonpath``: put that
+    directory first on ``PYTHONPATH`` (an older tree's package, for the "before" arm).
+    """
+    import resource
+
+    env = dict(os.environ)
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     launched = time.time()
-    done = subprocess.run([PYTHON, "-c", CLI_DRIVER, *args], capture_output=True, text=True)
+    # Run from a directory without a package: ``python -c`` puts the working directory first on sys.path,
+    # ahead of PYTHONPATH, so a run from the repository would import its package in both arms.
+    done = subprocess.run([PYTHON, "-c", CLI_DRIVER, *args], capture_output=True, text=True, env=env,
+                          cwd=tempfile.gettempdir())
     wall = time.time() - launched
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise RuntimeError(f"{args} failed ({done.returncode}):\n{done.stderr[-3000:]}")
     stamp = next((line.split() for line in done.stderr.splitlines() if line.startswith("BENCH-FIRST-ITEM ")), None)
     first = None if stamp is None else float(stamp[1]) - launched
     return {"wall_s": wall, "first_iteration_s": first, "modules_at_first_iteration": None if stamp is None
-            else int(stamp[2])}
+            else int(stamp[2]), "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+            "cpu_to_first_iteration_s": None if stamp is None or len(stamp) < 4 else float(stamp[3])}
 
 
 def run_breakdown(store: Path, executor: str) -> dict[str, float]:
@@ -264,6 +286,9 @@ def main() -> None:
     parser.add_argument("--floor", action="store_true",
                         help="The floor instead: third-party imports, numba's first kernel call, a threads cluster.")
     parser.add_argument("--workdir", type=Path, default=None, help="Keep the files here (default: a temp dir).")
+    parser.add_argument("--before", default=None,
+                        help="A directory holding an older tree's package (e.g. from git archive): each command "
+                             "is run alternately with it first on PYTHONPATH ('before') and without ('after').")
     options = parser.parse_args()
     executors = options.executors.split(",")
     workdir = options.workdir or Path(tempfile.mkdtemp(prefix="bench-startup-"))
@@ -296,19 +321,30 @@ def main() -> None:
                 print(f"{phase:<26}" + "".join(f"{c:>12d}" if isinstance(c, int) else f"{c:>12.3f}" for c in cells))
             return
         names = options.commands.split(",")
+        arms = {"before": options.before, "after": None} if options.before else {"": None}
         for executor in executors:
             lines = commands(workdir, executor)
             for name in names:
-                run_cli(lines[name])  # warm the numba cache and the OS page cache
-                runs = [run_cli(lines[name]) for _ in range(options.repeat)]
-                report["results"][f"{name} [{executor}]"] = {
-                    "command": ["topicflow", *lines[name]], "runs": runs,
-                    "best_wall_s": best(runs, "wall_s"), "best_first_iteration_s": best(runs, "first_iteration_s")}
+                for path in arms.values():
+                    run_cli(lines[name], path)  # warm the numba cache and the OS page cache
+                runs: dict[str, list[dict[str, float | None]]] = {arm: [] for arm in arms}
+                for _ in range(options.repeat):  # the arms take turns, so both see the same load
+                    for arm, path in arms.items():
+                        runs[arm].append(run_cli(lines[name], path))
+                for arm, arm_runs in runs.items():
+                    report["results"][f"{name} [{executor}]" + (f" {arm}" if arm else "")] = {
+                        "command": ["topicflow", *lines[name]], "runs": arm_runs,
+                        **{f"best_{key}": best(arm_runs, key) for key in
+                           ("wall_s", "first_iteration_s", "cpu_s", "cpu_to_first_iteration_s")}}
+        report["load_average_after"] = os.getloadavg()
         print(json.dumps(report, indent=1))
-        print(f"\n{'command [executor]':<28}{'wall (s)':>10}{'to 1st iter (s)':>17}{'modules':>9}   best of {options.repeat}")
+        print(f"\n{'command [executor]':<34}{'wall (s)':>10}{'to 1st iter (s)':>17}{'CPU (s)':>9}"
+              f"{'CPU to 1st (s)':>16}{'modules':>9}   best of {options.repeat}")
         for key, cell in report["results"].items():
             first, modules = cell["best_first_iteration_s"], cell["runs"][0]["modules_at_first_iteration"]
-            print(f"{key:<28}{cell['best_wall_s']:>10.2f}{'' if first is None else f'{first:.2f}':>17}"
+            cpu_first = cell["best_cpu_to_first_iteration_s"]
+            print(f"{key:<34}{cell['best_wall_s']:>10.2f}{'' if first is None else f'{first:.2f}':>17}"
+                  f"{cell['best_cpu_s']:>9.2f}{'' if cpu_first is None else f'{cpu_first:.2f}':>16}"
                   f"{'' if modules is None else modules:>9}")
     finally:
         if options.workdir is None:

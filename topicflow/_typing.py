@@ -62,6 +62,9 @@ TreeNormalization = Literal["node", "node_language"]
 OutputFormat = Literal["text", "json"]
 #: Held-out likelihood protocols of ``topicflow evaluate --protocol`` (docs/evaluation.md).
 HeldoutProtocol = Literal["completion-random", "completion-first-half", "left-to-right", "bound"]
+#: The protocol ``topicflow evaluate`` and ``heldout_likelihood`` use unless told otherwise (here, not in
+#: :mod:`topicflow.pipeline.evaluation.heldout`, so an estimator's signature does not import the evaluation package).
+DEFAULT_PROTOCOL: HeldoutProtocol = "completion-random"
 #: Formats of ``topicflow export``: the model's arrays, or the arguments of ``pyLDAvis.prepare``.
 ExportFormat = Literal["npz", "pyldavis"]
 #: Topic coherence measures, named as gensim's CoherenceModel names them.

@@ -173,10 +173,12 @@ except SystemExit as stop:
 print("LOADED", *(m for m in watched if m in sys.modules))
 """
 #: What a batch-VB fit of LDA on a store does not use: the other families' estimators and drivers,
-#: the text sources (pyarrow) and ingest, and the numba extension of pydata/sparse.
+#: the text sources (pyarrow) and ingest, the numba extension of pydata/sparse, the evaluation package
+#: (reports, coherence, features), the coherence metrics and scipy.special (the hybrid E-step's only).
 NOT_FOR_AN_LDA_FIT = ("topicflow.api.hdp", "topicflow.api.infvoc", "topicflow.api.tree_lda",
                       "topicflow.pipeline.collapsed", "topicflow.pipeline.tree_lda", "topicflow.io.sources",
-                      "topicflow.pipeline.ingest", "pyarrow", "dask.array", "sparse")
+                      "topicflow.pipeline.ingest", "pyarrow", "dask.array", "sparse", "topicflow.pipeline.evaluation",
+                      "topicflow.metrics.topic_coherence", "scipy.special")
 
 
 def test_an_lda_fit_imports_only_what_it_uses(store: Path, tmp_path: Path) -> None:
@@ -190,12 +192,14 @@ def test_an_lda_fit_imports_only_what_it_uses(store: Path, tmp_path: Path) -> No
 
 
 #: Runs ``topicflow info STORE`` (``sys.argv[2]``) as the program or with arguments (``sys.argv[1]``), recording
-#: each call of ``gc.freeze``: whether the command's module was imported by then.
+#: each call of ``gc.freeze``: whether the command's module was imported by then; and which of numba,
+#: scipy.sparse and distributed the store commands' module loaded (none: ingest and info need none of them).
 FREEZE_PROBE = r"""
 import atexit, gc, sys
 calls, freeze = [], gc.freeze
 gc.freeze = lambda: calls.append("topicflow.cli.corpus" in sys.modules) or freeze()
 atexit.register(lambda: print("FREEZES", gc.isenabled(), *calls))  # registered first: runs after main's handlers
+atexit.register(lambda: print("LOADED", *(m for m in ("numba", "scipy.sparse", "distributed") if m in sys.modules)))
 from topicflow.cli import main
 how, store = sys.argv[1:]
 if how == "program":
@@ -213,6 +217,7 @@ def test_the_program_freezes_its_heap_and_a_caller_with_arguments_does_not(store
     assert done.returncode == 0, done.stderr
     # After the command's module is imported (the group's callback), then at exit; the collector runs again.
     assert done.stdout.splitlines()[-1].split()[1:] == ["True", *freezes]
+    assert done.stdout.splitlines()[-2] == "LOADED"
 
 
 def test_skip_numba_extensions_sets_numba_flag_only_when_it_can() -> None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from topicflow._typing import DEFAULT_PROTOCOL
 from topicflow.api._base import split_client
 from topicflow.api._inputs import column_terms, input_kind, store_for, transform_blocks
 from topicflow.errors import InvalidParameterError
@@ -26,12 +27,6 @@ from topicflow.io.corpus.reader import Corpus, as_corpus
 from topicflow.io.models.store import SavedModel, save_model
 from topicflow.metrics.classification import DEFAULT_FOLDS, FeatureTransform
 from topicflow.pipeline.cluster import compute
-from topicflow.pipeline.evaluation.features import FeaturesResult, topic_features_scores
-from topicflow.pipeline.evaluation.heldout import (
-    DEFAULT_PROTOCOL,
-    HeldoutResult,
-    heldout_likelihood,
-)
 from topicflow.pipeline.vb.infer import (
     EvaluationResult,
     evaluate_model,
@@ -43,6 +38,11 @@ from topicflow.pipeline.vb.infer import (
 
 if TYPE_CHECKING:  # io.sources loads every source format (pyarrow); the annotations need only the name
     from topicflow.io.sources.base import FieldSpec
+
+    # The evaluation package (reports, pyLDAvis, coherence, features) is imported by the methods that use
+    # it: a fit never does (issue 22: start-up).
+    from topicflow.pipeline.evaluation.features import FeaturesResult
+    from topicflow.pipeline.evaluation.heldout import HeldoutResult
 
 
 class EvaluationMixin:
@@ -95,6 +95,8 @@ class EvaluationMixin:
         HeldoutResult
             ``protocol``, ``log_lik_per_token`` (nats), ``perplexity``, ``n_docs``, ``n_tokens``, ``settings``.
         """
+        from topicflow.pipeline.evaluation.heldout import heldout_likelihood
+
         model = self._check_fitted()
         with self._scoring_store(corpus, vocabulary, fields, client) as store:
             return heldout_likelihood(model, store, protocol, client=client, **settings)
@@ -130,6 +132,8 @@ class EvaluationMixin:
         FeaturesResult
             See :func:`topicflow.pipeline.evaluation.features.topic_features_scores`.
         """
+        from topicflow.pipeline.evaluation.features import topic_features_scores
+
         model = self._check_fitted()
         with self._scoring_store(corpus, vocabulary, fields, client) as store:
             return topic_features_scores(model, store, client=client, n_folds=n_folds, seed=seed, max_docs=max_docs,

@@ -39,7 +39,6 @@ from topicflow.io.models.store import SavedModel, load_model
 from topicflow.metrics.matching import MatchingScores
 from topicflow.models.lda.priors import SeedTopic
 from topicflow.models.lda.vb.hybrid import HYBRID_ALPHA_STATS, HYBRID_INITS
-from topicflow.pipeline.evaluation.matching import document_matching
 from topicflow.pipeline.policies import CheckpointPolicy
 from topicflow.pipeline.presets import with_preset
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
@@ -785,6 +784,9 @@ class LDA(FittedModelMixin, TopicModelEstimator):
         MatchingScores
             ``precision_at_1``, ``mean_reciprocal_rank`` and every pair's rank.
         """
+        # Imported here, not at import: a fit never needs the evaluation package.
+        from topicflow.pipeline.evaluation.matching import document_matching
+
         return document_matching(self._check_fitted(), as_corpus(corpus), query_language=query_language,
                                  candidate_language=candidate_language, divergence=divergence,  # type: ignore[arg-type]
                                  client=client)

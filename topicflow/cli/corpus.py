@@ -30,8 +30,6 @@ from topicflow.io.tokenizer import (
     parse_stop_words,
 )
 from topicflow.pipeline.cluster import ClusterConfig, connect
-from topicflow.pipeline.ingest.append import append_corpus
-from topicflow.pipeline.ingest.describe import describe_store
 from topicflow.pipeline.ingest.ingest import ingest_corpus
 from topicflow.pipeline.progress import TqdmProgress
 
@@ -192,6 +190,9 @@ def append(store: Path, inputs: tuple[Path, ...], fields: FieldSpec, tokenizer_o
     valid). Tokenizer options are only checked against the store's: leave them out. A store that
     keeps token order (ingest --keep-order) keeps it for the new documents.
     """
+    # Here, not at import: append loads the models' vocabulary growth (numba), which ingest never needs.
+    from topicflow.pipeline.ingest.append import append_corpus
+
     tokenizer = _tokenizer_to_check(store, tokenizer_options)
     with connect(cluster) as client:
         result = append_corpus(store, inputs, fields=fields, tokenizer=tokenizer, split_every=split_every,
@@ -235,6 +236,8 @@ def _format_info(info: dict[str, Any]) -> list[str]:
 @reports_errors
 def info(store: Path, output_format: str) -> None:
     """Describe STORE: documents, tokens, languages, vocabularies, shards, labels, token order, candidates."""
+    from topicflow.pipeline.ingest.describe import describe_store
+
     summary = describe_store(store)
     if output_format == "json":
         click.echo(json.dumps(summary, indent=2, sort_keys=True))

@@ -152,7 +152,9 @@ class ShardWritten:
     ``shard_dir`` is where this attempt of the task wrote the shard: the ``shard_dir`` it was given
     plus a suffix unique to the attempt (:func:`attempt_dir`), so a task run again after its worker
     was lost never writes into the files of the lost attempt, and the driver references only the
-    directory of the attempt whose result it received.
+    directory of the attempt whose result it received. ``id_hashes`` are the :func:`hash_ids` of
+    the shard's document ids, in shard order (None when not computed), so the driver indexes the new
+    shards without reading their ids back (:func:`~topicflow.io.corpus.id_index.extend_index`).
     """
 
     partition: int
@@ -161,6 +163,7 @@ class ShardWritten:
     n_tokens: dict[str, int]
     checksum: str | None
     dropped: dict[str, int]
+    id_hashes: np.ndarray | None = None
 
 
 # ----------------------------------------------------------------------------- task bodies
@@ -448,7 +451,8 @@ def write_partition(
         timestamps=np.asarray(timestamps, dtype=np.int64) if fields.has_timestamps else None,
         orders={lang: encoder.arrays() for lang, encoder in encoders.items()} if keep_order else None,
     )
-    return ShardWritten(partition.index, shard_dir, len(doc_ids), n_tokens, checksum, dict(dropped))
+    return ShardWritten(partition.index, shard_dir, len(doc_ids), n_tokens, checksum, dict(dropped),
+                        hash_ids(doc_ids))
 
 
 @dataclass(frozen=True, slots=True)
@@ -724,13 +728,14 @@ def write_tokenized(
     bags = {lang: _encode_bags(t, vocab_ids[lang], kept) for lang, t in saved.languages.items()}
     orders = ({lang: _encode_order(t, vocab_ids[lang], kept) for lang, t in saved.languages.items()}
               if keep_order else None)
+    doc_ids = [saved.doc_ids[i] for i in rows]
     checksum, n_tokens = write_shard(
-        as_location(shard_dir), bags, np.asarray([saved.doc_ids[i] for i in rows], dtype=object),
+        as_location(shard_dir), bags, np.asarray(doc_ids, dtype=object),
         labels=np.asarray([saved.labels[i] for i in rows], dtype=object) if fields.has_labels else None,
         timestamps=np.asarray([saved.timestamps[i] for i in rows], dtype=np.int64) if fields.has_timestamps else None,
         orders=orders,
     )
-    return ShardWritten(partition, shard_dir, len(rows), n_tokens, checksum, dict(+dropped))
+    return ShardWritten(partition, shard_dir, len(rows), n_tokens, checksum, dict(+dropped), hash_ids(doc_ids))
 
 
 # ----------------------------------------------------------------------------- graph builders

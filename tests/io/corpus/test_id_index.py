@@ -48,6 +48,13 @@ def store(tmp_path: Path) -> Path:
 def test_ingest_indexes_every_shard_and_lookup_matches_brute_force(store: Path) -> None:
     manifest = read_manifest(store)
     assert [(s.first, s.stop) for s in listed_segments(manifest)] == [(0, 5)]
+    # The segment, built from the hashes the write tasks returned, equals hashing every stored id read back.
+    hashes, shards = id_index._read_segment(store, listed_segments(manifest)[0])
+    stored = every_stored_id(store)
+    positions = {s.shard_id: i for i, s in enumerate(manifest.shards)}
+    expected = sorted(zip(hash_ids(list(stored)).tolist(), (positions[s] for s in stored.values())))
+    assert list(zip(hashes.tolist(), shards.tolist())) == expected
+    assert extend_index(store, replace(manifest, id_index=())) == manifest.id_index  # read back: the same
     query = ["b3", "b17", "b39", "nope", "b0"]
     assert ids_in_store(store, manifest, np.unique(hash_ids(query))) == matching(store, query)
     assert ids_in_store(store, manifest, np.zeros(0, np.uint64)) == {}
@@ -80,7 +87,8 @@ def test_append_reads_only_new_shards_and_shards_with_a_match(store: Path, tmp_p
     monkeypatch.setattr(id_index, "_shard_doc_ids", counting)
     n_old = len(read_manifest(store).shards)
     append_corpus(store, [write_jsonl(tmp_path / "new.jsonl", [f"n{i}" for i in range(10)])])
-    assert read and min(read) >= n_old  # indexing the two new shards; no old shard
+    # Indexing the two new shards reads no shard (the write tasks return their id hashes); no old shard.
+    assert read == [] and len(read_manifest(store).shards) == n_old + 2
     read.clear()
     again = write_jsonl(tmp_path / "again.jsonl", ["b20", "m1"])
     with pytest.raises(InputError, match="'b20'.*already in store"):

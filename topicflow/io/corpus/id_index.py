@@ -153,17 +153,32 @@ def _write_segment(store: Location, segment: Segment, hashes: np.ndarray, shards
     fsync_directory(root)
 
 
-def extend_index(store: Location, manifest: Manifest) -> tuple[dict[str, Any], ...]:
+def extend_index(
+    store: Location, manifest: Manifest, known: Mapping[str, np.ndarray] | None = None
+) -> tuple[dict[str, Any], ...]:
     """Index the shards of ``manifest`` that no segment covers; return the new ``id_index`` entry.
 
     Call before committing ``manifest``: the segments it writes exist only once a manifest lists
     them. Segments the result no longer lists are removed by :func:`remove_unlisted_segments`.
+
+    ``known`` maps shard ids to the :func:`hash_ids` of their document ids (in shard order), e.g. as
+    the writer of the shards computed them; those shards are not read. A hash array whose length is
+    not the shard's ``n_docs`` is ignored and the shard is read.
     """
+    known = known or {}
+
+    def shard_hashes(position: int) -> np.ndarray:
+        shard = manifest.shards[position]
+        hashes = known.get(shard.shard_id)
+        if hashes is not None and len(hashes) == shard.n_docs:
+            return np.asarray(hashes, np.uint64)
+        return hash_ids(_shard_doc_ids(store, manifest, position))
+
     segments = listed_segments(manifest)
     covered = _covered(segments)
     if covered < len(manifest.shards):
         positions = range(covered, len(manifest.shards))
-        per_shard = [hash_ids(_shard_doc_ids(store, manifest, p)) for p in positions]
+        per_shard = [shard_hashes(p) for p in positions]
         hashes = np.concatenate(per_shard) if per_shard else np.zeros(0, np.uint64)
         shards = np.repeat(np.asarray(positions, np.int32), [len(h) for h in per_shard])
         segment = Segment(covered, len(manifest.shards), len(hashes))

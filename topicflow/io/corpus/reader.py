@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import dask
 import numpy as np
@@ -51,8 +51,11 @@ from topicflow.io.corpus.layout import (
     vocabulary_dir,
 )
 from topicflow.io.storage import Location, StoragePath, as_location, check_bucket
-from topicflow.models.common.blocks import DocBlock, OrderedBlock, concat_blocks
 from topicflow.models.common.vocabulary import Vocabulary
+
+if TYPE_CHECKING:  # imported where blocks are built: ingest reads manifests and vocabularies only, and
+    # models.common.blocks loads numba and scipy.sparse (issue 22: start-up of ingest and append)
+    from topicflow.models.common.blocks import DocBlock, OrderedBlock
 
 #: (indptr, term_ids, counts) of one language of one shard.
 
@@ -290,6 +293,8 @@ def load_multiblock(
         The shard's files are missing or cannot be decoded, or they decode to arrays that contradict
         the manifest (document or token counts, CSR structure, term ids, checksum).
     """
+    from topicflow.models.common.blocks import DocBlock
+
     arrays = _read_validated(store, shard, vocab_sizes, with_meta, with_order=False)
     return {
         lang: DocBlock(
@@ -367,6 +372,8 @@ def load_ordered_multiblock(store: str, shard: ShardInfo, vocab_sizes: Mapping[s
         The shard's files are missing or cannot be decoded, or contradict the manifest, the bag of
         words or the checksum.
     """
+    from topicflow.models.common.blocks import OrderedBlock
+
     arrays = _read_validated(store, shard, vocab_sizes, with_meta=True, with_order=True)
     return {
         lang: OrderedBlock(
@@ -883,6 +890,8 @@ class Corpus:
         """
         if batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        from topicflow.models.common.blocks import concat_blocks
+
         pending: list[DocBlock] = []
         n_pending = 0
         for block in self.iter_blocks(language, start=start):

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from topicflow import config as tf_config
-from topicflow._typing import HeldoutProtocol
+from topicflow._typing import DEFAULT_PROTOCOL as DEFAULT_PROTOCOL
 from topicflow.errors import InvalidParameterError, OrderNotKeptError
 from topicflow.io.corpus.reader import Corpus, as_corpus
 from topicflow.io.models.store import SavedModel
@@ -46,8 +46,6 @@ from topicflow.tasks.evaluate import (
     map_left_to_right,
 )
 
-#: The protocol ``topicflow evaluate`` and :func:`heldout_likelihood` use unless told otherwise.
-DEFAULT_PROTOCOL: HeldoutProtocol = "completion-random"
 #: Units of the numbers of a :class:`HeldoutResult`.
 UNITS = {
     "log_likelihood": "nats",

@@ -70,6 +70,7 @@ from topicflow.pipeline.ingest.ingest import (
     _sum_dicts,
     _summarize,
     absolute_inputs,
+    written_hashes,
 )
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 from topicflow.tasks.ingest import map_tokenize, map_write_tokenized
@@ -462,7 +463,7 @@ def _append_locked(
         event = _event("append", inputs, fields, summary, written, candidates=name, oov_tokens=plan.oov_tokens,
                        promote_min_df=promote_min_df, promoted=plan.promoted, vocab_version=plan.version)
         updated = replace(with_shards(manifest, infos, event), candidates=name, vocab_version=plan.version)
-        updated = replace(updated, id_index=extend_index(store, updated))
+        updated = replace(updated, id_index=extend_index(store, updated, written_hashes(written, infos)))
         if isinstance(store, StoragePath):
             _commit_remote(store, updated, previous)
         else:

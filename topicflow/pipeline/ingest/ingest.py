@@ -414,6 +414,16 @@ class _BuildLayout:
                         "so no reader uses it", root, exc)
 
 
+def written_hashes(written: Sequence[ShardWritten], infos: Sequence[ShardInfo]) -> dict[str, np.ndarray]:
+    """The id hashes the write tasks computed, by the shard ids :meth:`_BuildLayout.place` gave them.
+
+    ``infos`` are in partition order, one per written shard with documents (as ``place`` returns them).
+    """
+    kept = [w for w in sorted(written, key=lambda w: w.partition) if w.checksum is not None]
+    return {info.shard_id: result.id_hashes for result, info in zip(kept, infos)
+            if result.id_hashes is not None and result.n_docs == info.n_docs}
+
+
 def _shard_infos(written: Sequence[ShardWritten], manifest: Manifest, vocab_version: int | None) -> list[ShardInfo]:
     """Manifest entries for shards written under their final names (object storage: no rename)."""
     version = manifest.vocab_version if vocab_version is None else vocab_version
@@ -610,7 +620,7 @@ def ingest_corpus(
                 )
             event = _event("ingest", inputs, fields, summary, written, pruning=prune.to_dict())
             manifest = with_shards(manifest, infos, event)
-            manifest = replace(manifest, id_index=extend_index(build, manifest))
+            manifest = replace(manifest, id_index=extend_index(build, manifest, written_hashes(written, infos)))
             if isinstance(build, StoragePath):
                 _publish_remote(build, manifest)
             else:
