@@ -4,8 +4,8 @@ The variational fits (batch, online, svb) are tested in tests/pipeline/test_mode
 method runs ``fit --checkpoint s3://... --checkpoint-every 1`` until the driver "dies" at its second checkpoint
 commit (the write of ``latest.json`` fails, as a killed driver's would never happen), then ``--resume`` finishes
 it from the first checkpoint at the URL; the model must equal the same fit run uninterrupted on local disk
-without a checkpoint. Gibbs and PCVB0 mirror a local working directory (z, q) to the URL
-(:class:`topicflow.io.storage.MirroredDirectory`); scvb0 (and pcsvb0, through the same code), tree LDA and infvoc
+without a checkpoint. Gibbs and PCVB0 keep their per-token state (z, q) at the URL too, written by the tasks
+(:mod:`topicflow.io.outputs.assignment_layer`, :mod:`topicflow.io.outputs.assignment_scratch`); scvb0 (and pcsvb0, through the same code), tree LDA and infvoc
 write their slots there
 (:mod:`topicflow.io.models.checkpoint`).
 """

@@ -6,8 +6,9 @@ after a nanny restarts a killed worker), so a relative or otherwise driver-local
 worker fails there; the first test proves it does. The corpus store and the models live on moto's S3
 server (tests/objstore.py); the cluster's workers get its settings from the dask config they start
 with. Ingest (JSONL, parquet) writes its shards from the workers straight into the s3:// store; batch
-and online VB, infer and export run with store and model on s3://; a worker killed in the middle of a
-batch-VB iteration on s3 does not change the model.
+and online VB, collapsed Gibbs and PCVB0 (whose per-token state z, q the tasks keep in a run directory
+beside the store, here on s3), infer and export run with store and model on s3://; a worker killed in the
+middle of a batch-VB iteration on s3 does not change the model.
 """
 from __future__ import annotations
 
@@ -27,7 +28,9 @@ from numpy.testing import assert_array_equal
 
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.store import load_model
+from topicflow.io.outputs import assignment_layer, assignment_scratch
 from topicflow.io.outputs.doc_topics import DocTopics
+from topicflow.io.storage import StoragePath
 from topicflow.pipeline.ingest.append import append_corpus
 from topicflow.pipeline.ingest.ingest import ingest_corpus
 from topicflow.pipeline.vb.batch import VBConfig, fit_batch_vb
@@ -236,3 +239,34 @@ def test_worker_killed_mid_fit_on_s3_gives_the_same_model(setting: dict[str, Any
     assert_array_equal(result.state.doc_topic_prior, reference.doc_topic_prior)
     client.wait_for_workers(2)
     assert all(Path(d).is_relative_to(setting["workers"]) for d in client.run(os.getcwd).values())
+
+
+def test_gibbs_and_pcvb0_keep_their_per_token_state_on_s3(setting: dict[str, Any], stores: dict[str, Any],
+                                                         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tasks on the sandboxed workers read and write z (Gibbs) and q (PCVB0) in a run directory beside the
+    s3 store, never on the driver's disk; it is gone afterwards, and the models equal the local fits."""
+    bucket, store, here = setting["bucket"], stores["store"], str(stores["local"])
+    runs: list[Any] = []
+
+    def recording(make: Any) -> Any:
+        def scratch_location(*args: Any) -> Any:
+            runs.append(make(*args))
+            return runs[-1]
+        return scratch_location
+
+    monkeypatch.setattr(assignment_layer, "scratch_location", recording(assignment_layer.scratch_location))
+    monkeypatch.setattr(assignment_scratch, "scratch_location", recording(assignment_scratch.scratch_location))
+    methods = {"gibbs": (["--method", "gibbs", "--topics", "2", "--max-iter", "2"], ["--executor", "threads"]),
+               "pcvb0": (["--family", "hdp", "--method", "pcvb0", "--truncation", "4", "--passes", "2"],
+                         ["--local-cluster", "threads"])}
+    for name, (options, threads) in methods.items():
+        remote = f"s3://{bucket}/models/{name}"
+        run("fit", store, "--model", remote, *options, "--seed", "3", "--scheduler", setting["address"])
+        run("fit", here, "--model", str(tmp_path / name), *options, "--seed", "3", *threads)
+        got, expected = load_model(remote), load_model(tmp_path / name)
+        assert_array_equal(got.state.topic_word_var["default"], expected.state.topic_word_var["default"])
+        assert_array_equal(np.asarray(got.state.doc_topic_prior), np.asarray(expected.state.doc_topic_prior))
+    remote_runs = [r for r in runs if isinstance(r, StoragePath)]
+    assert len(remote_runs) == 2 and all(r.url.startswith(f"s3://{bucket}/stores/.topicflow-scratch-")
+                                         for r in remote_runs)
+    assert not any(r.exists() for r in remote_runs)  # removed when the fit ended

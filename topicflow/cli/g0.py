@@ -12,7 +12,12 @@ from pathlib import Path
 
 import click
 
-from topicflow.cli._common import LOCATION, echo_info, reports_errors
+from topicflow.cli._common import (
+    LOCATION,
+    echo_info,
+    reports_errors,
+    storage_options_option,
+)
 from topicflow.io.g0 import G0Info, read_g0, read_g0_info, train_g0_from_file, write_g0
 from topicflow.models.infvoc_lda.g0 import (
     DEFAULT_MAX_LENGTH,
@@ -66,6 +71,7 @@ def g0() -> None:
 @click.option("--no-lowercase", is_flag=True, help="Keep case (default: lowercase words for training and scoring).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing G0 once the new one is complete.")
 @click.option("--json", "as_json", is_flag=True, help="Print the G0's info as JSON.")
+@storage_options_option
 @reports_errors
 def train(words: Path, out: Path, order: int, smoothing: float, min_length: int, max_length: int, length_fit: str,
           no_lowercase: bool, overwrite: bool, as_json: bool) -> None:
@@ -89,6 +95,7 @@ def train(words: Path, out: Path, order: int, smoothing: float, min_length: int,
 @click.argument("path", type=LOCATION)
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Human-readable text or JSON.")
+@storage_options_option
 @reports_errors
 def info(path: Path, output_format: str) -> None:
     """Describe the G0 at PATH: settings, charset, training coverage and zeta."""
@@ -100,6 +107,7 @@ def info(path: Path, output_format: str) -> None:
 @click.argument("words", nargs=-1, required=True)
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="A table or JSON.")
+@storage_options_option
 @reports_errors
 def score(path: Path, words: tuple[str, ...], output_format: str) -> None:
     """Print log G0 of each WORD under the G0 at PATH (natural log and log10; -inf outside the length bounds)."""

@@ -86,8 +86,10 @@ def fit(store: str | Path, grammar_name: str, model_path: str | Path, batch_size
     from topicflow.io.corpus.reader import Corpus
     from topicflow.io.models.store import save_model
     from topicflow.io.output_paths import MODEL_LEFTOVERS, MODEL_MARKERS, prepare_output
+    from topicflow.io.storage import require_local
     from topicflow.pipeline.cluster import connect
 
+    require_local(grammar_name, what="grammar file", option="grammar fit --grammar")  # read by models/ as a file
     prepare_output(model_path, what="model", option="grammar fit --model", overwrite=overwrite,
                    markers=MODEL_MARKERS, leftovers=MODEL_LEFTOVERS)
     start = time.perf_counter()
@@ -114,7 +116,7 @@ def fit(store: str | Path, grammar_name: str, model_path: str | Path, batch_size
 
 @grammar.command("segment")
 @click.argument("model_path", metavar="MODEL", type=LOCATION)
-@click.argument("input_path", metavar="INPUT", type=click.Path(path_type=Path))
+@click.argument("input_path", metavar="INPUT", type=LOCATION)
 @click.option("--out", type=LOCATION, required=True,
               help="Text file to write: the words of each sentence, separated by spaces, one line per sentence.")
 @click.option("--samples", type=click.IntRange(min=1), default=None,

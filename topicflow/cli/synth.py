@@ -6,7 +6,12 @@ from pathlib import Path
 import click
 
 from topicflow.cli._aliases import renamed_options
-from topicflow.cli._common import LOCATION, cluster_options, reports_errors
+from topicflow.cli._common import (
+    LOCATION,
+    cluster_options,
+    reports_errors,
+    storage_options_option,
+)
 from topicflow.pipeline.cluster import ClusterConfig, connect
 from topicflow.pipeline.progress import TqdmProgress
 from topicflow.pipeline.synth import synthesize_corpus
@@ -33,6 +38,7 @@ from topicflow.pipeline.synth import synthesize_corpus
               help="Documents per shard (default: topicflow.shard-size); never changes the documents.")
 @click.option("--overwrite", is_flag=True, help="Replace STORE once the new one is complete.")
 @cluster_options
+@storage_options_option
 @reports_errors
 def synth(out: Path, n_docs: int, n_topics: int, n_terms: int, doc_length: float, doc_topic_prior: str,
           topic_word_prior: float,

@@ -9,7 +9,12 @@ from pathlib import Path
 
 import click
 
-from topicflow.cli._common import LOCATION, echo_info, reports_errors
+from topicflow.cli._common import (
+    LOCATION,
+    echo_info,
+    reports_errors,
+    storage_options_option,
+)
 from topicflow.io.trees import (
     SOURCE_FORMATS,
     TreeInfo,
@@ -80,6 +85,7 @@ def tree() -> None:
               show_default=True, help="DICTIONARY is a tab-separated pair list or a JSON hierarchy.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing tree once the new one is complete.")
 @click.option("--json", "as_json", is_flag=True, help="Print the tree's info as JSON.")
+@storage_options_option
 @reports_errors
 def build(dictionary: Path, store: Path, out: Path, languages: str | None, merge: str, convention: str,
           root_beta: float, concept_beta: float, source_format: str, overwrite: bool, as_json: bool) -> None:
@@ -99,6 +105,7 @@ def build(dictionary: Path, store: Path, out: Path, languages: str | None, merge
 @click.argument("path", type=LOCATION)
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Human-readable text or JSON.")
+@storage_options_option
 @reports_errors
 def info(path: Path, output_format: str) -> None:
     """Describe the prior tree at PATH: languages, settings, size and coverage."""

@@ -199,7 +199,8 @@ def sweep_partition(store: str, partition: Partition, language: str, n_terms: in
     n_terms : int
         The language's vocabulary size.
     layer : str
-        The run directory holding the assignment layer (z and the blocks' tokens).
+        The run directory holding the assignment layer (z and the blocks' tokens): a local path, or a
+        URL on object storage that the task writes to and reads from directly.
     sweep : int
         0: the start; s >= 1 reads the z of sweep s - 1.
     view : SweepView or None

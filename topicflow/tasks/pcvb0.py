@@ -87,6 +87,7 @@ def start_task(block: DocBlock, truncation: int, seed: int, clumping: bool, dtyp
     dtype : str
     alpha : float
     scratch, shard_id : str
+        The run directory of q (a local path or a URL) and the shard.
     slice_rows : int
     weights : ndarray of shape (T,), optional
         Start weights (:func:`topicflow.models.hdp.pcvb0.initial_q`).

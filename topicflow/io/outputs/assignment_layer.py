@@ -20,7 +20,13 @@ store's shards, and no process needs to keep shards in memory between sweeps.
 
 Where: inside the checkpoint directory with ``--checkpoint-every``/``--resume`` (so that a resumed
 fit finds the z of the committed sweep there), else in a scratch directory beside the store (or under
-the ``scratch-dir`` setting), removed when the fit ends.
+the ``scratch-dir`` setting), removed when the fit ends (:func:`scratch_location`).
+
+On object storage (the run directory a URL: a checkpoint on a URL, or a store on a URL without a
+checkpoint) the layout is the same, written by the tasks straight to the object store, so that workers
+on other hosts need no shared disk: an array's chunk ``0`` is put first and its ``zarr.json`` last (an
+object PUT is atomic; an array without its metadata is missing to a reader), a block's tokens get the
+group's ``zarr.json`` after both arrays, and a task that runs again rewrites the same bytes.
 """
 from __future__ import annotations
 
@@ -33,53 +39,106 @@ from pathlib import Path
 import numpy as np
 
 from topicflow.errors import ModelFormatError
+from topicflow.io.outputs.gamma_scratch import scratch_directory
+from topicflow.io.storage import (
+    Location,
+    StoragePath,
+    filesystem,
+    is_url,
+    remove_prefix,
+    url_of,
+    write_object,
+)
 
-__all__ = ["block_path", "drop_sweeps", "layer_path", "read_block", "read_tokens", "remove_layer", "sweeps_on_disk",
-           "tokens_path", "write_block", "write_tokens"]
+__all__ = ["block_path", "drop_sweeps", "layer_path", "read_block", "read_tokens", "remove_layer", "remove_run",
+           "scratch_location", "sweeps_on_disk", "tokens_path", "write_block", "write_tokens"]
 
 
-def layer_path(directory: str | Path) -> Path:
+def scratch_location(store: Path | StoragePath, token: str, base: str | None = None) -> Location:
+    """A fresh run directory for one fit's assignments: local, or a prefix on object storage.
+
+    Under ``base`` when given (a local directory or a URL); else beside the store, which for a store on
+    object storage is a prefix beside it in the same bucket, so that workers on other hosts reach it
+    without a shared disk.
+
+    Parameters
+    ----------
+    store : Path or StoragePath
+        The corpus store of the fit.
+    token : str
+        The fit's token (names the directory, with a random suffix).
+    base : str, optional
+        The ``scratch_dir`` argument or the ``scratch-dir`` setting.
+
+    Returns
+    -------
+    Path or StoragePath
+        A new local directory (created), or a URL prefix (objects appear as tasks write them).
+    """
+    parent = base if base else (str(store).rstrip("/").rpartition("/")[0] if is_url(store) else None)
+    if parent and is_url(parent):
+        return StoragePath(f"{parent.rstrip('/')}/.topicflow-scratch-{token[:12]}-{uuid.uuid4().hex[:8]}")
+    return scratch_directory(store, token, base)
+
+
+def remove_run(directory: str | Path | StoragePath) -> None:
+    """Delete a run directory made by :func:`scratch_location` (a local directory or a URL prefix).
+
+    Parameters
+    ----------
+    directory : str, Path or StoragePath
+    """
+    if isinstance(directory, StoragePath) or url_of(directory) is not None:
+        remove_prefix(str(url_of(directory)))
+    else:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def layer_path(directory: str | Path | StoragePath) -> Location:
     """The z layer of a run directory.
 
     Parameters
     ----------
-    directory : str or Path
+    directory : str, Path or StoragePath
 
     Returns
     -------
-    Path
+    Path or StoragePath
+        A :class:`~topicflow.io.storage.StoragePath` for a run directory on object storage.
     """
+    if isinstance(directory, StoragePath) or url_of(directory) is not None:
+        return StoragePath(str(url_of(directory))) / "z.zarr"
     return Path(directory) / "z.zarr"
 
 
-def block_path(directory: str | Path, sweep: int, block: int) -> Path:
+def block_path(directory: str | Path | StoragePath, sweep: int, block: int) -> Location:
     """Where the z of block ``block`` after ``sweep`` lives (sweep 0: the start).
 
     Parameters
     ----------
-    directory : str or Path
+    directory : str, Path or StoragePath
     sweep : int
     block : int
         Index of the block in the store.
 
     Returns
     -------
-    Path
+    Path or StoragePath
     """
     return layer_path(directory) / f"sweep-{int(sweep)}" / f"block-{int(block)}"
 
 
-def tokens_path(directory: str | Path, block: int) -> Path:
+def tokens_path(directory: str | Path | StoragePath, block: int) -> Location:
     """Where the tokens of block ``block`` live (a group of two arrays, ``terms`` and ``offsets``).
 
     Parameters
     ----------
-    directory : str or Path
+    directory : str, Path or StoragePath
     block : int
 
     Returns
     -------
-    Path
+    Path or StoragePath
     """
     return layer_path(directory) / "tokens" / f"block-{int(block)}"
 
@@ -127,27 +186,42 @@ def _temporary(final: Path) -> Path:
     return final.with_name(f".{final.name}.tmp-{uuid.uuid4().hex[:12]}")
 
 
-def _chunk(path: Path, meta: dict[str, object]) -> str:
-    """The file of the one chunk: ``0`` (``v2`` key encoding), or ``c/0`` (the default; earlier layers)."""
-    encoding = meta.get("chunk_key_encoding")
-    if isinstance(encoding, dict) and encoding.get("name") == "v2":
-        return os.path.join(path, "0")
-    return os.path.join(path, "c", "0")
+def _read_file(path: Location, name: str) -> bytes:
+    """The bytes of the file (or object) ``name`` of the array or group at ``path``."""
+    if isinstance(path, StoragePath):
+        fs, inner = filesystem(path.url)
+        return bytes(fs.cat_file(f"{inner}/{name}"))
+    with open(os.path.join(path, name), "rb") as handle:
+        return handle.read()
 
 
-def _read_array(path: Path, n: int | None) -> np.ndarray:
-    """The values of an array written by :func:`_write_array`; ``n``: the length expected (None: any)."""
-    with open(os.path.join(path, "zarr.json")) as meta_file:
-        meta = json.loads(meta_file.read())
+def _read_array(path: Location, n: int | None) -> np.ndarray:
+    """The values of an array written by :func:`_write_array` or :func:`_put_array`; ``n``: the length expected."""
+    meta = json.loads(_read_file(path, "zarr.json"))
     dtype = np.dtype(meta["data_type"]).newbyteorder("<")
     size = int(meta["shape"][0])
-    values = np.fromfile(_chunk(path, meta), dtype=dtype) if size else np.zeros(0, dtype=dtype)
+    encoding = meta.get("chunk_key_encoding")
+    chunk = "0" if isinstance(encoding, dict) and encoding.get("name") == "v2" else "c/0"
+    if not size:
+        values = np.zeros(0, dtype=dtype)
+    elif isinstance(path, StoragePath):
+        values = np.frombuffer(_read_file(path, chunk), dtype=dtype)
+    else:
+        values = np.fromfile(os.path.join(path, chunk), dtype=dtype)
     if values.shape != (size,) or (n is not None and size != n):
         raise ValueError(f"{values.shape[0]} values, expected {size if n is None else n}")
     return values
 
 
-def write_block(directory: str | Path, sweep: int, block: int, topics: np.ndarray, n_topics: int) -> None:
+def _put_array(path: StoragePath, values: np.ndarray, dtype: str) -> None:
+    """Write ``values`` as :func:`_write_array` does, as objects: the chunk first, ``zarr.json`` last."""
+    n = int(values.shape[0])
+    if n:
+        write_object(f"{path.url}/0", np.ascontiguousarray(values, dtype=np.dtype(dtype).newbyteorder("<")).tobytes())
+    write_object(f"{path.url}/zarr.json", json.dumps(_metadata(n, dtype)).encode())
+
+
+def write_block(directory: str | Path | StoragePath, sweep: int, block: int, topics: np.ndarray, n_topics: int) -> None:
     """Write one block's z of ``sweep`` atomically (temporary directory, then rename).
 
     The array is an ordinary zarr v3 array (``zarr.open_array`` reads it), written directly as its
@@ -156,7 +230,7 @@ def write_block(directory: str | Path, sweep: int, block: int, topics: np.ndarra
 
     Parameters
     ----------
-    directory : str or Path
+    directory : str, Path or StoragePath
     sweep : int
     block : int
     topics : ndarray of shape (n_tokens,), int
@@ -164,17 +238,20 @@ def write_block(directory: str | Path, sweep: int, block: int, topics: np.ndarra
         K (chooses the stored dtype).
     """
     final = block_path(directory, sweep, block)
+    if isinstance(final, StoragePath):  # one PUT per object: the metadata last marks it complete
+        _put_array(final, topics, _dtype(n_topics))
+        return
     tmp = _temporary(final)
     _write_array(tmp, topics, _dtype(n_topics))
     _publish(tmp, final)
 
 
-def read_block(directory: str | Path, sweep: int, block: int, n_tokens: int) -> np.ndarray:
+def read_block(directory: str | Path | StoragePath, sweep: int, block: int, n_tokens: int) -> np.ndarray:
     """One block's z after ``sweep``, as int32.
 
     Parameters
     ----------
-    directory : str or Path
+    directory : str, Path or StoragePath
     sweep : int
     block : int
     n_tokens : int
@@ -195,18 +272,18 @@ def read_block(directory: str | Path, sweep: int, block: int, n_tokens: int) -> 
         values = _read_array(path, n_tokens)
     except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
         raise ModelFormatError(f"the Gibbs assignments {str(path)!r} are missing, damaged or of another length "
-                               f"({exc}); delete {str(Path(directory))!r} and fit again (without --resume).",
+                               f"({exc}); delete {str(directory)!r} and fit again (without --resume).",
                                path=str(path)) from exc
     return values.astype(np.int32)
 
 
-def write_tokens(directory: str | Path, block: int, token_indptr: np.ndarray, token_terms: np.ndarray,
+def write_tokens(directory: str | Path | StoragePath, block: int, token_indptr: np.ndarray, token_terms: np.ndarray,
                  n_terms: int) -> None:
     """Write one block's tokens atomically (the start does it once per run).
 
     Parameters
     ----------
-    directory : str or Path
+    directory : str, Path or StoragePath
     block : int
     token_indptr : ndarray of shape (n_docs + 1,), int
         Document d owns tokens ``token_indptr[d]:token_indptr[d + 1]``.
@@ -216,6 +293,11 @@ def write_tokens(directory: str | Path, block: int, token_indptr: np.ndarray, to
         V (chooses the stored dtype of the terms).
     """
     final = tokens_path(directory, block)
+    if isinstance(final, StoragePath):  # both arrays, then the group's metadata
+        _put_array(final / "offsets", token_indptr, "int64")
+        _put_array(final / "terms", token_terms, _dtype(n_terms))
+        write_object(f"{final.url}/zarr.json", json.dumps(_GROUP).encode())
+        return
     tmp = _temporary(final)
     tmp.mkdir()
     (tmp / "zarr.json").write_text(json.dumps(_GROUP))
@@ -224,12 +306,12 @@ def write_tokens(directory: str | Path, block: int, token_indptr: np.ndarray, to
     _publish(tmp, final)
 
 
-def read_tokens(directory: str | Path, block: int, n_docs: int) -> tuple[np.ndarray, np.ndarray] | None:
+def read_tokens(directory: str | Path | StoragePath, block: int, n_docs: int) -> tuple[np.ndarray, np.ndarray] | None:
     """One block's tokens as :func:`write_tokens` wrote them, or None where they are missing.
 
     Parameters
     ----------
-    directory : str or Path
+    directory : str, Path or StoragePath
     block : int
     n_docs : int
         The documents the caller expects.
@@ -246,7 +328,9 @@ def read_tokens(directory: str | Path, block: int, n_docs: int) -> tuple[np.ndar
         The arrays exist but are damaged or do not hold ``n_docs`` documents.
     """
     path = tokens_path(directory, block)
-    if not (path / "zarr.json").exists():
+    try:
+        _read_file(path, "zarr.json")  # a GET, not exists(): s3fs may answer that from a stale listing
+    except FileNotFoundError:
         return None
     try:
         indptr = _read_array(path / "offsets", n_docs + 1).astype(np.int64)
@@ -255,45 +339,60 @@ def read_tokens(directory: str | Path, block: int, n_docs: int) -> tuple[np.ndar
             raise ValueError("document offsets are not increasing from 0")
     except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
         raise ModelFormatError(f"the Gibbs tokens {str(path)!r} are damaged or of another corpus ({exc}); delete "
-                               f"{str(Path(directory))!r} and fit again (without --resume).", path=str(path)) from exc
+                               f"{str(directory)!r} and fit again (without --resume).", path=str(path)) from exc
     return indptr, terms.astype(np.int32)
 
 
-def sweeps_on_disk(directory: str | Path) -> list[int]:
+def sweeps_on_disk(directory: str | Path | StoragePath) -> list[int]:
     """The sweeps with a directory in the layer (complete or not), ascending.
 
     Parameters
     ----------
-    directory : str or Path
+    directory : str, Path or StoragePath
 
     Returns
     -------
     list of int
     """
     root = layer_path(directory)
+    if isinstance(root, StoragePath):
+        fs, inner = filesystem(root.url)
+        try:
+            names = [str(entry).rstrip("/").rsplit("/", 1)[-1] for entry in fs.ls(inner, detail=False, refresh=True)]
+        except FileNotFoundError:
+            return []
+        return sorted(int(name.split("-", 1)[1]) for name in names if name.startswith("sweep-"))
     if not root.is_dir():
         return []
     return sorted(int(child.name.split("-", 1)[1]) for child in root.glob("sweep-*"))
 
 
-def drop_sweeps(directory: str | Path, keep: set[int]) -> None:
+def drop_sweeps(directory: str | Path | StoragePath, keep: set[int]) -> None:
     """Delete every sweep's z except those in ``keep``.
 
     Parameters
     ----------
-    directory : str or Path
+    directory : str, Path or StoragePath
     keep : set of int
     """
     for sweep in sweeps_on_disk(directory):
         if sweep not in keep:
-            shutil.rmtree(layer_path(directory) / f"sweep-{sweep}", ignore_errors=True)
+            path = layer_path(directory) / f"sweep-{sweep}"
+            if isinstance(path, StoragePath):
+                remove_prefix(path.url)
+            else:
+                shutil.rmtree(path, ignore_errors=True)
 
 
-def remove_layer(directory: str | Path) -> None:
+def remove_layer(directory: str | Path | StoragePath) -> None:
     """Delete the whole z layer of a run directory; missing files are ignored.
 
     Parameters
     ----------
-    directory : str or Path
+    directory : str, Path or StoragePath
     """
-    shutil.rmtree(layer_path(directory), ignore_errors=True)
+    path = layer_path(directory)
+    if isinstance(path, StoragePath):
+        remove_prefix(path.url)
+    else:
+        shutil.rmtree(path, ignore_errors=True)

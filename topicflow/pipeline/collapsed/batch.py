@@ -16,16 +16,16 @@ Checkpoints: with a :class:`~topicflow.pipeline.policies.CheckpointPolicy`, q li
 directory and every ``checkpoint.every`` iterations the state is written there; ``resume`` continues
 from the last complete iteration found, and ends with the model an uninterrupted run gives. A finished
 fit leaves only its final state in the checkpoint (q is removed). A checkpoint on object storage (a
-:class:`~topicflow.io.storage.StoragePath`) is kept in a local scratch directory (the tasks write q
-there) and mirrored to the URL after each save, ``latest.json`` last
-(:class:`~topicflow.io.storage.MirroredDirectory`); ``resume`` downloads it first.
+:class:`~topicflow.io.storage.StoragePath`) holds q too: the tasks read and write it there, and
+``latest.json`` is put last. Without a checkpoint q lives in a scratch directory beside the store
+(:func:`~topicflow.io.outputs.assignment_layer.scratch_location`), on object storage for a store on a
+URL; so a store and checkpoint there need no disk shared by the driver and the workers.
 """
 from __future__ import annotations
 
 import json
 import logging
 import math
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,7 +39,7 @@ from topicflow import config as tf_config
 from topicflow.errors import InvalidParameterError, ModelFormatError, NumericalError
 from topicflow.io.corpus.reader import Corpus, as_corpus
 from topicflow.io.outputs import assignment_scratch as scratch_io
-from topicflow.io.storage import MirroredDirectory, StoragePath
+from topicflow.io.storage import Location, StoragePath
 from topicflow.models.hdp.pcvb0 import (
     PCVB0View,
     check_dtype,
@@ -172,7 +172,8 @@ def run_pcvb0(
         Start of q (:mod:`topicflow.models.hdp.pcvb0`): random around the prior mean of pi ("prior", the
         default, ``config.extra.get("q_start", "prior")``) or a flat-Dirichlet draw ("flat").
     scratch_dir : str, optional
-        Parent directory of the scratch (default: the ``scratch-dir`` setting, else beside the store).
+        Parent directory of the scratch, a local directory or a URL (default: the ``scratch-dir``
+        setting, else beside the store, on object storage for a store there).
 
     Returns
     -------
@@ -216,32 +217,27 @@ def run_pcvb0(
     fingerprint = json.loads(json.dumps(fingerprint))  # as a checkpoint reads it back
     token = graph_token(fingerprint)
     resume = resume or (checkpoint is not None and checkpoint.resume)
-    mirror: MirroredDirectory | None = None
-    if checkpoint is not None:
-        if isinstance(checkpoint.path, StoragePath):  # q is written locally and mirrored to the URL
-            directory = scratch_io.scratch_directory(corpus.path, token, scratch_dir or tf_config.get("scratch-dir"))
-            mirror = MirroredDirectory(checkpoint.path.url, directory)
-            if not (resume and mirror.pull()):
-                mirror.clear()
-        else:
-            directory = Path(checkpoint.path)
-            if not resume:
-                _clear_checkpoint(directory)
+    directory: Location
+    if checkpoint is not None:  # q lives in the checkpoint, local or on object storage
+        directory = checkpoint.path if isinstance(checkpoint.path, StoragePath) else Path(checkpoint.path)
+        if not resume:
+            _clear_checkpoint(directory)
     else:
-        base = scratch_dir or tf_config.get("scratch-dir")
-        directory = scratch_io.scratch_directory(corpus.path, token, base)
+        directory = scratch_io.scratch_location(corpus.path, token, scratch_dir or tf_config.get("scratch-dir"))
     fit = _Fit(corpus, config, language, dtype, q_start, tol, client, split_every, directory, fingerprint, token, checkpoint)
-    fit.mirror = mirror
     try:
         state, trace, converged = fit.run(resume, progress, on_iteration)
     finally:
-        if checkpoint is None or mirror is not None:
+        if checkpoint is None:
             scratch_io.remove_scratch(directory)
     return PCVB0Result(state=state, trace=tuple(trace), converged=converged, language=language, settings=settings)
 
 
-def _clear_checkpoint(directory: Path) -> None:
-    shutil.rmtree(directory / "q.zarr", ignore_errors=True)
+def _clear_checkpoint(directory: Location) -> None:
+    if isinstance(directory, StoragePath):
+        scratch_io.remove_scratch(directory)  # the whole prefix, as the mirrored checkpoint was cleared
+        return
+    scratch_io.remove_q(directory)
     for name in ("latest.json",):
         (directory / name).unlink(missing_ok=True)
     for old in directory.glob("state-*.*"):
@@ -253,7 +249,7 @@ class _Fit:
 
     def __init__(self, corpus: Corpus, config: CollapsedConfig, language: str, dtype: str, q_start: str, tol: float,
                  client: Any,
-                 split_every: int, directory: Path, fingerprint: dict[str, Any], token: str,
+                 split_every: int, directory: Location, fingerprint: dict[str, Any], token: str,
                  checkpoint: CheckpointPolicy | None) -> None:
         self.corpus, self.config, self.params = corpus, config, config.params
         self.language, self.dtype, self.tol, self.client = language, dtype, tol, client
@@ -266,7 +262,6 @@ class _Fit:
         self.n_terms = len(corpus.vocabulary(language))
         self.n_tokens = int(corpus.tokens_by_language()[language])
         self.last_saved = -2  # the iteration whose q a checkpoint names (-2: none)
-        self.mirror: MirroredDirectory | None = None  # a checkpoint on object storage
 
     # ------------------------------------------------------------------ start / resume
 
@@ -312,8 +307,8 @@ class _Fit:
         converged = bool(trace and trace[-1].converged)
         if converged:
             first = self.config.passes
-        if first < self.config.passes and found is not None and not scratch_io.q_path(
-                self.directory, first - 1, self.shard_ids[0]).exists():
+        if first < self.config.passes and found is not None and not scratch_io.q_exists(
+                self.directory, first - 1, self.shard_ids[0]):
             raise ModelFormatError(
                 f"the checkpoint {str(self.directory)!r} holds a finished fit without its assignments q, so it "
                 "cannot run more passes; delete it to fit again.", path=str(self.directory))
@@ -332,9 +327,7 @@ class _Fit:
                 break
         if self.checkpoint is not None:
             self.save(state, last, trace)
-            shutil.rmtree(self.directory / "q.zarr", ignore_errors=True)
-            if self.mirror is not None:
-                self.mirror.push()
+            scratch_io.remove_q(self.directory)
         state.fold_scale()
         return state, trace, converged
 
@@ -365,11 +358,7 @@ class _Fit:
         return record
 
     def drop_before(self, iteration: int) -> None:
-        root = self.directory / "q.zarr"
-        for child in root.glob("iter-*"):
-            number = int(child.name.split("-", 1)[1])
-            if number < iteration and number != self.last_saved:
-                shutil.rmtree(child, ignore_errors=True)
+        scratch_io.drop_iterations(self.directory, iteration, keep=self.last_saved)
 
     def save(self, state: HDPState, iteration: int, trace: list[PCVB0Record]) -> None:
         if iteration == self.last_saved:
@@ -379,5 +368,3 @@ class _Fit:
             "scalars": scalars, "trace": [r.to_dict() for r in trace], "fingerprint": self.fingerprint})
         self.last_saved = iteration
         self.drop_before(iteration)
-        if self.mirror is not None:
-            self.mirror.push()

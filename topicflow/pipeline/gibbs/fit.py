@@ -20,9 +20,11 @@ in the checkpoint directory, and every ``checkpoint.every`` sweeps (and after th
 alpha, beta and trace are written there (:func:`topicflow.io.models.checkpoint.write_checkpoint`), which
 commits that sweep's z; ``resume`` continues from the committed sweep and ends with the model an
 uninterrupted run gives. A checkpoint on object storage (a :class:`~topicflow.io.storage.StoragePath`)
-is kept in a local scratch directory (the workers write z there, as without a checkpoint) and mirrored
-to the URL after each commit, ``latest.json`` last (:class:`~topicflow.io.storage.MirroredDirectory`);
-``resume`` downloads it first.
+holds the assignment layer too: the tasks read and write z there, and the commit is the checkpoint's
+``latest.json``, put last. Without a checkpoint the layer lives in a run directory beside the store
+(:func:`~topicflow.io.outputs.assignment_layer.scratch_location`): on object storage for a store on a
+URL. Either way a store and checkpoint on object storage need no disk shared by the driver and the
+workers (docs/cluster.md).
 """
 from __future__ import annotations
 
@@ -30,7 +32,6 @@ import dataclasses
 import logging
 import math
 import os
-import shutil
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -49,8 +50,7 @@ from topicflow.io.models.checkpoint import Checkpoint, read_checkpoint, write_ch
 from topicflow.io.models.info import ModelInfo, corpus_provenance
 from topicflow.io.models.store import SavedModel
 from topicflow.io.outputs import assignment_layer
-from topicflow.io.outputs.gamma_scratch import scratch_directory
-from topicflow.io.storage import MirroredDirectory, StoragePath
+from topicflow.io.storage import Location, StoragePath
 from topicflow.models.common.validation import parse_int, parse_positive_float
 from topicflow.models.lda.gibbs.adlda import (
     DocHistograms,
@@ -393,8 +393,8 @@ def fit_gibbs(
         Accepted for the estimators' common signature and ignored: the partitions' deltas are added to
         the counts as they arrive (integer sums), not reduced in a tree.
     scratch_dir : str, optional
-        Parent of the assignment layer without a checkpoint (default: the ``scratch-dir`` setting,
-        else beside the store).
+        Parent of the assignment layer without a checkpoint, a local directory or a URL (default: the
+        ``scratch-dir`` setting, else beside the store, on object storage for a store there).
     on_sweep : callable, optional
         ``on_sweep(record, model)`` after each sweep (and its checkpoint, if any), with the chain as an
         LDA model (:func:`lda_view`), e.g. for a benchmark's own held-out evaluator.
@@ -437,15 +437,9 @@ def fit_gibbs(
     vocabulary = corpus.vocabulary(language)
     chain = _Chain(n_terms, config)
     resumed = False
-    mirror: MirroredDirectory | None = None
-    if checkpoint is not None:
-        if isinstance(checkpoint.path, StoragePath):  # z is written locally and mirrored to the URL
-            directory = scratch_directory(corpus.path, token, scratch_dir or tf_config.get("scratch-dir"))
-            mirror = MirroredDirectory(checkpoint.path.url, directory)
-            if not (checkpoint.resume and mirror.pull()):
-                mirror.clear()
-        else:
-            directory = Path(checkpoint.path)
+    directory: Location
+    if checkpoint is not None:  # z lives in the checkpoint, local or on object storage
+        directory = checkpoint.path if isinstance(checkpoint.path, StoragePath) else Path(checkpoint.path)
         found = read_checkpoint(directory, fingerprint) if checkpoint.resume else None
         if found is not None:
             _restore(chain, found, directory)
@@ -454,8 +448,8 @@ def fit_gibbs(
         else:
             assignment_layer.remove_layer(directory)
     else:
-        directory = scratch_directory(corpus.path, token, scratch_dir or tf_config.get("scratch-dir"))
-    layer = str(directory)
+        directory = assignment_layer.scratch_location(corpus.path, token, scratch_dir or tf_config.get("scratch-dir"))
+    layer = str(directory)  # a local path or a URL: the tasks open either
     committed = chain.sweep if resumed else -1
 
     executor = _Executor(client, f"{token}")
@@ -513,22 +507,14 @@ def fit_gibbs(
             chain.sweep = sweep
             if checkpoint is not None and (sweep % checkpoint.every == 0 or sweep == config.sweeps):
                 _commit(chain, directory, fingerprint, language, vocabulary)
-                if mirror is not None:
-                    mirror.push()
                 committed = sweep
             assignment_layer.drop_sweeps(directory, {sweep, committed})
             if on_sweep is not None:
                 on_sweep(record, lda_view(chain.term_topic, chain.alpha, chain.beta, language))
     finally:
         executor.close()
-        if checkpoint is None or mirror is not None:
-            assignment_layer.remove_layer(directory)
-            if mirror is not None:
-                shutil.rmtree(directory, ignore_errors=True)
-            try:
-                directory.rmdir()
-            except OSError:
-                pass
+        if checkpoint is None:
+            assignment_layer.remove_run(directory)
     state = lda_view(chain.term_topic, chain.alpha, chain.beta, language)
     info = ModelInfo(family="lda", kind=GIBBS_KIND, method="gibbs", settings=config.to_dict(),
                      trace=[r.to_dict() for r in chain.trace], converged=False,
@@ -539,14 +525,14 @@ def fit_gibbs(
     return GibbsFitResult(state, tuple(chain.trace), saved, chain.term_topic, chain.topic_counts, language)
 
 
-def _commit(chain: _Chain, directory: Path, fingerprint: dict[str, Any], language: str, vocabulary: Any) -> None:
+def _commit(chain: _Chain, directory: Location, fingerprint: dict[str, Any], language: str, vocabulary: Any) -> None:
     state = lda_view(chain.term_topic, chain.alpha, chain.beta, language)
     write_checkpoint(directory, Checkpoint(
         state, {"sweep": chain.sweep, "beta": float(chain.beta)}, [r.to_dict() for r in chain.trace], fingerprint,
         {"term_topic": chain.term_topic.copy(), "topic_counts": chain.topic_counts.copy()}), {language: vocabulary})
 
 
-def _restore(chain: _Chain, found: Checkpoint, directory: Path) -> None:
+def _restore(chain: _Chain, found: Checkpoint, directory: Location) -> None:
     try:
         chain.sweep = int(found.position["sweep"])
         chain.beta = float(found.position["beta"])
