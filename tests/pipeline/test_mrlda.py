@@ -13,6 +13,7 @@ from topicflow.cli import main
 from topicflow.io.corpus.reader import Corpus
 from topicflow.models.lda.priors import SeedTopic
 from topicflow.pipeline.evaluation import document_matching, language_doc_topics
+from topicflow.pipeline.reproduce.mrlda import SCALES, MrLdaSettings
 from topicflow.pipeline.vb.batch import VBConfig, initial_state
 from topicflow.testing.corpora import draw_planted_corpus, write_test_store
 
@@ -75,7 +76,12 @@ def test_document_matching_finds_translations(tmp_path: Path, client: object) ->
 
 
 @pytest.mark.slow
-def test_reproduce_zhai2014_mrlda_quick(tmp_path: Path, local_cluster: object) -> None:
+def test_reproduce_zhai2014_mrlda_quick(tmp_path: Path, local_cluster: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The command's plumbing (stores, the three experiments, claims, figures, trace) on a smaller "quick"
+    # scale than the shipped one, whose 30-50 topics and 20 iterations cost 10 s of suite time here.
+    tiny = MrLdaSettings(informed_topics=5, seed_words_per_label=5, informed_iterations=4, poly_topics=6,
+                         poly_iterations=4, ablation_topics=(6,), ablation_iterations=4, eval_every=2)
+    monkeypatch.setitem(SCALES, "quick", tiny)
     labeled = _labeled_store(tmp_path / "labeled.zarr")
     aligned = _bilingual_store(tmp_path / "aligned.zarr", 40, seed=5)
     out = tmp_path / "out"
