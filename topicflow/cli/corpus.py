@@ -18,6 +18,7 @@ from topicflow._typing import OnError, OutputFormat, choices
 from topicflow.cli._common import (
     LOCATION,
     cluster_options,
+    progress_reporter,
     reports_errors,
     storage_options_option,
 )
@@ -31,7 +32,6 @@ from topicflow.io.tokenizer import (
 )
 from topicflow.pipeline.cluster import ClusterConfig, connect
 from topicflow.pipeline.ingest.ingest import ingest_corpus
-from topicflow.pipeline.progress import TqdmProgress
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -150,7 +150,7 @@ def ingest(inputs: tuple[Path, ...], out: Path, overwrite: bool, fields: FieldSp
     with connect(cluster) as client:
         result = ingest_corpus(inputs, out, fields=fields, tokenizer=tokenizer, prune=prune,
                                shard_size=shard_size, split_every=split_every, on_error=on_error,  # type: ignore[arg-type]
-                               overwrite=overwrite, keep_order=keep_order, client=client, progress=TqdmProgress())
+                               overwrite=overwrite, keep_order=keep_order, client=client, progress=progress_reporter())
     _echo_summary(result.summary_lines())
 
 
@@ -197,7 +197,7 @@ def append(store: Path, inputs: tuple[Path, ...], fields: FieldSpec, tokenizer_o
     with connect(cluster) as client:
         result = append_corpus(store, inputs, fields=fields, tokenizer=tokenizer, split_every=split_every,
                                on_error=on_error, promote_min_df=promote_min_df,  # type: ignore[arg-type]
-                               client=client, progress=TqdmProgress())
+                               client=client, progress=progress_reporter())
     _echo_summary(result.summary_lines())
 
 

@@ -1390,7 +1390,6 @@ def infer(model_path: str | Path, store: str, out: str | Path, overwrite: bool, 
     from topicflow.io.models.store import load_model
     from topicflow.io.output_paths import prepare_output
     from topicflow.io.outputs.doc_topics import DOC_TOPICS_LEFTOVERS, DOC_TOPICS_MARKERS
-    from topicflow.pipeline.progress import TqdmProgress
     from topicflow.pipeline.vb.infer import infer_doc_topics
 
     location = prepare_output(out, what="document-topic output", option="infer --out", overwrite=overwrite,
@@ -1398,7 +1397,7 @@ def infer(model_path: str | Path, store: str, out: str | Path, overwrite: bool, 
     model = load_model(model_location(model_path))
     corpus = Corpus.open(store)
     with connect(cluster) as client:
-        written = infer_doc_topics(model, corpus, location, client=client, overwrite=overwrite, progress=TqdmProgress())
+        written = infer_doc_topics(model, corpus, location, client=client, overwrite=overwrite, progress=progress_reporter())
     click.echo(f"wrote document topics of {written} documents to {out}", err=True)
 
 

@@ -23,6 +23,7 @@ from topicflow.cli._common import (
     apply_preset,
     cluster_options,
     preset_option,
+    progress_reporter,
     reports_errors,
     storage_options_option,
 )
@@ -30,7 +31,6 @@ from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.store import save_model
 from topicflow.io.storage import Location
 from topicflow.pipeline.cluster import ClusterConfig, connect
-from topicflow.pipeline.progress import TqdmProgress
 from topicflow.pipeline.streaming import run_stream
 from topicflow.pipeline.streaming.config import (
     STREAM_ALGORITHMS,
@@ -143,7 +143,11 @@ def stream(store: str, out: str | Path, algorithm: str, n_topics: int | None, do
     With --algo dsgs, --workers is the number of sampler loops (one per local worker process).
     With --preset, a paper's settings fill every option you do not type.
     """
-    from topicflow.io.output_paths import STREAM_MARKERS, prepare_output
+    from topicflow.io.output_paths import (
+        STREAM_MARKERS,
+        exclusive_output,
+        prepare_output,
+    )
 
     # With --resume OUT is read and written over; without, it must be new (or --overwrite).
     location = prepare_output(out, what="stream output", option="stream --out", overwrite=overwrite or resume,
@@ -177,13 +181,16 @@ def stream(store: str, out: str | Path, algorithm: str, n_topics: int | None, do
                                  **applicable_settings(algorithm, values, chosen))
     click.echo(f"{'resuming' if resume else 'running'} {runs} run(s) of {algorithm} with K={n_topics} on {corpus!r}",
                err=True)
-    with connect(cluster) as client:
-        click.echo(f"dashboard: {client.dashboard_link}", err=True)
-        started = time.perf_counter()
-        result = run_stream(corpus, config, client=client, test_corpus=test_corpus, out=location, resume=resume,
-                            checkpoint_every=checkpoint_every, progress=TqdmProgress())
-    save_model(location / "model", result.model, overwrite=True)
-    plot = write_plots(result, location)
+    # Of two streams given the same OUT at once, the second is refused (a local OUT only).
+    with exclusive_output(location, what="stream output", option="stream --out", markers=STREAM_MARKERS,
+                          overwrite=overwrite or resume):
+        with connect(cluster) as client:
+            click.echo(f"dashboard: {client.dashboard_link}", err=True)
+            started = time.perf_counter()
+            result = run_stream(corpus, config, client=client, test_corpus=test_corpus, out=location, resume=resume,
+                                checkpoint_every=checkpoint_every, progress=progress_reporter())
+        save_model(location / "model", result.model, overwrite=True)
+        plot = write_plots(result, location)
     final = result.summary[-1]
     if output_format == "json":
         click.echo(json.dumps({"final": final, "model": str(location / "model"), "plot": plot}, indent=2,

@@ -32,7 +32,7 @@ from typing import Any, Iterator, Literal, Sequence
 
 from topicflow.errors import StorageError, StoreExistsError
 from topicflow.io import storage
-from topicflow.io._atomic import atomic_write_bytes, temporary_sibling
+from topicflow.io._atomic import atomic_write_bytes, exclusive_lock, temporary_sibling
 from topicflow.io.storage import Location, StoragePath
 
 log = logging.getLogger(__name__)
@@ -51,6 +51,10 @@ STORE_MARKERS = ("manifest.json",)
 STORE_LEFTOVERS = ("zarr.json", "shards", "vocab", "vocabs", "candidates")
 #: Entries of which a stream output (``stream --out``) holds at least one.
 STREAM_MARKERS = ("state", "summary.json", "trace.jsonl", "model", "init")
+
+#: The lock file a writer of a local directory output holds inside it while it writes
+#: (:func:`exclusive_output`); never deleted. A directory holding nothing else holds no output.
+OUTPUT_LOCK = ".lock"
 
 #: Whether an output is a directory (a prefix on object storage) or one file (one object).
 OutputKind = Literal["directory", "file"]
@@ -126,6 +130,8 @@ def prepare_output(path: str | os.PathLike[str] | StoragePath, *, what: str, opt
     else:
         _create_local_parents(location, where)
         is_file, exists, is_dir = location.is_file(), location.exists(), location.is_dir()
+        if is_dir and _only_lock(location):
+            return location  # what a writer killed before it wrote anything leaves (exclusive_output)
     if kind == "directory" and is_file:
         raise StorageError(f"{where} is a file, but {_a(what)} is a directory; remove the file or choose another "
                            "path.", path=shown)
@@ -177,6 +183,65 @@ def _only_leftovers(location: StoragePath, markers: Sequence[str], leftovers: Se
     """Whether the prefix ``location`` holds no marker, and nothing but ``leftovers`` and :data:`PENDING`."""
     names = {child.name for child in location.iterdir()}
     return not names & set(markers) and names <= {*leftovers, PENDING}
+
+
+def _only_lock(location: Path) -> bool:
+    """Whether the local directory ``location`` holds :data:`OUTPUT_LOCK` and nothing else."""
+    return {child.name for child in location.iterdir()} == {OUTPUT_LOCK}
+
+
+@contextlib.contextmanager
+def exclusive_output(location: Location, *, what: str, option: str, markers: Sequence[str],
+                     overwrite: bool) -> Iterator[None]:
+    """Be the only writer of the directory output ``location`` while the block runs.
+
+    Two commands given the same new output both pass :func:`prepare_output` before either writes.
+    On local disk the directory is created and :data:`OUTPUT_LOCK` in it is held: a second writer
+    meanwhile is refused at once (:class:`~topicflow.errors.LockedError`), and one that comes after
+    the first finished finds its output (:class:`~topicflow.errors.StoreExistsError` unless
+    ``overwrite``). A directory this call created is removed again if the block fails before
+    writing anything into it. On object storage nothing is locked (there is no lease for these
+    outputs yet).
+
+    Parameters
+    ----------
+    location : Path or StoragePath
+        The output, as :func:`prepare_output` returned it.
+    what, option : str
+        What the output is and where it was given, named in the messages.
+    markers : sequence of str
+        Entries of which every output of this kind holds at least one.
+    overwrite : bool
+        Whether an existing output may be written over (``--overwrite``, ``--resume``).
+
+    Yields
+    ------
+    None
+        The lock is held while the block runs.
+
+    Raises
+    ------
+    LockedError
+        Another process writes the output.
+    StoreExistsError
+        The output was completed by another writer after :func:`prepare_output` checked it.
+    """
+    if isinstance(location, StoragePath):
+        yield
+        return
+    created = not location.exists()
+    location.mkdir(parents=True, exist_ok=True)
+    where = f"{what} {str(location)!r} ({option})"
+    with exclusive_lock(location / OUTPUT_LOCK, what=where):
+        if not overwrite and any((location / marker).exists() for marker in markers):
+            raise StoreExistsError(f"{where} was written by another command meanwhile; choose another path or pass "
+                                   "--overwrite to replace it.", path=str(location))
+        try:
+            yield
+        except BaseException:
+            if created and _only_lock(location):  # a failed first write leaves no directory behind
+                shutil.rmtree(location, ignore_errors=True)
+            raise
 
 
 def _holds_output(location: Location, markers: Sequence[str]) -> bool:
