@@ -6,14 +6,25 @@ pairs. This script reruns that split and arms around it, each one fit of polylin
 by :func:`topicflow.pipeline.evaluation.matching.document_matching` (theta of each held-out side
 folded in from that side alone, Jensen-Shannon divergence, both directions):
 
-``reproduce``
-    the reproduction's configuration (alpha learned from 50/K, 33 iterations, stores as docs say).
-``alpha01``
-    alpha fixed and symmetric at 0.1 (learned alpha off).
-``+manpages``
+An arm is ``reproduce`` (the reproduction's configuration before issue 18.4: alpha learned from 50/K,
+33 iterations, stores as docs/reproductions.md says) or ``+``-joined changes to it:
+
+``fixed=A``
+    alpha fixed and symmetric at A (``fixed=1`` is 50/K at K = 50, the reproduction's default now);
+    ``alpha01`` is ``fixed=0.1``; ``symmetric`` learns one symmetric alpha.
+``iter=N``, ``k=N``, ``hellinger``
+    iterations, topics, the divergence.
+``destop``
+    ingest with :data:`GERMAN_STOP_WORDS` added to the English stop list (``--write-stop-words FILE``
+    writes that list for ``topicflow ingest --stop-words FILE``).
+``manpages``
     the same Debian Reference training pairs plus the training part of the aligned man pages
-    (``benchmarks/polylingual_manpages.py``, 1,083 pairs); held-out pairs as before, plus the man pages'
-    own held-out pairs scored as a second test set.
+    (``benchmarks/polylingual_manpages.py``, 1,083 pairs); the man pages' held-out pairs are scored as
+    a second test set. ``manonly`` trains on the man pages alone and tests on theirs.
+``selected``
+    with ``--select-alpha``: the alpha with the best P@1 on a validation split of the training pairs.
+
+``--folds N`` adds N-fold cross-validation over all Debian Reference pairs for ``--fold-arms``.
 
 Every split is :func:`topicflow.pipeline.reproduce.mrlda.split_store` (seed 0, 20% held out), so the
 Debian Reference test set is the reproduction's 89 pairs. Each score comes with a 95% interval
@@ -21,7 +32,8 @@ Debian Reference test set is the reproduction's 89 pairs. Each score comes with 
 
     nice python benchmarks/bench_polylingual_matching.py \
         --debref ~/.cache/topicflow-dev-corpora/aligned_en_de_debref.jsonl \
-        --manpages ~/.cache/topicflow-dev-corpora/aligned_en_de_manpages.jsonl --arms reproduce,alpha01,+manpages
+        --manpages ~/.cache/topicflow-dev-corpora/aligned_en_de_manpages.jsonl \
+        --arms reproduce,fixed=1,destop+fixed=1,manpages --folds 5 --fold-arms reproduce,fixed=1
 
 Prints one JSON report (also written to ``--out``) and a table on stderr.
 """
@@ -204,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="write the English + German stop-word list to FILE (for `topicflow ingest "
                              "--stop-words FILE`) and exit")
     parser.add_argument("--manpages", type=Path)
-    parser.add_argument("--arms", default="reproduce,alpha01,+manpages")
+    parser.add_argument("--arms", default="reproduce,fixed=1")
     parser.add_argument("--topics", type=int, default=50)
     parser.add_argument("--iterations", type=int, default=33)
     parser.add_argument("--divergence", default="jensen-shannon")
