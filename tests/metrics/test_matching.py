@@ -4,12 +4,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from scipy.spatial.distance import jensenshannon
+from scipy.stats import binomtest
 
 from topicflow.errors import InvalidParameterError
 from topicflow.metrics.matching import (
+    matching_intervals,
     matching_scores,
     pairwise_divergence,
     partner_ranks,
+    wilson_interval,
 )
 
 
@@ -78,3 +81,34 @@ def test_bad_input_is_refused(queries: np.ndarray, candidates: np.ndarray, messa
         matching_scores(queries, candidates)
     with pytest.raises(InvalidParameterError, match="divergence"):
         pairwise_divergence(np.ones((1, 2)), np.ones((1, 2)), divergence="kl")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("successes", "n"), [(69, 89), (0, 7), (7, 7), (180, 217)])
+def test_wilson_interval_inverts_the_score_test(successes: int, n: int) -> None:
+    """Brute force: the interval is every p whose score test |p_hat - p| <= z sqrt(p (1 - p) / n) accepts;
+    scipy's binomtest (method 'wilson') is the independent check."""
+    low, high = wilson_interval(successes, n)
+    grid = np.linspace(0.0, 1.0, 200_001)
+    z = 1.959963984540054
+    accepted = grid[np.abs(successes / n - grid) <= z * np.sqrt(grid * (1 - grid) / n)]
+    assert low == pytest.approx(accepted.min(), abs=1e-5) and high == pytest.approx(accepted.max(), abs=1e-5)
+    ci = binomtest(successes, n).proportion_ci(confidence_level=0.95, method="wilson")
+    assert (low, high) == pytest.approx((ci.low, ci.high), abs=1e-12)
+
+
+def test_matching_intervals_from_ranks() -> None:
+    ranks = np.array([1, 1, 3, 1, 2, 1, 7, 1, 1, 4])
+    iv = matching_intervals(ranks)
+    assert iv.precision_at_1 == wilson_interval(6, 10) and iv.level == 0.95
+    reciprocal = [1 / r for r in ranks]
+    half = 1.959963984540054 * np.std(reciprocal, ddof=1) / np.sqrt(len(ranks))
+    assert iv.mean_reciprocal_rank == pytest.approx((np.mean(reciprocal) - half, min(1.0, np.mean(reciprocal) + half)))
+    wider = matching_intervals(ranks, level=0.99)
+    assert wider.precision_at_1[0] < iv.precision_at_1[0] and wider.precision_at_1[1] > iv.precision_at_1[1]
+    for bad in ([], [0, 1], [1.0, np.nan]):
+        with pytest.raises(InvalidParameterError, match="ranks"):
+            matching_intervals(bad)
+    with pytest.raises(InvalidParameterError, match="level"):
+        matching_intervals(ranks, level=1.0)
+    with pytest.raises(InvalidParameterError, match="successes"):
+        wilson_interval(5, 4)

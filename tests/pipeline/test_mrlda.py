@@ -97,6 +97,9 @@ def test_reproduce_zhai2014_mrlda_quick(tmp_path: Path, local_cluster: object, m
     assert all((out / name).stat().st_size > 0 for name in payload["figures"])
     records = [json.loads(line) for line in (out / "trace.jsonl").read_text().splitlines()]
     assert {r["experiment"] for r in records} == {"informed", "polylingual", "alpha"}
+    matching = [r for r in records if r["experiment"] == "polylingual"]
+    assert all(r["precision_at_1_95"][0] <= r["precision_at_1"] <= r["precision_at_1_95"][1] for r in matching)
+    assert json.loads((out / "results.json").read_text())["polylingual"]["alpha"] == "fixed"  # MALLET's default
     assert payload["settings"]["seed_words"], "no seed words were chosen from the training documents"
     assert len(Corpus.open(out / "stores" / "labeled-test.zarr")) == 9  # 10% of 90, the rest trains
 

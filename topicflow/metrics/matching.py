@@ -14,9 +14,13 @@ Glossary:
         [0, log 2]
     Hellinger distance: ``sqrt(1/2 sum_k (sqrt p_k - sqrt q_k)^2)``
     rank of pair i: ``1 + #{j != i : d(q_i, c_j) <= d(q_i, c_i)}`` (a tie counts against the partner)
+    Wilson interval: the score interval of a binomial proportion, ``(p + z^2/2n +- z sqrt(p(1-p)/n +
+        z^2/4n^2)) / (1 + z^2/n)``; it stays inside [0, 1] and is not degenerate at p = 1
 
 References
 ----------
+Wilson (1927). Probable inference, the law of succession, and statistical inference. JASA 22.
+
 Mimno, Wallach, Naradowsky, Smith and McCallum (2009). Polylingual topic models. EMNLP.
 """
 from __future__ import annotations
@@ -25,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
+from scipy.special import ndtri
 
 from topicflow._typing import FloatArray, IntArray
 from topicflow.errors import InvalidParameterError
@@ -210,4 +215,112 @@ def matching_scores(queries: Any, candidates: Any, *,
         n_pairs=int(ranks.shape[0]),
         divergence=divergence,
         ranks=tuple(int(r) for r in ranks),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class MatchingIntervals:
+    """Confidence intervals of matching scores over the held-out pairs.
+
+    Attributes
+    ----------
+    precision_at_1 : tuple of float
+        Wilson score interval ``(low, high)`` of the share of partners ranked first.
+    mean_reciprocal_rank : tuple of float
+        Normal interval ``mean +- z s / sqrt(n)`` of the mean reciprocal rank (``s`` the sample
+        standard deviation of 1 / rank), clipped to [0, 1].
+    level : float
+        Coverage, e.g. 0.95.
+    """
+
+    precision_at_1: tuple[float, float]
+    mean_reciprocal_rank: tuple[float, float]
+    level: float
+
+
+def wilson_interval(successes: int, n: int, *, level: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of a binomial proportion.
+
+    Parameters
+    ----------
+    successes : int
+        Number of successes, ``0 <= successes <= n``.
+    n : int
+        Number of trials, at least 1.
+    level : float, default 0.95
+        Coverage, in (0, 1).
+
+    Returns
+    -------
+    tuple of float
+        ``(low, high)``, inside [0, 1].
+
+    Raises
+    ------
+    InvalidParameterError
+        ``n < 1``, ``successes`` outside ``[0, n]`` or ``level`` outside (0, 1).
+
+    Examples
+    --------
+    >>> [round(x, 3) for x in wilson_interval(69, 89)]
+    [0.678, 0.85]
+    """
+    if n < 1 or not 0 <= successes <= n:
+        raise InvalidParameterError(f"need 0 <= successes <= n and n >= 1, got successes={successes}, n={n}")
+    z = _normal_quantile(level)
+    p = successes / n
+    denominator = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    return float(max(0.0, centre - half)), float(min(1.0, centre + half))
+
+
+def _normal_quantile(level: float) -> float:
+    if not 0.0 < level < 1.0:
+        raise InvalidParameterError(f"level must be in (0, 1), got {level!r}")
+    return float(ndtri(0.5 + level / 2.0))
+
+
+def matching_intervals(ranks: Any, *, level: float = 0.95) -> MatchingIntervals:
+    """Confidence intervals of precision at 1 and MRR from every query's partner rank.
+
+    Parameters
+    ----------
+    ranks : array-like of int, shape (n_pairs,)
+        Partner ranks (1 = first), e.g. ``MatchingScores.ranks``.
+    level : float, default 0.95
+
+    Returns
+    -------
+    MatchingIntervals
+
+    Raises
+    ------
+    InvalidParameterError
+        No ranks, a rank below 1, or ``level`` outside (0, 1).
+
+    Notes
+    -----
+    The pairs are treated as independent draws; with 89 pairs and P@1 near 0.8 the Wilson interval
+    is about +-0.09 wide. A single split and a single fit: variation over seeds and splits is not
+    included.
+
+    Examples
+    --------
+    >>> iv = matching_intervals([1, 1, 2, 1])
+    >>> [round(x, 3) for x in iv.precision_at_1]
+    [0.301, 0.954]
+    """
+    r = np.asarray(ranks, dtype=np.float64).ravel()
+    if r.size == 0 or np.any(r < 1) or not np.all(np.isfinite(r)):
+        raise InvalidParameterError("ranks must be a non-empty array of finite ranks >= 1")
+    z = _normal_quantile(level)
+    n = int(r.size)
+    reciprocal = 1.0 / r
+    mean = float(reciprocal.mean())
+    half = z * float(reciprocal.std(ddof=1)) / np.sqrt(n) if n > 1 else float("inf")
+    return MatchingIntervals(
+        precision_at_1=wilson_interval(int(np.sum(r == 1)), n, level=level),
+        mean_reciprocal_rank=(float(max(0.0, mean - half)), float(min(1.0, mean + half))),
+        level=level,
     )
