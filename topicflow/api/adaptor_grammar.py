@@ -12,6 +12,7 @@ from topicflow.io.models.adaptor_grammar import grammar_from_saved, grammar_save
 from topicflow.io.models.store import SavedModel, load_model, save_model
 from topicflow.models.adaptor_grammar import (
     BIAS_CHOICES,
+    HYPER_CHOICES,
     AGState,
     OnlineParams,
     prepare,
@@ -60,6 +61,8 @@ class AdaptorGrammar(TopicModelEstimator):
         Resample the trees of the cached atoms after every pruning ([Z] section 8.3.1).
     bias : {"correct", "tau-kappa", "none"}, default "correct"
         Handling of the zero start of the running counts (docs/adaptor_grammar.md, P3).
+    optimize_hyper : {"ab", "a", "none"}, default "ab"
+        Re-estimate the Pitman-Yor a and b ("ab", [Z]), only a (PyAdaGram) or neither after every pruning.
     seed : int, default 0
         Random seed; the same seed gives the same model for any number of partitions.
     n_partitions : int, default 1
@@ -90,6 +93,7 @@ class AdaptorGrammar(TopicModelEstimator):
         "n_samples": [_POSITIVE_INT],
         "passes": [_POSITIVE_INT],
         "bias": [Options(BIAS_CHOICES)],
+        "optimize_hyper": [Options(HYPER_CHOICES)],
         "seed": [Interval(Integral, 0, 2**63, closed="left")],
         "n_partitions": [_POSITIVE_INT],
     }
@@ -100,7 +104,8 @@ class AdaptorGrammar(TopicModelEstimator):
                  grammar_params: Mapping[str, int] | None = None, n_samples: int = 10, passes: int = 1,
                  shuffle: bool = False, table_labels: bool = False, bias: str = "correct", seed: int = 0,
                  n_partitions: int = 1, word: str = "Word",
-                 language: str | None = None, corpus_size: int | None = None, alphabet: str | None = None) -> None:
+                 language: str | None = None, corpus_size: int | None = None, alphabet: str | None = None,
+                 optimize_hyper: str = "ab") -> None:
         self.grammar = grammar
         self.batch_size = batch_size
         self.tau = tau
@@ -119,6 +124,7 @@ class AdaptorGrammar(TopicModelEstimator):
         self.language = language
         self.corpus_size = corpus_size
         self.alphabet = alphabet
+        self.optimize_hyper = optimize_hyper
 
     def config(self, **grammar_params: int) -> GrammarFitConfig:
         """Return the fit settings (validated).
@@ -141,7 +147,7 @@ class AdaptorGrammar(TopicModelEstimator):
             table_labels=bool(self.table_labels), bias=str(self.bias), seed=int(self.seed),
             n_partitions=int(self.n_partitions),
             corpus_size=None if self.corpus_size is None else int(self.corpus_size),
-            alphabet=None if self.alphabet is None else str(self.alphabet))
+            alphabet=None if self.alphabet is None else str(self.alphabet), optimize_hyper=str(self.optimize_hyper))
 
     def _sentences(self, X: Any) -> list[Any] | None:
         """The sentences of an in-memory list, or None for a store (streamed)."""

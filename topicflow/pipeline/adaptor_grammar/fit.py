@@ -91,6 +91,8 @@ class GrammarFitConfig:
         default: store order.
     table_labels : bool
         Resample the trees of the cached atoms after every pruning ([Z] section 8.3.1).
+    optimize_hyper : {"ab", "a", "none"}
+        Which Pitman-Yor hyperparameters are re-estimated after every pruning (``OnlineParams``).
     """
 
     grammar: str = "unigram"
@@ -110,6 +112,7 @@ class GrammarFitConfig:
     shuffle: bool = False
     table_labels: bool = False
     alphabet: str | None = None
+    optimize_hyper: str = "ab"
 
     def __post_init__(self) -> None:
         """Validate the settings."""
@@ -400,7 +403,8 @@ def fit_grammar(sentences: Sequence[Sequence[str]], config: GrammarFitConfig, *,
     params = OnlineParams(corpus_size=int(config.corpus_size or len(encoded)), tau=config.tau, kappa=config.kappa,
                           prune_every=config.prune_every, n_samples=config.n_samples,
                           bias=config.bias,  # type: ignore[arg-type]
-                          seed=config.seed, table_labels=config.table_labels)
+                          seed=config.seed, table_labels=config.table_labels,
+                          optimize_hyper=config.optimize_hyper)  # type: ignore[arg-type]
     start = time.perf_counter()
     loglik: list[float] = []
     calls = 0
@@ -676,7 +680,8 @@ def fit_grammar_store(corpus: Corpus, config: GrammarFitConfig, *, client: Any =
     params = OnlineParams(corpus_size=int(corpus_size or config.corpus_size or n), tau=config.tau, kappa=config.kappa,
                           prune_every=config.prune_every, n_samples=config.n_samples,
                           bias=config.bias,  # type: ignore[arg-type]
-                          seed=config.seed, table_labels=config.table_labels)
+                          seed=config.seed, table_labels=config.table_labels,
+                          optimize_hyper=config.optimize_hyper)  # type: ignore[arg-type]
     start = time.perf_counter()
     loglik: list[float] = []
     calls = 0
