@@ -61,8 +61,6 @@ class AdaptorGrammar(TopicModelEstimator):
         Resample the trees of the cached atoms after every pruning ([Z] section 8.3.1).
     bias : {"correct", "tau-kappa", "none"}, default "correct"
         Handling of the zero start of the running counts (docs/adaptor_grammar.md, P3).
-    optimize_hyper : {"ab", "a", "none"}, default "ab"
-        Re-estimate the Pitman-Yor a and b ("ab", [Z]), only a (PyAdaGram) or neither after every pruning.
     seed : int, default 0
         Random seed; the same seed gives the same model for any number of partitions.
     n_partitions : int, default 1
@@ -77,6 +75,8 @@ class AdaptorGrammar(TopicModelEstimator):
     alphabet : str, optional
         Characters the grammar gets as terminals besides those of the training sentences (so later
         updates may bring them).
+    optimize_hyper : {"ab", "a", "none"}, default "ab"
+        Re-estimate the Pitman-Yor a and b ("ab", [Z]), only a (PyAdaGram) or neither after every pruning.
 
     Examples
     --------

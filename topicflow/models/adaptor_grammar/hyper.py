@@ -56,7 +56,10 @@ def stick_expectations(nu1: np.ndarray, nu2: np.ndarray) -> tuple[np.ndarray, np
 
     Returns
     -------
-    e_log_v, e_log_1mv : ndarray of float64, shape (K,)
+    e_log_v : ndarray of float64, shape (K,)
+        E[log pi'_i].
+    e_log_1mv : ndarray of float64, shape (K,)
+        E[log(1 - pi'_i)].
     """
     nu1 = np.asarray(nu1, dtype=np.float64)
     nu2 = np.asarray(nu2, dtype=np.float64)
@@ -182,8 +185,10 @@ def optimize_pitman_yor(nu1: np.ndarray, nu2: np.ndarray, a: float, b: float, *,
 
     Returns
     -------
-    a, b : float
-        The maximizer over a > 0, 0 <= b < 1 (a, b unchanged when K = 0).
+    a : float
+        The maximizing concentration (> 0; unchanged when K = 0).
+    b : float
+        The maximizing discount in [0, 1) (as given when ``discount`` is False or K = 0).
     """
     e_log_v, e_log_1mv = stick_expectations(nu1, nu2)
     if e_log_v.size == 0:
