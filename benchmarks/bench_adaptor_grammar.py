@@ -183,7 +183,8 @@ def run_online(args: argparse.Namespace, train: SegmentationCorpus, test: Segmen
     truncation = {ad.symbol: (1500 if ad.symbol == "Word" else 3000) for ad in spec.adaptors}
     grammar = spec.with_adaptors(**truncation).bind(sorted(set("".join(train.sentences + test.sentences))))
     params = api["OnlineParams"](corpus_size=len(train), tau=settings["tau"], kappa=settings["kappa"],
-                                 prune_every=settings["prune_every"], seed=args.seed)
+                                 prune_every=settings["prune_every"], seed=args.seed,
+                                 **({} if args.optimize_hyper is None else {"optimize_hyper": args.optimize_hyper}))
     state = api["initial_state"](grammar, seed=args.seed)
     word = list(grammar.nonterminals).index("Word")
     encoded = [grammar.encode(list(s)) for s in train.sentences]
@@ -209,6 +210,8 @@ def run_online(args: argparse.Namespace, train: SegmentationCorpus, test: Segmen
             return unavailable(arm, args.grammar, "this adaptor-grammar package has no seed_state")
         began = time.perf_counter()
         state, _stats = seed_state(state, encoded, list(range(len(train))), params)
+        if args.optimize_after_seed:  # diagnostic, not PyAdaGram's schedule (its seed() leaves a, b alone)
+            state = ag.optimize_hyperparameters(state, params)
         elapsed += time.perf_counter() - began
         inside_calls += len(train)
         samples, log_probs = draws(train.sentences, encoded)
@@ -232,7 +235,11 @@ def run_online(args: argparse.Namespace, train: SegmentationCorpus, test: Segmen
                 curve.append(point(inside_calls, elapsed, train, samples, log_probs, test, held, held_lp,
                                    iteration=n_batches, test_neg_log_lik=-float(sum(max(lp) for lp in held_lp))))
     return {"arm": arm, "grammar": args.grammar, "status": "ok", "curve": curve, "n_samples": 10,
-            "settings": {**settings, "truncation": truncation, "init": args.online_init},
+            "settings": {**settings, "truncation": truncation, "init": args.online_init,
+                         "optimize_hyper": getattr(params, "optimize_hyper", "none"),
+                         "optimize_after_seed": bool(args.optimize_after_seed)},
+            "hyper": {grammar.nonterminals[int(c)]: {"a": float(a), "b": float(b)} for c, a, b in
+                      zip(state.grammar.adapted, state.grammar.pitman_yor_a, state.grammar.pitman_yor_b)},
             "note": "test NLL: minus the summed G' log weight of each test sentence's max-weight sample"}
 
 
@@ -312,6 +319,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="ONLINE/VARIATIONAL start: 'seed' parses every training sentence once first "
                              "(PyAdaGram's seed pass; counted as inside calls, scored as iteration 0); 'empty' is "
                              "[Z]'s printed start (empty TNGs), which over-segments (docs/adaptor_grammar.md)")
+    parser.add_argument("--optimize-hyper", choices=["ab", "a", "none"], default=None,
+                        help="online/variational: which PY hyperparameters are re-estimated after every pruning "
+                             "(default: the package's, OnlineParams.optimize_hyper)")
+    parser.add_argument("--optimize-after-seed", action="store_true",
+                        help="online/variational: also re-estimate the PY hyperparameters right after the seed pass")
     parser.add_argument("--pycfg-src", type=Path, default=None)
     parser.add_argument("--pycfg-git", default=os.environ.get("PYCFG_GIT"))
     parser.add_argument("--workdir", type=Path, default=ROOT / "build" / "bench_adaptor_grammar")

@@ -12,6 +12,7 @@ from topicflow.io.models.adaptor_grammar import grammar_from_saved, grammar_save
 from topicflow.io.models.store import SavedModel, load_model, save_model
 from topicflow.models.adaptor_grammar import (
     BIAS_CHOICES,
+    HYPER_CHOICES,
     AGState,
     OnlineParams,
     prepare,
@@ -80,6 +81,8 @@ class AdaptorGrammar(TopicModelEstimator):
         the cached-subtree sets and counts with it (PyAdaGram's start, a deviation from [Z] for ONLINE:
         docs/adaptor_grammar.md, "Seed pass"); ``"empty"`` is [Z] section 8.3.1's empty TNGs. A
         continuation (:meth:`partial_fit` on a fitted model, ``topicflow update``) is never seeded.
+    optimize_hyper : {"ab", "a", "none"}, default "ab"
+        Re-estimate the Pitman-Yor a and b ("ab", [Z]), only a (PyAdaGram) or neither after every pruning.
 
     Examples
     --------
@@ -96,6 +99,7 @@ class AdaptorGrammar(TopicModelEstimator):
         "n_samples": [_POSITIVE_INT],
         "passes": [_POSITIVE_INT],
         "bias": [Options(BIAS_CHOICES)],
+        "optimize_hyper": [Options(HYPER_CHOICES)],
         "seed": [Interval(Integral, 0, 2**63, closed="left")],
         "n_partitions": [_POSITIVE_INT],
         "init": [Options(INIT_CHOICES)],
@@ -108,7 +112,7 @@ class AdaptorGrammar(TopicModelEstimator):
                  shuffle: bool = False, table_labels: bool = False, bias: str = "correct", seed: int = 0,
                  n_partitions: int = 1, word: str = "Word",
                  language: str | None = None, corpus_size: int | None = None, alphabet: str | None = None,
-                 init: str = "seed") -> None:
+                 init: str = "seed", optimize_hyper: str = "ab") -> None:
         self.grammar = grammar
         self.batch_size = batch_size
         self.tau = tau
@@ -128,6 +132,7 @@ class AdaptorGrammar(TopicModelEstimator):
         self.corpus_size = corpus_size
         self.alphabet = alphabet
         self.init = init
+        self.optimize_hyper = optimize_hyper
 
     def config(self, **grammar_params: int) -> GrammarFitConfig:
         """Return the fit settings (validated).
@@ -150,7 +155,8 @@ class AdaptorGrammar(TopicModelEstimator):
             table_labels=bool(self.table_labels), bias=str(self.bias), seed=int(self.seed),
             n_partitions=int(self.n_partitions),
             corpus_size=None if self.corpus_size is None else int(self.corpus_size),
-            alphabet=None if self.alphabet is None else str(self.alphabet), init=str(self.init))
+            alphabet=None if self.alphabet is None else str(self.alphabet), init=str(self.init),
+            optimize_hyper=str(self.optimize_hyper))
 
     def _sentences(self, X: Any) -> list[Any] | None:
         """The sentences of an in-memory list, or None for a store (streamed)."""

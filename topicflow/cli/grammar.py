@@ -56,6 +56,8 @@ def grammar() -> None:
 @click.option("--table-labels", is_flag=True, help="Resample the cached atoms' trees after every pruning.")
 @click.option("--bias", type=click.Choice(["correct", "tau-kappa", "none"]), default="correct", show_default=True,
               help="Handling of the zero start of the running counts.")
+@click.option("--optimize-hyper", type=click.Choice(["ab", "a", "none"]), default="ab", show_default=True,
+              help="Re-estimate the Pitman-Yor a and b, only a, or neither after every pruning.")
 @click.option("--partitions", type=click.IntRange(min=1), default=1, show_default=True,
               help="E-step tasks per minibatch (each reads its own sentences from the store).")
 @click.option("--corpus-size", type=click.IntRange(min=1), default=None,
@@ -75,7 +77,8 @@ def grammar() -> None:
 def fit(store: str | Path, grammar_name: str, model_path: str | Path, batch_size: int, tau: float, kappa: float,
         prune_every: int, truncation: tuple[str, ...], params: tuple[str, ...], samples: int, passes: int,
         shuffle: bool, table_labels: bool, bias: str, partitions: int, corpus_size: int | None, alphabet: str | None,
-        seed: int, init: str, language: str | None, overwrite: bool, cluster: ClusterConfig) -> None:
+        seed: int, init: str, language: str | None, overwrite: bool, cluster: ClusterConfig,
+        optimize_hyper: str) -> None:
     """Fit an adaptor grammar to STORE (ingested with --keep-order; each document's tokens joined).
 
     The store is streamed: each minibatch's E-step tasks read their own sentences. The model is saved as
@@ -97,7 +100,8 @@ def fit(store: str | Path, grammar_name: str, model_path: str | Path, batch_size
                            truncation=_pairs(truncation, "--truncation") or None,
                            grammar_params=_pairs(params, "--param") or None, n_samples=samples, passes=passes,
                            shuffle=shuffle, table_labels=table_labels, bias=bias, seed=seed, n_partitions=partitions,
-                           language=language, corpus_size=corpus_size, alphabet=alphabet, init=init)
+                           language=language, corpus_size=corpus_size, alphabet=alphabet, init=init,
+                           optimize_hyper=optimize_hyper)
     corpus = Corpus.open(store)
     with connect(cluster) as client:
         model.fit(corpus, client=client, progress=progress_reporter())

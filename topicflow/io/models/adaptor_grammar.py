@@ -5,7 +5,8 @@ A grammar model is an ordinary saved model (:mod:`topicflow.io.models.store`: ``
 so ``topicflow versions``, ``rollback`` and ``update`` work on it). Its exact state travels in:
 
 - ``sampler_state`` arrays (``arrays/sampler_state/`` in zarr): ``ag_gamma``, ``ag_g_tilde`` and per
-  adapted position m ``ag_f_tilde_<m>``, ``ag_nu1_<m>``, ``ag_nu2_<m>``;
+  adapted position m ``ag_f_tilde_<m>``, ``ag_nu1_<m>``, ``ag_nu2_<m>``, and ``ag_py_a``, ``ag_py_b`` (the
+  Pitman-Yor a, b per adapted position as last re-estimated; they override the grammar file's on load);
 - ``model.json`` (key ``adaptor_grammar``): the grammar (its file text, template parameters and
   truncations, so it re-parses to the same rules), the terminals it was bound to (in order), the counters
   (minibatch l, prod (1 - eps), sentences seen), the store language and sentence mode, and per adapted
@@ -20,7 +21,7 @@ is never read back.
 """
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -127,6 +128,8 @@ def grammar_saved_model(state: AGState, params: OnlineParams, *, grammar_text: s
         arrays[f"{PREFIX}f_tilde_{m}"] = np.asarray(tng.f_tilde, dtype=np.float64)
         arrays[f"{PREFIX}nu1_{m}"] = np.asarray(state.nu1[m], dtype=np.float64)
         arrays[f"{PREFIX}nu2_{m}"] = np.asarray(state.nu2[m], dtype=np.float64)
+    arrays[PREFIX + "py_a"] = np.asarray(grammar.pitman_yor_a, dtype=np.float64)  # re-estimated ones included
+    arrays[PREFIX + "py_b"] = np.asarray(grammar.pitman_yor_b, dtype=np.float64)
     for name, value in arrays.items():
         if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
             raise InvalidParameterError(f"adaptor-grammar array {name!r} holds NaN or inf; it cannot be saved")
@@ -200,6 +203,12 @@ def grammar_from_saved(model: SavedModel, *, where: str = "the model") -> tuple[
         if g.get("truncations"):
             spec = spec.with_adaptors(**g["truncations"])
         grammar = spec.bind(payload["terminals"])
+        if PREFIX + "py_a" in arrays:  # the PY a, b as last re-estimated (online.optimize_hyperparameters)
+            grammar = replace(grammar, pitman_yor_a=np.asarray(arrays[PREFIX + "py_a"], dtype=np.float64),
+                              pitman_yor_b=np.asarray(arrays[PREFIX + "py_b"], dtype=np.float64))
+            if grammar.pitman_yor_a.shape != (len(grammar.adapted),):
+                raise ModelFormatError(f"{where}: {PREFIX}py_a has shape {grammar.pitman_yor_a.shape}, expected "
+                                       f"({len(grammar.adapted)},)", path=where, field=f"sampler_state/{PREFIX}py_a")
         if [str(t) for t in grammar.terminals] != list(payload["terminals"]):
             raise ModelFormatError(f"{where}: the saved terminals do not rebind in order", path=where,
                                    field="adaptor_grammar.terminals")
@@ -220,7 +229,9 @@ def grammar_from_saved(model: SavedModel, *, where: str = "the model") -> tuple[
         state = AGState(grammar=grammar, gamma=gamma, g_tilde=np.asarray(arrays[PREFIX + "g_tilde"], dtype=np.float64),
                         tngs=tuple(tngs), nu1=tuple(nu1), nu2=tuple(nu2), minibatch=int(payload["minibatch"]),
                         decay=float(payload["decay"]))
-        params = OnlineParams(**dict(model.info.online or {}))
+        online = dict(model.info.online or {})
+        online.setdefault("optimize_hyper", "none")  # models saved before the option had fixed a, b
+        params = OnlineParams(**online)
     except ModelFormatError:
         raise
     except (KeyError, TypeError, ValueError, IndexError) as exc:

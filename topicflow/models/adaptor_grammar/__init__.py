@@ -38,6 +38,7 @@ from topicflow.models.adaptor_grammar.inside import (
 )
 from topicflow.models.adaptor_grammar.online import (
     BIAS_CHOICES,
+    HYPER_CHOICES,
     SEED_EPOCH,
     TNG,
     AGState,
@@ -48,6 +49,7 @@ from topicflow.models.adaptor_grammar.online import (
     estep_sentences,
     fit_minibatch,
     initial_state,
+    optimize_hyperparameters,
     prepare,
     prune,
     resample_table_labels,
@@ -66,8 +68,9 @@ __all__ = [
     "load_grammar", "parse_grammar",
     "KIND_BINARY", "KIND_CACHED", "KIND_LEXICAL", "KIND_UNARY", "Chart", "DerivedPCFG", "SampledTrees",
     "derived_pcfg", "expected_log_sticks", "expected_log_theta", "inside_chart", "sample_trees",
-    "BIAS_CHOICES", "AGState", "AGStats", "Atom", "OnlineParams", "TNG", "atom_from_key", "estep_sentences",
-    "fit_minibatch", "initial_state", "prepare", "prune", "resample_table_labels", "sample_segmentations",
-    "SEED_EPOCH", "seed_state", "seed_update", "segment", "spans_of", "tree_log_weight",
+    "BIAS_CHOICES", "HYPER_CHOICES", "AGState", "AGStats", "Atom", "OnlineParams", "TNG", "atom_from_key",
+    "estep_sentences", "fit_minibatch", "initial_state", "optimize_hyperparameters", "prepare", "prune",
+    "resample_table_labels", "sample_segmentations", "SEED_EPOCH", "seed_state", "seed_update", "segment",
+    "spans_of", "tree_log_weight",
     "update_minibatch", "variational_parameters",
 ]

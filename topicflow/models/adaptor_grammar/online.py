@@ -40,6 +40,7 @@ from typing import Any, Literal, Mapping, Sequence
 import numpy as np
 
 from topicflow.models.adaptor_grammar.grammar import Grammar
+from topicflow.models.adaptor_grammar.hyper import optimize_pitman_yor
 from topicflow.models.adaptor_grammar.inside import (
     KIND_CACHED,
     STREAM_AG_RELABEL,
@@ -54,6 +55,9 @@ from topicflow.models.common.rng import doc_generator
 #: How the zero start of f~ and g~ is handled (P3).
 Bias = Literal["correct", "tau-kappa", "none"]
 BIAS_CHOICES: tuple[Bias, ...] = ("correct", "tau-kappa", "none")
+#: Which Pitman-Yor hyperparameters are re-estimated after every pruning (:func:`optimize_hyperparameters`).
+Hyper = Literal["ab", "a", "none"]
+HYPER_CHOICES: tuple[Hyper, ...] = ("ab", "a", "none")
 #: Random stream of the initial gamma.
 STREAM_AG_INIT = 42
 #: The minibatch counter that keys the seed pass's random numbers (the online steps use 1, 2, ...).
@@ -85,6 +89,10 @@ class OnlineParams:
     table_labels : bool
         Resample the trees of the cached atoms after every pruning ([Z] section 8.3.1, "Rederiving";
         :func:`resample_table_labels`).
+    optimize_hyper : {"ab", "a", "none"}
+        Re-estimate each adaptor's Pitman-Yor concentration a and discount b ("ab", [Z] section 8.2.4 and
+        footnote 20: "all PY hyper-parameters are optimized"), only a (PyAdaGram's schedule), or neither,
+        after every pruning (:func:`optimize_hyperparameters`). The grammar file's a, b are the start.
     """
 
     corpus_size: int
@@ -95,6 +103,7 @@ class OnlineParams:
     bias: Bias = "correct"
     seed: int = 0
     table_labels: bool = False
+    optimize_hyper: Hyper = "ab"
 
     def __post_init__(self) -> None:
         """Validate the settings."""
@@ -106,6 +115,8 @@ class OnlineParams:
             raise ValueError("prune_every and n_samples must be >= 1")
         if self.bias not in BIAS_CHOICES:
             raise ValueError(f"bias must be one of {BIAS_CHOICES}, got {self.bias!r}")
+        if self.optimize_hyper not in HYPER_CHOICES:
+            raise ValueError(f"optimize_hyper must be one of {HYPER_CHOICES}, got {self.optimize_hyper!r}")
 
     def step_size(self, minibatch: int) -> float:
         """Return eps = (tau + l)^-kappa for minibatch counter l (from 1).
@@ -841,7 +852,41 @@ def update_minibatch(state: AGState, stats: AGStats, params: OnlineParams) -> AG
         new = prune(new, params, eps)
         if params.table_labels:
             new = resample_table_labels(new, params)
+        new = optimize_hyperparameters(new, params)
     return new
+
+
+def optimize_hyperparameters(state: AGState, params: OnlineParams) -> AGState:
+    """Re-estimate each adaptor's PY a (and b) from its sticks' q, then recompute nu ([Z] section 8.2.4).
+
+    The empirical-Bayes step of :func:`topicflow.models.adaptor_grammar.hyper.optimize_pitman_yor` per
+    adapted nonterminal, with nu held fixed; the new a, b replace the grammar's (the state's ``grammar``
+    carries them from then on) and nu1, nu2 are recomputed with them (eqs. 8.11-8.12). Called by
+    :func:`update_minibatch` after every pruning, the schedule of PyAdaGram (``learning``: prune, then
+    ``optimize_alpha_pi``). The rule prior alpha is not re-estimated (module docstring of ``hyper``).
+
+    Parameters
+    ----------
+    state : AGState
+        The state after a pruning.
+    params : OnlineParams
+        ``optimize_hyper`` says which of a, b move ("none" returns ``state`` unchanged).
+
+    Returns
+    -------
+    AGState
+    """
+    if params.optimize_hyper == "none":
+        return state
+    grammar = state.grammar
+    a = np.array(grammar.pitman_yor_a, dtype=np.float64)
+    b = np.array(grammar.pitman_yor_b, dtype=np.float64)
+    for m in range(len(state.tngs)):
+        a[m], b[m] = optimize_pitman_yor(state.nu1[m], state.nu2[m], a[m], b[m],
+                                         discount=params.optimize_hyper == "ab")
+    if np.array_equal(a, grammar.pitman_yor_a) and np.array_equal(b, grammar.pitman_yor_b):
+        return state
+    return variational_parameters(replace(state, grammar=replace(grammar, pitman_yor_a=a, pitman_yor_b=b)), params)
 
 
 def seed_state(state: AGState, sentences: Sequence[np.ndarray], sentence_ids: Sequence[int],

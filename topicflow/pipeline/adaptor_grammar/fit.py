@@ -110,6 +110,8 @@ class GrammarFitConfig:
         ``seed`` (default): before the first minibatch, parse every sentence once under the initial G' and
         seed the TNGs and counts with it (PyAdaGram's start; a deviation from [Z] for ONLINE); ``empty``:
         [Z] section 8.3.1's empty TNGs. Only a fit from scratch is seeded, never a continuation.
+    optimize_hyper : {"ab", "a", "none"}
+        Which Pitman-Yor hyperparameters are re-estimated after every pruning (``OnlineParams``).
     """
 
     grammar: str = "unigram"
@@ -130,6 +132,7 @@ class GrammarFitConfig:
     table_labels: bool = False
     alphabet: str | None = None
     init: str = "seed"
+    optimize_hyper: str = "ab"
 
     def __post_init__(self) -> None:
         """Validate the settings."""
@@ -466,7 +469,8 @@ def fit_grammar(sentences: Sequence[Sequence[str]], config: GrammarFitConfig, *,
     params = OnlineParams(corpus_size=int(config.corpus_size or len(encoded)), tau=config.tau, kappa=config.kappa,
                           prune_every=config.prune_every, n_samples=config.n_samples,
                           bias=config.bias,  # type: ignore[arg-type]
-                          seed=config.seed, table_labels=config.table_labels)
+                          seed=config.seed, table_labels=config.table_labels,
+                          optimize_hyper=config.optimize_hyper)  # type: ignore[arg-type]
     start = time.perf_counter()
     loglik: list[float] = []
     calls = 0
@@ -751,7 +755,8 @@ def fit_grammar_store(corpus: Corpus, config: GrammarFitConfig, *, client: Any =
     params = OnlineParams(corpus_size=int(corpus_size or config.corpus_size or n), tau=config.tau, kappa=config.kappa,
                           prune_every=config.prune_every, n_samples=config.n_samples,
                           bias=config.bias,  # type: ignore[arg-type]
-                          seed=config.seed, table_labels=config.table_labels)
+                          seed=config.seed, table_labels=config.table_labels,
+                          optimize_hyper=config.optimize_hyper)  # type: ignore[arg-type]
     start = time.perf_counter()
     loglik: list[float] = []
     calls = 0

@@ -144,6 +144,8 @@ def continue_grammar(model: SavedModel, corpus: Corpus, shards: Sequence[int], *
                                     "documents to it; fit a new model on the grown store", path=model_path)
     config = GrammarFitConfig.from_dict(model.info.settings)
     changes: dict[str, Any] = {"passes": passes or 1}
+    if "optimize_hyper" not in model.info.settings:  # saved before the option: its PY a, b stay fixed
+        changes["optimize_hyper"] = "none"
     if split_every is not None:
         changes["split_every"] = split_every
     config = replace(config, **changes)
