@@ -260,6 +260,33 @@ def test_cli_update_with_a_worker_killed_equals_an_uninterrupted_update(
     np.testing.assert_array_equal(updated.state.doc_topic_prior, reference.state.doc_topic_prior)
 
 
+def test_cli_update_on_its_e_step_servers_with_a_worker_killed_equals_an_uninterrupted_update(
+        grown: tuple[Path, Path], workers: Any, tmp_path: Path) -> None:
+    """``update`` through ``--scheduler`` on its default executor (E-step servers, actors): after the first
+    minibatch a worker holding servers is SIGKILLed; the servers are replaced and the version is the same.
+    (A client connected by address once sent actor calls through the scheduler's proxy, and this hung.)"""
+    store, model = grown
+    shutil.copytree(model, tmp_path / "killed")
+    shutil.copytree(model, tmp_path / "plain")
+    plain = CliRunner().invoke(main, ["update", str(tmp_path / "plain"), str(store), "--local-cluster", "threads",
+                                      "--workers", "1"])
+    assert plain.exit_code == 0, plain.output
+    killed: list[str] = []
+
+    def kill_a_server_worker() -> None:
+        address = sorted(workers.scheduler_info()["workers"])[0]
+        kill_worker(workers, address)
+        killed.append(address)
+
+    result = CliRunner().invoke(main, ["update", str(tmp_path / "killed"), str(store), "--scheduler",
+                                       workers.scheduler.address], obj=OnItem("online", 1, kill_a_server_worker))
+    assert result.exit_code == 0, result.output
+    assert killed, "no worker was killed mid-update"
+    updated, reference = load_model(tmp_path / "killed"), load_model(tmp_path / "plain")
+    np.testing.assert_array_equal(updated.state.topic_word_var["default"], reference.state.topic_word_var["default"])
+    np.testing.assert_array_equal(updated.state.doc_topic_prior, reference.state.doc_topic_prior)
+
+
 def stream_config(algorithm: str, **changes: Any) -> StreamConfig:
     """A small stream of ``algorithm`` over the ``grown`` store (200 documents, 3 topics)."""
     settings: dict[str, Any] = dict(algorithm=algorithm, n_topics=3, doc_topic_prior=0.1, topic_word_prior=0.05,

@@ -181,6 +181,80 @@ class SchedulerLostError(SchedulerConnectionError):
     """
 
 
+class ActorLostError(RuntimeError):
+    """The worker holding a Dask actor left the cluster while a call on it was waiting."""
+
+
+#: Seconds between checks, while an actor call waits, that the actor's worker is still in the cluster.
+ACTOR_POLL_SECONDS = 2.0
+
+
+def actor_of(future: Any) -> Any:
+    """The actor ``future`` (a ``client.submit(..., actor=True)``) made, bound to that future's client.
+
+    distributed binds an actor handle to whatever client is the default when the handle is made
+    (``get_client()``), not to the client that submitted it; with several clients in one process (a
+    notebook, a test session, a library inside an application) its calls can then go through another
+    client, of another cluster or already closed, and never return. Binding it to its own client and
+    future avoids that.
+
+    Parameters
+    ----------
+    future : distributed.Future
+        Of a task submitted with ``actor=True``.
+
+    Returns
+    -------
+    distributed.Actor
+        The handle, whose calls go through ``future.client``.
+    """
+    actor = future.result()
+    if getattr(actor, "_worker", None) is None:  # on a worker the handle uses the worker's own connections
+        actor._client = future.client
+        actor._future = future
+    return actor
+
+
+def actor_result(client: Any, actor: Any, call: Any, *, poll: float = ACTOR_POLL_SECONDS) -> Any:
+    """Wait for ``call`` (an actor method's future) and return its result.
+
+    A call whose actor's worker dies does not always end: distributed retries it once the actor's
+    task has rerun, and when that wait fails the call is never resolved (seen with a client connected
+    by address). So while it waits, every ``poll`` seconds, the worker is looked up in the scheduler's
+    list; once it is gone, :class:`ActorLostError` is raised for the caller to restart its actors.
+    ``poll`` only sets how soon the loss is noticed, not whether it is.
+
+    Parameters
+    ----------
+    client : distributed.Client or None
+        The client the actor was created through (None: the actor's own, ``actor.client``).
+    actor : distributed.Actor
+        The actor ``call`` was made on.
+    call : distributed.actor.BaseActorFuture
+        The pending call.
+    poll : float
+        Seconds between checks.
+
+    Returns
+    -------
+    object
+        The call's result.
+
+    Raises
+    ------
+    ActorLostError
+        The actor's worker is no longer in the cluster.
+    """
+    address = getattr(actor, "_address", None)
+    client = actor.client if client is None else client
+    while True:
+        try:
+            return call.result(timeout=poll)
+        except TimeoutError:
+            if address is not None and address not in client.scheduler_info().get("workers", {}):
+                raise ActorLostError(f"the worker {address} holding an actor left the cluster") from None
+
+
 def scheduler_lost(client: Any) -> bool:
     """Whether ``client`` has lost its scheduler (closed after Dask's reconnect window, or reconnecting).
 

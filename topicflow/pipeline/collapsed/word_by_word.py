@@ -26,6 +26,7 @@ import numpy as np
 from topicflow.models.common.blocks import DocBlock
 from topicflow.models.hdp.state import HDPState
 from topicflow.models.lda.state import LDAState
+from topicflow.pipeline.cluster import actor_of, actor_result
 from topicflow.pipeline.collapsed.actor import CollapsedActor, doc_state_rows
 from topicflow.pipeline.collapsed.config import CollapsedConfig
 from topicflow.pipeline.collapsed.model import OPS, raw_arrays, state_from_raw
@@ -56,13 +57,13 @@ class ActorHandle:
             self.actor: Any = CollapsedActor(*args)
             self.remote = False
         else:
-            self.actor = client.submit(CollapsedActor, *args, actor=True, pure=False).result()
+            self.actor = actor_of(client.submit(CollapsedActor, *args, actor=True, pure=False))
             self.remote = True
 
     def call(self, method: str, *args: Any) -> Any:
         """Call ``method`` of the actor and wait for its result."""
         result = getattr(self.actor, method)(*args)
-        return result.result() if self.remote else result
+        return actor_result(None, self.actor, result) if self.remote else result
 
     def state(self) -> tuple[HDPState, np.ndarray | None]:
         """The actor's state and per-document n_dk, copied (its lazy scale kept)."""

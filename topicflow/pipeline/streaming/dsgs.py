@@ -92,7 +92,7 @@ from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.store import SavedModel
 from topicflow.models.lda.streaming import sgs
 from topicflow.models.lda.streaming.sgs import SGSParams, SGSState
-from topicflow.pipeline.cluster import current_client
+from topicflow.pipeline.cluster import actor_of, actor_result, current_client
 from topicflow.pipeline.policies import SyncPolicy
 from topicflow.pipeline.progress import NO_EVENTS, EventHook
 from topicflow.pipeline.streaming.actors import (
@@ -342,7 +342,7 @@ class ServerHandle:
 
     def call(self, method: str, *args: Any) -> Any:
         result = getattr(self.server, method)(*args)
-        return result.result() if self.remote else result
+        return actor_result(None, self.server, result) if self.remote else result
 
 
 # ----------------------------------------------------------------------------- sampler loops
@@ -601,8 +601,8 @@ def run_dsgs(
         workers = sorted(client.scheduler_info()["workers"])
         run = uuid.uuid4().hex[:12]  # loops are not pure: a key per run, never a cached result
         counts = client.scatter(start.term_topic_counts, workers=workers[:1])  # not inside the task: N can be large
-        server = client.submit(ParameterServer, counts, *args[1:], actor=True, workers=workers[:1],
-                               pure=False).result()
+        server = actor_of(client.submit(ParameterServer, counts, *args[1:], actor=True, workers=workers[:1],
+                                        pure=False))
         # A loop whose worker dies is rerun wherever there is room (see "Lost workers" above).
         futures = [client.submit(run_worker_loop, server, *loop_args, i, sync, poll_seconds, timeout, hook,
                                  workers=[workers[i % len(workers)]], allow_other_workers=True, pure=False,

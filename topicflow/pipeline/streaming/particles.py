@@ -40,7 +40,7 @@ from topicflow.io.storage import StoragePath
 from topicflow.models.common.blocks import expand_tokens, token_docs
 from topicflow.models.lda.gibbs import state as gibbs_state
 from topicflow.models.lda.streaming import particle_filter
-from topicflow.pipeline.cluster import current_client
+from topicflow.pipeline.cluster import actor_of, actor_result, current_client
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 from topicflow.pipeline.streaming.actors import (
     GibbsActor,
@@ -257,7 +257,7 @@ class ActorSet:
             self.actors = [actor_class(*a) for a in self.args]
         else:
             futures = [client.submit(actor_class, *a, actor=True, pure=False) for a in self.args]
-            self.actors = [f.result() for f in futures]
+            self.actors = [actor_of(f) for f in futures]
 
     def advance(self, point: int, evaluate: bool) -> list[Any]:
         results = self.call("advance", point, evaluate)
@@ -291,7 +291,7 @@ class ActorSet:
             try:
                 if future is None:  # lost before the call started: start it again here, where it is retried
                     future = getattr(self.actors[run], method)(*args)
-                return future.result()
+                return actor_result(self.client, self.actors[run], future)
             except TopicflowError:
                 raise
             except Exception as exc:  # noqa: BLE001 - a lost worker surfaces as several comm/actor errors
@@ -304,9 +304,9 @@ class ActorSet:
         raise AssertionError("unreachable")
 
     def _rebuild(self, run: int) -> Any:
-        actor = self.client.submit(self.actor_class, *self.args[run], actor=True, pure=False).result()
+        actor = actor_of(self.client.submit(self.actor_class, *self.args[run], actor=True, pure=False))
         for point in self.replay:
-            actor.advance(point, False).result()
+            actor_result(self.client, actor, actor.advance(point, False))
         return actor
 
     def close(self) -> None:

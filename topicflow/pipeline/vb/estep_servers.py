@@ -39,6 +39,7 @@ from topicflow.models.lda.vb.layout import (
 )
 from topicflow.models.lda.vb.online import ReplicaStep, TopicWordReplica
 from topicflow.models.lda.vb.stats import EStepStats
+from topicflow.pipeline.cluster import actor_of, actor_result
 from topicflow.pipeline.shard_reader import ShardReader
 from topicflow.tasks.estep import EStepParams, merge_stats, run_estep
 from topicflow.tasks.reduce import tree_reduce_now
@@ -173,7 +174,7 @@ class ActorPool:
                                pure=False)
             for worker in workers
         ]
-        self.servers = [future.result() for future in self._futures]
+        self.servers = [actor_of(future) for future in self._futures]
 
     def estep(self, pieces: Sequence[Piece], state: LDAState, params: EStepParams, epoch: int, *,
               split_every: int, upcoming: Sequence[Piece] = ()) -> EStepStats:
@@ -191,7 +192,7 @@ class ActorPool:
                 # Servers without pieces still take the steps, so every replica stays current.
                 calls = [server.run(share, message, state.doc_topic_prior, params, epoch, _shards_of(next_share))
                          for server, share, next_share in zip(self.servers, shares, next_shares)]
-                results = [call.result() for call in calls]
+                results = [actor_result(self.client, server, call) for server, call in zip(self.servers, calls)]
                 self._version += len(self._pending)
                 self._pending = []
                 return _merge(results, split_every)
@@ -214,8 +215,8 @@ class ActorPool:
     def _sync(self, state: LDAState) -> None:
         self._version += 1  # a version no replica has had
         calls = [server.sync(self._version, state.topic_word_var, state.topic_word_prior) for server in self.servers]
-        for call in calls:
-            call.result()
+        for server, call in zip(self.servers, calls):
+            actor_result(self.client, server, call)
         self._pending = []
         self._replica_of = state
         self.full_syncs += 1
