@@ -35,9 +35,9 @@ RUNNERS: dict[str, Callable[..., StreamResult]] = {
     "dsgs": run_sgs_stream,
 }
 
-# run_sgs and run_dsgs are imported for the other pipeline packages (they may use this package only
+# run_sgs, run_dsgs and TraceRotation are imported for the other pipeline packages and the CLI (they may use this package only
 # through its __init__); they are documented where they are defined.
-__all__ = ["RUNNERS", "TraceRotation", "run_stream", "stream_config"]
+__all__ = ["RUNNERS", "run_stream", "stream_config"]
 
 
 def run_stream(
