@@ -15,7 +15,8 @@ Each cycle c = 1 .. N then runs, each command as its own subprocess of the venv'
 3. ``topicflow versions MODEL --keep 3``: prune to the newest three versions;
 4. ``topicflow stream STORE --out STREAM --algo sgs --resume --checkpoint-every 1``: the one long
    SGS stream continued from its saved state over the grown store (an SGS run saves its state when
-   it stops, so a resumed run per night *is* how that stream runs across cycles).
+   it stops, so a resumed run per night *is* how that stream runs across cycles), with
+   ``--trace-max-bytes``, ``--trace-keep`` and ``--summary-points`` bounding its history.
 
 Per cycle it records the wall time and the peak resident memory of each command's whole process
 tree (the command, and with ``--local-cluster processes`` its scheduler, nannies and workers;
@@ -28,6 +29,11 @@ the cycles, "late" = the last 20%. Memory (the cycle's largest per-command peak)
 cycle's total) hold when the late mean is within 10% of the early mean; disk holds when the model
 directory never holds more than ``--keep`` versions and its size per vocabulary term stays within 10%
 (the model grows with the vocabulary only); the store grows with the documents (reported, not judged).
+The stream's history (``state/stream.json``, ``trace.jsonl``, its rotated ``trace-*.jsonl.gz`` and
+``summary.json``) holds when its largest size in the second half of the cycles is at most 10% above
+its largest in the first half (it saw-tooths with the rotation), and ``state/stream.json`` holds when
+it is the same size at the end as after the first cycle (within 64 bytes); the stream's arrays grow
+with the vocabulary (reported as bytes per term).
 With fewer than 10 cycles the verdict is "not measured long enough".
 
 Example (one command; ``--work`` is created and left behind for inspection)::
@@ -153,7 +159,19 @@ def setup(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 def stream_command(args: argparse.Namespace, store: Path, out: Path, *, resume: bool) -> list[str]:
     return [*TOPICFLOW, "stream", str(store), "--out", str(out), "--algo", "sgs", "--topics", str(args.topics),
             "--batch-size", str(args.batch_size), "--max-iter", str(args.sgs_max_iter), "--seed", str(args.seed),
-            "--checkpoint-every", "1", "--format", "json", *(["--resume"] if resume else []), *cluster_args(args)]
+            "--checkpoint-every", "1", "--format", "json", "--trace-max-bytes", str(args.trace_max_bytes),
+            "--trace-keep", str(args.trace_keep), "--summary-points", str(args.summary_points),
+            *(["--resume"] if resume else []), *cluster_args(args)]
+
+
+def stream_history_bytes(stream: Path) -> dict[str, int]:
+    """Bytes of the stream's history files (state/stream.json, the trace segments, summary.json)."""
+    state_json = stream / "state" / "stream.json"
+    trace = [p for p in stream.glob("trace*") if p.is_file()]
+    return {"stream_state_json_bytes": state_json.stat().st_size,
+            "stream_history_bytes": state_json.stat().st_size + (stream / "summary.json").stat().st_size
+            + sum(p.stat().st_size for p in trace),
+            "stream_trace_segments": sum(1 for p in trace if p.name.endswith(".gz"))}
 
 
 def data_args(args: argparse.Namespace) -> dict[str, Any]:
@@ -186,6 +204,8 @@ def run_cycle(args: argparse.Namespace, work: Path, cycle: int) -> dict[str, Any
     row["store_bytes"] = disk_bytes(store)
     row["model_bytes"] = disk_bytes(model)
     row["stream_bytes"] = disk_bytes(stream)
+    row.update(stream_history_bytes(stream))
+    row["stream_other_bytes_per_term"] = round((row["stream_bytes"] - row["stream_history_bytes"]) / row["vocab"], 1)
     row["model_bytes_per_term"] = round(row["model_bytes"] / row["vocab"], 1)
     return row
 
@@ -223,13 +243,24 @@ def verdict(rows: list[dict[str, Any]], args: argparse.Namespace) -> dict[str, A
     out["store_bytes_per_doc"] = {
         "first": round(rows[0]["store_bytes"] / ((rows[0]["cycle"] + 1) * args.docs), 1),
         "last": round(rows[-1]["store_bytes"] / ((rows[-1]["cycle"] + 1) * args.docs), 1)}
-    # The stream's output keeps every trace record (trace.jsonl, summary.json and the records in
-    # state/stream.json), so it grows with the minibatches ever run: reported, not judged.
     docs = (rows[-1]["cycle"] - rows[0]["cycle"]) * args.docs
     out["stream_bytes"] = {"first": rows[0]["stream_bytes"], "last": rows[-1]["stream_bytes"],
                            "per_1000_docs": round((rows[-1]["stream_bytes"] - rows[0]["stream_bytes"]) * 1000
                                                   / max(docs, 1), 1)}
-    held = all(out[k]["held"] for k in ("peak_mb", "seconds", "model_bytes_per_term", "versions_bounded"))
+    # The stream's history is bounded by --trace-max-bytes, --trace-keep and --summary-points: it
+    # saw-tooths with the rotation, so its largest size must not grow from the first half to the second.
+    half = len(rows) // 2
+    first, second = max(r["stream_history_bytes"] for r in rows[:half]), max(r["stream_history_bytes"] for r in rows[half:])
+    out["stream_history_bytes"] = {"max_first_half": first, "max_second_half": second,
+                                   "max_segments": max(r["stream_trace_segments"] for r in rows),
+                                   "held": second <= 1.1 * first}
+    state_first, state_last = rows[0]["stream_state_json_bytes"], rows[-1]["stream_state_json_bytes"]
+    out["stream_state_json_bytes"] = {"first": state_first, "last": state_last,
+                                      "held": abs(state_last - state_first) <= 64}
+    early, late = window_means(rows, "stream_other_bytes_per_term", args.warmup)
+    out["stream_other_bytes_per_term"] = {"early_mean": round(early, 1), "late_mean": round(late, 1)}
+    held = all(out[k]["held"] for k in ("peak_mb", "seconds", "model_bytes_per_term", "versions_bounded",
+                                        "stream_history_bytes", "stream_state_json_bytes"))
     out["overall"] = "held" if held else "not held"
     return out
 
@@ -237,7 +268,7 @@ def verdict(rows: list[dict[str, Any]], args: argparse.Namespace) -> dict[str, A
 def table(rows: list[dict[str, Any]]) -> list[str]:
     cols = ["cycle", "seconds", "peak_mb", "append_seconds", "update_seconds", "versions_seconds", "stream_seconds",
             "vocab", "versions_kept", "store_bytes", "model_bytes", "current_version_bytes", "stream_bytes",
-            "stream_docs_seen"]
+            "stream_history_bytes", "stream_state_json_bytes", "stream_trace_segments", "stream_docs_seen"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---:|" * len(cols)]
     for row in rows:
         lines.append("| " + " | ".join(f"{row[c]:.2f}" if isinstance(row[c], float) else str(row[c])
@@ -259,6 +290,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch-size", type=int, default=250, help="update and sgs minibatch (divides --docs).")
     parser.add_argument("--sgs-max-iter", type=int, default=20)
     parser.add_argument("--keep", type=int, default=3)
+    parser.add_argument("--trace-max-bytes", type=int, default=65536,
+                        help="stream --trace-max-bytes (small, so that 100 cycles rotate the trace several times).")
+    parser.add_argument("--trace-keep", type=int, default=2, help="stream --trace-keep.")
+    parser.add_argument("--summary-points", type=int, default=40, help="stream --summary-points.")
     parser.add_argument("--warmup", type=float, default=0.1, help="Share of cycles left out as warm-up.")
     parser.add_argument("--local-cluster", choices=["auto", "threads", "processes"], default="auto")
     parser.add_argument("--workers", type=int, default=2)

@@ -31,7 +31,7 @@ from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.store import save_model
 from topicflow.io.storage import Location
 from topicflow.pipeline.cluster import ClusterConfig, connect
-from topicflow.pipeline.streaming import run_stream
+from topicflow.pipeline.streaming import TraceRotation, run_stream
 from topicflow.pipeline.streaming.config import (
     STREAM_ALGORITHMS,
     StreamConfig,
@@ -122,6 +122,12 @@ from topicflow.pipeline.streaming.config import (
 @click.option("--resume", is_flag=True, help="Continue the stream saved in OUT (the store may have grown).")
 @click.option("--checkpoint-every", default=0, show_default=True, type=click.IntRange(min=0),
               help="Save the runs' state every N records (0: at the end only).")
+@click.option("--trace-max-bytes", default=16 * 2**20, show_default=True, type=click.IntRange(min=1),
+              help="Rotate OUT/trace.jsonl into a compressed trace-NNNNNN.jsonl.gz segment beyond this size.")
+@click.option("--trace-keep", default=4, show_default=True, type=click.IntRange(min=0),
+              help="Rotated trace segments kept (older ones are deleted; 0: none).")
+@click.option("--summary-points", default=1000, show_default=True, type=click.IntRange(min=1),
+              help="OUT/summary.json keeps the last this many evaluation points.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing OUT.")
 @click.option("--format", "output_format", type=click.Choice(choices(OutputFormat)), default="text", show_default=True)
 @preset_option("stream")
@@ -136,7 +142,7 @@ def stream(store: str, out: str | Path, algorithm: str, n_topics: int | None, do
            sgs_init_sweeps: int, decay_beta: bool,
            staleness: int | None, sync_first: int, independent_samples: int, heldout_mode: str,
            max_docs: int | None, test_store: str | None, seed: int, resume: bool, checkpoint_every: int,
-           overwrite: bool, output_format: str, preset: str | None, cluster: ClusterConfig,
+           trace_max_bytes: int, trace_keep: int, summary_points: int, overwrite: bool, output_format: str, preset: str | None, cluster: ClusterConfig,
            init_start: str = "sequential", init_shared: bool = False, init_model: str | Path | None = None) -> None:
     """Run a streaming sampler over STORE in store order; write OUT/trace.jsonl, summary.json and model.
 
@@ -188,7 +194,8 @@ def stream(store: str, out: str | Path, algorithm: str, n_topics: int | None, do
             click.echo(f"dashboard: {client.dashboard_link}", err=True)
             started = time.perf_counter()
             result = run_stream(corpus, config, client=client, test_corpus=test_corpus, out=location, resume=resume,
-                                checkpoint_every=checkpoint_every, progress=progress_reporter())
+                                checkpoint_every=checkpoint_every, progress=progress_reporter(),
+                                trace=TraceRotation(trace_max_bytes, trace_keep, summary_points))
         save_model(location / "model", result.model, overwrite=True)
         plot = write_plots(result, location)
     final = result.summary[-1]

@@ -3,7 +3,8 @@
 Layout (spec in docs/streaming.md)::
 
     OUT/state/
-      stream.json          format, the run settings, the stream position, corpus provenance, trace,
+      stream.json          format, the run settings, the stream position, corpus provenance, the
+                           trace position (format version 2; version 1 kept every trace record),
                            run_arrays (each run's array names, dtypes and shapes, checked on read)
       runs/<NNN>/arrays.npz   the sampler's arrays (never pickled: loaded with allow_pickle=False)
       runs/<NNN>/run.json     the sampler's JSON metadata (kind, position, seed, counters)
@@ -46,7 +47,8 @@ from topicflow.io.storage import Location, StoragePath
 log = logging.getLogger(__name__)
 
 STREAM_STATE_FORMAT = "topicflow-stream-state"
-STREAM_STATE_VERSION = 1
+#: 2: the stream's ``info`` keeps the trace position, not the trace (issue 26.6); 1 is still read.
+STREAM_STATE_VERSION = 2
 #: Key of ``stream.json`` recording each run's array names, dtypes and shapes (checked on read).
 RUN_ARRAYS = "run_arrays"
 #: Key of ``stream.json`` naming the prefix of the runs (object storage only; default ``runs``).

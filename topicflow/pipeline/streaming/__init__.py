@@ -20,6 +20,7 @@ from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 from topicflow.pipeline.streaming.config import StreamConfig as StreamConfig
 from topicflow.pipeline.streaming.config import StreamResult as StreamResult
 from topicflow.pipeline.streaming.dsgs import run_dsgs as run_dsgs
+from topicflow.pipeline.streaming.outputs import TraceRotation as TraceRotation
 from topicflow.pipeline.streaming.particles import run_particle_streams
 from topicflow.pipeline.streaming.sgs import run_sgs as run_sgs
 from topicflow.pipeline.streaming.sgs_runs import run_sgs_stream
@@ -34,7 +35,7 @@ RUNNERS: dict[str, Callable[..., StreamResult]] = {
     "dsgs": run_sgs_stream,
 }
 
-# run_sgs and run_dsgs are imported for the other pipeline packages (they may use this package only
+# run_sgs, run_dsgs and TraceRotation are imported for the other pipeline packages and the CLI (they may use this package only
 # through its __init__); they are documented where they are defined.
 __all__ = ["RUNNERS", "run_stream", "stream_config"]
 
@@ -50,6 +51,7 @@ def run_stream(
     checkpoint_every: int = 0,
     recovery_every: int = 10,
     progress: ProgressReporter = NO_PROGRESS,
+    trace: TraceRotation = TraceRotation(),
 ) -> StreamResult:
     """Run ``config.run.runs`` independent streams of ``config.algorithm`` over ``corpus``.
 
@@ -65,10 +67,13 @@ def run_stream(
         Scored at every evaluation point (out-of-sample NMI with labels, and perplexity); it must use
         the training store's vocabulary (``topicflow append`` into a copy, or ingest with ``--vocab``).
     out : Path, optional
-        Directory for ``state/`` (snapshots), ``trace.jsonl`` and ``summary.json``.
+        Directory for ``state/`` (snapshots), ``trace.jsonl`` (rotated into ``trace-NNNNNN.jsonl.gz``)
+        and ``summary.json``; their size is bounded by ``trace``.
     resume : bool
         Continue the runs saved in ``out/state``; the settings must match (see
-        :meth:`StreamConfig.fingerprint`), the stream may have grown.
+        :meth:`StreamConfig.fingerprint`), the stream may have grown. The result's ``records`` are
+        then those of the current trace segment (every record since the start unless rotated) and
+        its ``summary`` the last ``trace.summary_points`` points.
     checkpoint_every : int
         Save snapshots every this many evaluation points (0: only at the end, when ``out`` is given).
     recovery_every : int
@@ -76,6 +81,9 @@ def run_stream(
         evaluation points: a run whose worker dies is rebuilt from there (0: from its start).
     progress : ProgressReporter
         Progress of the evaluation points or runs.
+    trace : TraceRotation
+        When ``trace.jsonl`` is rotated, how many rotated segments are kept, and how many points
+        ``summary.json`` keeps.
 
     Returns
     -------
@@ -90,7 +98,7 @@ def run_stream(
     """
     return RUNNERS[config.algorithm](corpus, config, client=current_client(client), test_corpus=test_corpus,
                                      out=out, resume=resume, checkpoint_every=checkpoint_every,
-                                     recovery_every=recovery_every, progress=progress)
+                                     recovery_every=recovery_every, progress=progress, trace=trace)
 
 
 def stream_config(**settings: Any) -> StreamConfig:

@@ -57,10 +57,11 @@ from topicflow.pipeline.streaming.init_trials import (
     trial_seed,
 )
 from topicflow.pipeline.streaming.outputs import (
+    StreamOutputs,
+    TraceRotation,
     check_resumable,
     check_same_stream,
     held_out_set,
-    save_outputs,
     stream_model,
     summarize,
 )
@@ -333,6 +334,7 @@ def run_particle_streams(
     checkpoint_every: int = 0,
     recovery_every: int = 10,
     progress: ProgressReporter = NO_PROGRESS,
+    trace: TraceRotation = TraceRotation(),
 ) -> StreamResult:
     """:func:`topicflow.pipeline.streaming.run_stream` for the actor-held samplers (gibbs, olda, incgibbs, pf).
 
@@ -344,14 +346,15 @@ def run_particle_streams(
     held_out = held_out_set(test_corpus, source, config)
     terms = corpus.vocabulary(source.language).terms
     stop = source.n_docs if config.run.max_docs is None else min(source.n_docs, config.run.max_docs)
-    records: list[dict[str, Any]] = []
+    records: list[dict[str, Any]] = []  # this invocation's; the earlier ones are on disk
+    outputs = None if out is None or resume else StreamOutputs(out, trace)
     if resume:
         if out is None:
             raise InvalidParameterError("resume needs the output directory of the stream to continue")
         info, states = read_stream_state(out / "state")
         check_resumable(info, config, out)
         check_same_stream(info, corpus, out)
-        records = list(info.get("records", []))
+        outputs = StreamOutputs(out, trace, info)
     elif config.algorithm == "gibbs":
         states = [({}, {"kind": "gibbs"}) for _ in range(config.run.runs)]
     else:
@@ -368,15 +371,15 @@ def run_particle_streams(
         actors = ActorSet(client, ParticleFilterActor, args)
         start = int(states[0][1]["position"])
     try:
-        if not records:
+        if not resume:
             records.extend(_records(actors.advance(start, held_out is not None), start, config, terms))
         points = evaluation_points(start, stop, config.run.eval_every)
         for i, point in enumerate(progress.track(points, total=len(points), desc=f"stream {config.algorithm}", unit="eval")):
             new = _records(actors.advance(point, held_out is not None), point, config, terms)
             records.extend(new)
             _log_point(new)
-            if out is not None and checkpoint_every and (i + 1) % checkpoint_every == 0 and i + 1 < len(points):
-                save_outputs(out, corpus, config, records, actors.snapshots())
+            if outputs is not None and checkpoint_every and (i + 1) % checkpoint_every == 0 and i + 1 < len(points):
+                outputs.save(corpus, config, records, actors.snapshots())
             elif recovery_every and (i + 1) % recovery_every == 0 and client is not None:
                 actors.snapshots()
         snapshots = actors.snapshots()
@@ -384,11 +387,12 @@ def run_particle_streams(
     finally:
         actors.close()
     summary = summarize(records)
+    if outputs is not None:
+        outputs.save(corpus, config, records, snapshots)
+        records, summary = outputs.records, outputs.summary
     counts, alpha, beta = parameters
     model = stream_model(corpus, algorithm=config.algorithm, topic_word_counts=counts, doc_topic_prior=alpha,
                          topic_word_prior=beta, info={"settings": config.to_dict(), "summary": summary})
-    if out is not None:
-        save_outputs(out, corpus, config, records, snapshots)
     return StreamResult(config, records, summary, model, snapshots)
 
 

@@ -27,10 +27,11 @@ from topicflow.pipeline.streaming.actors import (
 from topicflow.pipeline.streaming.config import StreamConfig, StreamResult, sgs_params
 from topicflow.pipeline.streaming.dsgs import run_dsgs
 from topicflow.pipeline.streaming.outputs import (
+    StreamOutputs,
+    TraceRotation,
     check_resumable,
     check_same_stream,
     held_out_set,
-    save_outputs,
     summarize,
 )
 from topicflow.pipeline.streaming.sgs import run_sgs, sgs_model
@@ -83,6 +84,7 @@ def _next_point(docs_seen: int, every: int) -> int:
 def run_sgs_stream(
     corpus: Corpus, config: StreamConfig, *, client: Any, test_corpus: Corpus | None, out: Path | StoragePath | None,
     resume: bool, checkpoint_every: int = 0, recovery_every: int = 0, progress: ProgressReporter = NO_PROGRESS,
+    trace: TraceRotation = TraceRotation(),
 ) -> StreamResult:
     """:func:`topicflow.pipeline.streaming.run_stream` for ``algorithm="sgs"`` or ``"dsgs"``.
 
@@ -93,13 +95,15 @@ def run_sgs_stream(
     held_out = held_out_set(test_corpus, source, config)
     records: list[dict[str, Any]] = []
     states: list[RunState | None] = [None] * config.run.runs
+    outputs = None if out is None or resume else StreamOutputs(out, trace)
     if resume:
         if out is None:
             raise InvalidParameterError("resume needs the output directory of the stream to continue")
         info, saved = read_stream_state(out / "state")
         check_resumable(info, config, out)
         check_same_stream(info, corpus, out)
-        records, states = list(info.get("records", [])), list(saved)
+        outputs = StreamOutputs(out, trace, info)
+        states = list(saved)
     started = time.perf_counter()
     if config.algorithm == "dsgs":
         results = [dsgs_run(corpus, config, run, states[run], held_out, client)
@@ -118,9 +122,10 @@ def run_sgs_stream(
     snapshots = [state for _, state in results]
     log.info("%s: %d run(s) in %.1f s", config.algorithm, config.run.runs, time.perf_counter() - started)
     summary = summarize(records)
+    if outputs is not None:  # records of this invocation; the trace and summary on disk keep the earlier ones
+        outputs.save(corpus, config, records, snapshots)
+        records, summary = outputs.records, outputs.summary
     model = sgs_saved_model(corpus, snapshots[0], config, summary)
-    if out is not None:
-        save_outputs(out, corpus, config, records, snapshots)
     return StreamResult(config, records, summary, model, snapshots)
 
 
@@ -155,7 +160,9 @@ def continue_sgs_model(model: SavedModel, corpus: Corpus, *, client: Any,
     else:
         records, state = sgs_run(str(corpus.path), config, 0, snapshot, None)
     previous = list(model.info.summary)
-    updated = sgs_saved_model(corpus, state, config, previous + summarize(records))
+    # Bounded as summary.json: a model continued every night keeps the last points only.
+    updated = sgs_saved_model(corpus, state, config,
+                              (previous + summarize(records))[-TraceRotation().summary_points:])
     return updated, int(state[1]["docs_seen"]) - before, len(records)
 def dsgs_run(corpus: Corpus, config: StreamConfig, run: int, state: RunState | None, held_out: HeldOutSet | None,
              client: Any) -> tuple[list[dict[str, Any]], RunState]:
