@@ -29,7 +29,7 @@ UV_COMPILE := $(UV) pip compile --quiet --generate-hashes --python-version 3.11 
 # they still satisfy pyproject.toml (e.g. after adding one dependency).
 LOCK_FLAGS ?= --upgrade
 
-.PHONY: demo test docs bench lock check-lock check-bench-lock clean
+.PHONY: demo test test-faults docs bench lock check-lock check-bench-lock clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -62,6 +62,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup $(TESTS)
+
+# Fault-matrix tests kept out of `make test` (docs/reliability.md, "Fault matrix"): run in their own process.
+test-faults: $(STAMP)
+	$(BIN)/python -m pytest -q tests/pipeline/fault_matrix_isolated.py
 
 # The documentation site (docs/conf.py): warnings are errors, every reference must resolve (-n), and the
 # notebooks run at build time (cached in build/docs/.jupyter_cache). See docs/development.md.

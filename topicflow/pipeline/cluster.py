@@ -222,7 +222,8 @@ def actor_result(client: Any, actor: Any, call: Any, *, poll: float = ACTOR_POLL
     task has rerun, and when that wait fails the call is never resolved (seen with a client connected
     by address). So while it waits, every ``poll`` seconds, the worker is looked up in the scheduler's
     list; once it is gone, :class:`ActorLostError` is raised for the caller to restart its actors.
-    ``poll`` only sets how soon the loss is noticed, not whether it is.
+    The same when the client has lost its scheduler for good (it is closed). ``poll`` only sets how soon
+    the loss is noticed, not whether it is.
 
     Parameters
     ----------
@@ -251,6 +252,8 @@ def actor_result(client: Any, actor: Any, call: Any, *, poll: float = ACTOR_POLL
         try:
             return call.result(timeout=poll)
         except TimeoutError:
+            if client.status in ("closing", "closed"):  # the scheduler is gone: the worker list is stale
+                raise ActorLostError(f"lost the scheduler while waiting for an actor on {address}") from None
             if address is not None and address not in client.scheduler_info().get("workers", {}):
                 raise ActorLostError(f"the worker {address} holding an actor left the cluster") from None
 
