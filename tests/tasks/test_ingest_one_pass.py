@@ -91,6 +91,9 @@ def test_one_pass_counts_and_shards_equal_the_two_pass_ones(tmp_path: Path, mult
         new = write_tokenized(saved[p.index], fields, index, str(tmp_path / "new" / str(p.index)), p.index,
                               skip.get(p.index, frozenset()), "all_terms_pruned", keep_order)
         assert new == replace(old, shard_dir=new.shard_dir)
+        assert (new.id_hashes is None) == (old.id_hashes is None)
+        if new.id_hashes is not None:
+            np.testing.assert_array_equal(new.id_hashes, old.id_hashes)
         # Each attempt writes under its own name: the planned directory plus a suffix of its own.
         if new.checksum is not None:  # (an empty partition writes nothing)
             assert Path(new.shard_dir).name.startswith(f"{p.index}-") and Path(new.shard_dir).parent == tmp_path / "new"

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-from scipy.special import ndtri
 
 from topicflow._typing import FloatArray, IntArray
 from topicflow.errors import InvalidParameterError
@@ -278,6 +277,9 @@ def wilson_interval(successes: int, n: int, *, level: float = 0.95) -> tuple[flo
 def _normal_quantile(level: float) -> float:
     if not 0.0 < level < 1.0:
         raise InvalidParameterError(f"level must be in (0, 1), got {level!r}")
+    # Imported here: a fit imports this module and must not load scipy.special (start-up, issue 22).
+    from scipy.special import ndtri
+
     return float(ndtri(0.5 + level / 2.0))
 
 

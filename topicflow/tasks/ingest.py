@@ -163,7 +163,7 @@ class ShardWritten:
     n_tokens: dict[str, int]
     checksum: str | None
     dropped: dict[str, int]
-    id_hashes: np.ndarray | None = None
+    id_hashes: np.ndarray | None = field(default=None, compare=False)  # an array: compared by the caller
 
 
 # ----------------------------------------------------------------------------- task bodies
