@@ -29,21 +29,19 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator
 
-import dask
 import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from tests.pipeline.conftest import NO_STOP
+from tests.pipeline.test_fault_matrix_faults import assert_one_error_naming, listing
 from topicflow.api.lda import LDA
 from topicflow.cli import main
 from topicflow.errors import StoreExistsError
 from topicflow.io.corpus.reader import Corpus
-from topicflow.io.models.checkpoint import default_checkpoint_path
 from topicflow.io.models.store import load_model
 from topicflow.io.models.versions import list_versions
 from topicflow.io.outputs.doc_topics import DocTopics
-from topicflow.io.tokenizer import TokenizerConfig
-from topicflow.pipeline.ingest.append import append_corpus
 from topicflow.pipeline.ingest.ingest import ingest_corpus
 from topicflow.pipeline.streaming import run_stream
 from topicflow.pipeline.streaming.config import StreamConfig
@@ -59,78 +57,8 @@ from topicflow.testing.faults import (
     workers_with_actors,
 )
 
-NO_STOP = TokenizerConfig(stop_words_name="none", stop_words=())
-
 #: One xdist worker runs the module, so its store, model and cluster of worker processes are built once.
 pytestmark = pytest.mark.xdist_group("fault-matrix")
-
-
-
-@pytest.fixture(scope="module")
-def grown(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A store of 100 documents, an online model of it (version 1), then 100 appended documents."""
-    tmp = tmp_path_factory.mktemp("matrix")
-    counts = draw_planted_corpus(n_docs=200, n_topics=3, n_terms=30, doc_length=20, alpha=0.3, seed=7).counts["default"]
-    store = tmp / "c.zarr"
-    ingest_corpus([write_planted_jsonl(tmp / "a.jsonl", counts, 0, 100)], store, tokenizer=NO_STOP, shard_size=50)
-    LDA(3, method="online", batch_size=25, seed=3).fit(store).save(tmp / "model")
-    append_corpus(store, [write_planted_jsonl(tmp / "b.jsonl", counts, 100, 200)])
-    return store, tmp / "model"
-
-
-@pytest.fixture
-def doomed_cluster() -> Iterator[Any]:
-    """An in-process cluster whose scheduler listens on TCP (as a remote one does), and a short
-    reconnect window for the clients made meanwhile."""
-    from distributed import LocalCluster
-
-    with dask.config.set({"distributed.comm.timeouts.connect": "0.5s"}):
-        cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp",
-                               dashboard_address=":0")
-        try:
-            yield cluster
-        finally:
-            cluster.close()
-
-
-def listing(path: Path) -> list[str]:
-    """Every file and directory under ``path`` but the lock file (which stays, empty, once made)."""
-    return sorted(str(p.relative_to(path)) for p in path.rglob("*") if p.name != ".lock")
-
-
-def assert_one_error_naming(output: str, address: str) -> None:
-    errors = [line for line in output.splitlines() if line.startswith("topicflow: error:")]
-    assert len(errors) == 1, output
-    assert f"lost the Dask scheduler at '{address}'" in errors[0] and "nothing was committed" in errors[0]
-    assert output.rstrip().splitlines()[-1] == errors[0]  # the last word, no traceback after it
-    assert "Traceback" not in output
-
-
-def test_update_with_its_scheduler_lost_ends_clearly_and_keeps_the_current_version(
-        grown: tuple[Path, Path], doomed_cluster: Any) -> None:
-    store, model = grown
-    before, files = load_model(model), listing(model)
-    address = doomed_cluster.scheduler_address
-    lose = OnItem("online", 1, doomed_cluster.close)  # after update's first minibatch
-    result = CliRunner().invoke(main, ["update", str(model), str(store), "--scheduler", address], obj=lose)
-    assert lose.fired and result.exit_code == 2, result.output
-    assert_one_error_naming(result.output, address)
-    assert [(v.version, v.is_current) for v in list_versions(model)] == [(1, True)]
-    assert listing(model) == files  # no half-written version left behind
-    np.testing.assert_array_equal(load_model(model).state.topic_word_var["default"],
-                                  before.state.topic_word_var["default"])
-
-
-def test_fit_with_its_scheduler_lost_ends_clearly_and_writes_nothing(grown: tuple[Path, Path], doomed_cluster: Any,
-                                                                     tmp_path: Path) -> None:
-    store, _ = grown
-    address = doomed_cluster.scheduler_address
-    lose = OnItem("fit", 2, doomed_cluster.close)  # after batch VB's second iteration
-    result = CliRunner().invoke(main, ["fit", str(store), "--model", str(tmp_path / "m"), "--topics", "3",
-                                       "--max-iter", "20", "--tol", "0", "--scheduler", address], obj=lose)
-    assert lose.fired and result.exit_code == 2, result.output
-    assert_one_error_naming(result.output, address)
-    assert list(tmp_path.iterdir()) == []
 
 
 #: The killed run: the real command line in a child process that stops itself (SIGSTOP) when the
@@ -152,45 +80,6 @@ def run_until_killed(desc: str, index: int, args: list[str]) -> None:
     finally:
         kill_process_group(process)
         process.wait()
-
-
-def test_cli_online_fit_killed_then_resumed_equals_uninterrupted(grown: tuple[Path, Path], tmp_path: Path) -> None:
-    store, _ = grown
-    model = tmp_path / "model"
-    args = [str(store), "--model", str(model), "--method", "online", "--topics", "3", "--batch-size", "25",
-            "--seed", "5", "--checkpoint-every", "1", "--local-cluster", "threads", "--workers", "1"]
-    run_until_killed("online", 3, ["fit", *args])  # right after the checkpoint of minibatch 2 (from 0)
-    checkpoint = json.loads(Path(str(default_checkpoint_path(model)), "latest.json").read_text())
-    assert checkpoint["position"]["t"] == 3, checkpoint  # minibatches 0, 1 and 2 done
-    assert not model.exists()
-    result = CliRunner().invoke(main, ["fit", *args, "--resume"])
-    assert result.exit_code == 0, result.output
-    assert "resuming from checkpoint" in result.output
-    assert not default_checkpoint_path(model).exists()  # removed once the model is saved
-    plain = [*args[:2], str(tmp_path / "plain"), *args[3:-2]]  # the same fit, no checkpoint, not killed
-    assert CliRunner().invoke(main, ["fit", *plain]).exit_code == 0
-    resumed, uninterrupted = load_model(model), load_model(tmp_path / "plain")
-    assert resumed.info.online is not None and uninterrupted.info.online is not None
-    assert resumed.info.online["t"] == uninterrupted.info.online["t"]
-    np.testing.assert_array_equal(resumed.state.topic_word_var["default"], uninterrupted.state.topic_word_var["default"])
-    np.testing.assert_array_equal(resumed.state.doc_topic_prior, uninterrupted.state.doc_topic_prior)
-
-
-def test_append_while_another_writer_holds_the_store_is_refused_and_changes_nothing(
-        grown: tuple[Path, Path], tmp_path: Path) -> None:
-    """A second writer of a local store (here: the lock an append in progress holds, taken on another
-    open file, as another process's would be) makes ``append`` fail at once, naming the store."""
-    from topicflow.errors import LockedError
-    from topicflow.io._atomic import exclusive_lock
-
-    store, _ = grown
-    files = listing(store)
-    extra = draw_planted_corpus(n_docs=5, n_topics=3, n_terms=30, doc_length=20, alpha=0.3, seed=8).counts["default"]
-    more = write_planted_jsonl(tmp_path / "more.jsonl", extra, 0, 5)
-    with exclusive_lock(store / ".lock", what="a test holding the store"):
-        with pytest.raises(LockedError, match=str(store)):
-            append_corpus(store, [more])
-    assert listing(store) == files
 
 
 # ----------------------------------------------------------------------------- a worker process killed
