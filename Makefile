@@ -63,9 +63,9 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup $(TESTS)
 
-# Fault-matrix tests kept out of `make test` (docs/reliability.md, "Fault matrix"): run in their own process.
+# Only the fault-matrix tests (docs/reliability.md, "Fault matrix"); `make test` runs them too.
 test-faults: $(STAMP)
-	$(BIN)/python -m pytest -q tests/pipeline/fault_matrix_isolated.py
+	$(BIN)/python -m pytest -q tests/pipeline/test_fault_matrix_faults.py tests/pipeline/test_fault_matrix_cluster.py
 
 # The documentation site (docs/conf.py): warnings are errors, every reference must resolve (-n), and the
 # notebooks run at build time (cached in build/docs/.jupyter_cache). See docs/development.md.

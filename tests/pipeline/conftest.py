@@ -1,4 +1,4 @@
-"""Fixtures of the fault-matrix tests (test_fault_matrix_faults.py and fault_matrix_isolated.py)."""
+"""Fixtures of the fault-matrix tests (test_fault_matrix_faults.py and test_fault_matrix_cluster.py)."""
 from __future__ import annotations
 
 from pathlib import Path

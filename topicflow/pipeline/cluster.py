@@ -193,10 +193,15 @@ def actor_of(future: Any) -> Any:
     """The actor ``future`` (a ``client.submit(..., actor=True)``) made, bound to that future's client.
 
     distributed binds an actor handle to whatever client is the default when the handle is made
-    (``get_client()``), not to the client that submitted it; with several clients in one process (a
-    notebook, a test session, a library inside an application) its calls can then go through another
-    client, of another cluster or already closed, and never return. Binding it to its own client and
-    future avoids that.
+    (``get_client()``), not to the client that submitted it, and the handle keeps only a future of
+    that client. With several clients in one process (a notebook, a test session, a library inside an
+    application) its calls can then go through another client, of another cluster or already closed;
+    and once the submitting future is dropped nothing holds the actor's key, the scheduler releases it,
+    the worker deletes the actor, and the next call waits for ever (distributed resolves a call only
+    when the worker answers, and a worker asked for an actor it no longer has raises instead). A
+    worker of a cluster in this process caches the first client it is given, so a handle received
+    from it (an in-process cluster passes the worker's own handle) has that client, closed or not.
+    Binding the handle to the submitting future and its client, in every case, avoids both.
 
     Parameters
     ----------
@@ -206,12 +211,12 @@ def actor_of(future: Any) -> Any:
     Returns
     -------
     distributed.Actor
-        The handle, whose calls go through ``future.client``.
+        The handle, whose calls go through ``future.client`` (or, in a worker of this process, through
+        that worker's connections) and which holds ``future``, so the actor lives as long as the handle.
     """
     actor = future.result()
-    if getattr(actor, "_worker", None) is None:  # on a worker the handle uses the worker's own connections
-        actor._client = future.client
-        actor._future = future
+    actor._client = future.client
+    actor._future = future
     return actor
 
 
@@ -256,6 +261,24 @@ def actor_result(client: Any, actor: Any, call: Any, *, poll: float = ACTOR_POLL
                 raise ActorLostError(f"lost the scheduler while waiting for an actor on {address}") from None
             if address is not None and address not in client.scheduler_info().get("workers", {}):
                 raise ActorLostError(f"the worker {address} holding an actor left the cluster") from None
+            if address is not None and not _holds_actor(client, address, actor.key):
+                raise ActorLostError(f"the worker {address} no longer holds the actor {actor.key}") from None
+
+
+def _holds_actor(client: Any, address: str, key: Any) -> bool:
+    """Whether the worker at ``address`` still holds the actor ``key`` (True when it cannot be asked).
+
+    A call to an actor its worker has deleted (its key released) never ends in distributed: the
+    worker's KeyError is not turned into the call's result.
+    """
+    try:
+        return bool(client.run(_has_actor, key, workers=[address]).get(address, True))
+    except Exception:  # noqa: BLE001 - unreachable now: the worker-list check above decides next time
+        return True
+
+
+def _has_actor(key: Any, dask_worker: Any = None) -> bool:
+    return key in dask_worker.state.actors
 
 
 def scheduler_lost(client: Any) -> bool:
@@ -775,24 +798,96 @@ def current_client(client: Any = None) -> Any:
 
 
 def compute(*graphs: Any, client: Any = None) -> tuple[Any, ...]:
-    """Compute Dask objects on ``client`` (or the current one), else on the threaded scheduler."""
+    """Compute Dask objects on ``client`` (or the current one), else on the threaded scheduler.
+
+    When a task fails, this returns (raises) only once no task of the call is still running: the
+    caller's clean-up (removing what a failed ingest wrote, say) never races a task that is still
+    writing. Tasks not yet started are cancelled. Without a client, ``dask.config`` ``scheduler``
+    set to ``"sync"`` (or ``"synchronous"``, ``"single-threaded"``) runs every task in this thread.
+    """
     client = current_client(client)
     if client is None:
-        import dask
-
-        return tuple(dask.compute(*graphs, scheduler="threads"))
+        return _compute_locally(graphs)
     futures = client.compute(list(graphs))
-    return tuple(client.gather(futures))
+    with _settled_on_failure(client, futures, graphs):
+        return tuple(client.gather(futures))
 
 
 def compute_list(graphs: Sequence[Any], *, client: Any = None, progress: Any = None, desc: str = "", unit: str = "task") -> list[Any]:
-    """Compute many independent Dask objects, reporting each as it finishes; results keep input order."""
+    """Compute many independent Dask objects, reporting each as it finishes; results keep input order.
+
+    A failure is raised once no task of the call is still running, as for :func:`compute`.
+    """
     client = current_client(client)
     if client is None or progress is None:
         return list(compute(*graphs, client=client)) if graphs else []
     from distributed import as_completed
 
     futures = client.compute(list(graphs))
-    for _ in progress.track(as_completed(futures), total=len(futures), desc=desc, unit=unit):
-        pass
-    return list(client.gather(futures))
+    with _settled_on_failure(client, futures, graphs):
+        for _ in progress.track(as_completed(futures), total=len(futures), desc=desc, unit=unit):
+            pass
+        return list(client.gather(futures))
+
+
+_SYNC_SCHEDULERS = frozenset({"sync", "synchronous", "single-threaded"})
+
+
+def _compute_locally(graphs: Sequence[Any]) -> tuple[Any, ...]:
+    """Dask's threaded scheduler on a pool of this call's own, drained before a failure is raised."""
+    import dask
+
+    if dask.config.get("scheduler", None) in _SYNC_SCHEDULERS:
+        return tuple(dask.compute(*graphs, scheduler="sync"))
+    from concurrent.futures import ThreadPoolExecutor
+
+    # Dask's shared pool would keep running this call's queued and running tasks after the first
+    # failure is raised; a pool of its own is shut down (queued tasks cancelled, running ones awaited)
+    # before the failure leaves this function.
+    threads = dask.config.get("num_workers", None) or os.cpu_count() or 1
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="topicflow-compute")
+    try:
+        return tuple(dask.compute(*graphs, scheduler="threads", pool=pool))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+#: How often a failed call asks the workers whether its tasks still run (seconds).
+_SETTLE_POLL = 0.05
+
+
+@contextlib.contextmanager
+def _settled_on_failure(client: Any, futures: Sequence[Any], graphs: Sequence[Any]) -> Iterator[None]:
+    """On an exception: cancel ``futures``, then wait until no worker still executes a task of ``graphs``.
+
+    A worker cannot stop a running task; the scheduler forgets a cancelled one at once, but the
+    worker keeps it among its executing tasks until the function returns. Asking the workers
+    (``Client.run``) until none of the call's keys is among them is the event that ends the wait.
+    If the workers cannot be asked (the cluster is going away), the wait ends there.
+    """
+    try:
+        yield
+    except BaseException:
+        keys: set[Any] = set()
+        with contextlib.suppress(Exception):
+            client.cancel(list(futures))
+        for graph in graphs:
+            with contextlib.suppress(Exception):
+                keys.update(graph.__dask_graph__().keys())
+        while keys:
+            try:
+                running = client.run(_executing_keys, keys)
+            except Exception:  # noqa: BLE001 - no answer: nothing more can be known about the tasks
+                break
+            if not any(running.values()):
+                break
+            import time
+
+            time.sleep(_SETTLE_POLL)
+        raise
+
+
+def _executing_keys(keys: set[Any], dask_worker: Any = None) -> list[Any]:
+    """On a worker: which of ``keys`` it is executing (a cancelled task runs until it returns)."""
+    state = dask_worker.state
+    return [ts.key for ts in (*state.executing, *state.long_running) if ts.key in keys]

@@ -1,15 +1,11 @@
 """Using a fitted model on a corpus store: fold-in (document topics) and held-out evaluation."""
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-import dask
 import numpy as np
 
 from topicflow import config as tf_config
@@ -132,26 +128,6 @@ def fold_in_params(model: SavedModel, *, max_doc_iter: int | None = None, doc_to
     )
 
 
-@contextlib.contextmanager
-def _settled_threads(client: Any) -> Iterator[None]:
-    """Without a cluster: run the block's threaded computes on a pool that is drained before it ends.
-
-    When one part's write fails (a full disk), dask's threaded scheduler raises at once while other
-    parts are still being written; the caller then deletes the unfinished output, and a part written
-    after that would recreate it. Waiting for the running tasks (and cancelling the queued ones) first
-    makes the deletion final.
-    """
-    if client is not None:
-        yield
-        return
-    pool = ThreadPoolExecutor(os.cpu_count() or 1)
-    try:
-        with dask.config.set(pool=pool):
-            yield
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
 def infer_doc_topics(
     model: SavedModel, corpus: Corpus, out: Path | str | StoragePath, *, client: Any = None, overwrite: bool = False,
     progress: ProgressReporter = NO_PROGRESS,
@@ -173,8 +149,9 @@ def infer_doc_topics(
         topics = share(state.prepared_topics(list(maps)), client, name=f"topics-{token}")
         thetas = map_fold_in(blocks, topics, state.doc_topic_prior, fold_in_params(model), token=token)
         writes = map_write_doc_topics(blocks, thetas, str(tmp), shard_ids, token=token)
-        with _settled_threads(client):
-            written = sum(compute_list(writes, client=client, progress=progress, desc="infer", unit="shard"))
+        # compute_list raises a failure only once no part is still being written (a full disk, say),
+        # so the discard below is final.
+        written = sum(compute_list(writes, client=client, progress=progress, desc="infer", unit="shard"))
         doc_topics_io.commit_doc_topics(tmp, out, overwrite=overwrite, n_topics=state.n_topics, topic_names=names,
                                         shard_ids=shard_ids)
     except BaseException:

@@ -1,4 +1,4 @@
-"""Run on its own (`make test-faults`), not in `make test`: see docs/reliability.md, "Fault matrix".
+"""Fault-matrix cells proven through a cluster: worker processes killed, concurrent writers, lost schedulers.
 
 Cells of the fault matrix (docs/reliability.md, "Fault matrix") that no other test covered.
 

@@ -1,0 +1,59 @@
+"""pipeline.cluster.actor_of / actor_result with several clients in one process.
+
+distributed gives an actor handle the process's default client and a future of that client. When the
+submitting client is another one, and the default one is closed, nothing holds the actor's key: the
+scheduler releases it, the worker deletes the actor, and the next call on the handle never ends
+(the worker raises KeyError, which distributed does not turn into the call's result). This hung the
+suite (tests/pipeline/test_fault_matrix_cluster.py had to run apart for it).
+"""
+from __future__ import annotations
+
+import gc
+from typing import Any
+
+import pytest
+
+from topicflow.pipeline.cluster import ActorLostError, actor_of, actor_result
+
+
+class Counter:
+    def __init__(self) -> None:
+        self.n = 0
+
+    def increment(self) -> int:
+        self.n += 1
+        return self.n
+
+
+def test_the_handle_holds_its_actor_when_the_default_client_closes(local_cluster: Any) -> None:
+    from distributed import Client
+
+    with Client(local_cluster, set_as_default=False) as submitting:
+        other = Client(local_cluster)  # the default client while the actor is made
+        future = submitting.submit(Counter, actor=True, pure=False)
+        key = future.key
+        actor = actor_of(future)
+        assert actor._client is submitting and actor._future is future
+        other.close()
+        del future
+        gc.collect()
+        assert key in submitting.who_has(), "the actor's key was released though its handle is alive"
+        assert actor_result(submitting, actor, actor.increment()) == 1
+        assert actor_result(submitting, actor, actor.increment()) == 2
+
+
+def _drop_actor(key: Any, dask_worker: Any = None) -> None:
+    del dask_worker.state.actors[key]
+
+
+def test_a_released_actor_is_reported_lost_not_waited_for(local_cluster: Any) -> None:
+    from distributed import Client
+
+    with Client(local_cluster, set_as_default=False) as client:
+        actor = actor_of(client.submit(Counter, actor=True, pure=False))
+        call = actor.increment()
+        assert actor_result(client, actor, call) == 1
+        # As when nothing held the key: the worker deleted the actor (a call would never end).
+        client.run(_drop_actor, actor.key, workers=[actor._address])
+        with pytest.raises(ActorLostError, match="no longer holds the actor"):
+            actor_result(client, actor, actor.increment(), poll=0.05)
