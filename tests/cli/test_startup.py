@@ -112,8 +112,17 @@ def test_the_command_prints_its_executor(store: Path, tmp_path: Path, caplog: py
     args = ["fit", str(store), "--topics", "3", "--max-iter", "2", "--model", str(tmp_path / "m"), "--workers", "1"]
     result = CliRunner().invoke(main, [*args, "--local-cluster", "threads"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    assert [r.getMessage() for r in caplog.records if r.getMessage().startswith("executor:")] == [
-        "executor: threads (asked for)"]
+    assert [r.getMessage() for r in caplog.records if r.getMessage().startswith(("executor:", "local"))] == [
+        "executor: threads (asked for)",
+        "local: Dask's threaded scheduler in this process, 1 threads (no cluster, no dashboard)"]
+    assert "dashboard:" not in result.output
+    # A dashboard asked for starts the in-process cluster that serves it.
+    caplog.clear()
+    result = CliRunner().invoke(main, [*args, "--overwrite", "--local-cluster", "threads",
+                                       "--dashboard-address", "localhost:0"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert [r.getMessage().split(",")[0] for r in caplog.records if r.getMessage().startswith("local")] == [
+        "local Dask cluster: 1 workers x 1 threads"]
 
 
 def cache_stats() -> tuple[int, int]:
@@ -174,8 +183,9 @@ print("LOADED", *(m for m in watched if m in sys.modules))
 """
 #: What a batch-VB fit of LDA on a store does not use: the other families' estimators and drivers,
 #: the text sources (pyarrow) and ingest, the numba extension of pydata/sparse, the evaluation package
-#: (reports, coherence, features), the coherence metrics and scipy.special (the hybrid E-step's only).
-NOT_FOR_AN_LDA_FIT = ("topicflow.api.hdp", "topicflow.api.infvoc", "topicflow.api.tree_lda",
+#: (reports, coherence, features), the coherence metrics and scipy.special (the hybrid E-step's only);
+#: on threads, neither distributed (Dask's threaded scheduler, no cluster) nor scipy.sparse (bags are DocBlocks).
+NOT_FOR_AN_LDA_FIT = ("distributed", "scipy.sparse", "topicflow.api.hdp", "topicflow.api.infvoc", "topicflow.api.tree_lda",
                       "topicflow.pipeline.collapsed", "topicflow.pipeline.tree_lda", "topicflow.io.sources",
                       "topicflow.pipeline.ingest", "pyarrow", "dask.array", "sparse", "topicflow.pipeline.evaluation",
                       "topicflow.metrics.topic_coherence", "scipy.special")

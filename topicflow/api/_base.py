@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import sys
 from dataclasses import dataclass
 from numbers import Integral
 from typing import Any, Callable, ClassVar, Literal, Sequence
@@ -474,10 +475,10 @@ def split_client(y: Any, client: Any) -> Any:
     InvalidParameterError
         A client was given both ways.
     """
-    try:
-        from distributed import Client
-    except ImportError:  # pragma: no cover - distributed is a dependency
+    if y is None or "distributed" not in sys.modules:  # no Client can exist without distributed imported
         return client
+    from distributed import Client
+
     if isinstance(y, Client):
         if client is not None:
             raise InvalidParameterError("a Dask client was given twice (second argument and client=); give one.")

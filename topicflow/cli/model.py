@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import time
@@ -380,8 +381,11 @@ def fit(store: str, model_path: str, n_topics: int | None, family: str | None, m
         what = f"K={values['n_topics']} by {'streaming (svb) VB' if method == 'svb' else method if collapsed else method + ' VB'}"
     click.echo(f"fitting {what} on {corpus!r}", err=True)
     progress = progress_reporter()
+    if family == "lda" and method == "batch":  # task graphs only: threads need no cluster (pipeline.cluster.connect)
+        cluster = dataclasses.replace(cluster, threads_without_cluster=True)
     with connect(cluster) as client:
-        click.echo(f"dashboard: {client.dashboard_link}", err=True)
+        if client is not None:
+            click.echo(f"dashboard: {client.dashboard_link}", err=True)
         started = time.perf_counter()
         if collapsed:
             estimator.fit(corpus, client=client, progress=progress, checkpoint=checkpoint, test=test_corpus)

@@ -26,11 +26,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 import numba
 import numpy as np
-import scipy.sparse as sp
 
 from topicflow._typing import FloatArray, IndexArray, IntArray
 from topicflow.errors import InvalidParameterError
@@ -52,6 +51,9 @@ from topicflow.models.lda.vb.layout import (
     check_blocks,
 )
 from topicflow.models.lda.vb.params import VBParams
+
+if TYPE_CHECKING:  # scipy.sparse costs a few tenths of a second to import; a fit never needs it
+    import scipy.sparse as sp
 
 
 def _add_exact(partials: list[float], value: float) -> None:
@@ -275,6 +277,7 @@ def split_doc_tokens(block: DocBlock, *, seed: int, fraction: float = 0.5) -> tu
     --------
     >>> import scipy.sparse as sp
     >>> from topicflow.models.common.blocks import block_from_csr
+    >>> import scipy.sparse as sp
     >>> block = block_from_csr(sp.csr_matrix(np.array([[3, 0, 1], [0, 2, 0]])))
     >>> observed, heldout = split_doc_tokens(block, seed=0)
     >>> (observed.to_csr() + heldout.to_csr()).toarray().tolist()
@@ -373,11 +376,14 @@ def split_ordered_tokens(
 
     Examples
     --------
+    >>> import scipy.sparse as sp
     >>> bag = block_from_csr(sp.csr_matrix(np.array([[2, 1, 1]])))
     >>> observed, heldout = split_ordered_tokens(np.array([0, 4]), np.array([2, 0, 1, 0]), bag)
     >>> observed.to_csr().toarray().tolist(), heldout.to_csr().toarray().tolist()
     ([[1, 0, 1]], [[1, 1, 0]])
     """
+    import scipy.sparse as sp
+
     if not (0.0 < fraction < 1.0):
         raise InvalidParameterError(f"fraction must be in (0, 1), got {fraction!r}")
     indptr = np.asarray(token_indptr, dtype=np.int64)
@@ -424,6 +430,7 @@ def bag_token_sequences(blocks: Mapping[str, DocBlock], topics: PreparedTopics) 
     Examples
     --------
     >>> from topicflow.models.lda.vb.layout import prepare_topics
+    >>> import scipy.sparse as sp
     >>> block = block_from_csr(sp.csr_matrix(np.array([[0, 2, 1]])))
     >>> [a.tolist() for a in bag_token_sequences({"default": block}, prepare_topics({"default": np.ones((1, 3))}))]
     [[0, 3], [1, 1, 2]]
@@ -546,6 +553,7 @@ def completion_doc_log_likelihood(
     --------
     >>> import scipy.sparse as sp
     >>> from topicflow.models.common.blocks import block_from_csr
+    >>> import scipy.sparse as sp
     >>> block = block_from_csr(sp.csr_matrix(np.array([[2, 2], [1, 3]])))
     >>> obs, held = split_doc_tokens(block, seed=1)
     >>> ll, n = completion_doc_log_likelihood(obs, held, {"default": np.full((1, 2), 0.5)}, 1.0, VBParams(1))
@@ -611,6 +619,7 @@ def completion_log_likelihood(
     --------
     >>> import scipy.sparse as sp
     >>> from topicflow.models.common.blocks import block_from_csr
+    >>> import scipy.sparse as sp
     >>> block = block_from_csr(sp.csr_matrix(np.array([[2, 2]])))
     >>> obs, held = split_doc_tokens(block, seed=1)
     >>> ll, n = completion_log_likelihood(obs, held, {"default": np.full((1, 2), 0.5)}, 1.0, VBParams(1))
@@ -695,6 +704,7 @@ def document_split_positions(
     --------
     >>> import scipy.sparse as sp
     >>> from topicflow.models.common.blocks import block_from_csr
+    >>> import scipy.sparse as sp
     >>> block = block_from_csr(sp.csr_matrix(np.ones((6, 2), dtype=np.int64)), first_doc=10)
     >>> train, held = document_split_positions(block, held_out_fraction=0.5, seed=0)
     >>> sorted(train.tolist() + held.tolist())
@@ -748,6 +758,7 @@ def split_documents(
     --------
     >>> import scipy.sparse as sp
     >>> from topicflow.models.common.blocks import block_from_csr
+    >>> import scipy.sparse as sp
     >>> block = block_from_csr(sp.csr_matrix(np.ones((10, 3), dtype=np.int64)))
     >>> train, held = split_documents(block, held_out_fraction=0.3, seed=1)
     >>> train.n_docs + held.n_docs, train.first_doc, held.first_doc
@@ -833,6 +844,7 @@ def particle_learning_log_likelihood(
     --------
     >>> import scipy.sparse as sp
     >>> from topicflow.models.common.blocks import block_from_csr
+    >>> import scipy.sparse as sp
     >>> block = block_from_csr(sp.csr_matrix(np.array([[2, 1]])))
     >>> ll, n = particle_learning_log_likelihood(block, np.full((3, 2), 0.5), 0.1)
     >>> round(float(np.exp(-ll / n)), 12), n

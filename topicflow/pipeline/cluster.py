@@ -35,6 +35,7 @@ import contextlib
 import json
 import logging
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Literal, Sequence, get_args
@@ -139,6 +140,12 @@ class ClusterConfig:
         the error, and the CLI prints it in one line): :func:`connect` registers
         :class:`~topicflow.pipeline.worker_logging.QuietTaskErrorsPlugin` on the workers while it
         is connected. False (the CLI's ``--debug`` or ``-vv``) lets the workers log every failure.
+    threads_without_cluster : bool
+        When the local executor chosen is threads, run Dask's threaded scheduler in this process
+        instead of starting a local cluster (:func:`connect` yields None): no ``distributed`` to
+        import, no scheduler and workers to start (most of a small fit's start-up). Only for
+        commands that need nothing but task graphs (no actors, no per-task progress); a dashboard
+        address other than the default still starts the cluster, since it asks for a dashboard.
     """
 
     scheduler: str | None = None
@@ -153,6 +160,7 @@ class ClusterConfig:
     tls_key: str | None = None
     security: Any = None
     quiet_task_errors: bool = True
+    threads_without_cluster: bool = False
 
     def __post_init__(self) -> None:
         if self.executor is not None and self.executor not in LOCAL_EXECUTORS:
@@ -297,6 +305,41 @@ def scheduler_lost(client: Any) -> bool:
     return str(getattr(client, "status", "running")) not in ("running", "Status.running")
 
 
+#: cgroup memory limits, v1 then v2 (hard, then softer), the smallest positive one of which applies.
+_CGROUP_MEMORY_FILES = ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.soft_limit_in_bytes",
+                        "/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.high", "/sys/fs/cgroup/memory.low")
+
+
+def machine_memory() -> int:
+    """The memory this process may use: the machine's, lowered by cgroup limits and ``RLIMIT_RSS``.
+
+    The same reading as ``distributed.system.MEMORY_LIMIT``, without importing distributed (about
+    half a second, which a fit on Dask's threaded scheduler would otherwise pay to size itself).
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
+    import psutil
+
+    limit = int(psutil.virtual_memory().total)
+    if sys.platform == "linux":
+        for name in _CGROUP_MEMORY_FILES:
+            with contextlib.suppress(OSError, ValueError):  # absent, or "max" (no limit)
+                value = int(Path(name).read_text())
+                if value > 0:
+                    limit = min(limit, value)
+    if sys.platform != "win32":
+        import resource
+
+        with contextlib.suppress(OSError, ValueError):
+            hard = resource.getrlimit(resource.RLIMIT_RSS)[1]
+            if 0 < hard < limit:
+                limit = hard
+    return limit
+
+
 def memory_budget() -> int:
     """Return the bytes a threads executor may hold: ``topicflow.local-cluster-memory``, else half the machine.
 
@@ -315,13 +358,12 @@ def memory_budget() -> int:
         The setting is neither ``"auto"`` nor a size.
     """
     from dask.utils import parse_bytes
-    from distributed.system import MEMORY_LIMIT
 
     from topicflow import config
 
     value = config.get("local-cluster-memory", "auto")
     if value in (None, "auto"):
-        return int(MEMORY_LIMIT) // 2
+        return machine_memory() // 2
     try:
         return int(parse_bytes(value))
     except (TypeError, ValueError) as exc:
@@ -674,8 +716,9 @@ def connect(config: ClusterConfig) -> Iterator[Any]:
 
     Yields
     ------
-    distributed.Client
-        Connected for the duration of the ``with`` block.
+    distributed.Client or None
+        Connected for the duration of the ``with`` block; None when ``threads_without_cluster`` lets
+        a threads executor run on Dask's threaded scheduler (:func:`compute` then uses it).
 
     Raises
     ------
@@ -684,6 +727,20 @@ def connect(config: ClusterConfig) -> Iterator[Any]:
     SchedulerConnectionError
         The scheduler cannot be reached or a TLS handshake failed.
     """
+    if not config.scheduler:
+        client_security(config)  # TLS settings without --scheduler: refused
+        choice = choose_executor(config)
+        log.info("%s", choice.line())
+        if (choice.executor == "threads" and config.threads_without_cluster
+                and config.dashboard_address == DEFAULT_DASHBOARD_ADDRESS):
+            threads = (config.workers or max(1, os.cpu_count() or 1)) * (config.threads_per_worker or 1)
+            log.info("local: Dask's threaded scheduler in this process, %d threads (no cluster, no dashboard)",
+                     threads)
+            import dask.config
+
+            with dask.config.set(num_workers=threads):
+                yield None
+            return
     from distributed import Client, LocalCluster
 
     if config.scheduler:
@@ -705,9 +762,6 @@ def connect(config: ClusterConfig) -> Iterator[Any]:
         finally:
             client.close()
         return
-    client_security(config)  # TLS settings without --scheduler: refused
-    choice = choose_executor(config)
-    log.info("%s", choice.line())
     processes = choice.executor == "processes"
     n_workers = config.workers or max(1, os.cpu_count() or 1)
     host = config.dashboard_address.rpartition(":")[0]
@@ -789,6 +843,8 @@ def current_client(client: Any = None) -> Any:
     """The given client, else the current distributed client, else None (threaded scheduler)."""
     if client is not None:
         return client
+    if "distributed" not in sys.modules:  # no client can exist; importing distributed to ask costs ~0.5 s
+        return None
     try:
         from distributed import get_client
 
@@ -838,8 +894,13 @@ def _compute_locally(graphs: Sequence[Any]) -> tuple[Any, ...]:
     import dask
 
     if dask.config.get("scheduler", None) in _SYNC_SCHEDULERS:
-        return tuple(dask.compute(*graphs, scheduler="sync"))
+        import dask.local
+
+        # The schedulers as functions: a name makes dask import distributed to look for a client.
+        return tuple(dask.compute(*graphs, scheduler=dask.local.get_sync))
     from concurrent.futures import ThreadPoolExecutor
+
+    import dask.threaded
 
     # Dask's shared pool would keep running this call's queued and running tasks after the first
     # failure is raised; a pool of its own is shut down (queued tasks cancelled, running ones awaited)
@@ -847,7 +908,7 @@ def _compute_locally(graphs: Sequence[Any]) -> tuple[Any, ...]:
     threads = dask.config.get("num_workers", None) or os.cpu_count() or 1
     pool = ThreadPoolExecutor(threads, thread_name_prefix="topicflow-compute")
     try:
-        return tuple(dask.compute(*graphs, scheduler="threads", pool=pool))
+        return tuple(dask.compute(*graphs, scheduler=dask.threaded.get, pool=pool))
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 

@@ -6,11 +6,10 @@ in :mod:`topicflow.metrics`; nothing here computes.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import dask
 import numpy as np
-import scipy.sparse as sp
 
 from topicflow.metrics import heldout as evaluation
 from topicflow.metrics.left_to_right import left_to_right_log_likelihood
@@ -19,6 +18,9 @@ from topicflow.models.lda.vb.estep import fold_in_block
 from topicflow.models.lda.vb.layout import PreparedTopics
 from topicflow.models.lda.vb.params import VBParams
 from topicflow.tasks.reduce import tree_reduce
+
+if TYPE_CHECKING:  # scipy.sparse costs a few tenths of a second to import; a fit never needs it
+    import scipy.sparse as sp
 
 
 def _fold_in_task(
@@ -203,6 +205,8 @@ def _features_task(
     store_blocks: Mapping[str, DocBlock], blocks: Mapping[str, DocBlock], topics: PreparedTopics,
     doc_topic_prior: np.ndarray, params: VBParams, rows: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix]:
+    import scipy.sparse as sp
+
     def chosen(block: DocBlock) -> DocBlock:
         return block_from_csr(block.to_csr()[rows], doc_ids=block.doc_ids[rows], first_doc=block.first_doc,
                               language=block.language)

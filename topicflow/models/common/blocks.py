@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 import numba
 import numpy as np
-import scipy.sparse as sp
 
 from topicflow._typing import Int32Array, IntArray
 from topicflow.models.common.vocabulary import Vocabulary
+
+if TYPE_CHECKING:  # scipy.sparse costs a few tenths of a second to import; a fit never needs it
+    import scipy.sparse as sp
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +75,8 @@ class DocBlock:
 
     def to_csr(self) -> sp.csr_matrix:
         """The counts as a ``(n_docs, n_terms)`` scipy CSR matrix (arrays are shared, not copied)."""
+        import scipy.sparse as sp
+
         return sp.csr_matrix(
             (self.counts, self.term_ids, self.indptr), shape=(self.n_docs, self.n_terms)
         )
@@ -252,6 +256,8 @@ def block_from_csr(
     labels: np.ndarray | None = None,
 ) -> DocBlock:
     """Build a :class:`DocBlock` from any scipy sparse matrix of nonnegative integer counts."""
+    import scipy.sparse as sp
+
     csr = sp.csr_matrix(matrix, copy=True)
     csr.sum_duplicates()
     csr.eliminate_zeros()
@@ -281,6 +287,8 @@ def remap_terms(block: DocBlock, term_map: IntArray, n_terms: int) -> DocBlock:
     Used to read a store with a model whose vocabulary differs (another store, or a grown one).
     NumPy equivalent: ``csr[:, term_map >= 0]`` with the columns permuted to ``term_map``.
     """
+    import scipy.sparse as sp
+
     mapped = term_map[block.term_ids]
     keep = mapped >= 0
     rows = np.repeat(np.arange(block.n_docs), np.diff(block.indptr))[keep]
@@ -326,6 +334,7 @@ def expand_tokens(block: DocBlock) -> tuple[IntArray, Int32Array]:
 
     Examples
     --------
+    >>> import scipy.sparse as sp
     >>> indptr, terms = expand_tokens(block_from_csr(sp.csr_matrix(np.array([[2, 0, 1], [0, 0, 0]]))))
     >>> indptr.tolist(), terms.tolist()
     ([0, 3, 3], [0, 0, 2])
