@@ -21,6 +21,7 @@ from topicflow.io.corpus.reader import Corpus
 from topicflow.models.lda.streaming import sgs
 from topicflow.models.lda.streaming.sgs import SGSParams
 from topicflow.pipeline.streaming.dsgs import ParameterServer, ServerHandle, WireDelta, run_dsgs
+from topicflow.pipeline.cluster import actor_of
 from topicflow.pipeline.policies import SyncPolicy
 from topicflow.pipeline.streaming.sgs import run_sgs
 from topicflow.testing.corpora import draw_planted_corpus, write_test_store
@@ -106,7 +107,8 @@ def test_concurrent_pushes_to_a_dask_actor_lose_no_update(decay: float, local_cl
 
     start = np.ones((N_TERMS, N_TOPICS))
     with Client(local_cluster) as client:  # type: ignore[arg-type]
-        actor = client.submit(ParameterServer, start, start.sum(axis=0), decay, 0, actor=True, pure=False).result()
+        # actor_of keeps the submitting future: a handle alone lets the scheduler release the actor (test_actors.py)
+        actor = actor_of(client.submit(ParameterServer, start, start.sum(axis=0), decay, 0, actor=True, pure=False))
         batches = [known_deltas(25, 10 + seed) for seed in range(4)]
         tasks = [client.submit(push_all, actor, batches[i], 1000 * i, pure=False) for i in range(3)]
         with concurrent.futures.ThreadPoolExecutor(1) as pool:  # and one more pusher from the client side
