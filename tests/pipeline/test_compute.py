@@ -64,7 +64,9 @@ def test_a_failure_is_raised_after_the_running_tasks_end(client: Any, through: s
     assert _RUNS.pop(run)["log"] == ["slow ended"], "the error reached the caller while a task of the call still ran"
 
 
-def test_sync_config_runs_every_task_in_this_thread() -> None:
+def test_sync_config_runs_every_task_in_this_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Without a cluster, whatever client another test of this process may have left as the default.
+    monkeypatch.setattr("topicflow.pipeline.cluster.current_client", lambda client=None: client)
     threads = []
 
     def where() -> str:

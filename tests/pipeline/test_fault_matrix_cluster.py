@@ -92,7 +92,7 @@ def worker_processes() -> Iterator[Any]:
     from distributed import Client, LocalCluster
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
-        with Client(cluster) as client:
+        with Client(cluster, set_as_default=False) as client:  # not the default: other modules interleave
             yield client
 
 
