@@ -79,6 +79,9 @@ class Signals:
     def __init__(self, client: Any = None) -> None:
         self.prefix = f"topicflow-faults-{uuid.uuid4().hex[:12]}"
         self.shared = client is not None
+        # This process's flags go through the client given (it need not be the default one); on a
+        # worker, unpickled, None: the worker's own client.
+        self._client = client
         self._local: dict[str, threading.Event] = {}
         self._values: dict[str, Any] = {}
         self._lock = threading.Lock()
@@ -90,7 +93,7 @@ class Signals:
         return {"prefix": self.prefix}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.prefix, self.shared = state["prefix"], True
+        self.prefix, self.shared, self._client = state["prefix"], True, None
         self._local, self._values, self._lock = {}, {}, threading.Lock()
 
     def set(self, name: str, value: Any = True) -> None:
@@ -99,8 +102,8 @@ class Signals:
         if self.shared:
             from distributed import Event, Variable
 
-            Variable(full).set(value)
-            Event(full).set()
+            Variable(full, client=self._client).set(value)
+            Event(full, client=self._client).set()
             return
         with self._lock:
             self._values[full] = value
@@ -113,7 +116,7 @@ class Signals:
         if self.shared:
             from distributed import Event
 
-            return bool(Event(full).is_set())
+            return bool(Event(full, client=self._client).is_set())
         with self._lock:
             flag = self._local.get(full)
         return flag is not None and flag.is_set()
@@ -130,9 +133,9 @@ class Signals:
         if self.shared:
             from distributed import Event, Variable
 
-            if not Event(full).wait(timeout=HANG_GUARD_SECONDS):
+            if not Event(full, client=self._client).wait(timeout=HANG_GUARD_SECONDS):
                 raise _expired(f"flag {name!r}")
-            return Variable(full).get()
+            return Variable(full, client=self._client).get()
         with self._lock:
             flag = self._local.setdefault(full, threading.Event())
         if not flag.wait(HANG_GUARD_SECONDS):
