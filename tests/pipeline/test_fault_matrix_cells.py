@@ -34,14 +34,17 @@ import pytest
 from click.testing import CliRunner
 
 from tests.io.corpus.test_corrupt_shards import chunk_file, flip_bytes
+from topicflow.api.lda import LDA
 from topicflow.cli import main
 from topicflow.errors import CorruptShardError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.checkpoint import default_checkpoint_path
 from topicflow.io.models.store import load_model
+from topicflow.io.outputs.doc_topics import DocTopics
 from topicflow.pipeline.streaming import run_stream
 from topicflow.pipeline.streaming.config import StreamConfig, sgs_params
 from topicflow.pipeline.streaming.dsgs import run_dsgs
+from topicflow.pipeline.vb.infer import infer_doc_topics
 from topicflow.testing.corpora import draw_planted_corpus, write_test_store
 from topicflow.testing.faults import HANG_GUARD_SECONDS, OnItem
 
@@ -169,3 +172,35 @@ def test_resumed_dsgs_stream_equals_the_uninterrupted_one(store: Path, tmp_path:
                               if k not in UNORDERED and (k != "top_terms" or r["point"] != 100)} for r in records]
     assert [r["point"] for r in resumed.records if r["run"] == 0] == [25, 50, 75, 100, 125, 150, 175, 200]
     assert strip(resumed.records) == strip(whole.records)
+
+
+# ----------------------------------------------------------------------------- infer: a concurrent writer
+
+
+@pytest.fixture(scope="module")
+def model(store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("cells-model") / "model"
+    LDA(3, max_iter=2, tol=0.0, seed=1).fit(store).save(path)
+    return path
+
+
+def test_of_two_infers_into_one_new_out_the_first_to_commit_wins_and_the_other_fails_clean(
+        store: Path, model: Path, tmp_path: Path) -> None:
+    """Infer A has written its first part when infer B, given the same new OUT, runs and commits; A then
+    ends with one error line naming OUT, removes its temporary directory, and OUT holds B's result."""
+    out = tmp_path / "dt.zarr"
+    args = ["infer", str(model), str(store), "--out", str(out), "--local-cluster", "threads", "--workers", "1"]
+    second: list[Any] = []
+    race = OnItem("infer", 1, lambda: second.append(CliRunner().invoke(main, args)))
+    first = CliRunner().invoke(main, args, obj=race)
+    assert race.fired and second[0].exit_code == 0, second[0].output
+    assert first.exit_code == 2, first.output
+    errors = [line for line in first.output.splitlines() if line.startswith("topicflow: error:")]
+    assert len(errors) == 1 and "Traceback" not in first.output, first.output
+    assert f"document-topic output path {str(out)!r} exists already" in errors[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dt.zarr"]  # no temporary directory of A left
+    infer_doc_topics(load_model(model), Corpus.open(store), tmp_path / "reference.zarr", client=None)
+    for (ids, theta), (ids_ref, theta_ref) in zip(DocTopics.open(out), DocTopics.open(tmp_path / "reference.zarr"),
+                                                  strict=True):
+        np.testing.assert_array_equal(ids, ids_ref)
+        np.testing.assert_array_equal(theta, theta_ref)
