@@ -17,6 +17,9 @@
    * a stream stopped at a state save (``max_docs``) and resumed equals the uninterrupted one (with
      staleness 0, where DSGS is deterministic; a hogwild DSGS run depends on the loops' interleaving).
 
+3. ``infer``: of two infers into one new OUT, the first to commit wins and the other ends with one
+   error line naming OUT (the same directory commit as ``ingest``'s).
+
 Other cells are parametrizations of existing fault tests (the lost scheduler of ``fit`` online and
 hybrid, of ``stream --algo dsgs`` and ``gibbs``; the stream output lock with dsgs; a worker killed in
 a hybrid fit; incgibbs resumed). No sleep and no deadline decides an outcome.

@@ -11,8 +11,9 @@ Cells of the fault matrix (docs/reliability.md, "Fault matrix") that no other te
 2. The whole command SIGKILLed (with its process group) in a child process that stopped itself
    (SIGSTOP) at an item of its loop: ``fit --method online`` then ``--resume``, ``infer`` then rerun. The result equals an uninterrupted run.
 3. A worker process SIGKILLed (one module-scoped cluster of two worker processes): ``infer`` and
-   ``update --executor tasks`` through ``--scheduler`` (the worker the next task goes to dies holding
-   it), streams through the API (an SGS run's task; the worker of a gibbs run's actor).
+   ``update --executor tasks`` and ``fit --preset zhai2014-hybrid --executor tasks`` through
+   ``--scheduler`` (the worker the next task goes to dies holding it), streams through the API (an SGS
+   run's task; the worker of a gibbs run's actor).
 4. Concurrent writers: the second writer of a new store, model or stream output, started at an event
    of the first, either wins and the first fails clean, or is refused.
 
