@@ -11,9 +11,8 @@ Cells of the fault matrix (docs/reliability.md, "Fault matrix") that no other te
 2. The whole command SIGKILLed (with its process group) in a child process that stopped itself
    (SIGSTOP) at an item of its loop: ``fit --method online`` then ``--resume``, ``infer`` then rerun. The result equals an uninterrupted run.
 3. A worker process SIGKILLed (one module-scoped cluster of two worker processes): ``infer`` and
-   ``update --executor tasks`` and ``fit --preset zhai2014-hybrid --executor tasks`` through
-   ``--scheduler`` (the worker the next task goes to dies holding it), streams through the API (an SGS
-   run's task; the worker of a gibbs run's actor).
+   ``update --executor tasks`` through ``--scheduler`` (the worker the next task goes to dies holding
+   it), streams through the API (an SGS run's task; the worker of a gibbs run's actor).
 4. Concurrent writers: the second writer of a new store, model or stream output, started at an event
    of the first, either wins and the first fails clean, or is refused.
 
@@ -162,29 +161,6 @@ def test_cli_update_with_a_worker_killed_equals_an_uninterrupted_update(
         np.testing.assert_array_equal(updated.state.doc_topic_prior, reference.state.doc_topic_prior)
     assert killer.killed(), "no worker was killed mid-update (tasks)"
     assert killed, "no worker was killed mid-update (servers)"
-
-
-def test_cli_hybrid_fit_with_a_worker_killed_equals_an_uninterrupted_fit(grown: tuple[Path, Path], workers: Any,
-                                                                          tmp_path: Path) -> None:
-    """``fit --preset zhai2014-hybrid --executor tasks`` through ``--scheduler``: after the first minibatch,
-    the worker the next hybrid E-step task is assigned to dies holding it; the task reruns elsewhere and
-    draws what it drew (keyed by seed, minibatch and document), so the model equals a local fit's.
-    (Here rather than in a module of its own: this module's cluster of worker processes is started once.)"""
-    store, _ = grown
-    args = ["fit", str(store), "--preset", "zhai2014-hybrid", "--topics", "3", "--batch-size", "50", "--seed", "5"]
-    plain = CliRunner().invoke(main, [*args, "--model", str(tmp_path / "plain"), "--local-cluster", "threads",
-                                      "--workers", "1"])
-    assert plain.exit_code == 0, plain.output
-    killer = TaskKiller(workers, "estep")
-    result = CliRunner().invoke(main, [*args, "--model", str(tmp_path / "m"), "--executor", "tasks", "--scheduler",
-                                       workers.scheduler.address], obj=OnItem("online", 1, killer.arm))
-    assert result.exit_code == 0, result.output
-    assert killer.killed(), "no worker was killed mid-fit"
-    fitted, reference = load_model(tmp_path / "m"), load_model(tmp_path / "plain")
-    assert fitted.info.settings.get("estep") == "hybrid" and fitted.info.online is not None
-    assert reference.info.online is not None and fitted.info.online["t"] == reference.info.online["t"] == 4
-    np.testing.assert_array_equal(fitted.state.topic_word_var["default"], reference.state.topic_word_var["default"])
-    np.testing.assert_array_equal(fitted.state.doc_topic_prior, reference.state.doc_topic_prior)
 
 
 def stream_config(algorithm: str, **changes: Any) -> StreamConfig:
