@@ -262,12 +262,18 @@ def lost_scheduler_command(command: str, store: Path, model: Path, tmp_path: Pat
     if command == "infer":
         out = tmp_path / "out" / "dt.zarr"
         return ["infer", str(model), str(store), "--out", str(out)], OnItem("infer", 1, lambda: None), out
-    out = tmp_path / "out" / "stream"  # sgs: runs are tasks (an actor-held stream can hang, docs/reliability.md)
+    out = tmp_path / "out" / "stream"
+    if command == "stream-dsgs":  # a parameter server (an actor) and its sampler loops, run after run
+        return ["stream", str(store), "--out", str(out), "--algo", "dsgs", "--topics", "3", "--runs", "2",
+                "--batch-size", "50", "--max-iter", "20"], OnItem("dsgs", 1, lambda: None), out  # after run 0
+    if command == "stream-gibbs":  # a run held by an actor, asked for its evaluation points
+        return ["stream", str(store), "--out", str(out), "--algo", "gibbs", "--topics", "3", "--runs", "1",
+                "--sweeps", "4", "--eval-every", "2"], OnItem("stream gibbs", 1, lambda: None), out  # after point 0
     return ["stream", str(store), "--out", str(out), "--algo", "sgs", "--topics", "3", "--runs", "3",
             "--batch-size", "50", "--max-iter", "20"], OnItem("sgs", 1, lambda: None), out  # before run 2's result
 
 
-@pytest.mark.parametrize("command", ["ingest", "append", "infer", "stream"])
+@pytest.mark.parametrize("command", ["ingest", "append", "infer", "stream", "stream-dsgs", "stream-gibbs"])
 def test_command_with_its_scheduler_lost_ends_clearly_and_changes_nothing(
         command: str, grown: tuple[Path, Path], doomed_cluster: Any, tmp_path: Path) -> None:
     store, model = grown
@@ -284,17 +290,20 @@ def test_command_with_its_scheduler_lost_ends_clearly_and_changes_nothing(
         assert listing(out) == before
 
 
-def test_a_second_stream_into_the_same_new_out_is_refused_while_the_first_runs(grown: tuple[Path, Path],
+@pytest.mark.parametrize("algorithm", ["sgs", "dsgs"])
+def test_a_second_stream_into_the_same_new_out_is_refused_while_the_first_runs(algorithm: str,
+                                                                              grown: tuple[Path, Path],
                                                                               tmp_path: Path) -> None:
     """Stream B starts (and passes the check that OUT is new) while stream A, given the same new OUT,
     has its first run's result and waits for its second; B is refused at once naming OUT, A ends as
     it would alone."""
     store, _ = grown
     out = tmp_path / "out"
-    args = ["stream", str(store), "--out", str(out), "--algo", "sgs", "--topics", "3", "--runs", "2", "--batch-size",
-            "50", "--max-iter", "20", "--eval-every", "100", "--local-cluster", "threads", "--workers", "1"]
+    args = ["stream", str(store), "--out", str(out), "--algo", algorithm, "--topics", "3", "--runs", "2",
+            "--batch-size", "50", "--max-iter", "20", "--eval-every", "100", "--local-cluster", "threads",
+            "--workers", "1"]
     second: list[Any] = []
-    race = OnItem("sgs", 1, lambda: second.append(CliRunner().invoke(main, args)))
+    race = OnItem(algorithm, 1, lambda: second.append(CliRunner().invoke(main, args)))
     first = CliRunner().invoke(main, args, obj=race)
     assert race.fired and first.exit_code == 0, first.output
     loser = second[0]

@@ -62,13 +62,24 @@ def test_update_with_its_scheduler_lost_ends_clearly_and_keeps_the_current_versi
                                   before.state.topic_word_var["default"])
 
 
-def test_fit_with_its_scheduler_lost_ends_clearly_and_writes_nothing(grown: tuple[Path, Path], doomed_cluster: Any,
-                                                                     tmp_path: Path) -> None:
+#: How each ``fit`` is run, and the event that loses its scheduler: after batch VB's second iteration,
+#: after online VB's first minibatch (of 8), the same for online VB with the hybrid E-step.
+FITS = {
+    "batch": (["--max-iter", "20", "--tol", "0"], ("fit", 2)),
+    "online": (["--method", "online", "--batch-size", "25"], ("online", 1)),
+    "hybrid": (["--preset", "zhai2014-hybrid", "--batch-size", "25"], ("online", 1)),
+}
+
+
+@pytest.mark.parametrize("method", list(FITS))
+def test_fit_with_its_scheduler_lost_ends_clearly_and_writes_nothing(method: str, grown: tuple[Path, Path],
+                                                                     doomed_cluster: Any, tmp_path: Path) -> None:
     store, _ = grown
     address = doomed_cluster.scheduler_address
-    lose = OnItem("fit", 2, doomed_cluster.close)  # after batch VB's second iteration
-    result = CliRunner().invoke(main, ["fit", str(store), "--model", str(tmp_path / "m"), "--topics", "3",
-                                       "--max-iter", "20", "--tol", "0", "--scheduler", address], obj=lose)
+    options, (loop, index) = FITS[method]
+    lose = OnItem(loop, index, doomed_cluster.close)
+    result = CliRunner().invoke(main, ["fit", str(store), "--model", str(tmp_path / "m"), "--topics", "3", *options,
+                                       "--scheduler", address], obj=lose)
     assert lose.fired and result.exit_code == 2, result.output
     assert_one_error_naming(result.output, address)
     assert list(tmp_path.iterdir()) == []

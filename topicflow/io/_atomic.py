@@ -243,13 +243,14 @@ def check_output_path(path: Path, *, overwrite: bool, what: str = "store") -> No
         )
 
 
-def commit_directory(tmp: Path, final: Path, *, overwrite: bool) -> None:
+def commit_directory(tmp: Path, final: Path, *, overwrite: bool, what: str = "store") -> None:
     """Move a finished directory into place; an existing one is replaced only with ``overwrite``.
 
     The old directory is renamed aside first and deleted after the new one is in place, so at
-    every moment ``final`` is either the complete old directory or the complete new one.
+    every moment ``final`` is either the complete old directory or the complete new one. ``what``
+    names the output in the error raised when ``final`` appeared meanwhile (:func:`check_output_path`).
     """
-    check_output_path(final, overwrite=overwrite)
+    check_output_path(final, overwrite=overwrite, what=what)
     aside = None
     if final.exists():
         aside = temporary_sibling(final, "old")

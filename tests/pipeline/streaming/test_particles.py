@@ -106,12 +106,12 @@ def test_a_run_does_not_depend_on_the_other_runs(stores: tuple[Path, Path]) -> N
         without_clock([{**r, "seed": 12} for r in alone.records])
 
 
-@pytest.mark.parametrize("algorithm", ["pf", "gibbs"])
+@pytest.mark.parametrize("algorithm", ["pf", "gibbs", "incgibbs"])
 def test_resumed_stream_ends_as_the_uninterrupted_one(algorithm: str, stores: tuple[Path, Path], tmp_path: Path) -> None:
     train, _ = stores
     corpus = Corpus.open(train)
     whole = run_stream(corpus, small_config(algorithm), client=None)
-    stop = {"max_docs": 150} if algorithm == "pf" else {"sweeps": 10}
+    stop = {"sweeps": 10} if algorithm == "gibbs" else {"max_docs": 150}
     # Saved at every point, and the trace rotated at every save (max_bytes=1): each save's records
     # become a segment of their own, and the history on disk is still the uninterrupted trace.
     rotation = TraceRotation(max_bytes=1, keep=100)

@@ -167,7 +167,7 @@ def commit_doc_topics(tmp: Location | str, path: Path | str | StoragePath, *, ov
     """
     location = output_location(path)
     if not isinstance(location, StoragePath):
-        commit_directory(Path(str(tmp)), location, overwrite=overwrite)
+        commit_directory(Path(str(tmp)), location, overwrite=overwrite, what="document-topic output")
         return
     if n_topics is None:
         raise ValueError("commit_doc_topics on object storage needs n_topics, topic_names and shard_ids")

@@ -55,6 +55,12 @@ each piece's ``result.state`` (:func:`~topicflow.models.lda.streaming.sgs.to_arr
 the shipped config (``topicflow.dsgs-wait-timeout`` in ``dask.config``, 600 by default): a
 guard against a loop lost for good, never reached by a healthy run.
 
+**A loop that raises** (a damaged shard, say; not a lost worker) tells the server
+(:meth:`ParameterServer.fail`) before its error goes to the driver: every other loop gets no further
+minibatch, and one waiting for the staleness bound stops waiting, so the run ends at once with that
+error. Before, the loops waiting for the failed minibatch waited out ``dsgs-wait-timeout`` and,
+without a cluster, the run then reported their timeout instead of the damaged shard.
+
 **Events.** ``run_dsgs(..., hook=...)`` passes an
 :class:`~topicflow.pipeline.progress.EventHook` to every loop, which calls it (on the loop's worker
 or thread; ``loop`` is the loop's number, ``minibatch`` is t) at these points:
@@ -62,7 +68,9 @@ or thread; ``loop`` is the loop's number, ``minibatch`` is t) at these points:
 * ``"dsgs-claimed"`` (``loop``, ``minibatch``): after each claim; ``minibatch=-1`` when none was left;
 * ``"dsgs-fetch"`` and ``"dsgs-fetched"`` (``loop``, ``minibatch``): after the staleness wait, just
   before and just after the fetch of minibatch t;
-* ``"dsgs-push"`` and ``"dsgs-pushed"`` (``loop``, ``minibatch``): just before and just after its push.
+* ``"dsgs-push"`` and ``"dsgs-pushed"`` (``loop``, ``minibatch``): just before and just after its push;
+* ``"dsgs-stopped"`` (``loop``, ``minibatch``): the loop stopped waiting for the staleness bound
+  before minibatch t because another loop failed (above).
 
 Tests use them to kill a worker while a loop holds an unpushed minibatch, and to fix the
 interleaving of the loops' fetches and pushes (:mod:`topicflow.testing.faults`). Without a hook
@@ -225,6 +233,7 @@ class ParameterServer:
         self._tokens = 0
         self._reissued = 0
         self._duplicate_pushes = 0
+        self._failure: str | None = None  # what the first loop that raised reported
 
     def claim(self, loop: int = -1, record: Any = None) -> int:
         """The next minibatch for sampler loop ``loop`` (in store order), or -1 when all are handed out.
@@ -236,6 +245,8 @@ class ParameterServer:
         with self._lock:
             if record is not None:
                 self._records[int(record.minibatch)] = record
+            if self._failure is not None:
+                return -1
             if loop >= 0 and loop in self._claimed and not self._applied[self._claimed[loop]]:
                 self._reissued += 1
                 return self._claimed[loop]
@@ -265,6 +276,19 @@ class ParameterServer:
         """Length of the prefix 0, 1, ... of minibatches whose pushes are applied."""
         with self._lock:
             return self._watermark
+
+    def fail(self, loop: int, minibatch: int, reason: str) -> None:
+        """Record that loop ``loop`` raised on ``minibatch`` (a damaged shard, a bug; not the loss of its
+        worker, which reruns the loop): the run stops, every later :meth:`claim` gets -1, and
+        :meth:`failure` tells the loops waiting for the staleness bound to stop waiting."""
+        with self._lock:
+            if self._failure is None:
+                self._failure = f"loop {loop} failed on minibatch {minibatch}: {reason}"
+
+    def failure(self) -> str | None:
+        """What :meth:`fail` recorded first, or None while no loop has failed."""
+        with self._lock:
+            return self._failure
 
     def fetch(self, term_ids: IntArray, minibatch: int = -1) -> Fetched:
         """The rows of N for ``term_ids`` (copies) with N_k, n_terms and the version; unseen terms grow N
@@ -397,11 +421,21 @@ def _leave_thread_pool() -> None:
     secede()
 
 
+class RunStopped(Exception):
+    """Another sampler loop of the run failed (:meth:`ParameterServer.fail`): this one stops without error."""
+
+
 def _wait_for_watermark(server: ServerHandle, needed: int, poll_seconds: float, timeout: float) -> float:
-    """Poll until the server's watermark reaches ``needed``; returns the seconds waited."""
+    """Poll until the server's watermark reaches ``needed``; returns the seconds waited.
+
+    Raises :class:`RunStopped` when another loop failed meanwhile: the minibatches it waits for
+    would never arrive, and that loop's error, not a timeout here, is what the run reports.
+    """
     started = time.perf_counter()
     delay = poll_seconds
     while server.call("watermark") < needed:
+        if server.call("failure") is not None:
+            raise RunStopped()
         if time.perf_counter() - started > timeout:
             raise TopicflowError(f"waited {timeout:.0f} s for the first {needed} minibatches to reach the parameter "
                                  "server; a sampler loop is probably lost. Resume the stream from its last saved "
@@ -487,8 +521,23 @@ def run_worker_loop(server: Any, source: StreamSource, params: SGSParams, plan: 
         hook("dsgs-claimed", loop=worker, minibatch=t)
         if t < 0:
             return sampled
-        record = sample_one(handle, stream, params, plan, t, worker, sync, poll_seconds, wait_timeout, hook)
+        try:
+            record = sample_one(handle, stream, params, plan, t, worker, sync, poll_seconds, wait_timeout, hook)
+        except RunStopped:
+            hook("dsgs-stopped", loop=worker, minibatch=t)
+            return sampled
+        except Exception as exc:
+            _report_failure(handle, worker, t, exc)
+            raise
         sampled += 1
+
+
+def _report_failure(server: ServerHandle, loop: int, minibatch: int, exc: Exception) -> None:
+    """Tell the server that ``loop`` failed, so the other loops stop (a lost server cannot be told)."""
+    try:
+        server.call("fail", loop, minibatch, f"{type(exc).__name__}: {exc}")
+    except Exception:  # noqa: BLE001 - the loop's own error is the one to raise
+        log.debug("dsgs: could not tell the parameter server that loop %d failed", loop, exc_info=True)
 
 
 def _wait_timeout_seconds() -> float:
@@ -639,7 +688,7 @@ def run_dsgs(
 
 __all__: Sequence[str] = (
     "DSGSRecord", "DSGSResult", "Fetched", "MinibatchPlan", "ParameterServer", "ParameterServerLost",
-    "ServerHandle",
+    "RunStopped", "ServerHandle",
     "SyncPolicy", "WireDelta",
     "run_dsgs", "run_sgs", "run_worker_loop", "sample_one", "sgs_model", "starting_state",
     "stream_plan",
