@@ -58,7 +58,7 @@ class StreamingLDA(EvaluationMixin, TopicModelEstimator):
     trace_keep : int, default 4
         Rotated segments kept; older ones are deleted (0: none kept). ``--trace-keep``; at least 0.
     summary_points : int, default 1000
-        With ``out=DIR``: ``DIR/summary.json``, the model's summary and :attr:`summary_` keep the
+        With ``out=DIR``: ``DIR/summary.json``, the model's summary and ``summary_`` keep the
         last this many evaluation points (``--summary-points``). At least 1.
     **settings
         Any field of :class:`~topicflow.pipeline.streaming.config.StreamConfig` (``n_particles``,
