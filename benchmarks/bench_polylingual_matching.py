@@ -14,9 +14,12 @@ An arm is ``reproduce`` (the reproduction's configuration before issue 18.4: alp
     ``alpha01`` is ``fixed=0.1``; ``symmetric`` learns one symmetric alpha.
 ``iter=N``, ``k=N``, ``hellinger``
     iterations, topics, the divergence.
-``destop``
-    ingest with :data:`GERMAN_STOP_WORDS` added to the English stop list (``--write-stop-words FILE``
-    writes that list for ``topicflow ingest --stop-words FILE``).
+``destop``, ``destop=joint``
+    ingest with German stop words too: the built-in lists per language (``--stop-words
+    en=english,de=german``: English on the English side, Snowball's German list on the German side),
+    or with ``joint`` their union on both sides (``--stop-words english+german``). Before the
+    built-in German list, this arm added a German list written for this script to the English one,
+    on both sides (the rows of benchmarks/RESULTS.md measured before session 18).
 ``manpages``
     the same Debian Reference training pairs plus the training part of the aligned man pages
     (``benchmarks/polylingual_manpages.py``, 1,083 pairs); the man pages' held-out pairs are scored as
@@ -52,7 +55,6 @@ from typing import Any
 
 import numpy as np
 
-import topicflow
 from topicflow.io.corpus.reader import Corpus
 from topicflow.metrics.matching import matching_intervals
 from topicflow.pipeline.evaluation.matching import document_matching
@@ -63,38 +65,16 @@ HERE = Path(__file__).resolve().parent
 TOPICFLOW = [sys.executable, "-m", "topicflow"]
 
 
-#: German function words (articles, pronouns, prepositions, conjunctions, auxiliaries, common adverbs),
-#: added to the built-in English list by the ``destop`` arm. Written for this benchmark.
-GERMAN_STOP_WORDS = """
-aber alle allem allen aller alles als also am an ander andere anderem anderen anderer anderes auch auf aus bei
-beim bin bis bist da damit dann das dass dasselbe dazu dein deine deinem deinen deiner dem demselben den denn
-denselben der derer derselbe derselben des desselben dessen dich die dies diese dieselbe dieselben diesem diesen
-dieser dieses dir doch dort du durch ein eine einem einen einer eines einig einige einigem einigen einiger einiges
-einmal er es etwas euch euer eure eurem euren eurer für gegen gewesen hab habe haben hat hatte hatten hier hin
-hinter ich ihm ihn ihnen ihr ihre ihrem ihren ihrer ihres im in indem ins ist jede jedem jeden jeder jedes jene
-jenem jenen jener jenes jetzt kann kein keine keinem keinen keiner keines können könnte machen man manche manchem
-manchen mancher manches mein meine meinem meinen meiner meines mich mir mit muss musste müssen nach nicht nichts
-noch nun nur ob oder ohne sehr sein seine seinem seinen seiner seines selbst sich sie sind so solche solchem
-solchen solcher solches soll sollte sondern sonst über um und uns unsere unserem unseren unserer unter viel vom
-von vor während war waren warst was weg weil weiter welche welchem welchen welcher welches wenn werde werden wie
-wieder will wir wird wirst wo wollen wollte würde würden zu zum zur zwar zwischen sowie jedoch daher bzw dabei
-dafür darauf darin davon dadurch hierzu wurde wurden worden kannst könnt sollen sollten mehr wenig beispiel
-""".split()
+#: ``--stop-words`` of the ``destop`` arms: the built-in lists per language, or their union on both sides.
+DESTOP_STOP_WORDS = {"": "en=english,de=german", "joint": "english+german"}
 
 
-def stop_file(path: Path) -> Path:
-    """Write the built-in English stop words plus :data:`GERMAN_STOP_WORDS`, one a line, to ``path``."""
-    english = (Path(topicflow.__file__).parent / "data" / "stopwords_en.txt").read_text(encoding="utf-8").split()
-    path.write_text("\n".join(sorted(set(english) | set(GERMAN_STOP_WORDS))) + "\n", encoding="utf-8")
-    return path
-
-
-def ingest(jsonl: Path, out: Path, *, prune: bool, stop_words: Path | None = None) -> Corpus:
+def ingest(jsonl: Path, out: Path, *, prune: bool, stop_words: str | None = None) -> Corpus:
     """``topicflow ingest`` an aligned en/de JSONL file (pruned as the reproduction docs say, or not at all)."""
     args = [*TOPICFLOW, "ingest", str(jsonl), "--out", str(out), "--overwrite", "--lang-field", "en=en",
             "--lang-field", "de=de", "--shard-size", "100"]
     if stop_words is not None:
-        args += ["--stop-words", str(stop_words)]
+        args += ["--stop-words", stop_words]
     if prune:
         args += ["--min-df", "2", "--max-df-fraction", "0.5"]
     subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
@@ -131,9 +111,9 @@ def score(model: Any, test: Corpus, client: Any, divergence: str) -> dict[str, A
 
 def parse_arm(arm: str, args: argparse.Namespace) -> dict[str, Any]:
     """Settings of one arm: ``reproduce`` and ``+``-joined changes to it (``fixed=0.1``, ``symmetric``,
-    ``iter=100``, ``k=100``, ``manpages``, ``manonly``, ``destop``, ``hellinger``)."""
+    ``iter=100``, ``k=100``, ``manpages``, ``manonly``, ``destop``, ``destop=joint``, ``hellinger``)."""
     opts: dict[str, Any] = {"alpha_mode": "auto", "alpha": 50.0 / args.topics, "iterations": args.iterations,
-                            "topics": args.topics, "manpages": False, "manonly": False, "destop": False,
+                            "topics": args.topics, "manpages": False, "manonly": False, "destop": None,
                             "divergence": args.divergence}
     for part in arm.split("+"):
         key, _, value = part.partition("=")
@@ -155,8 +135,8 @@ def parse_arm(arm: str, args: argparse.Namespace) -> dict[str, Any]:
             opts["manpages"] = True
         elif key == "manonly":
             opts["manonly"] = True
-        elif key == "destop":
-            opts["destop"] = True
+        elif key == "destop" and value in DESTOP_STOP_WORDS:
+            opts["destop"] = DESTOP_STOP_WORDS[value]
         elif key == "hellinger":
             opts["divergence"] = "hellinger"
         else:
@@ -176,12 +156,12 @@ def cross_validate(args: argparse.Namespace, work: Path, client: Any) -> list[di
                            ("test", [r for i, r in enumerate(records) if i in held])):
             paths[name] = work / f"fold{fold}-{name}.jsonl"
             paths[name].write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-        stores: dict[bool, tuple[Corpus, Corpus]] = {}
+        stores: dict[str | None, tuple[Corpus, Corpus]] = {}
         for arm in args.fold_arms.split(","):
             opts = parse_arm(arm, args)
             if opts["destop"] not in stores:
-                stop = stop_file(work / "stopwords_en_de.txt") if opts["destop"] else None
-                tag = "-destop" if opts["destop"] else ""
+                stop = opts["destop"]
+                tag = f"-destop{len(stores)}" if stop else ""
                 stores[opts["destop"]] = (
                     ingest(paths["train"], work / f"fold{fold}{tag}-train.zarr", prune=True, stop_words=stop),
                     ingest(paths["test"], work / f"fold{fold}{tag}-test.zarr", prune=False, stop_words=stop))
@@ -212,9 +192,6 @@ def main(argv: list[str] | None = None) -> int:
     """Command line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--debref", type=Path)
-    parser.add_argument("--write-stop-words", type=Path, metavar="FILE",
-                        help="write the English + German stop-word list to FILE (for `topicflow ingest "
-                             "--stop-words FILE`) and exit")
     parser.add_argument("--manpages", type=Path)
     parser.add_argument("--arms", default="reproduce,fixed=1")
     parser.add_argument("--topics", type=int, default=50)
@@ -232,11 +209,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
-    if args.write_stop_words is not None:
-        args.write_stop_words.parent.mkdir(parents=True, exist_ok=True)
-        stop_file(args.write_stop_words)
-        print(json.dumps({"stop_words": str(args.write_stop_words)}))
-        return 0
     if args.debref is None:
         parser.error("--debref is required")
     arms = args.arms.split(",")
@@ -294,8 +266,7 @@ def main(argv: list[str] | None = None) -> int:
                     parser.error(f"arm {arm!r} needs --manpages")
                 train = man_train
             elif opts["destop"]:
-                destop = ingest(args.debref, work / "debref-destop.zarr", prune=True,
-                                stop_words=stop_file(work / "stopwords_en_de.txt"))
+                destop = ingest(args.debref, work / "debref-destop.zarr", prune=True, stop_words=opts["destop"])
                 train, test_sets["debref-destop"] = split_store(
                     destop, work / "destop-train.zarr", work / "destop-test.zarr", test_fraction=0.2, seed=args.seed)
             else:
@@ -312,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
                       "alpha_sum": float(np.sum(model.state.doc_topic_prior)), "tests": {}}
             for name, test in test_sets.items():
                 wanted = {"manpages": opts["manpages"] or opts["manonly"],
-                          "debref": not opts["destop"] and not opts["manonly"], "debref-destop": opts["destop"]}
+                          "debref": not opts["destop"] and not opts["manonly"],
+                          "debref-destop": bool(opts["destop"])}
                 if not wanted[name]:
                     continue
                 record["tests"][name] = score(model, test, client, opts["divergence"])

@@ -53,11 +53,12 @@ def test_clone_copies_parameters_not_fitted_state() -> None:
 
 def test_streaming_settings_are_parameters_of_their_own() -> None:
     model = StreamingLDA("olda", n_topics=3, runs=2)
-    assert model.get_params() == {"algorithm": "olda", "n_topics": 3, "runs": 2}
+    trace = {"trace_max_bytes": 16 * 2**20, "trace_keep": 4, "summary_points": 1000}  # explicit keyword parameters
+    assert model.get_params() == {"algorithm": "olda", "n_topics": 3, **trace, "runs": 2}
     copy = clone(model)
     assert copy.settings == {"runs": 2} and copy.settings is not model.settings
     copy.set_params(n_particles=5, n_topics=4)
-    assert copy.get_params() == {"algorithm": "olda", "n_topics": 4, "runs": 2, "n_particles": 5}
+    assert copy.get_params() == {"algorithm": "olda", "n_topics": 4, **trace, "runs": 2, "n_particles": 5}
     assert model.settings == {"runs": 2}
     with pytest.raises(InvalidParameterError, match="has no parameter 'particles'.*n_particles"):
         model.set_params(particles=5)

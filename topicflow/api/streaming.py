@@ -28,13 +28,16 @@ from topicflow.io.models.store import SavedModel, save_model
 from topicflow.io.sources.base import FieldSpec
 from topicflow.pipeline.presets import with_preset
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
-from topicflow.pipeline.streaming import run_stream
+from topicflow.pipeline.streaming import TraceRotation, run_stream
 from topicflow.pipeline.streaming.config import (
     SETTING_NAMES,
     STREAM_ALGORITHMS,
     StreamConfig,
     StreamResult,
 )
+
+#: ``topicflow stream``'s defaults for the trace options, whose constructor defaults these are.
+_TRACE_DEFAULTS = TraceRotation()
 
 
 class StreamingLDA(EvaluationMixin, TopicModelEstimator):
@@ -48,6 +51,15 @@ class StreamingLDA(EvaluationMixin, TopicModelEstimator):
     ----------
     algorithm : str, default "pf"
     n_topics : int, default 10
+    trace_max_bytes : int, default 16 MiB (16 * 2**20)
+        With ``fit(..., out=DIR)``: ``DIR/trace.jsonl`` is rotated into a compressed segment
+        ``trace-NNNNNN.jsonl.gz`` when a save would make it larger than this (``topicflow stream
+        --trace-max-bytes``). At least 1.
+    trace_keep : int, default 4
+        Rotated segments kept; older ones are deleted (0: none kept). ``--trace-keep``; at least 0.
+    summary_points : int, default 1000
+        With ``out=DIR``: ``DIR/summary.json``, the model's summary and ``summary_`` keep the
+        last this many evaluation points (``--summary-points``). At least 1.
     **settings
         Any field of :class:`~topicflow.pipeline.streaming.config.StreamConfig` (``n_particles``,
         ``rejuvenation_source``, ``init_trials``, ``runs``, ``batch_size``, ``decay``, ...).
@@ -65,20 +77,37 @@ class StreamingLDA(EvaluationMixin, TopicModelEstimator):
     summary_ : list of dict
         Mean and standard deviation over runs of every metric, per evaluation point.
 
+    Notes
+    -----
+    ``trace_max_bytes``, ``trace_keep`` and ``summary_points`` bound what a long stream keeps: they
+    are the :class:`~topicflow.pipeline.streaming.TraceRotation` that ``topicflow stream`` builds
+    from its options, passed to the same :func:`~topicflow.pipeline.streaming.run_stream`.
+
     Examples
     --------
     >>> model = StreamingLDA("pf", n_topics=3, n_particles=50, runs=30).fit("train.zarr")  # doctest: +SKIP
     >>> model.summary_[-1]["nmi_in_mean"]                                                 # doctest: +SKIP
+    >>> bounded = StreamingLDA("olda", n_topics=3, trace_max_bytes=2**20, trace_keep=2)     # doctest: +SKIP
+    >>> bounded.fit("train.zarr", out="nightly")  # trace.jsonl stays under about 1 MiB    # doctest: +SKIP
     """
 
     _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
         "algorithm": [Options(STREAM_ALGORITHMS)],
         "n_topics": [Interval(Integral, 1, None, closed="left")],
+        # The bounds TraceRotation checks, and click's IntRange on the same options of `topicflow stream`.
+        "trace_max_bytes": [Interval(Integral, 1, None, closed="left")],
+        "trace_keep": [Interval(Integral, 0, None, closed="left")],
+        "summary_points": [Interval(Integral, 1, None, closed="left")],
     }
 
-    def __init__(self, algorithm: str = "pf", n_topics: int = 10, **settings: Any) -> None:
+    def __init__(self, algorithm: str = "pf", n_topics: int = 10, *,
+                 trace_max_bytes: int = _TRACE_DEFAULTS.max_bytes, trace_keep: int = _TRACE_DEFAULTS.keep,
+                 summary_points: int = _TRACE_DEFAULTS.summary_points, **settings: Any) -> None:
         self.algorithm = algorithm
         self.n_topics = n_topics
+        self.trace_max_bytes = trace_max_bytes
+        self.trace_keep = trace_keep
+        self.summary_points = summary_points
         self.settings = dict(settings)
 
     @classmethod
@@ -125,6 +154,21 @@ class StreamingLDA(EvaluationMixin, TopicModelEstimator):
         return StreamConfig.create(algorithm=self.algorithm, n_topics=self.n_topics,  # type: ignore[arg-type]
                                    **self.settings)
 
+    def trace_rotation(self) -> TraceRotation:
+        """Return how much of the stream's history ``out`` keeps, as ``topicflow stream`` builds it.
+
+        Returns
+        -------
+        TraceRotation
+            From ``trace_max_bytes``, ``trace_keep`` and ``summary_points``.
+
+        Raises
+        ------
+        InvalidParameterError
+            A value out of its range.
+        """
+        return TraceRotation(self.trace_max_bytes, self.trace_keep, self.summary_points)
+
     def fit(self, corpus: Any, y: Any = None, *, client: Any = None, test: Any = None,
             out: Path | str | None = None, progress: ProgressReporter = NO_PROGRESS,
             vocabulary: Sequence[str] | None = None, fields: FieldSpec | None = None,
@@ -142,7 +186,9 @@ class StreamingLDA(EvaluationMixin, TopicModelEstimator):
         test : same kinds as ``corpus``, optional
             Held-out documents; adds held-out scores to the traces.
         out : str or os.PathLike, optional
-            Directory for the runs' state, so :meth:`partial_fit` can continue them.
+            Directory for the runs' state, so :meth:`partial_fit` can continue them, and for
+            ``trace.jsonl`` and ``summary.json``, bounded by ``trace_max_bytes``, ``trace_keep`` and
+            ``summary_points`` as ``topicflow stream --out`` is.
         progress : ProgressReporter, optional
             Receives progress along the stream.
         vocabulary : sequence of str, optional
@@ -165,7 +211,7 @@ class StreamingLDA(EvaluationMixin, TopicModelEstimator):
         self._input_options = {"vocabulary": vocabulary, "fields": fields}
         with self._stores(corpus, test, client, store_path) as (train, held_out):
             result = run_stream(train, self.config(), client=client, test_corpus=held_out, out=self._out,
-                                progress=progress)
+                                progress=progress, trace=self.trace_rotation())
         return self._set_fitted(result)
 
     def partial_fit(self, corpus: Any, y: Any = None, *, client: Any = None,
@@ -201,7 +247,7 @@ class StreamingLDA(EvaluationMixin, TopicModelEstimator):
         client = split_client(y, client)
         with self._stores(corpus, self._test, client, store_path) as (train, held_out):
             result = run_stream(train, self.config(), client=client, test_corpus=held_out, out=self._out,
-                                resume=True, progress=progress)
+                                resume=True, progress=progress, trace=self.trace_rotation())
         return self._set_fitted(result)
 
     @contextlib.contextmanager

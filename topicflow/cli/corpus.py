@@ -28,7 +28,6 @@ from topicflow.io.tokenizer import (
     DEFAULT_TOKEN_PATTERN,
     PruneConfig,
     TokenizerConfig,
-    parse_stop_words,
 )
 from topicflow.pipeline.cluster import ClusterConfig, connect
 from topicflow.pipeline.ingest.ingest import ingest_corpus
@@ -85,8 +84,9 @@ def tokenizer_options(*, stored_defaults: bool) -> Callable[[F], F]:
         @click.option("--min-length", type=click.IntRange(min=1), default=default(2),
                       show_default=not stored_defaults, help="Drop tokens shorter than this.")
         @click.option("--stop-words", default=default("english"), show_default=not stored_defaults,
-                      metavar="english|none|FILE", help="Stop words: built-in list, none, or a file "
-                      "with one word per line.")
+                      metavar="LIST|LANG=LIST,...", help="Stop words: a built-in list (english, german), none, "
+                      "a file with one word per line, or several joined by '+' (english+german); or a list "
+                      "per language of the store (en=english,de=german; a language not named gets none).")
         @functools.wraps(func)
         def wrapper(*args: Any, lowercase: bool | None, token_pattern: str | None, min_length: int | None,
                     stop_words: str | None, **kwargs: Any) -> Any:
@@ -143,9 +143,10 @@ def ingest(inputs: tuple[Path, ...], out: Path, overwrite: bool, fields: FieldSp
     """
     from topicflow.io.output_paths import STORE_LEFTOVERS, STORE_MARKERS, prepare_output
 
+    tokenizer = TokenizerConfig.from_options(**tokenizer_options)
+    tokenizer.check_languages(fields.languages)  # before anything is written or started
     prepare_output(out, what="store", option="ingest --out", overwrite=overwrite, markers=STORE_MARKERS,
                    leftovers=STORE_LEFTOVERS)
-    tokenizer = TokenizerConfig.from_options(**tokenizer_options)
     prune = PruneConfig(min_df=min_df, max_df_fraction=max_df_fraction, max_vocab=max_vocab)
     with connect(cluster) as client:
         result = ingest_corpus(inputs, out, fields=fields, tokenizer=tokenizer, prune=prune,
@@ -161,8 +162,7 @@ def _tokenizer_to_check(store: Path, options: dict[str, Any]) -> TokenizerConfig
     stored = TokenizerConfig.from_dict(read_manifest(store).tokenizer)
     changes = {k: v for k, v in options.items() if k != "stop_words"}
     if "stop_words" in options:
-        name, words = parse_stop_words(options["stop_words"])
-        changes.update(stop_words_name=name, stop_words=words)
+        changes.update(TokenizerConfig.stop_word_fields(options["stop_words"]))
     return replace(stored, **changes)
 
 
@@ -209,6 +209,10 @@ def _format_info(info: dict[str, Any]) -> list[str]:
     label_text = (f"{len(labels)} distinct ({', '.join(f'{k}: {v}' for k, v in list(labels.items())[:10])}"
                   f"{', ...' if len(labels) > 10 else ''})" if info["has_labels"] else "none")
     tok = info["tokenizer"]
+    stop_words = f"{tok.get('stop_words_name')} ({tok.get('stop_words')} words)"
+    if tok.get("language_stop_words"):  # per language; the list above serves the languages not named
+        stop_words = ", ".join([*(f"{lang}={entry['name']} ({entry['stop_words']} words)"
+                                  for lang, entry in tok["language_stop_words"].items()), f"others={stop_words}"])
     return [
         f"store           {info['path']}",
         f"format version  {info['format_version']}",
@@ -222,8 +226,7 @@ def _format_info(info: dict[str, Any]) -> list[str]:
         f"token order     {'kept' if info['has_order'] else 'not kept (ingest --keep-order keeps it)'}",
         f"candidates      {info['candidates'] or 'none'} ({per_lang(info['n_candidates'])} terms)",
         f"tokenizer       lowercase={tok.get('lowercase')} pattern={tok.get('token_pattern')!r} "
-        f"min_length={tok.get('min_length')} stop_words={tok.get('stop_words_name')} "
-        f"({tok.get('stop_words')} words)",
+        f"min_length={tok.get('min_length')} stop_words={stop_words}",
         f"appends         {info['n_appends']}",
     ]
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -46,11 +46,20 @@ RUN_PATTERNS: dict[str, int] = {
 }
 
 
+#: Built-in stop-word lists: the name ``--stop-words`` takes, and the file under ``topicflow/data``.
+BUILTIN_STOP_WORDS: dict[str, str] = {"english": "stopwords_en.txt", "german": "stopwords_de.txt"}
+
+#: What ``--stop-words`` takes, for messages.
+STOP_WORDS_SPEC = "english, german, none, a FILE, '+'-joined lists (english+german) or LANG=LIST,... per language"
+
+
 def load_builtin_stop_words(name: str) -> tuple[str, ...]:
-    """The words of a built-in list (``"english"``), sorted."""
-    if name != "english":
-        raise InvalidParameterError(f"unknown built-in stop-word list {name!r}; use 'english' or 'none'.")
-    text = resources.files("topicflow").joinpath("data", "stopwords_en.txt").read_text(encoding="utf-8")
+    """The words of a built-in list (a key of :data:`BUILTIN_STOP_WORDS`), sorted."""
+    if name not in BUILTIN_STOP_WORDS:
+        raise InvalidParameterError(
+            f"unknown built-in stop-word list {name!r}; use one of {', '.join(map(repr, BUILTIN_STOP_WORDS))} "
+            "or 'none'.")
+    text = resources.files("topicflow").joinpath("data", BUILTIN_STOP_WORDS[name]).read_text(encoding="utf-8")
     return _parse_word_list(text)
 
 
@@ -66,9 +75,13 @@ def load_stop_word_file(path: str | Path) -> tuple[str, ...]:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError as exc:
         raise InputError(
-            f"stop-word file {str(path)!r} does not exist; pass an existing file, 'english' or 'none'.",
+            f"stop-word file {str(path)!r} does not exist; pass an existing file, "
+            f"{', '.join(map(repr, BUILTIN_STOP_WORDS))} or 'none'.",
             path=str(path),
         ) from exc
+    except IsADirectoryError as exc:
+        raise InputError(f"stop-word file {str(path)!r} is a directory; pass a file with one word per line.",
+                         path=str(path)) from exc
     except UnicodeDecodeError as exc:
         raise InputError(
             f"stop-word file {str(path)!r} is not valid UTF-8 ({exc.reason} at byte {exc.start}); "
@@ -84,12 +97,84 @@ def _parse_word_list(text: str) -> tuple[str, ...]:
 
 
 def parse_stop_words(spec: str) -> tuple[str, tuple[str, ...]]:
-    """Resolve a ``--stop-words`` value (``english``, ``none`` or a file path) to ``(name, words)``."""
+    """Resolve one stop list to ``(name, words)``.
+
+    ``spec`` is ``none``, a built-in list (``english``, ``german``), a file path, or several of the
+    latter two joined by ``+`` (``english+german``, ``german+extra.txt``: the union of their words).
+    The name records where the words came from: the built-in names as given and ``file`` for a
+    file, joined by ``+`` (``english+german``, ``german+file``). A path that exists is a file even if
+    it contains ``+``.
+
+    Raises
+    ------
+    InvalidParameterError
+        An empty part, or ``none`` joined with another list.
+    InputError
+        A file part that is missing or not UTF-8.
+
+    Examples
+    --------
+    >>> name, words = parse_stop_words("english+german")
+    >>> name, {"the", "und"} <= set(words)
+    ('english+german', True)
+    """
     if spec == "none":
         return "none", ()
-    if spec == "english":
-        return "english", load_builtin_stop_words("english")
-    return "file", load_stop_word_file(spec)
+    if not spec:
+        raise InvalidParameterError(f"stop-word list is empty; use {STOP_WORDS_SPEC}.")
+    parts = [spec] if spec in BUILTIN_STOP_WORDS or Path(spec).exists() else spec.split("+")
+    names: list[str] = []
+    words: set[str] = set()
+    for part in parts:
+        if part in ("", "none"):
+            raise InvalidParameterError(
+                f"stop-word list {spec!r} has {'an empty part' if not part else 'none joined with another list'}; "
+                f"use {STOP_WORDS_SPEC}.")
+        if part in BUILTIN_STOP_WORDS:
+            names.append(part)
+            words.update(load_builtin_stop_words(part))
+        else:
+            names.append("file")
+            words.update(load_stop_word_file(part))
+    return "+".join(names), tuple(sorted(words))
+
+
+def parse_language_stop_words(spec: str) -> tuple[tuple[str, str, tuple[str, ...]], ...] | None:
+    """Per-language stop lists of a ``LANG=LIST,LANG=LIST`` spec, sorted by language; None for one list.
+
+    Each ``LIST`` is what :func:`parse_stop_words` takes (``en=english,de=german+extra.txt``). A
+    spec that names an existing file, or has no ``=``, is one list for every language (None).
+
+    Raises
+    ------
+    InvalidParameterError
+        A part without ``LANG=``, an empty language or a language named twice; the message names it.
+    """
+    if "=" not in spec or Path(spec).exists():
+        return None
+    lists: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for part in spec.split(","):
+        language, sep, stop_list = part.partition("=")
+        language = language.strip()
+        if not sep or not language or not stop_list:
+            raise InvalidParameterError(
+                f"stop words {spec!r}: part {part!r} is not LANG=LIST; give every language as LANG=LIST "
+                "(en=english,de=german), or one list for all languages.")
+        if language in lists:
+            raise InvalidParameterError(f"stop words {spec!r} name language {language!r} twice; name it once.")
+        lists[language] = parse_stop_words(stop_list)
+    return tuple((lang, *lists[lang]) for lang in sorted(lists))
+
+
+def _check_stop_words_name(name: str, where: str) -> None:
+    if name != "none" and not all(p in BUILTIN_STOP_WORDS or p == "file" for p in name.split("+")):
+        raise InvalidParameterError(
+            f"{where} must be 'none' or '+'-joined names of {', '.join(map(repr, [*BUILTIN_STOP_WORDS, 'file']))}, "
+            f"got {name!r}.")
+
+
+#: One language's own stop list in :attr:`TokenizerConfig.language_stop_words`: ``(language, name, words)``.
+LanguageStopWords = tuple[str, str, tuple[str, ...]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,15 +190,24 @@ class TokenizerConfig:
     min_length : int
         Tokens shorter than this many characters are dropped.
     stop_words_name : str
-        Where ``stop_words`` came from: ``"english"``, ``"none"`` or ``"file"``.
+        Where ``stop_words`` came from: ``"none"``, or built-in names (``"english"``, ``"german"``)
+        and ``"file"`` joined by ``+`` (``"english+german"``).
     stop_words : tuple of str
         Sorted words to drop; compared after lowercasing when ``lowercase`` is set, exactly otherwise.
+        They apply to every language that ``language_stop_words`` does not name.
+    language_stop_words : tuple of (str, str, tuple of str)
+        Per-language lists, ``(language, name, words)`` sorted by language (a mapping
+        ``{language: (name, words)}`` is accepted too): text of that language drops these words
+        instead of ``stop_words``. Empty (the default): one list for every language.
 
     Examples
     --------
     >>> config = TokenizerConfig(stop_words_name="none", stop_words=())
     >>> tokenize("The cat, the HAT.", config)
     ['the', 'cat', 'the', 'hat']
+    >>> per_language = TokenizerConfig.from_options(stop_words="en=english,de=german")
+    >>> tokenize("the cat und der Hund", per_language.for_language("de"))
+    ['the', 'cat', 'hund']
     """
 
     lowercase: bool = True
@@ -121,6 +215,7 @@ class TokenizerConfig:
     min_length: int = 2
     stop_words_name: str = "english"
     stop_words: tuple[str, ...] = field(default_factory=lambda: load_builtin_stop_words("english"))
+    language_stop_words: tuple[LanguageStopWords, ...] = ()
 
     def __post_init__(self) -> None:
         try:
@@ -131,39 +226,92 @@ class TokenizerConfig:
             ) from exc
         if self.min_length < 1:
             raise InvalidParameterError(f"min_length must be at least 1, got {self.min_length!r}.")
-        if self.stop_words_name not in ("english", "none", "file"):
-            raise InvalidParameterError(
-                f"stop_words_name must be 'english', 'none' or 'file', got {self.stop_words_name!r}."
-            )
+        _check_stop_words_name(self.stop_words_name, "stop_words_name")
         object.__setattr__(self, "stop_words", tuple(sorted(set(self.stop_words))))
+        per_language = self.language_stop_words
+        items = per_language.items() if isinstance(per_language, Mapping) else (
+            (lang, (name, words)) for lang, name, words in per_language)
+        clean: dict[str, LanguageStopWords] = {}
+        for lang, (name, words) in items:
+            _check_stop_words_name(name, f"the stop-word list name of language {lang!r}")
+            if lang in clean:
+                raise InvalidParameterError(f"language_stop_words names language {lang!r} twice; name it once.")
+            clean[lang] = (str(lang), str(name), tuple(sorted(set(words))))
+        object.__setattr__(self, "language_stop_words", tuple(clean[lang] for lang in sorted(clean)))
 
     @classmethod
     def from_options(
         cls, *, lowercase: bool = True, token_pattern: str = DEFAULT_TOKEN_PATTERN,
         min_length: int = 2, stop_words: str = "english",
     ) -> TokenizerConfig:
-        """Build from CLI-style options; ``stop_words`` is ``english``, ``none`` or a file path."""
-        name, words = parse_stop_words(stop_words)
+        """Build from CLI-style options; ``stop_words`` as :meth:`stop_word_fields` takes it."""
         return cls(lowercase=lowercase, token_pattern=token_pattern, min_length=min_length,
-                   stop_words_name=name, stop_words=words)
+                   **cls.stop_word_fields(stop_words))
+
+    @staticmethod
+    def stop_word_fields(spec: str) -> dict[str, Any]:
+        """The stop-word fields (``stop_words_name``, ``stop_words``, ``language_stop_words``) of a spec.
+
+        ``spec`` is one list for every language (:func:`parse_stop_words`: ``english``, ``german``,
+        ``none``, a file, ``english+german``) or per-language lists ``LANG=LIST,...``
+        (:func:`parse_language_stop_words`), where the languages not named get none.
+        """
+        per_language = parse_language_stop_words(spec)
+        if per_language is None:
+            name, words = parse_stop_words(spec)
+            return {"stop_words_name": name, "stop_words": words, "language_stop_words": ()}
+        return {"stop_words_name": "none", "stop_words": (), "language_stop_words": per_language}
+
+    def for_language(self, language: str) -> TokenizerConfig:
+        """The settings that tokenize text of ``language``: its own stop list if it has one.
+
+        Without per-language lists this is ``self``, so tokenization is the same as before they existed.
+        """
+        if not self.language_stop_words:
+            return self
+        return _language_config(self, language)
+
+    def check_languages(self, languages: Sequence[str]) -> None:
+        """Raise unless every language with its own stop list is one of ``languages`` (the store's).
+
+        Raises
+        ------
+        InvalidParameterError
+            Naming the first unknown language and the store's languages.
+        """
+        unknown = [lang for lang, _, _ in self.language_stop_words if lang not in languages]
+        if unknown:
+            raise InvalidParameterError(
+                f"--stop-words gives a list for language {unknown[0]!r}, which is not a language of the store "
+                f"(its languages: {', '.join(languages)}; set by --lang-field, or 'default' for --text-field); "
+                "name only the store's languages in LANG=LIST.")
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        payload: dict[str, Any] = {
             "lowercase": self.lowercase,
             "token_pattern": self.token_pattern,
             "min_length": self.min_length,
             "stop_words_name": self.stop_words_name,
             "stop_words": list(self.stop_words),
         }
+        # Written only when set, so a store without per-language lists has the manifest it always had.
+        if self.language_stop_words:
+            payload["language_stop_words"] = {
+                lang: {"name": name, "stop_words": list(words)} for lang, name, words in self.language_stop_words}
+        return payload
 
     @classmethod
     def from_dict(cls, payload: Mapping[str, Any]) -> TokenizerConfig:
+        per_language = payload.get("language_stop_words") or {}
         return cls(
             lowercase=bool(payload["lowercase"]),
             token_pattern=str(payload["token_pattern"]),
             min_length=int(payload["min_length"]),
             stop_words_name=str(payload["stop_words_name"]),
             stop_words=tuple(str(w) for w in payload["stop_words"]),
+            language_stop_words=tuple(
+                (str(lang), str(entry["name"]), tuple(str(w) for w in entry["stop_words"]))
+                for lang, entry in per_language.items()),
         )
 
     def differences(self, other: TokenizerConfig) -> list[str]:
@@ -176,7 +324,23 @@ class TokenizerConfig:
                     out.append(f"stop_words: {len(mine)} words != {len(theirs)} words")
                 else:
                     out.append(f"{name}: {mine!r} != {theirs!r}")
+        if self.language_stop_words != other.language_stop_words:
+            out.append(f"language_stop_words: {_describe_lists(self)} != {_describe_lists(other)}")
         return out
+
+
+def _describe_lists(config: TokenizerConfig) -> str:
+    """``en=english (302 words), de=german (231 words)``, or ``none`` without per-language lists."""
+    return ", ".join(f"{lang}={name} ({len(words)} words)" for lang, name, words in config.language_stop_words) or "none"
+
+
+@functools.lru_cache(maxsize=64)
+def _language_config(config: TokenizerConfig, language: str) -> TokenizerConfig:
+    """:meth:`TokenizerConfig.for_language` (cached: the kernels ask once per partition and language)."""
+    for lang, name, words in config.language_stop_words:
+        if lang == language:
+            return replace(config, stop_words_name=name, stop_words=words, language_stop_words=())
+    return replace(config, language_stop_words=())
 
 
 @functools.lru_cache(maxsize=32)

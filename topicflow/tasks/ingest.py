@@ -246,15 +246,15 @@ def read_partition_columns(
 
 def record_bags(record: Record, tokenizer: TokenizerConfig) -> Bags:
     """Per-language term counts of one record (None for a language the record lacks)."""
-    run = make_tokenizer(tokenizer)
-    return {lang: None if text is None else Counter(run(text)) for lang, text in record.texts.items()}
+    return {lang: None if text is None else Counter(make_tokenizer(tokenizer.for_language(lang))(text))
+            for lang, text in record.texts.items()}
 
 
 def count_partition(
     partition: InputPartition, fields: FieldSpec, tokenizer: TokenizerConfig, on_error: OnError
 ) -> PartitionSummary:
     """Pass 1 on one partition: term frequencies per language, id hashes and skipped records."""
-    run = make_tokenizer(tokenizer)
+    runs = {lang: make_tokenizer(tokenizer.for_language(lang)) for lang in fields.languages}
     doc_freq = {lang: Counter[str]() for lang in fields.languages}
     corpus_freq = {lang: Counter[str]() for lang in fields.languages}
     n_docs = dict.fromkeys(fields.languages, 0)
@@ -265,7 +265,7 @@ def count_partition(
         for lang, text in record.texts.items():
             if text is None:
                 continue
-            tokens = run(text)
+            tokens = runs[lang](text)
             corpus_freq[lang].update(tokens)
             doc_freq[lang].update(set(tokens))
             n_docs[lang] += 1
@@ -414,7 +414,7 @@ def write_partition(
     (:class:`OrderEncoder`); the bags are the same either way.
     """
     languages = fields.languages
-    run = make_tokenizer(tokenizer)
+    runs = {lang: make_tokenizer(tokenizer.for_language(lang)) for lang in languages}
     csr: dict[str, tuple[list[int], list[int], list[int]]] = {lang: ([0], [], []) for lang in languages}
     encoders = {lang: OrderEncoder(vocab_index[lang]) for lang in languages} if keep_order else {}
     doc_ids, labels, timestamps = [], [], []
@@ -422,7 +422,7 @@ def write_partition(
     for position, record in enumerate(iter_records(partition, fields, on_error)):
         if position in skip_positions:
             continue
-        tokens = {lang: None if text is None else run(text) for lang, text in record.texts.items()}
+        tokens = {lang: None if text is None else runs[lang](text) for lang, text in record.texts.items()}
         bags: Bags = {lang: None if toks is None else Counter(toks) for lang, toks in tokens.items()}
         encoded = {lang: encode_bag(bags[lang], vocab_index[lang]) for lang in languages}
         if not any(ids for ids, _ in encoded.values()):
@@ -633,7 +633,8 @@ def tokenize_partition(
     """
     skipped: Counter[str] = Counter()
     columns = read_partition_columns(partition, fields, on_error, skipped)
-    languages = {lang: LanguageTokens.of(columns.texts[lang], tokenizer) for lang in fields.languages}
+    languages = {lang: LanguageTokens.of(columns.texts[lang], tokenizer.for_language(lang))
+                 for lang in fields.languages}
     doc_ids = columns.doc_ids
     TokenizedPartition(doc_ids, columns.labels, columns.timestamps, languages).save(path)
     tables = [tokens.table(lang) for lang, tokens in languages.items()]

@@ -30,6 +30,9 @@ def describe_store(path: str | os.PathLike[str]) -> dict[str, Any]:
             labels.update(str(v) for v in cast(np.ndarray, group_array(group, "labels")[:]))
     tokenizer = dict(manifest.tokenizer)
     tokenizer["stop_words"] = len(tokenizer.get("stop_words", ()))
+    if "language_stop_words" in tokenizer:
+        tokenizer["language_stop_words"] = {lang: {"name": entry["name"], "stop_words": len(entry["stop_words"])}
+                                            for lang, entry in tokenizer["language_stop_words"].items()}
     return {
         "path": str(corpus.path),
         "format_version": int(read_json(corpus.path / MANIFEST).get("format_version", BASE_FORMAT_VERSION)),

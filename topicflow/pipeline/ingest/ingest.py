@@ -536,7 +536,8 @@ def ingest_corpus(
     fields : FieldSpec
         Which fields hold id, text (per language), label and timestamp.
     tokenizer : TokenizerConfig, optional
-        Default: lowercase, ``\\b\\w+\\b``, min length 2, English stop words.
+        Default: lowercase, ``\\b\\w+\\b``, min length 2, English stop words. Its per-language stop
+        lists (``language_stop_words``) may name only languages of ``fields``.
     prune : PruneConfig
         Vocabulary cut (min df, max df fraction, max vocabulary).
     shard_size : int, optional
@@ -569,6 +570,8 @@ def ingest_corpus(
         No document is left to store.
     StoreExistsError
         ``out`` exists and ``overwrite`` is False.
+    InvalidParameterError
+        A per-language stop list for a language that ``fields`` does not give.
 
     Examples
     --------
@@ -578,6 +581,7 @@ def ingest_corpus(
     """
     started = time.perf_counter()
     tokenizer = tokenizer or TokenizerConfig()
+    tokenizer.check_languages(fields.languages)
     size, split = _settings(shard_size, split_every, on_error)
     build: Location
     if is_url(out):  # the workers write into the target prefix itself; the manifest, last, publishes it
