@@ -82,7 +82,7 @@ def read_gamma(directory: str | Path | StoragePath, iteration: int, shard_id: st
         except FileNotFoundError:
             return None
         return np.load(io.BytesIO(bytes(data)), allow_pickle=False)
-    path = Path(directory) / f"iter-{iteration}" / f"{shard_id}.npy"
+    path = Path(str(directory)) / f"iter-{iteration}" / f"{shard_id}.npy"
     if not path.is_file():
         return None
     return np.load(path, allow_pickle=False)
@@ -109,7 +109,7 @@ def write_gamma(directory: str | Path | StoragePath, iteration: int, shard_id: s
         np.save(buffer, values, allow_pickle=False)
         write_object((remote / f"iter-{iteration}" / f"{shard_id}.npy").url, buffer.getvalue())
         return
-    folder = Path(directory) / f"iter-{iteration}"
+    folder = Path(str(directory)) / f"iter-{iteration}"
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".{shard_id}.{uuid.uuid4().hex[:8]}.npy"
     np.save(tmp, values, allow_pickle=False)
@@ -127,7 +127,7 @@ def _iterations(directory: str | Path | StoragePath) -> list[tuple[int, Location
             names = []
         children: list[Location] = [remote / name for name in names]
     else:
-        children = list(Path(directory).glob("iter-*"))
+        children = list(Path(str(directory)).glob("iter-*"))
     return [(int(child.name.split("-", 1)[1]), child) for child in children
             if child.name.startswith("iter-") and child.name.split("-", 1)[1].isdigit()]
 
@@ -161,4 +161,4 @@ def remove_scratch(directory: str | Path | StoragePath) -> None:
         The fit's scratch directory: a local directory or a URL prefix.
     """
     remote = _remote(directory)
-    _remove(remote if remote is not None else Path(directory))
+    _remove(remote if remote is not None else Path(str(directory)))
