@@ -7,8 +7,9 @@ worker fails there; the first test proves it does. The corpus store and the mode
 server (tests/objstore.py); the cluster's workers get its settings from the dask config they start
 with. Ingest (JSONL, parquet) writes its shards from the workers straight into the s3:// store; batch
 and online VB, collapsed Gibbs and PCVB0 (whose per-token state z, q the tasks keep in a run directory
-beside the store, here on s3), infer and export run with store and model on s3://; a worker killed in the
-middle of a batch-VB iteration on s3 does not change the model.
+beside the store, here on s3), batch VB's warm start (gamma, in the same kind of run directory), infer and
+export run with store and model on s3://; a worker killed in the middle of a batch-VB iteration or of a Gibbs
+sweep on s3 does not change the model, and a failed Gibbs fit leaves nothing beside the store.
 """
 from __future__ import annotations
 
