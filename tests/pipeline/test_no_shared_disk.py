@@ -7,8 +7,9 @@ worker fails there; the first test proves it does. The corpus store and the mode
 server (tests/objstore.py); the cluster's workers get its settings from the dask config they start
 with. Ingest (JSONL, parquet) writes its shards from the workers straight into the s3:// store; batch
 and online VB, collapsed Gibbs and PCVB0 (whose per-token state z, q the tasks keep in a run directory
-beside the store, here on s3), infer and export run with store and model on s3://; a worker killed in the
-middle of a batch-VB iteration on s3 does not change the model.
+beside the store, here on s3), batch VB's warm start (gamma, in the same kind of run directory), infer and
+export run with store and model on s3://; a worker killed in the middle of a batch-VB iteration or of a Gibbs
+sweep on s3 does not change the model, and a failed Gibbs fit leaves nothing beside the store.
 """
 from __future__ import annotations
 
@@ -270,3 +271,134 @@ def test_gibbs_and_pcvb0_keep_their_per_token_state_on_s3(setting: dict[str, Any
     assert len(remote_runs) == 2 and all(r.url.startswith(f"s3://{bucket}/stores/.topicflow-scratch-")
                                          for r in remote_runs)
     assert not any(r.exists() for r in remote_runs)  # removed when the fit ended
+
+
+def _scratch_objects(fs: Any, prefix: str) -> list[str]:
+    """The objects under ``prefix`` (a bucket-relative key), read afresh (the workers wrote them)."""
+    fs.invalidate_cache()
+    return sorted(str(p)[len(prefix) + 1:] for p in fs.find(prefix))
+
+
+def test_warm_start_keeps_gamma_on_s3_beside_the_store(setting: dict[str, Any], stores: dict[str, Any],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batch VB's warm start: the sandboxed workers write and read each shard's gamma under a prefix beside the
+    s3 store (never on a disk of theirs), one iteration at a time; the model equals the local warm-start fit
+    bit for bit, and the prefix is gone when the fit ends, also when it fails."""
+    from topicflow.pipeline.vb import batch
+
+    client, fs = setting["client"], setting["fs"]
+    locations: list[Any] = []
+
+    def recording(*args: Any) -> Any:
+        locations.append(batch.scratch_location.__wrapped__(*args))  # type: ignore[attr-defined]
+        return locations[-1]
+
+    recording.__wrapped__ = batch.scratch_location  # type: ignore[attr-defined]
+    monkeypatch.setattr(batch, "scratch_location", recording)
+    config = VBConfig(n_topics=3, max_iter=3, tol=0.0, seed=4, warm_start=True, cold_iterations=1)
+    with monkeypatch.context() as patch:  # the references on threads of this process, not the module's cluster
+        patch.setattr(batch, "current_client", lambda client=None: client)
+        warm_local = fit_batch_vb(Corpus.open(stores["local"]), config).state
+        cold_local = fit_batch_vb(Corpus.open(stores["local"]), VBConfig(n_topics=3, max_iter=3, tol=0.0,
+                                                                         seed=4)).state
+    assert isinstance(locations[0], Path)  # the reference's gamma: beside the local store
+    assert not np.array_equal(warm_local.topic_word_var["default"], cold_local.topic_word_var["default"])
+
+    seen: dict[int, list[str]] = {}
+    shards = [s.shard_id for s in Corpus.open(stores["store"]).shards]
+
+    def look(record: Any, state: Any) -> None:
+        seen[record.iteration] = _scratch_objects(fs, locations[-1].url.removeprefix("s3://"))
+
+    result = fit_batch_vb(Corpus.open(stores["store"]), config, client=client, on_iteration=look)
+    remote = locations[-1]
+    assert isinstance(remote, StoragePath) and remote.url.startswith(f"s3://{setting['bucket']}/stores/.topicflow-")
+    # Cold iteration 0 writes nothing; iterations 1 and 2 write every shard's gamma, the older one dropped.
+    assert seen == {0: [], 1: [f"iter-1/{s}.npy" for s in shards], 2: [f"iter-2/{s}.npy" for s in shards]}
+    assert_array_equal(result.state.topic_word_var["default"], warm_local.topic_word_var["default"])
+    assert_array_equal(result.state.doc_topic_prior, warm_local.doc_topic_prior)
+    assert not remote.exists()
+
+    def fail_after_warm_iteration(record: Any, state: Any) -> None:
+        if record.iteration == 1:
+            seen[-1] = _scratch_objects(fs, locations[-1].url.removeprefix("s3://"))
+            raise RuntimeError("stop here")
+
+    with pytest.raises(RuntimeError, match="stop here"):
+        fit_batch_vb(Corpus.open(stores["store"]), config, client=client, on_iteration=fail_after_warm_iteration)
+    assert seen[-1] == [f"iter-1/{s}.npy" for s in shards] and not locations[-1].exists()
+
+
+GIBBS = {"n_topics": 2, "sweeps": 3, "block_size": 15, "seed": 3}  # five blocks: five tasks a sweep
+
+
+def _local_gibbs(corpus: Corpus, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The reference Gibbs fit on threads of this process (not on the module's cluster)."""
+    from topicflow.pipeline.gibbs import fit as gibbs_fit
+
+    with monkeypatch.context() as patch:
+        patch.setattr(gibbs_fit, "current_client", lambda client=None: client)
+        return gibbs_fit.fit_gibbs(corpus, gibbs_fit.GibbsConfig(**GIBBS))
+
+
+def test_worker_killed_mid_gibbs_sweep_on_s3_gives_the_same_chain(
+        setting: dict[str, Any], stores: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """After sweep 1 the scheduler plugin is armed and SIGKILLs the worker the next partition task goes to (a
+    task of sweep 2, event-triggered). The scheduler runs it again on the other worker, which reads the
+    block's z of sweep 1 from s3 and writes the same z of sweep 2; the chain's counts and the model equal
+    the undisturbed fit on local disk bit for bit."""
+    from topicflow.pipeline.gibbs.fit import GibbsConfig, fit_gibbs
+
+    client = setting["client"]
+    reference = _local_gibbs(Corpus.open(stores["local"]), monkeypatch)
+    killer = TaskKiller(client, "gibbs-part")
+    try:
+        result = fit_gibbs(Corpus.open(stores["store"]), GibbsConfig(**GIBBS), client=client,
+                           on_sweep=lambda record, state: killer.arm() if record.sweep == 1 else None)
+    finally:
+        client.wait_for_workers(2)
+    assert killer.killed() and "-2-" in killer.killed()[0]["key"], killer.killed()
+    assert_array_equal(result.term_topic, reference.term_topic)
+    assert_array_equal(result.topic_counts, reference.topic_counts)
+    assert_array_equal(result.state.topic_word_var["default"], reference.state.topic_word_var["default"])
+    assert [r.log_likelihood for r in result.trace] == [r.log_likelihood for r in reference.trace]
+
+
+def _fail_first_sweep_writer(flag: str) -> None:
+    """On this worker: the first task to write a block's z of the start (claiming ``flag``) raises there, while
+    the other worker's start task is running on."""
+    from topicflow.io import storage
+
+    def hook(url: str) -> None:
+        if "/z.zarr/sweep-0/" not in url:
+            return
+        try:
+            os.close(os.open(flag, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return
+        raise OSError(f"injected write failure at {url}")
+
+    storage.before_write = hook
+
+
+def test_failed_gibbs_fit_on_s3_leaves_nothing_beside_the_store(
+        setting: dict[str, Any], stores: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A partition task of the start (sweep 0) fails while the other worker's runs: the fit raises only
+    once no task of it runs any more, and then removes its run prefix, so nothing is left beside the store
+    (before, a still-running task could write its block after the removal: seen once in two runs here)."""
+    from topicflow.io.outputs import assignment_layer as layer
+    from topicflow.pipeline.gibbs.fit import GibbsConfig, fit_gibbs
+
+    client, fs = setting["client"], setting["fs"]
+    runs: list[Any] = []
+    make = layer.scratch_location
+    monkeypatch.setattr(layer, "scratch_location", lambda *args: runs.append(make(*args)) or runs[-1])
+    client.run(_fail_first_sweep_writer, str(tmp_path / "claimed"))
+    try:
+        with pytest.raises(Exception, match="injected write failure"):
+            fit_gibbs(Corpus.open(stores["store"]), GibbsConfig(**GIBBS), client=client)
+    finally:
+        client.run(_no_hook)
+    assert len(runs) == 1 and isinstance(runs[0], StoragePath)
+    fs.invalidate_cache()
+    assert fs.find(runs[0].url.removeprefix("s3://")) == []

@@ -61,7 +61,7 @@ from topicflow.models.lda.gibbs.adlda import (
     optimize_hyperparameters,
 )
 from topicflow.models.lda.state import LDAState
-from topicflow.pipeline.cluster import current_client
+from topicflow.pipeline.cluster import _settled_on_failure, current_client
 from topicflow.pipeline.evaluation import heldout_likelihood
 from topicflow.pipeline.policies import CheckpointPolicy
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
@@ -324,18 +324,27 @@ class _Executor:
 
         futures = {self.client.submit(sweep_partition, *args(p), key=f"gibbs-part-{self.name}-{sweep}-{i}",
                                       pure=False): i for i, p in enumerate(partitions)}
-        try:
+        # On a failure, cancel the rest and return only once no worker still runs one of them: a
+        # cancelled task runs on until it returns, and would write its z after the caller removed the run.
+        with _settled_on_failure(self.client, list(futures), [_TaskKeys([f.key for f in futures])]):
             for future, result in as_completed(list(futures), with_results=True):
                 del futures[future]  # released: its result leaves the worker
                 yield result
-        finally:
-            if futures:
-                self.client.cancel(list(futures))
 
     def close(self) -> None:
         """Stop the thread pool, if any."""
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _TaskKeys:
+    """Submitted tasks' keys in the shape :func:`~topicflow.pipeline.cluster.compute`'s failure wait reads."""
+
+    def __init__(self, keys: list[Any]) -> None:
+        self.keys = keys
+
+    def __dask_graph__(self) -> dict[Any, None]:
+        return dict.fromkeys(self.keys)
 
 
 class _SweepSums:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Sequence, cast
 
 import dask
@@ -27,6 +26,8 @@ from topicflow.errors import InvalidParameterError, TopicflowError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
 from topicflow.io.outputs import gamma_scratch
+from topicflow.io.outputs.assignment_layer import scratch_location
+from topicflow.io.storage import Location
 from topicflow.models.common.dirichlet import (
     newton_alpha,
     newton_symmetric_alpha,
@@ -490,9 +491,13 @@ def _lost_message(state: LDAState, iteration: int, split_every: int, exc: BaseEx
 
 @dataclass(frozen=True, slots=True)
 class WarmStart:
-    """Where the shards' gamma waits between iterations (see :mod:`topicflow.io.outputs.gamma_scratch`)."""
+    """Where the shards' gamma waits between iterations (see :mod:`topicflow.io.outputs.gamma_scratch`).
 
-    directory: Path
+    ``directory`` is local, or a prefix on object storage when the store or ``topicflow.scratch-dir``
+    is a URL (so the workers of a cluster without a shared disk reach it).
+    """
+
+    directory: Location
     shard_ids: tuple[str, ...]
 
 
@@ -526,7 +531,7 @@ def fit_batch_vb(
     run_token = graph_token(corpus.token(), config.to_dict(), split_every)
     warm = None
     if config.warm_start:
-        directory = gamma_scratch.scratch_directory(corpus.path, run_token, tf_config.get("scratch-dir"))
+        directory = scratch_location(corpus.path, run_token, tf_config.get("scratch-dir"))
         warm = WarmStart(directory, tuple(s.shard_id for s in corpus.shards))
     try:
         return _fit_loop(corpus, config, client, split_every, run_token, warm, progress, on_iteration, checkpoint)
