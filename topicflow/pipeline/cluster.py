@@ -865,7 +865,7 @@ def compute(*graphs: Any, client: Any = None) -> tuple[Any, ...]:
     if client is None:
         return _compute_locally(graphs)
     futures = client.compute(list(graphs))
-    with _settled_on_failure(client, futures, graphs):
+    with settled_on_failure(client, futures, graphs):
         return tuple(client.gather(futures))
 
 
@@ -880,7 +880,7 @@ def compute_list(graphs: Sequence[Any], *, client: Any = None, progress: Any = N
     from distributed import as_completed
 
     futures = client.compute(list(graphs))
-    with _settled_on_failure(client, futures, graphs):
+    with settled_on_failure(client, futures, graphs):
         for _ in progress.track(as_completed(futures), total=len(futures), desc=desc, unit=unit):
             pass
         return list(client.gather(futures))
@@ -918,18 +918,35 @@ _SETTLE_POLL = 0.05
 
 
 @contextlib.contextmanager
-def _settled_on_failure(client: Any, futures: Sequence[Any], graphs: Sequence[Any]) -> Iterator[None]:
-    """On an exception: cancel ``futures``, then wait until no worker still executes a task of ``graphs``.
+def settled_on_failure(client: Any, futures: Sequence[Any], graphs: Sequence[Any] = ()) -> Iterator[None]:
+    """On an exception: cancel ``futures``, then wait until no worker still executes one of their tasks.
+
+    The tasks waited for are the futures' own and every task of ``graphs`` (the Dask collections the
+    futures were computed from, whose inner tasks have no future).
 
     A worker cannot stop a running task; the scheduler forgets a cancelled one at once, but the
     worker keeps it among its executing tasks until the function returns. Asking the workers
     (``Client.run``) until none of the call's keys is among them is the event that ends the wait.
     If the workers cannot be asked (the cluster is going away), the wait ends there.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        The client the futures belong to.
+    futures : sequence of distributed.Future
+        The call's futures; cancelled on an exception.
+    graphs : sequence of Dask collections, optional
+        What the futures were computed from.
+
+    Yields
+    ------
+    None
+        The block whose exception (re-raised unchanged) starts the wait.
     """
     try:
         yield
     except BaseException:
-        keys: set[Any] = set()
+        keys: set[Any] = {future.key for future in futures}
         with contextlib.suppress(Exception):
             client.cancel(list(futures))
         for graph in graphs:

@@ -61,7 +61,7 @@ from topicflow.models.lda.gibbs.adlda import (
     optimize_hyperparameters,
 )
 from topicflow.models.lda.state import LDAState
-from topicflow.pipeline.cluster import _settled_on_failure, current_client
+from topicflow.pipeline.cluster import current_client, settled_on_failure
 from topicflow.pipeline.evaluation import heldout_likelihood
 from topicflow.pipeline.policies import CheckpointPolicy
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
@@ -326,7 +326,7 @@ class _Executor:
                                       pure=False): i for i, p in enumerate(partitions)}
         # On a failure, cancel the rest and return only once no worker still runs one of them: a
         # cancelled task runs on until it returns, and would write its z after the caller removed the run.
-        with _settled_on_failure(self.client, list(futures), [_TaskKeys([f.key for f in futures])]):
+        with settled_on_failure(self.client, list(futures)):
             for future, result in as_completed(list(futures), with_results=True):
                 del futures[future]  # released: its result leaves the worker
                 yield result
@@ -335,16 +335,6 @@ class _Executor:
         """Stop the thread pool, if any."""
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
-
-
-class _TaskKeys:
-    """Submitted tasks' keys in the shape :func:`~topicflow.pipeline.cluster.compute`'s failure wait reads."""
-
-    def __init__(self, keys: list[Any]) -> None:
-        self.keys = keys
-
-    def __dask_graph__(self) -> dict[Any, None]:
-        return dict.fromkeys(self.keys)
 
 
 class _SweepSums:
