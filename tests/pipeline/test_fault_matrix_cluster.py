@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Iterator
@@ -51,9 +50,8 @@ from topicflow.testing.faults import (
     HANG_GUARD_SECONDS,
     OnItem,
     TaskKiller,
-    kill_process_group,
+    kill_once_suspended,
     kill_worker,
-    wait_until_suspended,
     workers_with_actors,
 )
 
@@ -73,13 +71,7 @@ STOP_AT_ITEM = (
 
 def run_until_killed(desc: str, index: int, args: list[str]) -> None:
     """Run ``topicflow ARGS`` in a child, SIGKILL its process group once it stopped before item ``index`` of ``desc``."""
-    process = subprocess.Popen([sys.executable, "-c", STOP_AT_ITEM, desc, str(index), *args],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        wait_until_suspended(process)
-    finally:
-        kill_process_group(process)
-        process.wait()
+    kill_once_suspended([sys.executable, "-c", STOP_AT_ITEM, desc, str(index), *args])
 
 
 # ----------------------------------------------------------------------------- a worker process killed

@@ -16,7 +16,6 @@ the suite fast (the outcome is the same with any window: the scheduler never com
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ from topicflow.io.models.store import load_model
 from topicflow.io.models.versions import list_versions
 from topicflow.pipeline.ingest.append import append_corpus
 from topicflow.testing.corpora import draw_planted_corpus, write_planted_jsonl
-from topicflow.testing.faults import OnItem, kill_process_group, wait_until_suspended
+from topicflow.testing.faults import OnItem, kill_once_suspended
 
 
 def listing(path: Path) -> list[str]:
@@ -100,13 +99,7 @@ def test_cli_online_fit_killed_then_resumed_equals_uninterrupted(grown: tuple[Pa
     model = tmp_path / "model"
     args = [str(store), "--model", str(model), "--method", "online", "--topics", "3", "--batch-size", "25",
             "--seed", "5", "--checkpoint-every", "1", "--local-cluster", "threads", "--workers", "1"]
-    process = subprocess.Popen([sys.executable, "-c", STOP_AFTER_MINIBATCH_2, "fit", *args],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        wait_until_suspended(process)
-    finally:
-        kill_process_group(process)
-        process.wait()
+    kill_once_suspended([sys.executable, "-c", STOP_AFTER_MINIBATCH_2, "fit", *args])
     checkpoint = json.loads(Path(str(default_checkpoint_path(model)), "latest.json").read_text())
     assert checkpoint["position"]["t"] == 3, checkpoint  # minibatches 0, 1 and 2 done
     assert not model.exists()

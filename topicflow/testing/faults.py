@@ -383,6 +383,31 @@ def wait_until_suspended(process: subprocess.Popen[Any]) -> None:
                                   f"suspended itself (or was killed by the {HANG_GUARD_SECONDS:.0f} s hang guard)")
 
 
+def kill_once_suspended(command: Sequence[str]) -> None:
+    """Run ``command`` as a child in its own session; once it has stopped itself, SIGKILL its process group.
+
+    The child stops itself (SIGSTOP) at an event of its run, so the kill lands exactly there; this
+    returns once the killed child has been reaped. See :func:`wait_until_suspended`.
+
+    Parameters
+    ----------
+    command : sequence of str
+        The child's argv (e.g. ``[sys.executable, "-c", SCRIPT, *args]``).
+
+    Raises
+    ------
+    FaultInjectionError
+        The child ended before it stopped itself.
+    """
+    process = subprocess.Popen(list(command), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    try:
+        wait_until_suspended(process)
+    finally:
+        kill_process_group(process)
+        process.wait()
+
+
 def kill_process_group(process: subprocess.Popen[Any]) -> None:
     """SIGKILL the process group that ``process`` leads (started with ``start_new_session=True``)."""
     try:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from topicflow.io.models.store import load_model
 from topicflow.pipeline.policies import CheckpointPolicy
 from topicflow.pipeline.vb.batch import VBConfig, fit_batch_vb, start_doc_topic_prior
 from topicflow.testing.corpora import draw_planted_corpus, write_test_store
-from topicflow.testing.faults import kill_process_group, wait_until_suspended
+from topicflow.testing.faults import kill_once_suspended
 
 
 @pytest.fixture(scope="module")
@@ -102,15 +101,7 @@ def test_cli_fit_killed_then_resumed_equals_uninterrupted(store: Path, tmp_path:
     model = tmp_path / "model"
     args = [str(store), "--model", str(model), "--topics", "4", "--max-iter", "40", "--tol", "0", "--seed", "3",
             "--checkpoint-every", "1", "--workers", "1"]
-    process = subprocess.Popen(
-        [sys.executable, "-c", STOP_AFTER_CHECKPOINT_2, "fit", *args],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )
-    try:
-        wait_until_suspended(process)
-    finally:
-        kill_process_group(process)
-        process.wait()
+    kill_once_suspended([sys.executable, "-c", STOP_AFTER_CHECKPOINT_2, "fit", *args])
     latest = default_checkpoint_path(model) / "latest.json"
     assert json.loads(latest.read_text())["position"] == {"iteration": 2}
     assert not model.exists()
