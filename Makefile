@@ -14,6 +14,12 @@ TEST_WORKERS ?= 2
 # e.g. make bench BENCH_ARGS="--jsonl corpus.jsonl --topics 20 100"
 BENCH_ARGS ?= --synth-docs 5000 --topics 20
 
+# Python caches each module it compiles (__pycache__, git-ignored) unless PYTHONDONTWRITEBYTECODE is set, as
+# it is on some CI images: then every process of the suite (each Dask worker, each CLI run, each notebook
+# kernel) compiles dask, distributed, numpy and topicflow from source again, about 2 s per process. The
+# recipes here run without it; the package's own behaviour does not depend on it.
+unexport PYTHONDONTWRITEBYTECODE
+
 PIP_LOCK := requirements/pip.lock
 TEST_LOCK := requirements/test.lock
 BENCH_LOCK := requirements/bench.lock

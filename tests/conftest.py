@@ -1,6 +1,7 @@
 """Shared fixtures: one in-process Dask cluster per session and the scheduler matrix."""
 from __future__ import annotations
 
+import sys
 from typing import Iterator
 
 import pytest
@@ -10,6 +11,28 @@ from hypothesis import HealthCheck, settings
 # (200 ms by default) and no "too slow" health check, either of which fails on a slow or loaded machine.
 settings.register_profile("topicflow", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("topicflow")
+
+
+@pytest.fixture(autouse=True)
+def no_default_client_left_behind() -> Iterator[None]:
+    """Fail the test that leaves a distributed Client registered as the default and not closed.
+
+    Code that is given no client uses the default one (``distributed.get_client``), so a client left
+    behind by one test is picked up by later tests on the same xdist worker: if its cluster is gone,
+    their computations wait for ever. The leaked client is closed and the test that leaked it fails.
+    """
+    module = sys.modules.get("distributed.client")
+    before = set(module._global_clients) if module else set()
+    yield
+    module = sys.modules.get("distributed.client")
+    if module is None:
+        return
+    leaked = [c for k, c in list(module._global_clients.items()) if k not in before and c.status != "closed"]
+    for c in leaked:
+        c.close()
+    if leaked:
+        pytest.fail(f"the test left {len(leaked)} default distributed client(s) open: {leaked}; close them "
+                    "(a `with Client(...)` block) or make them with set_as_default=False")
 
 
 @pytest.fixture(scope="session")

@@ -158,6 +158,12 @@ def test_a_tls_client_of_a_plain_scheduler_is_told_it_does_not_speak_tls(certs: 
         with pytest.raises(SchedulerConnectionError, match="does not speak TLS"):
             with connect(config):
                 pass
+    # The failed client registered itself as the default before connecting; left open, it would be what
+    # every later computation of this process without a client of its own waits on, for ever.
+    from distributed import get_client
+
+    with pytest.raises(ValueError, match="No global client found"):
+        get_client()
 
 
 @pytest.mark.parametrize("options, message", [
