@@ -275,7 +275,12 @@ def _stack_languages(
         counts.append(block.counts)
         indptr += block.indptr
     order = np.argsort(np.concatenate(doc_rows), kind="stable")
-    return indptr, np.concatenate(term_ids)[order], np.concatenate(counts)[order]
+    stacked = np.concatenate(term_ids)[order]
+    if stacked.size == 0 or int(stacked.max()) <= np.iinfo(np.int32).max:
+        # The dtype of one language's blocks: the E-step kernel then runs in the specialization numba
+        # already compiled for them, not a second one for int64 ids (about 4.5 s of compiling per process).
+        stacked = stacked.astype(np.int32)
+    return indptr, stacked, np.concatenate(counts)[order]
 
 
 def _split_stats(
