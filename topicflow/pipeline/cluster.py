@@ -722,7 +722,7 @@ def _close_clients_registered_since(keys: set[int]) -> None:
     from distributed import client as client_module
 
     for key, client in list(client_module._global_clients.items()):
-        if key not in keys and client.status != "closed":
+        if key not in keys and client.status not in ("running", "closing", "closed"):  # never connected
             client.close()
 
 
