@@ -21,13 +21,13 @@ def no_default_client_left_behind() -> Iterator[None]:
     behind by one test is picked up by later tests on the same xdist worker: if its cluster is gone,
     their computations wait for ever. The leaked client is closed and the test that leaked it fails.
     """
-    module = sys.modules.get("distributed.client")
-    before = set(module._global_clients) if module else set()
+    from topicflow.pipeline.cluster import default_client_keys, default_clients_since
+
+    before = default_client_keys() if "distributed.client" in sys.modules else set()
     yield
-    module = sys.modules.get("distributed.client")
-    if module is None:
+    if "distributed.client" not in sys.modules:
         return
-    leaked = [c for k, c in list(module._global_clients.items()) if k not in before and c.status != "closed"]
+    leaked = default_clients_since(before)
     for c in leaked:
         c.close()
     if leaked:

@@ -693,37 +693,35 @@ def _connect_remote(config: ClusterConfig, scheduler: str) -> Any:
 
     security = client_security(config)
     address = scheduler_address(scheduler)
-    registered = _default_client_keys()
+    registered = default_client_keys()
     try:
         if Path(scheduler).is_file():
             return Client(scheduler_file=scheduler, security=security)
         return Client(scheduler, security=security)
     except BaseException as exc:
-        _close_clients_registered_since(registered)
+        # distributed.Client makes itself the default before it connects and stays registered, unclosed,
+        # when connecting fails; get_client() would then hand it to every later computation of the
+        # process given no client (a notebook cell, the next test), which would wait on it for ever.
+        for client in default_clients_since(registered):
+            if client.status not in ("running", "closing"):  # never connected (a running one is another thread's)
+                client.close()
         if isinstance(exc, (OSError, TimeoutError, ValueError)):  # ValueError: a malformed address, TLS on a plain stream
             raise SchedulerConnectionError(explain_connection_failure(address, exc, security)) from exc
         raise
 
 
-def _default_client_keys() -> set[int]:
-    """The keys of distributed's registry of default clients (a client registers itself before it connects)."""
+def default_client_keys() -> set[int]:
+    """The keys of distributed's registry of default clients, to pass to :func:`default_clients_since` later."""
     from distributed import client as client_module
 
     return set(client_module._global_clients)
 
 
-def _close_clients_registered_since(keys: set[int]) -> None:
-    """Close the clients registered as default after ``keys`` was taken: those of a failed connection.
-
-    ``distributed.Client`` makes itself the default before it connects and stays registered, unclosed,
-    when connecting fails; ``get_client()`` would then hand that client to every later computation of
-    the process without a client of its own (a notebook, the test suite), which waits on it for ever.
-    """
+def default_clients_since(keys: set[int]) -> list[Any]:
+    """The clients registered as the process's default since ``keys`` was taken, and not closed."""
     from distributed import client as client_module
 
-    for key, client in list(client_module._global_clients.items()):
-        if key not in keys and client.status not in ("running", "closing", "closed"):  # never connected
-            client.close()
+    return [c for k, c in list(client_module._global_clients.items()) if k not in keys and c.status != "closed"]
 
 
 @contextlib.contextmanager

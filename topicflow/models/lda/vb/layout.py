@@ -278,7 +278,7 @@ def _stack_languages(
     stacked = np.concatenate(term_ids)[order]
     if stacked.size == 0 or int(stacked.max()) <= np.iinfo(np.int32).max:
         # The dtype of one language's blocks: the E-step kernel then runs in the specialization numba
-        # already compiled for them, not a second one for int64 ids (about 4.5 s of compiling per process).
+        # already compiled for them, not a second one for int64 ids (about 4.5 s of compiling per fresh cache).
         stacked = stacked.astype(np.int32)
     return indptr, stacked, np.concatenate(counts)[order]
 
