@@ -87,14 +87,25 @@ def test_stream_with_the_preset_and_a_shared_initial_model(stores: tuple[Path, P
     assert records("u") == records("t") and records("u")[0]["top_terms"]
 
 
+class _Interrupted(BaseException):
+    """The driver stopped from outside (a BaseException, so no error handler turns it into a message)."""
+
+
+def _without_timings(path: Path) -> list[dict[str, object]]:
+    return [{k: v for k, v in json.loads(line).items() if "seconds" not in k and "nbytes" not in k}
+            for line in path.read_text().splitlines()]
+
+
 @pytest.mark.slow
 def test_reproduce_may2014_quick_on_a_tiny_labeled_store(stores: tuple[Path, Path], tmp_path: Path,
-                                                         local_cluster: object) -> None:
+                                                         local_cluster: object,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     _, whole = stores
     address = local_cluster.scheduler_address  # type: ignore[attr-defined]
     out = tmp_path / "may"
-    result = run(["reproduce", "may2014", "--corpus", whole, "--out", out, "--scale", "quick", "--format", "json",
-                  "--scheduler", address])
+    command = ["reproduce", "may2014", "--corpus", whole, "--scale", "quick", "--format", "json",
+               "--scheduler", address]
+    result = run([*command, "--out", out])
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
     assert payload["paper"] == "may2014" and len(payload["claims"]) == 7
@@ -107,3 +118,47 @@ def test_reproduce_may2014_quick_on_a_tiny_labeled_store(stores: tuple[Path, Pat
     assert arms == {"fixed/none", "fixed/reservoir", "fixed/history", "init-0/reservoir", "init-30/reservoir",
                     "init-0/none", "init-30/none", "batch-gibbs"}
     assert "| From a fixed good initial model" in (out / "claims.md").read_text()
+
+    # Interrupted in the middle of the second arm, right after its first checkpoint, then --resume:
+    # the finished arms are read back, the interrupted one continues from its checkpoint, and the
+    # whole trace is the uninterrupted one.
+    from topicflow.pipeline.reproduce import may2014
+    from topicflow.pipeline.streaming.outputs import StreamOutputs
+
+    save, stream = StreamOutputs.save, may2014.run_stream
+    calls: list[tuple[str, bool]] = []
+
+    def stop_after_first_checkpoint(self: StreamOutputs, *args: object, **kwargs: object) -> None:
+        save(self, *args, **kwargs)
+        if str(self.out).endswith("fixed-reservoir") and not calls[-1][1]:
+            raise _Interrupted
+
+    def spy(*args: object, **kwargs: object) -> object:
+        calls.append((Path(str(kwargs["out"])).name, bool(kwargs["resume"])))
+        return stream(*args, **kwargs)
+
+    monkeypatch.setattr(StreamOutputs, "save", stop_after_first_checkpoint)
+    monkeypatch.setattr(may2014, "run_stream", spy)
+    again = tmp_path / "again"
+    with pytest.raises(_Interrupted):
+        run([*command, "--out", again])
+    assert calls == [("fixed-none", False), ("fixed-reservoir", False)]
+    assert not (again / "claims.md").exists() and not (again / "arms" / "fixed-reservoir" / "records.json").exists()
+    refused = run([*command, "--out", again])
+    assert refused.exit_code == 2 and "give --resume to continue" in refused.output
+    calls.clear()
+    resumed = run([*command, "--out", again, "--resume"])
+    assert resumed.exit_code == 0, resumed.output
+    assert calls == [("fixed-reservoir", True), ("fixed-history", False), ("init-0-reservoir", False),
+                     ("init-30-reservoir", False), ("init-0-none", False), ("init-30-none", False),
+                     ("batch-gibbs", False)]
+    assert _without_timings(again / "trace.jsonl") == _without_timings(out / "trace.jsonl")
+    assert [c["held"] for c in json.loads(resumed.stdout)["claims"]] == [c["held"] for c in payload["claims"]]
+
+    # Resuming with other settings names the arm and what differs; --resume and --overwrite exclude each other.
+    other = run([*command, "--out", again, "--resume", "--seed", 5])
+    assert other.exit_code == 2 and "fixed-none" in other.output and "seed" in other.output
+    both = run([*command, "--out", again, "--resume", "--overwrite"])
+    assert both.exit_code == 2 and "give one" in both.output
+    gao = run(["reproduce", "gao2016", "--corpus", whole, "--out", tmp_path / "gao", "--resume"])
+    assert gao.exit_code == 2 and "cannot be resumed" in gao.output

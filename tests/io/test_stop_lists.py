@@ -137,6 +137,24 @@ def test_two_language_store_applies_each_list_and_append_reuses_it(tmp_path: Pat
         append_corpus(store, [new], fields=EN_DE, tokenizer=TokenizerConfig())
 
 
+def test_prior_tree_words_go_through_their_own_languages_list(tmp_path: Path) -> None:
+    from topicflow.io.trees import build_tree_for_store
+
+    store = tmp_path / "s.zarr"
+    ingest_corpus([write_rows(tmp_path / "a.jsonl", ROWS)], store, fields=EN_DE,
+                  tokenizer=TokenizerConfig.from_options(stop_words=PER_LANGUAGE))
+    # "die" is a German stop word: no token in German, so its pair is not a single token. "in" is a
+    # stop word of both lists; "ist"/"is" of both too. The English "die" is not on the English list.
+    dictionary = tmp_path / "d.tsv"
+    dictionary.write_text("de\ten\nKatze\tcat\nHund\tdog\ndie\tthe\nHaus\tdie\nist\tsleeps\n", encoding="utf-8")
+    tree, coverage, _ = build_tree_for_store(dictionary, store)
+    assert coverage.pairs_read == 5 and coverage.pairs_in_vocabulary == 2
+    # die/the: both stop words; ist/sleeps: "ist" is a German stop word. Haus/die: the English "die" is a
+    # token of English (not on its list) but not in this tiny vocabulary.
+    assert coverage.pairs_not_single_token == 2 and coverage.pairs_out_of_vocabulary == 1
+    assert "en:cat|de:katze" in tree.node_names and "en:dog|de:hund" in tree.node_names
+
+
 def test_per_language_list_for_a_language_the_store_lacks(tmp_path: Path) -> None:
     with pytest.raises(InvalidParameterError, match="language 'fr', which is not a language of the store"):
         ingest_corpus([write_rows(tmp_path / "a.jsonl", ROWS)], tmp_path / "s.zarr", fields=EN_DE,

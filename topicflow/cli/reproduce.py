@@ -29,23 +29,31 @@ def _papers_help() -> str:
               help="quick: a small configuration that shows the claim in minutes; paper: the paper's settings.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Base seed of every run.")
 @click.option("--overwrite", is_flag=True, help="Write into an existing OUT.")
+@click.option("--resume", is_flag=True,
+              help="Continue an interrupted run in OUT with the same settings (may2014): finished arms are read "
+                   "back, an interrupted arm continues from its last checkpoint.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @cluster_options
 @reports_errors
 def reproduce(paper: str, corpora: tuple[str, ...], test_store: str | None, out: Path | None, scale: str, seed: int,
-              overwrite: bool, fmt: str, cluster: ClusterConfig) -> None:
+              overwrite: bool, resume: bool, fmt: str, cluster: ClusterConfig) -> None:
     """Run PAPER's configuration; write OUT/claims.md (paper vs ours), the trace and the figures."""
     spec = get_paper(paper)
     out = out or Path(f"reproduce-{paper}")
-    if out.exists() and any(out.iterdir()) and not overwrite:
-        raise click.UsageError(f"{out} exists and is not empty; give --overwrite or another --out")
+    if resume and overwrite:
+        raise click.UsageError("--resume continues what is in OUT and --overwrite starts OUT again: give one")
+    if resume and not spec.resumable:
+        raise click.UsageError(f"the {paper} reproduction cannot be resumed; run it again with --overwrite")
+    if out.exists() and any(out.iterdir()) and not (overwrite or resume):
+        raise click.UsageError(f"{out} exists and is not empty; give --resume to continue the run in it, "
+                               "--overwrite to start again, or another --out")
     stores = [Corpus.open(path) for path in corpora]
     test = Corpus.open(test_store) if test_store else None
     click.echo(f"reproducing {spec.name} ({spec.citation}) at scale {scale} on {', '.join(corpora)}", err=True)
     with connect(cluster) as client:
         click.echo(f"dashboard: {client.dashboard_link}", err=True)
         result = run_reproduction(paper, stores, out, scale=scale, seed=seed, client=client,  # type: ignore[arg-type]
-                                  test=test, progress=progress_reporter())
+                                  test=test, progress=progress_reporter(), resume=resume)
     if fmt == "json":
         click.echo(json.dumps(result.to_dict(), indent=2, sort_keys=True, default=str))
     else:

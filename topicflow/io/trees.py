@@ -338,7 +338,7 @@ def build_tree_for_store(
         if unknown:
             raise InvalidParameterError(f"store {str(corpus.path)!r} has no language {unknown[0]!r}; it has "
                                         f"{list(store_langs)}. Fix --languages (languages=).")
-    tokenizer = make_tokenizer(TokenizerConfig.from_dict(corpus.manifest.tokenizer))
+    config = TokenizerConfig.from_dict(corpus.manifest.tokenizer)
     if source_format == "tsv":
         pairs, cols = read_dictionary(source, languages=languages, known_languages=store_langs)
         for lang in cols:
@@ -349,6 +349,8 @@ def build_tree_for_store(
     else:
         tree_langs = tuple(lang for lang in store_langs if languages is None or lang in languages)
     vocabularies = {lang: corpus.vocabulary(lang).terms.tolist() for lang in tree_langs}
+    # Each language's words go through its own settings (its stop list, when the store has one per language).
+    tokenizer = {lang: make_tokenizer(config.for_language(lang)) for lang in tree_langs}
     if source_format == "tsv":
         tree, coverage = build_tree_from_pairs(pairs, tree_langs, vocabularies, merge=merge, convention=convention,
                                                root_beta=root_beta, concept_beta=concept_beta, normalize=tokenizer)

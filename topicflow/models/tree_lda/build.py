@@ -167,11 +167,19 @@ def _check_settings(convention: str, root_beta: float, concept_beta: float) -> N
             raise InvalidParameterError(f"{name} must be a positive number, got {value!r}.")
 
 
-def _normalizer(normalize: Callable[[str], list[str]] | None) -> Callable[[str], str | None]:
-    def one(word: str) -> str | None:
+#: ``word -> tokens`` for every language, or one per language (a store with per-language stop lists).
+Normalize = Callable[[str], list[str]] | Mapping[str, Callable[[str], list[str]]]
+
+
+def _normalizer(normalize: Normalize | None) -> Callable[[str, str], str | None]:
+    """``(language, word) -> term`` (None: the word is not exactly one token of its language)."""
+    def one(language: str, word: str) -> str | None:
         if normalize is None:
             return word
-        tokens = normalize(word)
+        tokenize = normalize.get(language) if isinstance(normalize, Mapping) else normalize
+        if tokenize is None:
+            return word
+        tokens = tokenize(word)
         return tokens[0] if len(tokens) == 1 else None
     return one
 
@@ -193,7 +201,7 @@ def build_tree_from_pairs(
     convention: str = "per-leaf",
     root_beta: float = DEFAULT_ROOT_BETA,
     concept_beta: float = DEFAULT_CONCEPT_BETA,
-    normalize: Callable[[str], list[str]] | None = None,
+    normalize: Normalize | None = None,
 ) -> tuple[PriorTree, TreeCoverage]:
     """A two-level prior tree from translation or synonym pairs ([Z] sec. 5.1, Fig. 5.1).
 
@@ -213,9 +221,10 @@ def build_tree_from_pairs(
         Per-leaf: prior per leaf below the root; tree-tm: the root's total mass.
     concept_beta : float, default 100
         Total prior mass of each concept's child edges.
-    normalize : callable, optional
-        ``word -> tokens`` (the store's tokenizer); a word must give exactly one token, else its pair is
-        skipped and counted. None: words are used as they are.
+    normalize : callable or mapping of str to callable, optional
+        ``word -> tokens`` (the store's tokenizer), or one per language (a store with per-language stop
+        lists; a language it does not name keeps its words as they are); a word must give exactly one
+        token, else its pair is skipped and counted. None: words are used as they are.
 
     Returns
     -------
@@ -250,7 +259,7 @@ def build_tree_from_pairs(
             if lang not in lang_pos:
                 raise InvalidParameterError(f"a dictionary pair has language {lang!r}, which the tree does not have "
                                             f"(languages {list(languages)}).")
-        a, b = norm(word_a), norm(word_b)
+        a, b = norm(lang_a, word_a), norm(lang_b, word_b)
         if a is None or b is None:
             n_not_token += 1
             continue
@@ -309,7 +318,7 @@ def build_tree_from_hierarchy(
     convention: str = "per-leaf",
     root_beta: float = DEFAULT_ROOT_BETA,
     concept_beta: float = DEFAULT_CONCEPT_BETA,
-    normalize: Callable[[str], list[str]] | None = None,
+    normalize: Normalize | None = None,
 ) -> tuple[PriorTree, TreeCoverage]:
     """A prior tree from a nested hierarchy of any depth (WordNet-like resources, must-link sets).
 
@@ -328,8 +337,9 @@ def build_tree_from_hierarchy(
     convention : {"per-leaf", "tree-tm"}, default "per-leaf"
     root_beta : float, default 0.01
     concept_beta : float, default 100
-    normalize : callable, optional
-        ``word -> tokens``; words that are not exactly one token are dropped and counted.
+    normalize : callable or mapping of str to callable, optional
+        ``word -> tokens``, or one per language; words that are not exactly one token are dropped and
+        counted.
 
     Returns
     -------
@@ -366,7 +376,7 @@ class _Built:
 
 
 def _resolve(node: HierarchyNode, lang_pos: Mapping[str, int], index: Sequence[Mapping[str, int]],
-             normalize: Callable[[str], str | None] | None, counts: dict[str, int]) -> _Built | None:
+             normalize: Callable[[str, str], str | None] | None, counts: dict[str, int]) -> _Built | None:
     children: list[_Built | tuple[int, int, float | None]] = []
     seen: set[tuple[int, int]] = set()
     for child in node.children:
@@ -379,7 +389,7 @@ def _resolve(node: HierarchyNode, lang_pos: Mapping[str, int], index: Sequence[M
         if child.language not in lang_pos:
             raise InvalidParameterError(f"hierarchy leaf {child.term!r} has language {child.language!r}, which the "
                                         f"tree does not have (languages {list(lang_pos)}).")
-        term = normalize(child.term) if normalize is not None else child.term
+        term = normalize(child.language, child.term) if normalize is not None else child.term
         if term is None:
             counts["not_token"] = counts.get("not_token", 0) + 1
             continue
@@ -399,7 +409,7 @@ def _resolve(node: HierarchyNode, lang_pos: Mapping[str, int], index: Sequence[M
 def _assemble(
     languages: Sequence[str], n_terms: Sequence[int], index: Sequence[Mapping[str, int]],
     top: Sequence[HierarchyNode | HierarchyLeaf], *, convention: str, root_beta: float, concept_beta: float,
-    normalize: Callable[[str], str | None] | None, counts: dict[str, int] | None = None,
+    normalize: Callable[[str, str], str | None] | None, counts: dict[str, int] | None = None,
 ) -> PriorTree:
     """The PriorTree of ``top`` (the root's children) plus every uncovered word under the root."""
     counts = {} if counts is None else counts

@@ -9,12 +9,13 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from topicflow.errors import InvalidParameterError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
-from topicflow.pipeline.reproduce import canini2009 as _canini2009  # noqa: F401,E402  (Canini, Shi & Griffiths 2009)
-from topicflow.pipeline.reproduce import bleier2016 as _bleier2016  # noqa: F401,E402  (Bleier: PCSVB0, Fig. 1)
 
 # One import per paper (each registers itself).
+from topicflow.pipeline.reproduce import bleier2016 as _bleier2016  # noqa: F401,E402  (Bleier: PCSVB0, Fig. 1)
+from topicflow.pipeline.reproduce import canini2009 as _canini2009  # noqa: F401,E402  (Canini, Shi & Griffiths 2009)
 from topicflow.pipeline.reproduce import gao2016 as _gao2016  # noqa: F401,E402
 from topicflow.pipeline.reproduce import may2014 as _may2014  # noqa: F401,E402  (May, Clemmer & Van Durme 2014)
 from topicflow.pipeline.reproduce import mrlda as _mrlda  # noqa: F401,E402  (zhai2014-mrlda)
@@ -34,7 +35,7 @@ __all__ = ["PAPERS", "Claim", "Paper", "ReproduceRequest", "Reproduction", "Scal
 
 def reproduce(name: str, corpora: list[Corpus], out: Path, *, scale: Scale = "quick", seed: int = 0,
               client: object = None, test: Corpus | None = None,
-              progress: ProgressReporter = NO_PROGRESS) -> Reproduction:
+              progress: ProgressReporter = NO_PROGRESS, resume: bool = False) -> Reproduction:
     """Run the reproduction of paper ``name`` and write ``OUT/claims.json`` and ``OUT/claims.md``.
 
     Parameters
@@ -55,18 +56,29 @@ def reproduce(name: str, corpora: list[Corpus], out: Path, *, scale: Scale = "qu
         A held-out store; by default the paper module holds out its own documents.
     progress : ProgressReporter
         Progress of long loops.
+    resume : bool
+        Continue an interrupted run of the same settings in ``out`` (papers registered as
+        ``resumable``, such as may2014, whose paper scale runs for hours).
 
     Returns
     -------
     Reproduction
         The claims beside ours, the figures and the trace written.
+
+    Raises
+    ------
+    InvalidParameterError
+        ``resume`` for a paper whose reproduction cannot resume, or bad input (the paper module's).
     """
     paper = get_paper(name)
+    if resume and not paper.resumable:
+        raise InvalidParameterError(f"the {name} reproduction cannot be resumed; run it again with --overwrite "
+                                    f"(resumable: {', '.join(sorted(p for p, v in PAPERS.items() if v.resumable))})")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     result = paper.run(ReproduceRequest(corpora=list(corpora), out=out, scale=scale, seed=seed, client=client,
-                                        test=test, progress=progress))
+                                        test=test, progress=progress, resume=resume))
     result.seconds = time.perf_counter() - started
     write_reproduction(result, out)
     return result

@@ -47,6 +47,11 @@ CITATION = ("May, Clemmer & Van Durme (2014). Particle filter rejuvenation and l
 TEST_SHARE = 0.4
 #: Evaluation points along the stream.
 N_EVAL_POINTS = 10
+#: Every arm saves its runs' snapshots this often (in evaluation points), so an interrupted
+#: reproduction continued with ``--resume`` repeats at most this much of one arm.
+CHECKPOINT_EVERY = 1
+#: A finished arm's records, read back by ``--resume`` instead of running the arm again.
+ARM_RECORDS = "records.json"
 
 
 @dataclass(frozen=True)
@@ -199,12 +204,41 @@ def label_count(corpus: Corpus, n_docs: int) -> int:
 
 def run_arm(arm: Arm, base: dict[str, Any], train: Corpus, test: Corpus, out: Path,
             request: ReproduceRequest) -> list[dict[str, Any]]:
-    """Run one arm's seeds side by side; its records, each tagged with the arm's name."""
+    """Run one arm's seeds side by side; its records, each tagged with the arm's name.
+
+    The arm's stream checkpoints every :data:`CHECKPOINT_EVERY` evaluation points and its records
+    are saved in ``ARM/records.json`` when it ends. With ``request.resume`` a finished arm is read
+    back (its settings must be the ones asked for) and an interrupted one continues from its
+    last checkpoint, bit for bit the stream it would have been.
+    """
     config = stream_config(**{**base, **arm.settings})
-    log.info("may2014: arm %s (%d runs)", arm.name, config.run.runs)
-    result = run_stream(train, config, client=request.client, test_corpus=test,
-                        out=out / "arms" / arm.name.replace("/", "-"), progress=request.progress)
-    return [{**record, "arm": arm.name} for record in result.records]
+    arm_out = out / "arms" / arm.name.replace("/", "-")
+    finished = arm_out / ARM_RECORDS
+    fingerprint = _jsonable(config.fingerprint())
+    if request.resume and finished.is_file():
+        saved = json.loads(finished.read_text(encoding="utf-8"))
+        if saved.get("fingerprint") != fingerprint:
+            changed = sorted(k for k in set(fingerprint) | set(saved.get("fingerprint", {}))
+                             if fingerprint.get(k) != saved.get("fingerprint", {}).get(k))
+            raise InvalidParameterError(
+                f"{finished} was run with other settings ({', '.join(changed)} differ); resume with the "
+                "same --scale, --seed and stores, or run again with --overwrite", path=str(finished))
+        log.info("may2014: arm %s finished earlier; its %d records are read back", arm.name, len(saved["records"]))
+        return list(saved["records"])
+    finished.unlink(missing_ok=True)  # a finished arm of an earlier run is not this run's
+    resume = request.resume and (arm_out / "state" / "stream.json").is_file()
+    log.info("may2014: arm %s (%d runs)%s", arm.name, config.run.runs, ", resumed" if resume else "")
+    result = run_stream(train, config, client=request.client, test_corpus=test, out=arm_out, resume=resume,
+                        checkpoint_every=CHECKPOINT_EVERY, progress=request.progress)
+    records = [{**record, "arm": arm.name} for record in result.records]
+    atomic_write_bytes(finished, json.dumps({"fingerprint": fingerprint, "records": records}, sort_keys=True,
+                                            default=str).encode("utf-8"))
+    return records
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` as it reads back from JSON (tuples become lists), for comparing saved settings."""
+    return json.loads(json.dumps(value, sort_keys=True, default=str))
 
 
 def final_values(records: Sequence[dict[str, Any]], arm: str, metric: str = "nmi_out") -> np.ndarray:
@@ -406,5 +440,5 @@ def run(request: ReproduceRequest) -> Reproduction:
 PAPER = register(Paper(
     name="may2014", citation=CITATION,
     corpora="one labeled store (the stream; --test: a labeled test store, else its last shards are held out)",
-    run=run,
+    run=run, resumable=True,
 ))

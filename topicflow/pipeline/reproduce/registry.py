@@ -39,6 +39,9 @@ class ReproduceRequest:
         A held-out store, when the user gave ``--test``; otherwise the module splits its own.
     progress : ProgressReporter
         Where long loops report.
+    resume : bool
+        Continue an interrupted run in ``out`` (only papers registered as ``resumable``): what
+        finished is read back, what was interrupted continues from its last checkpoint.
     """
 
     corpora: list[Corpus]
@@ -48,6 +51,7 @@ class ReproduceRequest:
     client: Any = None
     test: Corpus | None = None
     progress: ProgressReporter = field(default_factory=lambda: NO_PROGRESS)
+    resume: bool = False
 
 
 @dataclass(frozen=True)
@@ -64,12 +68,15 @@ class Paper:
         What ``--corpus`` must be (for ``--help`` and errors).
     run : callable
         ``run(request) -> Reproduction``.
+    resumable : bool
+        ``run`` honours ``request.resume`` (a run of hours at the paper's scale can be continued).
     """
 
     name: str
     citation: str
     corpora: str
     run: Callable[[ReproduceRequest], Reproduction]
+    resumable: bool = False
 
 
 #: Every registered paper by name.
