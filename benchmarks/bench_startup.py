@@ -137,7 +137,11 @@ FLOOR_DRIVER = r"""
 import gc, json, sys, time
 started = time.time()
 gc.disable()  # as the command line does: no collection while importing, then the imports frozen
-import numpy, scipy.sparse, scipy.special, dask, dask.delayed, distributed, numba, zarr, tqdm
+threads = sys.argv[2] == "threads"
+if threads:  # what `topicflow fit` on the threads executor imports: no distributed, no scipy.sparse
+    import numpy, scipy.special, dask, dask.delayed, dask.threaded, numba, zarr, tqdm, click
+else:
+    import numpy, scipy.sparse, scipy.special, dask, dask.delayed, distributed, numba, zarr, tqdm
 gc.freeze()
 gc.enable()
 imported = time.time()
@@ -146,11 +150,15 @@ import bench_floor_kernel
 defined = time.time()
 bench_floor_kernel.total(numpy.ones(10))
 called = time.time()
-cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, memory_limit=0, processes=False,
-                                   dashboard_address="127.0.0.1:0", worker_dashboard_address="127.0.0.1:0")
-client = distributed.Client(cluster, direct_to_workers=True)
-clustered = time.time()
-client.close(); cluster.close()
+if threads:  # Dask's threaded scheduler needs no start; one task through it
+    dask.delayed(sum)([1, 2]).compute(scheduler="threads")
+    clustered = time.time()
+else:
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, memory_limit=0, processes=False,
+                                       dashboard_address="127.0.0.1:0", worker_dashboard_address="127.0.0.1:0")
+    client = distributed.Client(cluster, direct_to_workers=True)
+    clustered = time.time()
+    client.close(); cluster.close()
 print("BENCH-STAMPS " + json.dumps({"interpreter": started, "imports": imported, "kernel module": defined,
                                     "first kernel call": called, "cluster": clustered}), file=sys.stderr)
 """
@@ -245,11 +253,16 @@ def run_breakdown(store: Path, executor: str) -> dict[str, float]:
     return phases
 
 
-def run_floor(workdir: Path) -> dict[str, float]:
-    """Third-party imports, numba's first cached-kernel call and a threads cluster, in a fresh interpreter."""
+def run_floor(workdir: Path, variant: str = "distributed") -> dict[str, float]:
+    """Third-party imports, numba's first cached-kernel call and a cluster, in a fresh interpreter.
+
+    ``variant`` ``distributed``: the imports of a fit on a distributed cluster and a threads
+    ``LocalCluster``; ``threads``: those of `fit` on the threads executor (no distributed, no
+    scipy.sparse) and one task through Dask's threaded scheduler.
+    """
     (workdir / "bench_floor_kernel.py").write_text(FLOOR_KERNEL)
     launched = time.time()
-    done = subprocess.run([PYTHON, "-c", FLOOR_DRIVER, str(workdir)], capture_output=True, text=True)
+    done = subprocess.run([PYTHON, "-c", FLOOR_DRIVER, str(workdir), variant], capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"floor failed ({done.returncode}):\n{done.stderr[-3000:]}")
     stamps = json.loads(next(line for line in done.stderr.splitlines()
@@ -285,6 +298,9 @@ def main() -> None:
     parser.add_argument("--breakdown", action="store_true", help="Phase breakdown of one API fit instead.")
     parser.add_argument("--floor", action="store_true",
                         help="The floor instead: third-party imports, numba's first kernel call, a threads cluster.")
+    parser.add_argument("--floor-variant", choices=["distributed", "threads"], default="distributed",
+                        help="--floor: the imports and cluster of a distributed fit, or of `fit` on the threads "
+                             "executor (no distributed, no scipy.sparse; Dask's threaded scheduler).")
     parser.add_argument("--workdir", type=Path, default=None, help="Keep the files here (default: a temp dir).")
     parser.add_argument("--before", default=None,
                         help="A directory holding an older tree's package (e.g. from git archive): each command "
@@ -295,10 +311,10 @@ def main() -> None:
     workdir.mkdir(parents=True, exist_ok=True)
     try:
         if options.floor:
-            run_floor(workdir)  # compiles the kernel into its cache, warms the page cache
-            runs = [run_floor(workdir) for _ in range(options.repeat)]
+            run_floor(workdir, options.floor_variant)  # compiles the kernel into its cache, warms the page cache
+            runs = [run_floor(workdir, options.floor_variant) for _ in range(options.repeat)]
             best_phases = {k: min(r[k] for r in runs) for k in runs[0]}
-            print(json.dumps({"repeat": options.repeat, "load_average": os.getloadavg(), "runs": runs,
+            print(json.dumps({"repeat": options.repeat, "variant": options.floor_variant, "load_average": os.getloadavg(), "runs": runs,
                               "best": best_phases}, indent=1))
             print(f"\n{'floor phase (best of %d, s)' % options.repeat:<32}")
             for phase, seconds in best_phases.items():

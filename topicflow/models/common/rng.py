@@ -13,24 +13,35 @@ import numpy as np
 
 _MASK = (1 << 64) - 1
 
+def _stream_id(number: int) -> int:
+    """A stream identifier as a NumPy integer, not a Python int.
+
+    numba types a Python-int global read inside a kernel as a literal, so every stream compiled its
+    own copy of :func:`counter_key` and of each kernel it passes through (17 copies of ``counter_key``
+    in one process, each compile paid by a fresh cache); a NumPy integer is typed ``int64``: one
+    signature for all. It behaves as an int everywhere else.
+    """
+    return np.int64(number)  # type: ignore[return-value]
+
+
 #: Stream identifiers keep independent uses of the same (seed, doc) apart.
-STREAM_GAMMA_INIT = 1
-STREAM_GIBBS = 2
-STREAM_SYNTH = 3
-STREAM_SPLIT = 4
-STREAM_TOPIC_INIT = 5
-STREAM_SHUFFLE = 6
-STREAM_PARTICLE = 7  # per-token draws of a streaming sampler (particle, token)
-STREAM_RESAMPLE = 8  # resampling of a particle cloud
-STREAM_RESERVOIR = 9  # reservoir sampling over the token stream
-STREAM_REJUVENATE = 10  # choice and resampling of rejuvenation tokens
-STREAM_INIT_TRIAL = 11  # independent initializations of a streaming sampler
-STREAM_FOLD_IN = 12  # Gibbs sweeps on held-out documents with topics fixed
-STREAM_LEFT_TO_RIGHT = 13  # left-to-right held-out estimator (particle, document)
-STREAM_EVAL_SAMPLE = 14  # documents sampled for an evaluation (topics as features)
-STREAM_CVB0_DOC_START = 15  # random start of a document's n_dk in the collapsed VB methods
-STREAM_TREE_PATH = 16  # path draws y | z of the tree hybrid E-step (per seed, epoch, language)
-STREAM_INFVOC_GIBBS = 17  # hybrid Gibbs sweeps of the infinite-vocabulary E-step (seed, minibatch, document)
+STREAM_GAMMA_INIT = _stream_id(1)
+STREAM_GIBBS = _stream_id(2)
+STREAM_SYNTH = _stream_id(3)
+STREAM_SPLIT = _stream_id(4)
+STREAM_TOPIC_INIT = _stream_id(5)
+STREAM_SHUFFLE = _stream_id(6)
+STREAM_PARTICLE = _stream_id(7)  # per-token draws of a streaming sampler (particle, token)
+STREAM_RESAMPLE = _stream_id(8)  # resampling of a particle cloud
+STREAM_RESERVOIR = _stream_id(9)  # reservoir sampling over the token stream
+STREAM_REJUVENATE = _stream_id(10)  # choice and resampling of rejuvenation tokens
+STREAM_INIT_TRIAL = _stream_id(11)  # independent initializations of a streaming sampler
+STREAM_FOLD_IN = _stream_id(12)  # Gibbs sweeps on held-out documents with topics fixed
+STREAM_LEFT_TO_RIGHT = _stream_id(13)  # left-to-right held-out estimator (particle, document)
+STREAM_EVAL_SAMPLE = _stream_id(14)  # documents sampled for an evaluation (topics as features)
+STREAM_CVB0_DOC_START = _stream_id(15)  # random start of a document's n_dk in the collapsed VB methods
+STREAM_TREE_PATH = _stream_id(16)  # path draws y | z of the tree hybrid E-step (per seed, epoch, language)
+STREAM_INFVOC_GIBBS = _stream_id(17)  # hybrid Gibbs sweeps of the infinite-vocabulary E-step (seed, minibatch, document)
 
 
 @numba.njit(nogil=True, cache=True)
