@@ -265,7 +265,7 @@ def _stack_languages(
     present = [(i, lang) for i, lang in enumerate(topics.languages) if lang in blocks]
     if len(present) == 1 and present[0][0] == 0:
         block = blocks[present[0][1]]
-        return block.indptr.astype(np.int64, copy=False), block.term_ids, block.counts
+        return block.indptr.astype(np.int64, copy=False), _int32_ids(block.term_ids), block.counts
     doc_rows, term_ids, counts = [], [], []
     indptr = np.zeros(n_docs + 1, dtype=np.int64)
     for i, lang in present:
@@ -275,12 +275,19 @@ def _stack_languages(
         counts.append(block.counts)
         indptr += block.indptr
     order = np.argsort(np.concatenate(doc_rows), kind="stable")
-    stacked = np.concatenate(term_ids)[order]
-    if stacked.size == 0 or int(stacked.max()) <= np.iinfo(np.int32).max:
-        # The dtype of one language's blocks: the E-step kernel then runs in the specialization numba
-        # already compiled for them, not a second one for int64 ids (about 4.5 s of compiling per fresh cache).
-        stacked = stacked.astype(np.int32)
-    return indptr, stacked, np.concatenate(counts)[order]
+    return indptr, _int32_ids(np.concatenate(term_ids)[order]), np.concatenate(counts)[order]
+
+
+def _int32_ids(term_ids: np.ndarray) -> np.ndarray:
+    """``term_ids`` as int32 when they fit (the dtype of the store's blocks).
+
+    The E-step kernels then always run in the one specialization numba compiled for int32 ids, not a
+    second one for int64 ids (a block built from an int64 CSR, or the stacked polylingual ids): about
+    4.5 s of compiling per kernel and fresh cache.
+    """
+    if term_ids.dtype == np.int32 or (term_ids.size and int(term_ids.max()) > np.iinfo(np.int32).max):
+        return term_ids
+    return term_ids.astype(np.int32)
 
 
 def _split_stats(
