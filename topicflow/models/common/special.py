@@ -104,6 +104,64 @@ def digamma(x: float) -> float:
     return reflection - shift + math.log(x) - 0.5 * r - series
 
 
+#: :func:`digamma_lgamma` takes its branch-free path on this range (the scalar functions elsewhere).
+DIGAMMA_LGAMMA_FAST_MIN = 1e-5
+DIGAMMA_LGAMMA_FAST_MAX = 1e15
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _lgamma_series(r, z):
+    """sum_n B_2n / (2n (2n - 1)) y^(1 - 2n) for n = 1..12 (r = 1/y, z = r^2): Stirling's correction."""
+    return r * (1.0 / 12 - z * (1.0 / 360 - z * (1.0 / 1260 - z * (1.0 / 1680 - z * (1.0 / 1188 - z * (
+        691.0 / 360360 - z * (1.0 / 156 - z * (3617.0 / 122400 - z * (43867.0 / 244188 - z * (
+            174611.0 / 125400 - z * (77683.0 / 5796 - z * (236364091.0 / 1506960))))))))))))
+
+
+@numba.njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _digamma_lgamma_fast(x):
+    """(psi(x), lnGamma(x)) for DIGAMMA_LGAMMA_FAST_MIN <= x <= DIGAMMA_LGAMMA_FAST_MAX, with no branch.
+
+    Both share the six-step shift to y = x + 6 (psi subtracts sum_{i<6} 1/(x+i) = num/den, lnGamma
+    subtracts log(den) = log prod_{i<6} (x+i)), one division and log(y); then each takes its own
+    asymptotic series at y >= 6, truncated below 1e-16.
+    """
+    num, den = _shift_fraction(x)
+    y = x + _DIGAMMA_SHIFT
+    inv = 1.0 / (den * y)
+    r = den * inv
+    z = r * r
+    log_y = math.log(y)
+    psi = log_y - 0.5 * r - _digamma_series(z) - num * y * inv
+    lgamma = (y - 0.5) * log_y - y + _HALF_LOG_2PI + _lgamma_series(r, z) - math.log(den)
+    return psi, lgamma
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def digamma_lgamma(x):
+    """Compute psi(x) and lnGamma(x) of one float64 together: the pair the ELBO's topic terms need.
+
+    Parameters
+    ----------
+    x : float
+
+    Returns
+    -------
+    (float, float)
+        psi(x) and lnGamma(x).
+
+    Notes
+    -----
+    NumPy equivalent: ``(scipy.special.psi(x), scipy.special.gammaln(x))``, to about 1e-15 absolute
+    where the value is below 1 in size and 1e-15 relative elsewhere, on [1e-5, 1e15] (tested against
+    scipy); outside that range :func:`digamma` and ``math.lgamma``. Sharing the recurrence and the
+    log makes the pair about four times cheaper than the two scalar functions.
+    """
+    if DIGAMMA_LGAMMA_FAST_MIN <= x <= DIGAMMA_LGAMMA_FAST_MAX:
+        return _digamma_lgamma_fast(x)
+    return digamma(x), math.lgamma(x)
+
+
 #: exp_digamma_minus_into computes these x branch-free; others (and nan) take the scalar path.
 #: Above the upper bound (x + 6)^7 would overflow the single division below.
 EXP_DIGAMMA_FAST_MIN = 1e-300

@@ -1,4 +1,4 @@
-"""The driver's K x V copies cut for issue 23 part 5 give the same bits as the plain NumPy forms."""
+"""The driver's K x V copies cut for issue 23 part 5: the same values as the plain NumPy forms."""
 from __future__ import annotations
 
 import math
@@ -8,7 +8,6 @@ import pytest
 from scipy.special import gammaln, psi
 
 from topicflow.models.lda.vb.objective import (
-    CROSS_TERM_ROWS,
     mstep_batch,
     topic_elbo_terms,
 )
@@ -29,20 +28,31 @@ def plain_topic_elbo_terms(lam: np.ndarray, eta_in: float | np.ndarray) -> float
     return prior_norm + float(np.sum((eta - lam) * dirichlet_expectation(lam))) + var_norm
 
 
-@pytest.mark.parametrize("n_topics", [1, CROSS_TERM_ROWS - 1, CROSS_TERM_ROWS + 3, 3 * CROSS_TERM_ROWS])
+@pytest.mark.parametrize("n_topics", [1, 63, 67, 192])
 @pytest.mark.parametrize("matrix_prior", [False, True])
-def test_topic_elbo_terms_in_blocks_has_the_same_bits(n_topics: int, matrix_prior: bool) -> None:
+def test_topic_elbo_terms_in_one_pass_on_any_number_of_threads(n_topics: int, matrix_prior: bool) -> None:
     rng = np.random.default_rng(n_topics)
     lam = rng.gamma(0.5, 3.0, (n_topics, 517)) + 0.01
     eta = rng.gamma(1.0, 1.0, lam.shape) if matrix_prior else 0.01
-    for layout in (lam, np.asfortranarray(lam)):
-        assert topic_elbo_terms(layout, eta) == plain_topic_elbo_terms(layout, eta)
+    values = {topic_elbo_terms(layout, eta, threads=threads)
+              for layout in (lam, np.asfortranarray(lam)) for threads in (1, 2, 3)}
+    assert len(values) == 1  # the same bits whatever the layout and the number of threads
+    value = values.pop()
+    assert value == pytest.approx(plain_topic_elbo_terms(lam, eta), rel=1e-13)
     # and the value is the ELBO's topic part (independent check with scipy, to rounding)
     e = np.broadcast_to(eta, lam.shape)
     elog = psi(lam) - psi(lam.sum(1, keepdims=True))
     expected = ((gammaln(e.sum(1)) - gammaln(e).sum(1)).sum() + ((e - lam) * elog).sum()
                 + gammaln(lam).sum() - gammaln(lam.sum(1)).sum())
-    assert topic_elbo_terms(lam, eta) == pytest.approx(expected, rel=1e-12)
+    assert value == pytest.approx(expected, rel=1e-13)
+
+
+def test_topic_elbo_terms_threads_split_large_models() -> None:
+    from topicflow.models.common.threads import MIN_PARALLEL_ELEMENTS
+
+    rng = np.random.default_rng(3)
+    lam = rng.gamma(0.05, 20.0, (40, MIN_PARALLEL_ELEMENTS // 40 + 1)) + 0.01  # above the threshold
+    assert topic_elbo_terms(lam, 0.01, threads=1) == topic_elbo_terms(lam, 0.01, threads=4)
 
 
 def test_mstep_in_place_has_the_same_bits() -> None:
