@@ -11,6 +11,14 @@
      leftovers and removed them (expected without a lock on object storage), but A then wrote its
      vocabulary over the store B had published and failed with a raw ``FileNotFoundError`` for its
      token objects. Fixed in :mod:`topicflow.pipeline.ingest.ingest` (the ``.ingest-run`` marker).
+   * ``infer``: infer B (another model) starts on the same new URL while infer A is between parts.
+     A must not commit and ends with one error line naming OUT; B commits its whole output or fails
+     the same way (which one depends on the threads); OUT is never a mixture. **Found here**: A
+     committed an output missing the part B had removed. Fixed in :mod:`topicflow.io.outputs.doc_topics`
+     (the pending object names its writer, checked before the root is put).
+
+2. The disk full inside ``fit --preset zhai2014-hybrid``'s run: ENOSPC at the middle write of a run that
+   checkpoints after every minibatch (a write count, :func:`~topicflow.testing.diskfull.disk_full`).
 
 No sleep and no deadline decides an outcome.
 """
