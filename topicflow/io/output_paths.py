@@ -251,7 +251,7 @@ def _holds_output(location: Location, markers: Sequence[str]) -> bool:
     return any((location / marker).exists() for marker in markers)
 
 
-def begin_remote_output(location: StoragePath, *, markers: Sequence[str]) -> None:
+def begin_remote_output(location: StoragePath, *, markers: Sequence[str], writer: str = "") -> None:
     """Make way for a new directory output on object storage, which :func:`end_remote_output` completes.
 
     The markers of an existing output (checked and allowed by :func:`prepare_output`) are deleted
@@ -264,6 +264,9 @@ def begin_remote_output(location: StoragePath, *, markers: Sequence[str]) -> Non
     location : StoragePath
     markers : sequence of str
         The objects whose presence makes the prefix an output (written last by the writer).
+    writer : str, optional
+        An id of this write, kept in :data:`PENDING`: :func:`remote_output_writer` then tells whether
+        another writer has taken the prefix over meanwhile (no lock exists on object storage).
     """
     if location.exists():
         if not any((location / name).exists() for name in (*markers, PENDING)):
@@ -272,7 +275,16 @@ def begin_remote_output(location: StoragePath, *, markers: Sequence[str]) -> Non
         for marker in markers:
             storage.remove_prefix(f"{location.url}/{marker}")
         storage.remove_prefix(location.url)
-    storage.write_object(f"{location.url}/{PENDING}", b"unfinished topicflow output\n")
+    storage.write_object(f"{location.url}/{PENDING}", f"unfinished topicflow output\n{writer}\n".encode())
+
+
+def remote_output_writer(location: StoragePath) -> str | None:
+    """The ``writer`` recorded in :data:`PENDING` by :func:`begin_remote_output`, or None if there is none."""
+    try:
+        lines = (location / PENDING).read_bytes().decode().splitlines()
+    except FileNotFoundError:
+        return None
+    return lines[1] if len(lines) > 1 else ""
 
 
 def end_remote_output(location: StoragePath) -> None:

@@ -42,6 +42,7 @@ from topicflow.io.output_paths import (
     end_remote_output,
     output_location,
     prepare_output,
+    remote_output_writer,
 )
 from topicflow.io.storage import Location, StoragePath
 
@@ -56,7 +57,7 @@ DOC_TOPICS_OPTION = "infer --out, fit --doc-topics"
 
 
 def create_doc_topics(path: Path | str | StoragePath, *, n_topics: int, topic_names: Sequence[str],
-                      shard_ids: Sequence[str], overwrite: bool) -> Location:
+                      shard_ids: Sequence[str], overwrite: bool, writer: str = "") -> Location:
     """Start a document-topic output that :func:`write_doc_topic_part` fills; returns where the parts go.
 
     Parameters
@@ -69,6 +70,9 @@ def create_doc_topics(path: Path | str | StoragePath, *, n_topics: int, topic_na
         The parts, in corpus order.
     overwrite : bool
         Replace an existing output (the output-path rules: :func:`~topicflow.io.output_paths.prepare_output`).
+    writer : str, optional
+        On object storage, an id of this write (give the same to :func:`commit_doc_topics` and
+        :func:`discard`), by which they tell that another writer took the output over meanwhile.
 
     Returns
     -------
@@ -78,7 +82,7 @@ def create_doc_topics(path: Path | str | StoragePath, *, n_topics: int, topic_na
     location = prepare_output(path, what="document-topic output", option=DOC_TOPICS_OPTION, overwrite=overwrite,
                               markers=DOC_TOPICS_MARKERS, leftovers=DOC_TOPICS_LEFTOVERS)
     if isinstance(location, StoragePath):
-        begin_remote_output(location, markers=DOC_TOPICS_MARKERS)
+        begin_remote_output(location, markers=DOC_TOPICS_MARKERS, writer=writer)
         return location
     tmp = temporary_sibling(location)
     with _disk_full_guard(tmp):
@@ -115,7 +119,10 @@ def write_doc_topic_part(tmp: str, shard_id: str, doc_ids: np.ndarray, doc_topic
     int
     """
     with _disk_full_guard(tmp):
-        group = zarr.open_group(storage.zarr_store(f"{tmp}/parts/{shard_id}"), mode="w-")
+        try:
+            group = zarr.open_group(storage.zarr_store(f"{tmp}/parts/{shard_id}"), mode="w-")
+        except FileExistsError as exc:  # object storage: another writer's part (a local tmp is this run's own)
+            raise _taken_over(StoragePath(str(tmp))) from exc
         group.create_array("doc_topic", data=np.asarray(doc_topic, dtype=np.float64))
         ids = group.create_array("doc_ids", shape=(len(doc_ids),), dtype=str, chunks=(max(1, len(doc_ids)),))
         if len(doc_ids):
@@ -143,7 +150,7 @@ def _disk_full_guard(tmp: Location | str) -> Iterator[None]:
 
 def commit_doc_topics(tmp: Location | str, path: Path | str | StoragePath, *, overwrite: bool,
                       n_topics: int | None = None, topic_names: Sequence[str] = (),
-                      shard_ids: Sequence[str] = ()) -> None:
+                      shard_ids: Sequence[str] = (), writer: str = "") -> None:
     """Make the finished output visible at ``path``.
 
     Parameters
@@ -159,11 +166,14 @@ def commit_doc_topics(tmp: Location | str, path: Path | str | StoragePath, *, ov
         as given to :func:`create_doc_topics`, put last.
     topic_names : sequence of str, optional
     shard_ids : sequence of str, optional
+    writer : str, optional
+        On object storage, the id given to :func:`create_doc_topics`.
 
     Raises
     ------
     StoreExistsError
-        On object storage, another writer committed an output at ``path`` meanwhile.
+        On object storage, another writer committed an output at ``path`` meanwhile, or took the
+        unfinished output over (its start removed what this one had written).
     """
     location = output_location(path)
     if not isinstance(location, StoragePath):
@@ -171,6 +181,8 @@ def commit_doc_topics(tmp: Location | str, path: Path | str | StoragePath, *, ov
         return
     if n_topics is None:
         raise ValueError("commit_doc_topics on object storage needs n_topics, topic_names and shard_ids")
+    if remote_output_writer(location) != writer:  # not atomic with the put below; see docs/reliability.md
+        raise _taken_over(location)
     staging = Path(tempfile.mkdtemp(prefix="topicflow-out-", dir=storage.staging_root()))
     try:
         _create_root(staging / "root", n_topics=n_topics, topic_names=topic_names, shard_ids=shard_ids)
@@ -186,7 +198,14 @@ def commit_doc_topics(tmp: Location | str, path: Path | str | StoragePath, *, ov
     end_remote_output(location)
 
 
-def discard(tmp: Location | str) -> None:
+def _taken_over(location: StoragePath) -> StoreExistsError:
+    return StoreExistsError(
+        f"document-topic output {location.url!r} was taken over by another writer while this one ran (on object "
+        "storage a new write removes what it takes for an interrupted write's leftovers); nothing of this run was "
+        "committed. Run again with another --out, or use the other writer's output.", path=location.url)
+
+
+def discard(tmp: Location | str, *, writer: str = "") -> None:
     """Delete an unfinished output (after a failure); missing files are ignored.
 
     Parameters
@@ -194,10 +213,13 @@ def discard(tmp: Location | str) -> None:
     tmp : Path or StoragePath
         What :func:`create_doc_topics` returned (on object storage: the URL, whose root is not written
         yet, so only leftovers are deleted).
+    writer : str, optional
+        On object storage, the id given to :func:`create_doc_topics`: nothing is deleted once another
+        writer has taken the prefix over.
     """
     location = output_location(tmp)
     if isinstance(location, StoragePath):
-        if not (location / "zarr.json").is_file():
+        if not (location / "zarr.json").is_file() and remote_output_writer(location) == writer:
             storage.remove_prefix(location.url)
         return
     shutil.rmtree(location, ignore_errors=True)

@@ -396,6 +396,44 @@ class _BuildLayout:
             return
         listed = {s.shard_id for s in manifest.shards}
         _remove_run_objects(self.root, self.run, keep=listed)
+        with contextlib.suppress(Exception):  # best effort, as above: the published manifest is what counts
+            remove_prefix(str(self.root / _RUN_MARKER))
+
+    def claim(self) -> None:
+        """Object storage: record this run as the prefix's writer (``.ingest-run``), after ``init_store``."""
+        if isinstance(self.root, StoragePath):
+            write_object(str(self.root / _RUN_MARKER), self.run.encode())
+
+    def owner(self) -> str | None:
+        """Object storage: the run recorded as the prefix's writer, or None once a manifest publishes a store."""
+        root = cast(StoragePath, self.root)
+        _forget_listings(root)
+        if (root / MANIFEST).is_file():
+            return None
+        try:
+            return (root / _RUN_MARKER).read_bytes().decode()
+        except FileNotFoundError:
+            return None
+
+    def check_owned(self) -> None:
+        """Object storage: raise unless this run still writes the prefix (before each store-level write).
+
+        With no rename and no lock on object storage, a second ingest started on the same new URL takes
+        the first one's objects for an interrupted ingest's leftovers, removes them and starts over; the
+        first must then stop rather than write its vocabulary or index over the second's (or over the
+        store the second published).
+
+        Raises
+        ------
+        StoreExistsError
+            Another ingest took the prefix over, or published a store there.
+        """
+        if not isinstance(self.root, StoragePath) or self.owner() == self.run:
+            return
+        raise StoreExistsError(
+            f"{self.root.url!r} was taken over by another ingest while this one ran (on object storage a new "
+            "ingest removes what it takes for an interrupted ingest's leftovers); nothing of this ingest was "
+            "published. Choose another URL, or use the other ingest's store.", path=self.root.url)
 
     def remove_failed(self) -> None:
         """After a failure: everything this build wrote (a local directory, or this run's objects)."""
@@ -404,8 +442,7 @@ class _BuildLayout:
             return
         root = self.root
         try:
-            _forget_listings(root)
-            if (root / MANIFEST).is_file():  # another writer's store: remove only this run's objects
+            if self.owner() != self.run:  # another writer's store or build: remove only this run's objects
                 _remove_run_objects(root, self.run, keep=set())
             else:
                 remove_prefix(root.url)
@@ -477,8 +514,12 @@ def _check_new_remote_store(target: StoragePath, *, overwrite: bool) -> StorageP
     return target
 
 
-#: Names of the objects of one ingest run under ``shards/``: its tokens and its shards (see :class:`_BuildLayout`).
-_RUN_OBJECT = re.compile(r"shards/(\.tokens-[0-9a-f]{12}/\d{6}|[0-9a-f]{12}-\d{6}-[0-9a-f]{8}/.+)")
+#: Names of the objects of one ingest run: its tokens and its shards under ``shards/`` (see
+#: :class:`_BuildLayout`), and the marker naming the run that writes the prefix.
+_RUN_OBJECT = re.compile(r"shards/(\.tokens-[0-9a-f]{12}/\d{6}|[0-9a-f]{12}-\d{6}-[0-9a-f]{8}/.+)|\.ingest-run")
+
+#: Object storage: the object holding the id of the ingest run that writes a new store's prefix.
+_RUN_MARKER = ".ingest-run"
 
 
 def _is_unfinished_store(target: StoragePath) -> bool:
@@ -597,6 +638,7 @@ def ingest_corpus(
     with disk_full_guard(out, what="corpus store", unchanged=unchanged + "."):
         try:
             init_store(build, format_version=store_format_version(1, has_order=keep_order))
+            layout.claim()
             # One pass over the text: tokenize once, keeping provisional term ids beside the shards.
             summary = _summarize(map_tokenize(partitions, fields, tokenizer, on_error, paths=layout.token_paths),
                                  split, client, progress)
@@ -604,6 +646,7 @@ def ingest_corpus(
                                                 client, progress)
             _check_records(summary, inputs)
             vocabs = {lang: prune_vocabulary(summary.term_counts().get(lang), prune) for lang in fields.languages}
+            layout.check_owned()
             for lang, vocab in vocabs.items():
                 write_vocabulary(build / "vocab" / lang, vocab)
                 write_vocabulary(build / "excluded" / lang, too_common_terms(summary.term_counts().get(lang), prune))
@@ -624,8 +667,10 @@ def ingest_corpus(
                 )
             event = _event("ingest", inputs, fields, summary, written, pruning=prune.to_dict())
             manifest = with_shards(manifest, infos, event)
+            layout.check_owned()
             manifest = replace(manifest, id_index=extend_index(build, manifest, written_hashes(written, infos)))
             if isinstance(build, StoragePath):
+                layout.check_owned()  # not atomic with the put below: narrows the window, see docs/reliability.md
                 _publish_remote(build, manifest)
             else:
                 layout.remove_unplaced()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -143,8 +144,9 @@ def infer_doc_topics(
     state = model.state
     names = [state.topic_label(k) for k in range(state.n_topics)]
     shard_ids = [s.shard_id for s in corpus.shards]
+    writer = uuid.uuid4().hex  # tells this run's unfinished output on object storage from another writer's
     tmp = doc_topics_io.create_doc_topics(out, n_topics=state.n_topics, topic_names=names, shard_ids=shard_ids,
-                                          overwrite=overwrite)
+                                          overwrite=overwrite, writer=writer)
     try:
         topics = share(state.prepared_topics(list(maps)), client, name=f"topics-{token}")
         thetas = map_fold_in(blocks, topics, state.doc_topic_prior, fold_in_params(model), token=token)
@@ -153,9 +155,9 @@ def infer_doc_topics(
         # so the discard below is final.
         written = sum(compute_list(writes, client=client, progress=progress, desc="infer", unit="shard"))
         doc_topics_io.commit_doc_topics(tmp, out, overwrite=overwrite, n_topics=state.n_topics, topic_names=names,
-                                        shard_ids=shard_ids)
+                                        shard_ids=shard_ids, writer=writer)
     except BaseException:
-        doc_topics_io.discard(tmp)
+        doc_topics_io.discard(tmp, writer=writer)
         raise
     return int(written)
 
