@@ -42,7 +42,9 @@ Example::
     nice .venv/bin/python benchmarks/bench_ag_infvoc.py --docs 300 --passes 2 --work /tmp/agiv \\
         --out benchmarks/out/ag_infvoc.json
 
-Prints one JSON object per arm and pass as it finishes, then a markdown table.
+Prints one JSON object per arm and pass as it finishes, then a markdown table. ``--summarize A.json
+B.json ...`` prints one table over saved runs with two diagnostics of the top words (their median
+document frequency in the reference and the number of distinct words among the 50).
 """
 from __future__ import annotations
 
@@ -153,6 +155,52 @@ def warm_up(args: argparse.Namespace, stream: Path, client: Any) -> None:
     topicflow.InfVocLDA(2, truncation=100, batch_size=args.infvoc_batch).fit(str(stream), client=client)
 
 
+def summarize(paths: list[str], work: str) -> None:
+    """Print one table over saved runs, with two diagnostics of the top words.
+
+    ``df`` is the median, over the 50 top words of the 5 topics, of the word's document frequency in the
+    reference (the whole fortunes corpus): topics of frequent words score near 0 in NPMI, topics of rare
+    words far below. ``distinct`` is the number of different words among those 50.
+    """
+    import statistics
+
+    reference = Path(work) / "fortunes-all.zarr"
+    ref_docs, _, _ = read_stream(reference)
+    df: dict[str, int] = {}
+    for doc in ref_docs:
+        for w in set(doc):
+            df[w] = df.get(w, 0) + 1
+    print("| run | arm | pass | NPMI (doc) | PMI (doc) | NPMI (window 10) | seconds | inside calls | median df "
+          "| distinct of 50 |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    ref = Reference(ref_docs)
+    controls_done: set[tuple[int, int]] = set()
+    for path in paths:
+        payload = json.loads(Path(path).read_text())
+        st = payload["settings"]
+        run = f"{st['docs']} docs, tau {st['tau']:g}, kappa {st['kappa']:g}, S {st['infvoc_batch']}"
+        stream_key = (int(st["docs"]), int(st["split_seed"]))
+        if stream_key not in controls_done:
+            # control: the stream's 50 most frequent words dealt round-robin into 5 "topics" (no model)
+            controls_done.add(stream_key)
+            docs, _, _ = read_stream(Path(work) / f"stream-{stream_key[0]}-{stream_key[1]}.zarr")
+            counts: dict[str, int] = {}
+            for doc in docs:
+                for w in doc:
+                    counts[w] = counts.get(w, 0) + 1
+            top = sorted(counts, key=lambda w: (-counts[w], w))[:50]
+            topics = [top[k::5] for k in range(5)]
+            words = [w for t in topics for w in t]
+            print(f"| {st['docs']} docs | control: 50 most frequent words, dealt | - | {ref.pmi(topics, 'npmi')[0]:.3f} | "
+                  f"{ref.pmi(topics)[0]:.2f} | - | - | - | {statistics.median(df.get(w, 0) for w in words):g} | 50 |")
+        for r in payload["records"]:
+            words = [w for line in r["top_words"] for w in line.split()]
+            calls = "-" if r["inside_calls"] is None else f"{r['inside_calls']:,}"
+            print(f"| {run} | {r['arm']} | {r['pass']} | {r['npmi_doc']:.3f} | {r['pmi_doc']:.2f} | "
+                  f"{r['npmi_window10']:.3f} | {r['seconds']:.1f} | {calls} | "
+                  f"{statistics.median(df.get(w, 0) for w in words):g} | {len(set(words))} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the arms on one stream and print JSON lines and a table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -174,7 +222,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2, help="threads of the one in-process Dask worker")
     parser.add_argument("--work", default="/tmp/ag-infvoc")
     parser.add_argument("--out", default=None, help="write all records as one JSON list")
+    parser.add_argument("--summarize", nargs="+", metavar="JSON", help="print one table over saved --out files")
     args = parser.parse_args(argv)
+    if args.summarize:
+        summarize(args.summarize, args.work)
+        return 0
     arms = [a for a in args.arms.split(",") if a]
     unknown = [a for a in arms if a not in ARMS]
     if unknown:
