@@ -13,10 +13,12 @@ from topicflow.io.models.store import SavedModel, load_model, save_model
 from topicflow.models.adaptor_grammar import (
     BIAS_CHOICES,
     HYPER_CHOICES,
+    RANKINGS,
     AGState,
     OnlineParams,
     prepare,
     segment,
+    topic_words,
 )
 from topicflow.pipeline.adaptor_grammar import (
     INIT_CHOICES,
@@ -323,6 +325,58 @@ class AdaptorGrammar(TopicModelEstimator):
         order = sorted(range(len(tng)), key=lambda i: -tng.f_tilde[i])[:n]
         return [("".join(grammar.terminals[t] for t in tng.atoms[i].yield_ids), float(tng.f_tilde[i]))
                 for i in order]
+
+    def topics(self, n: int = 10, *, nonterminals: Sequence[str] | None = None, by: str = "stick",
+               weights: bool = False) -> list[list[str]] | list[list[tuple[str, float]]]:
+        """Return each adapted nonterminal's top words: the topics of the ``infvoc-lda`` grammar.
+
+        One list per adapted nonterminal (``Topic1 .. TopicK`` for ``infvoc-lda``, in that order), its
+        cached yields ranked by the expected stick weight E_q[pi_i] (``by="stick"``) or the running count
+        f~ (``by="count"``); see :mod:`topicflow.models.adaptor_grammar.readout`. The word lists go straight
+        into :func:`topicflow.metrics.topic_coherence.coherence`.
+
+        Parameters
+        ----------
+        n : int, default 10
+            Words per topic.
+        nonterminals : sequence of str, optional
+            Which adapted nonterminals (default: all, in the grammar's order).
+        by : {"stick", "count"}, default "stick"
+            The ranking.
+        weights : bool, default False
+            Return (word, weight) pairs instead of words.
+
+        Returns
+        -------
+        list of list of str, or of (str, float)
+
+        Raises
+        ------
+        InvalidParameterError
+            Unknown ``by``, ``n`` < 1, or a name that is not an adapted nonterminal.
+        """
+        state: AGState = self._check_fitted()
+        if by not in RANKINGS:
+            raise InvalidParameterError(f"by must be one of {', '.join(RANKINGS)}, got {by!r}")
+        if isinstance(n, bool) or not isinstance(n, Integral) or n < 1:
+            raise InvalidParameterError(f"n must be a positive integer, got {n!r}")
+        try:
+            found = topic_words(state, int(n), nonterminals, by)  # type: ignore[arg-type]
+        except ValueError as exc:
+            raise InvalidParameterError(str(exc)) from None
+        if weights:
+            return [list(pairs) for pairs in found.values()]
+        return [[word for word, _ in pairs] for pairs in found.values()]
+
+    def topic_names(self) -> list[str]:
+        """Return the adapted nonterminals in the order :meth:`topics` lists them.
+
+        Returns
+        -------
+        list of str
+        """
+        state: AGState = self._check_fitted()
+        return list(topic_words(state, 1))
 
     def to_saved_model(self) -> SavedModel:
         """Return the fitted model in the form the model store keeps (family ``adaptor_grammar``).

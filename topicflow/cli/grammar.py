@@ -1,4 +1,4 @@
-"""``topicflow grammar fit | segment``: online adaptor grammars (Zhai 2014, ch. 8).
+"""``topicflow grammar fit | segment | topics``: online adaptor grammars (Zhai 2014, ch. 8).
 
 This module only parses options and prints; the work is done by :class:`topicflow.api.adaptor_grammar.AdaptorGrammar`.
 """
@@ -33,7 +33,7 @@ def _pairs(values: tuple[str, ...], option: str) -> dict[str, int]:
 
 @click.group("grammar")
 def grammar() -> None:
-    """Adaptor grammars with online hybrid inference: fit on a store, segment text."""
+    """Adaptor grammars with online hybrid inference: fit on a store, segment text, list topics."""
 
 
 @grammar.command("fit")
@@ -161,6 +161,35 @@ def segment(model_path: str | Path, input_path: Path, out: str | Path, samples: 
     else:
         atomic_write_bytes(Path(location), data)
     click.echo(f"segmented {len(sentences):,} sentences of {input_path} into {out}")
+
+
+@grammar.command("topics")
+@click.argument("model_path", metavar="MODEL", type=LOCATION)
+@click.option("--top", "top_n", type=click.IntRange(min=1), default=10, show_default=True, help="Words per topic.")
+@click.option("--by", type=click.Choice(["stick", "count"]), default="stick", show_default=True,
+              help="Rank by the expected stick weight E[pi] or by the running count f~.")
+@click.option("--nonterminal", "nonterminals", multiple=True,
+              help="Adapted nonterminal to list (repeatable; default: all, e.g. Topic1..TopicK).")
+@click.option("--version", "version", type=click.IntRange(min=1), default=None,
+              help="Model version to use (default: the current one).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object {nonterminal: [[word, weight], ...]}.")
+@storage_options_option
+@reports_errors
+def topics(model_path: str | Path, top_n: int, by: str, nonterminals: tuple[str, ...], version: int | None,
+           as_json: bool) -> None:
+    """List each adapted nonterminal's top cached yields: the topics of an infvoc-lda grammar model."""
+    import json
+
+    from topicflow.api.adaptor_grammar import AdaptorGrammar
+
+    model = AdaptorGrammar.load(model_location(model_path), version=version)
+    names = list(nonterminals) or model.topic_names()
+    found = model.topics(top_n, nonterminals=names, by=by, weights=True)
+    if as_json:
+        click.echo(json.dumps({name: [[w, v] for w, v in pairs] for name, pairs in zip(names, found)}))
+        return
+    for name, pairs in zip(names, found):
+        click.echo(f"{name}: " + " ".join(w for w, _ in pairs))
 
 
 COMMANDS = [grammar]

@@ -73,3 +73,18 @@ def test_missing_file_and_unknown_truncation(tmp_path: object) -> None:
         load_grammar("/nonexistent/file.grammar")
     with pytest.raises(InputError, match="'Colloc' is not an adapted nonterminal"):
         load_grammar("unigram").with_adaptors(Colloc=3)
+
+
+def test_unquoted_wildcard_leaves_out_the_files_terminals() -> None:
+    """``Char -> <unquoted>`` of the topic grammar spells words from characters, never from '_j'."""
+    grammar = load_grammar("infvoc-lda", D=3, K=2).bind(["_1", "_2", "_3", "a", "b"])
+    char = grammar.nonterminals.index("Char")
+    spelled = {grammar.terminals[int(grammar.rule_rhs[r, 0]) - grammar.n_nonterminals]
+               for r in range(grammar.n_rules) if grammar.rule_lhs[r] == char}
+    assert spelled == {"a", "b"}
+    assert all(grammar.rule_alpha[r] == 0.5 for r in range(grammar.n_rules) if grammar.rule_lhs[r] == char)
+    anyone = parse_grammar("S -> 'x' C\nC -> <any>").bind(["x", "y"])
+    assert anyone.n_rules == 3  # <any> keeps 'x'
+    assert parse_grammar("S -> 'x' C\nC -> <unquoted>").bind(["x", "y"]).n_rules == 2
+    with pytest.raises(InputError, match="line 2: <unquoted> must be the only right-hand-side symbol"):
+        parse_grammar("S -> C\nC -> <unquoted> C")

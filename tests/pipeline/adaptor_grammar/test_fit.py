@@ -126,3 +126,23 @@ def test_infvoc_lda_grammar_separates_two_topics(tmp_path: Path) -> None:
     model.save(tmp_path / "m")
     again = AdaptorGrammar.load(tmp_path / "m")
     assert again.grammar_params_ == {"D": 20, "K": 2} and again.top_atoms(4, "Topic1") == model.top_atoms(4, "Topic1")
+    # the readout: each topic's top words, ranked by E[pi] (default) or by f~, come from its planted group
+    assert model.topic_names() == ["Topic1", "Topic2"]
+    for by in ("stick", "count"):
+        topics = model.topics(3, by=by)
+        assert [{groups[g].count(w) for w in words} for g, words in zip(dominant, topics)] == [{1}, {1}], topics
+    pairs = model.topics(2, weights=True)
+    assert all(w1 >= w2 > 0 for (_, w1), (_, w2) in pairs)
+    with pytest.raises(InvalidParameterError, match="'Word': not an adapted nonterminal"):
+        model.topics(2, nonterminals=["Word"])
+    with pytest.raises(InvalidParameterError, match="by must be one of stick, count"):
+        model.topics(2, by="rank")
+    from click.testing import CliRunner
+
+    from topicflow.cli import main
+
+    result = CliRunner().invoke(main, ["grammar", "topics", str(tmp_path / "m"), "--top", "3", "--json"])
+    assert result.exit_code == 0, result.output
+    assert [[w for w, _ in pairs] for pairs in json.loads(result.output).values()] == model.topics(3)
+    result = CliRunner().invoke(main, ["grammar", "topics", str(tmp_path / "m"), "--nonterminal", "Word"])
+    assert result.exit_code != 0 and "topicflow: error:" in result.output and "Topic1, Topic2" in result.output

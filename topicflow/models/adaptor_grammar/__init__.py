@@ -7,13 +7,15 @@ expected counts f, g, h of sampled trees and the online updates (eqs. 8.8-8.12, 
 
 A serial fit is a loop of :func:`fit_minibatch`; a distributed one maps :func:`estep_sentences` over
 partitions with the same :func:`prepare`-d G', merges the :class:`AGStats` (exact integer counts) and calls
-:func:`update_minibatch` once.
+:func:`update_minibatch` once. :mod:`.readout` reads each adapted nonterminal's ranked yields (the
+topics of the ``infvoc-lda`` grammar).
 """
 from __future__ import annotations
 
 from topicflow.models.adaptor_grammar.grammar import (
     ANY_TERMINAL,
     SHIPPED_GRAMMARS,
+    UNQUOTED_TERMINAL,
     Adaptor,
     Grammar,
     GrammarSpec,
@@ -62,9 +64,17 @@ from topicflow.models.adaptor_grammar.online import (
     update_minibatch,
     variational_parameters,
 )
+from topicflow.models.adaptor_grammar.readout import (
+    RANKINGS,
+    Ranking,
+    atom_weights,
+    expected_sticks,
+    top_yields,
+    topic_words,
+)
 
 __all__ = [
-    "ANY_TERMINAL", "SHIPPED_GRAMMARS", "Adaptor", "Grammar", "GrammarSpec", "Rule", "is_terminal",
+    "ANY_TERMINAL", "UNQUOTED_TERMINAL", "SHIPPED_GRAMMARS", "Adaptor", "Grammar", "GrammarSpec", "Rule", "is_terminal",
     "load_grammar", "parse_grammar",
     "KIND_BINARY", "KIND_CACHED", "KIND_LEXICAL", "KIND_UNARY", "Chart", "DerivedPCFG", "SampledTrees",
     "derived_pcfg", "expected_log_sticks", "expected_log_theta", "inside_chart", "sample_trees",
@@ -73,4 +83,5 @@ __all__ = [
     "resample_table_labels", "sample_segmentations", "SEED_EPOCH", "seed_state", "seed_update", "segment",
     "spans_of", "tree_log_weight",
     "update_minibatch", "variational_parameters",
+    "RANKINGS", "Ranking", "atom_weights", "expected_sticks", "top_yields", "topic_words",
 ]

@@ -11,6 +11,7 @@ swapped by accident)::
     Sentence -> Words                    # a rule: one or two right-hand-side symbols
     Words -> Word Words alpha=0.5        # optional Dirichlet prior alpha of the rule
     Char -> <any>                        # one rule Char -> 'x' for every terminal x of the data
+    Char -> <unquoted>                   # ... for every terminal x of the data the file does not quote
     Doc{j} -> '_{j}' Topic{i}  for j=1..D, i=1..K   # a template: D and K are given when loading
 
 Symbols:
@@ -19,7 +20,12 @@ Symbols:
 - a quoted name (``'a'``) is a terminal; terminals are whole tokens of a sentence (a character for word
   segmentation, a pseudo-word such as ``'_3'`` for the topic-model grammar);
 - ``<any>`` stands for every terminal of the data (the rules are made when the grammar is bound to an
-  alphabet with :meth:`GrammarSpec.bind`); it must be the only right-hand-side symbol of its rule.
+  alphabet with :meth:`GrammarSpec.bind`); it must be the only right-hand-side symbol of its rule;
+- ``<unquoted>`` is the same but leaves out the terminals quoted anywhere in the file: the topic grammar's
+  ``Char -> <unquoted>`` spells words from the characters only, not from the D document pseudo-words
+  ``'_j'`` (with ``<any>`` Char would get D + |alphabet| rules, and its default prior alpha = 1/|R(Char)|
+  would make every character cost about e^-D under the initial G', below the smallest float for D of a
+  few hundred).
 
 Fields: ``a`` > -b is the concentration (Zhai's "scale", default 1000 as PyAdaGram), ``0 <= b < 1`` the
 discount (default 0), ``K >= 1`` the truncation (default 1000); ``alpha > 0`` a rule's Dirichlet prior,
@@ -55,6 +61,10 @@ from topicflow.errors import InputError
 SHIPPED_GRAMMARS = ("unigram", "collocation", "infvoc-lda")
 #: The right-hand side that expands to every terminal of the data.
 ANY_TERMINAL = "<any>"
+#: Every terminal of the data that the grammar file does not quote.
+UNQUOTED_TERMINAL = "<unquoted>"
+#: The right-hand-side symbols that expand to terminals of the data when the grammar is bound.
+WILDCARDS = (ANY_TERMINAL, UNQUOTED_TERMINAL)
 #: Defaults of an ``@`` line (PyAdaGram's defaults: a = 1e3, b = 0, truncation 1000).
 DEFAULT_A = 1000.0
 DEFAULT_B = 0.0
@@ -396,7 +406,7 @@ def _substitute(token: str, binding: Mapping[str, int], path: str, line: int) ->
 
 
 def _check_name(token: str, path: str, line: int) -> None:
-    if token == ANY_TERMINAL or is_terminal(token):
+    if token in WILDCARDS or is_terminal(token):
         return
     if not _NAME.match(token):
         raise _error(path, line, f"bad symbol {token!r}: nonterminals are names (letters, digits, _ - .), "
@@ -470,7 +480,7 @@ def _parse_adaptor(tokens: list[str], path: str, line: int) -> Adaptor:
         raise _error(path, line, "an '@' line names the adapted nonterminal: '@ Word a=100 b=0 K=1500'")
     symbol = tokens[0]
     _check_name(symbol, path, line)
-    if is_terminal(symbol) or symbol == ANY_TERMINAL:
+    if is_terminal(symbol) or symbol in WILDCARDS:
         raise _error(path, line, f"only nonterminals can be adapted, not {symbol}")
     values: dict[str, str] = {}
     for tok in tokens[1:]:
@@ -495,7 +505,7 @@ def _parse_rule(tokens: list[str], path: str, line: int) -> Rule:
         raise _error(path, line, "a rule reads 'LHS -> RHS [RHS2] [alpha=0.5]'")
     lhs = tokens[0]
     _check_name(lhs, path, line)
-    if is_terminal(lhs) or lhs == ANY_TERMINAL:
+    if is_terminal(lhs) or lhs in WILDCARDS:
         raise _error(path, line, f"the left-hand side must be a nonterminal, not {lhs}")
     rhs = tokens[2:]
     alpha: float | None = None
@@ -509,8 +519,9 @@ def _parse_rule(tokens: list[str], path: str, line: int) -> Rule:
                                  f"({' '.join(rhs) or 'none'}); split it with a new nonterminal")
     for sym in rhs:
         _check_name(sym, path, line)
-    if ANY_TERMINAL in rhs and len(rhs) != 1:
-        raise _error(path, line, f"{ANY_TERMINAL} must be the only right-hand-side symbol of its rule")
+    for wildcard in WILDCARDS:
+        if wildcard in rhs and len(rhs) != 1:
+            raise _error(path, line, f"{wildcard} must be the only right-hand-side symbol of its rule")
     return Rule(lhs, tuple(rhs), alpha, line)
 
 
@@ -527,7 +538,7 @@ def _validate(spec: GrammarSpec, start_line: int) -> None:
                                           f"(first on line {seen_rules[key]})")
         seen_rules[key] = rule.line
         for sym in rule.rhs:
-            if sym != ANY_TERMINAL and not is_terminal(sym) and sym not in defined:
+            if sym not in WILDCARDS and not is_terminal(sym) and sym not in defined:
                 raise _error(path, rule.line, f"nonterminal {sym!r} has no rule; quote terminals like '{sym}'")
     if spec.start not in defined:
         raise _error(path, start_line, f"start symbol {spec.start!r} has no rule")
@@ -569,7 +580,7 @@ def _validate(spec: GrammarSpec, start_line: int) -> None:
         for rule in spec.rules:
             if rule.lhs in productive:
                 continue
-            if all(s == ANY_TERMINAL or is_terminal(s) or s in productive for s in rule.rhs):
+            if all(s in WILDCARDS or is_terminal(s) or s in productive for s in rule.rhs):
                 productive.add(rule.lhs)
                 changed = True
     barren = [nt for nt in defined if nt not in productive]
@@ -644,10 +655,11 @@ def _compile(spec: GrammarSpec, alphabet: tuple[str, ...]) -> Grammar:
     alpha: list[float | None] = []
     lines: list[int] = []
     for rule in spec.rules:
-        if rule.rhs == (ANY_TERMINAL,):
+        if len(rule.rhs) == 1 and rule.rhs[0] in WILDCARDS:
             explicit = {s for r in spec.rules if r.lhs == rule.lhs for s in r.rhs}
+            quoted = set(spec.terminals()) if rule.rhs[0] == UNQUOTED_TERMINAL else set()
             for t, ti in t_index.items():
-                if f"'{t}'" in explicit:
+                if f"'{t}'" in explicit or t in quoted:
                     continue
                 lhs.append(nt_index[rule.lhs])
                 rhs.append((n_nt + ti, -1))
@@ -663,8 +675,8 @@ def _compile(spec: GrammarSpec, alphabet: tuple[str, ...]) -> Grammar:
     n_of = np.bincount(rule_lhs, minlength=n_nt)
     empty = [nonterminals[i] for i in range(n_nt) if n_of[i] == 0]
     if empty:
-        raise InputError(f"{spec.path}: nonterminal(s) {', '.join(empty)} expand only to <any> and the alphabet "
-                         "is empty", path=spec.path)
+        raise InputError(f"{spec.path}: nonterminal(s) {', '.join(empty)} expand only to <any> or <unquoted> "
+                         "and the data bring no terminal for them", path=spec.path)
     rule_alpha = np.asarray([a if a is not None else 1.0 / n_of[l] for a, l in zip(alpha, lhs)], dtype=np.float64)
     children: dict[str, set[str]] = {nt: set() for nt in nonterminals}
     unary: dict[str, set[str]] = {nt: set() for nt in nonterminals}
