@@ -133,7 +133,7 @@ def _trace(out: Path) -> list[dict[str, object]]:
 def test_an_interrupted_run_resumes_to_the_uninterrupted_result(ordered_store: Path, tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     corpus = Corpus.open(ordered_store)
-    monkeypatch.setattr(gao2016, "_plot", lambda *args: [])  # figures: the quick test; here they would take half the time
+    monkeypatch.setattr(gao2016, "_plot", lambda *args: [])  # the quick test checks the figures; here: half the time
 
     def run(out: Path, *, resume: bool = False, seed: int = 0) -> gao2016.Reproduction:
         return gao2016.run_gao2016(ReproduceRequest(corpora=[corpus], out=out, seed=seed, resume=resume), TINY)

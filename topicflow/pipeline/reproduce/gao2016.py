@@ -476,7 +476,8 @@ def _plan(request: ReproduceRequest, settings: GaoSettings, corpus: Corpus, n_tr
                         curve=curve))
     for changes in _readings(settings):
         reading = _sgs_params(settings, seed, **changes)
-        key = f"reading-S{reading_batch}-decay{reading.decay:g}-{reading.init}" + ("-beta" if reading.decay_beta else "")
+        key = f"reading-S{reading_batch}-decay{reading.decay:g}-{reading.init}" + (
+            "-beta" if reading.decay_beta else "")
         jobs.append(job(key, "readings", "sgs", sgs_arm, (path, held, reading, reading_batch, n_train),
                         params=reading.to_dict(), batch_size=reading_batch, curve=False))
     middle = max(1, (n_train // curve_batch) // 2)
@@ -555,9 +556,12 @@ def run_gao2016(request: ReproduceRequest, settings: GaoSettings | None = None) 
 
 def svb_arm(corpus: Corpus, held: HeldOut, config: VBConfig, svb: SVBConfig, shards: list[int], curve: bool,
             client: Any) -> dict[str, Any]:
-    """Streaming VB (Broderick et al. 2013) at one S over the training shards, from the driver (after every minibatch with ``curve``)."""
+    """Streaming VB (Broderick et al. 2013) at one S over the training shards, from the driver.
+
+    Its held-out perplexity at the end (and after every minibatch with ``curve``).
+    """
     pairs = _completion_pairs(held)
-    language, alpha = corpus.languages[0], float(config.doc_topic_prior)
+    language, alpha = corpus.languages[0], config.initial_alpha  # the fixed alpha
     points: list[dict[str, Any]] = []
 
     def on_minibatch(record: Any, state: Any) -> None:
