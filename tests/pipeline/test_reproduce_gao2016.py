@@ -100,3 +100,115 @@ def test_preset_is_the_papers_settings() -> None:
     assert preset.settings["max_iter"] == settings.max_iter == 400 and preset.settings["patience"] == 10
     assert preset.settings["sgs_init"] == "posterior-token" and preset.settings["decay_beta"] is False
     assert "gao2016" in PAPERS
+
+
+#: The smallest grid that still runs every kind of job inline: CGS, 4 SGS streams (2 with curves), 4
+#: readings, Fig. 3a and SVB at 2 sizes (DSGS needs a cluster).
+TINY = gao2016.GaoSettings(n_topics=3, max_iter=6, patience=3, batch_sizes=(24, 72), decays=(0.7, 1.0), cgs_sweeps=5,
+                           curve_batch=24, max_test_docs=18, dsgs_workers=(), reading_batch=24, svb_max_iter=5)
+#: Measured as the job ran, so a row read back keeps its first session's.
+TIMING = {"seconds", "tokens_per_second"}
+#: Claims whose numbers are wall times.
+TIMED_CLAIMS = {"SGS and SVB converge within similar time",
+                "SGS with small minibatches takes less time than batch CGS, and time grows with S",
+                "SGS on an intermediate minibatch starts from a good point and converges in seconds"}
+
+
+class Interrupted(BaseException):
+    """Stands for Ctrl-C or the end of a session: not an error any code catches."""
+
+
+def _without_timing(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _without_timing(v) for k, v in value.items() if k not in TIMING}
+    if isinstance(value, list):
+        return [_without_timing(v) for v in value]
+    return value
+
+
+def _trace(out: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in (out / "trace.jsonl").read_text().splitlines()]
+
+
+def test_an_interrupted_run_resumes_to_the_uninterrupted_result(ordered_store: Path, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    corpus = Corpus.open(ordered_store)
+    monkeypatch.setattr(gao2016, "_plot", lambda *args: [])  # the quick test checks the figures; here: half the time
+
+    def run(out: Path, *, resume: bool = False, seed: int = 0) -> gao2016.Reproduction:
+        return gao2016.run_gao2016(ReproduceRequest(corpora=[corpus], out=out, seed=seed, resume=resume), TINY)
+
+    whole = run(tmp_path / "whole")
+    assert whole.settings["jobs_read_back"] == "0 of 12"
+    real_arm, calls = gao2016.sgs_arm, []
+
+    def sgs_arm(*args: object) -> dict[str, object]:
+        calls.append(args[3])  # the batch size
+        if len(calls) == 3:  # the third SGS stream (S=72, decay 0.7) is where the session ends
+            raise Interrupted
+        return real_arm(*args)
+
+    monkeypatch.setattr(gao2016, "sgs_arm", sgs_arm)
+    out = tmp_path / "out"
+    with pytest.raises(Interrupted):
+        run(out)
+    assert sorted(p.name for p in (out / "jobs").iterdir()) == ["cgs.json", "sgs-S24-decay0.7.json",
+                                                                "sgs-S24-decay1.json"]
+    calls.clear()
+    monkeypatch.setattr(gao2016, "sgs_arm", lambda *args: calls.append(args[3]) or real_arm(*args))
+    resumed = run(out, resume=True)
+    assert calls == [72, 72, 24, 24, 24, 24]  # the 2 other streams and 4 readings; nothing that finished ran again
+    assert resumed.settings["jobs_read_back"].startswith("3 of 12 (resumed")
+    assert _without_timing(_trace(out)) == _without_timing(_trace(tmp_path / "whole"))
+    assert [c.claim for c in resumed.claims] == [c.claim for c in whole.claims]
+    for ours, theirs in zip(resumed.claims, whole.claims, strict=True):
+        if ours.claim not in TIMED_CLAIMS:
+            assert ours == theirs
+    saved = json.loads((out / "jobs" / "cgs.json").read_text())
+    cgs = next(row for row in _trace(out) if row["figure"] == "1")
+    assert saved["row"]["seconds"] == cgs["seconds"]  # the first session's timing, read back
+
+    calls.clear()
+    with pytest.raises(InvalidParameterError, match=r"cgs\.json was run with other settings \(params\.seed: 0 "
+                                                    r"saved, 1 now\).*--overwrite"):
+        run(out, resume=True, seed=1)
+    assert calls == []  # refused before anything ran
+
+
+#: Arguments each ``_counted`` job ran with (the cluster's workers are threads of this process).
+RAN: list[int] = []
+
+
+def _counted(value: int, fail: bool = False) -> dict[str, object]:
+    RAN.append(value)
+    if fail:
+        raise ValueError(f"job {value} fails")
+    return {"value": value, "square": np.int64(value) ** 2}
+
+
+def test_run_jobs_saves_every_finished_job_and_resumes_the_rest(tmp_path: Path, client: object) -> None:
+    def jobs(fail: bool, seed: int = 0) -> list[gao2016.Job]:
+        tasks = [gao2016.Job(f"task-{v}", "t", {"seed": seed, "v": v}, _counted, (v, fail and v == 2))
+                 for v in range(4)]
+        return tasks + [gao2016.Job("driver", "d", {"seed": seed}, _counted, (9,), on_driver=True)]
+
+    RAN.clear()
+    with pytest.raises(ValueError, match="job 2 fails"):
+        gao2016.run_jobs(jobs(fail=True), tmp_path, client)
+    saved = {p.stem for p in (tmp_path / "jobs").iterdir()}
+    assert "task-2" not in saved and "driver" not in saved  # on a cluster, whatever finished before the error
+    assert saved <= {"task-0", "task-1", "task-3"} and (client is not None or saved == {"task-0", "task-1"})
+    RAN.clear()
+    rows, read_back = gao2016.run_jobs(jobs(fail=False), tmp_path, client, resume=True)
+    assert read_back == len(saved) and sorted(RAN) == sorted({0, 1, 2, 3, 9} - {int(k[5:]) for k in saved})
+    assert rows == [{"figure": "t", "value": v, "square": v * v} for v in range(4)] + [
+        {"figure": "d", "value": 9, "square": 81}]
+    assert all(type(row["square"]) is float for row in rows)  # NumPy numbers as the trace writes them, fresh or not
+    RAN.clear()
+    with pytest.raises(InvalidParameterError, match=r"task-0\.json was run with other settings \(seed: 0 saved, 1"):
+        gao2016.run_jobs(jobs(fail=False, seed=1), tmp_path, client, resume=True)
+    rows, read_back = gao2016.run_jobs(jobs(fail=False, seed=1), tmp_path, client)  # no --resume: all run again
+    assert read_back == 0 and sorted(RAN) == [0, 1, 2, 3, 9] and len(rows) == 5
+    (tmp_path / "jobs" / "driver.json").write_text("{")
+    with pytest.raises(InvalidParameterError, match=r"driver\.json is not a saved gao2016 job"):
+        gao2016.run_jobs(jobs(fail=False, seed=1), tmp_path, client, resume=True)

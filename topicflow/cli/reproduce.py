@@ -30,8 +30,9 @@ def _papers_help() -> str:
 @click.option("--seed", default=0, show_default=True, type=int, help="Base seed of every run.")
 @click.option("--overwrite", is_flag=True, help="Write into an existing OUT.")
 @click.option("--resume", is_flag=True,
-              help="Continue an interrupted run in OUT with the same settings (may2014): finished arms are read "
-                   "back, an interrupted arm continues from its last checkpoint.")
+              help="Continue an interrupted run in OUT with the same settings (may2014, gao2016): what finished "
+                   "is read back (may2014's arms, gao2016's jobs), an interrupted may2014 arm continues from its "
+                   "last checkpoint; saved work of other settings is refused.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @cluster_options
 @reports_errors

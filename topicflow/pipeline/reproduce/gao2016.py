@@ -27,6 +27,17 @@ Training stops at the last shard boundary at or below 80% of the store (SVB stre
 so every arm sees the same documents. Fig. 2c scores the common held-out set after every minibatch
 (the paper holds out part of each minibatch). Every model is scored by the same evaluator (variational fold-in with the topics fixed at their
 posterior mean, :func:`topicflow.metrics.heldout.completion_log_likelihood`).
+
+Resuming (``--resume``): every job above (one CGS, SGS, reading, Fig. 3a, SVB or DSGS run) saves its
+trace row in ``OUT/jobs/<key>.json`` as soon as it finishes (:func:`run_jobs`); the key names its kind and
+grid coordinates and the file records the settings the row depends on (seed, the GaoSettings fields it
+uses, the stores' identity and the held-out range). A resumed run reads the rows back and runs only the
+missing jobs; a row saved with other settings is refused, naming the file and what differs, and a run
+without ``resume`` deletes the rows an earlier run left. Every job is a deterministic function of those
+settings (except DSGS with several loops, whose fetches and pushes interleave as the cluster runs them,
+resumed or not), so the trace and the claims are the uninterrupted run's, except the timings
+(``seconds``, ``tokens_per_second``): a row read back keeps those measured when it ran, so Figs. 3b and 4
+of a resumed run mix sessions.
 """
 from __future__ import annotations
 
@@ -43,6 +54,7 @@ from typing import Any
 import numpy as np
 
 from topicflow.errors import InvalidParameterError
+from topicflow.io._atomic import atomic_write_bytes
 from topicflow.io.corpus.reader import Corpus
 from topicflow.metrics.heldout import (
     completion_log_likelihood,
@@ -70,6 +82,8 @@ CITATION = ("Gao, Chen and Zhu (2016). Streaming Gibbs sampling for LDA model. a
 EVAL_SEED = 0
 #: Sweep counts at which Fig. 3a scores the minibatch being sampled.
 CONVERGENCE_POINTS = (1, 2, 3, 5, 8, 12, 20, 30, 50, 80, 120, 200, 300, 400)
+#: Where each finished job's row is saved (``OUT/jobs/<key>.json``), for ``--resume``.
+JOBS_DIR = "jobs"
 
 
 @dataclass(frozen=True)
@@ -303,23 +317,209 @@ def _split(request: ReproduceRequest, settings: GaoSettings) -> tuple[Corpus, in
     return corpus, n_train, held, how
 
 
-def _submit(client: Any, function: Callable[..., dict[str, Any]], *args: Any) -> Any:
+# ----------------------------------------------------------------------------- jobs (saved as they finish)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One independent piece of the reproduction, saved as ``OUT/jobs/<key>.json`` as soon as it finishes.
+
+    Attributes
+    ----------
+    key : str
+        Its place in the reproduction: kind and grid coordinates (``sgs-S64-decay0.7``, ``svb-S64``,
+        ``dsgs-2loops``), unique in one run and a file name. What else its row depends on is in ``settings``.
+    figure : str
+        The ``figure`` of its row in the trace.
+    settings : dict
+        Everything its row depends on (the seed, the settings it runs with, the identity of the stores and
+        of the held-out documents), as JSON reads it back; ``--resume`` reads a saved row only if equal.
+    function : callable
+        ``function(*args) -> row``.
+    args : tuple
+        Its arguments.
+    on_driver : bool
+        Run from the driver (SVB and DSGS use the client themselves) instead of being one task.
+    """
+
+    key: str
+    figure: str
+    settings: dict[str, Any]
+    function: Callable[..., dict[str, Any]]
+    args: tuple[Any, ...]
+    on_driver: bool = False
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` as it reads back from JSON (tuples become lists, NumPy numbers Python ones), as the trace writes it."""
+    return json.loads(json.dumps(value, sort_keys=True, default=float))
+
+
+def _differences(saved: Any, wanted: Any, name: str = "") -> list[str]:
+    """``name: saved -> wanted`` for every setting (dotted path) where the two differ."""
+    if isinstance(saved, dict) and isinstance(wanted, dict):
+        return [change for key in sorted(set(saved) | set(wanted))
+                for change in _differences(saved.get(key), wanted.get(key), f"{name}.{key}" if name else key)]
+    return [] if saved == wanted else [f"{name or 'settings'}: {saved!r} saved, {wanted!r} now"]
+
+
+def _read_job(path: Path, job: Job) -> dict[str, Any] | None:
+    """The row saved at ``path`` for ``job`` (None: none saved).
+
+    Raises
+    ------
+    InvalidParameterError
+        The file was written with other settings, or is not a saved job.
+    """
+    if not path.is_file():
+        return None
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        settings, row = saved["settings"], dict(saved["row"])
+    except (ValueError, KeyError, TypeError) as error:
+        raise InvalidParameterError(f"{path} is not a saved gao2016 job ({error}); delete it to run that job again, "
+                                    "or run again with --overwrite", path=str(path)) from error
+    if settings != job.settings:
+        raise InvalidParameterError(
+            f"{path} was run with other settings ({'; '.join(_differences(settings, job.settings))}); resume with "
+            "the same --scale, --seed, --corpus and --test, or run again with --overwrite", path=str(path))
+    return row
+
+
+def run_jobs(jobs: Sequence[Job], out: Path, client: Any, *, resume: bool = False) -> tuple[list[dict[str, Any]], int]:
+    """Every job's row (in ``jobs`` order), each saved atomically in ``OUT/jobs/<key>.json`` when it finishes.
+
+    The task jobs go to ``client`` together and are saved in the order they finish, so an interrupted
+    run keeps every job that ended (without a client they run inline, in order); the driver jobs then
+    run one after the other.
+
+    Parameters
+    ----------
+    jobs : sequence of Job
+        Jobs with distinct keys.
+    out : Path
+        The reproduction's directory.
+    client : distributed.Client or None
+        Where the task jobs run.
+    resume : bool, default False
+        Read back the rows saved earlier (all checked before anything runs) and run only the others.
+        Without it, the rows an earlier run left in ``OUT/jobs`` are deleted first.
+
+    Returns
+    -------
+    rows : list of dict
+        One row per job, ``figure`` first, as JSON reads it back (the timing of a row read back is the one
+        measured when it ran).
+    read_back : int
+        How many rows were read back.
+
+    Raises
+    ------
+    InvalidParameterError
+        ``resume`` and a saved row of other settings (:func:`_read_job`).
+    """
+    directory = out / JOBS_DIR
+    if not resume and directory.is_dir():
+        for old in directory.glob("*.json"):
+            old.unlink()
+    directory.mkdir(parents=True, exist_ok=True)
+    rows: dict[str, dict[str, Any]] = {}
+    for job in jobs if resume else ():
+        if (row := _read_job(directory / f"{job.key}.json", job)) is not None:
+            rows[job.key] = row
+    read_back = len(rows)
+    log.info("gao2016: %d of %d jobs read back from %s", read_back, len(jobs), directory)
+
+    def finish(job: Job, row: dict[str, Any]) -> None:
+        rows[job.key] = _jsonable(row)
+        atomic_write_bytes(directory / f"{job.key}.json", json.dumps(
+            {"key": job.key, "settings": job.settings, "row": rows[job.key]}, sort_keys=True).encode("utf-8"))
+
+    tasks = [job for job in jobs if job.key not in rows and not job.on_driver]
     if client is None:
-        return function(*args)
-    return client.submit(function, *args, pure=False)
+        for job in tasks:
+            finish(job, job.function(*job.args))
+    else:
+        from distributed import as_completed
+
+        futures = [client.submit(job.function, *job.args, pure=False) for job in tasks]
+        by_future = {future.key: job for future, job in zip(futures, tasks, strict=True)}
+        for future in as_completed(futures):
+            finish(by_future[future.key], future.result())
+    for job in jobs:
+        if job.on_driver and job.key not in rows:
+            finish(job, job.function(*job.args))
+    return [{"figure": job.figure, **rows[job.key]} for job in jobs], read_back
 
 
-def _gather(client: Any, futures: list[Any]) -> list[dict[str, Any]]:
-    return list(futures) if client is None else list(client.gather(futures))
+def _plan(request: ReproduceRequest, settings: GaoSettings, corpus: Corpus, n_train: int, held: HeldOut,
+          sizes: list[int], curve_batch: int, reading_batch: int) -> list[Job]:
+    """Every job of the reproduction, in trace order: CGS, the SGS grid and curves, readings, Fig. 3a, SVB, DSGS."""
+    path, seed = str(corpus.path), request.seed
+    base = {"store": corpus.token(), "n_train": n_train, "eval_seed": EVAL_SEED,
+            "held_out": {"store": (request.test or corpus).token(), "start": held.start, "stop": held.stop,
+                         "first_half": held.first_half}}
+
+    def job(key: str, figure: str, kind: str, function: Callable[..., dict[str, Any]], args: tuple[Any, ...],
+            on_driver: bool = False, **specific: Any) -> Job:
+        return Job(key, figure, _jsonable({**base, "kind": kind, **specific}), function, args, on_driver)
+
+    params = _sgs_params(settings, seed)
+    jobs = [job("cgs", "1", "cgs", cgs_arm, (path, held, params, n_train, settings.cgs_sweeps),
+                params=params.to_dict(), sweeps=settings.cgs_sweeps)]
+    grid = {(size, decay) for size in sizes for decay in settings.decays}
+    curves = {(curve_batch, decay) for decay in (1.0, settings.curve_decay)}
+    for size, decay in sorted(grid | curves):
+        decayed, curve = _sgs_params(settings, seed, decay=decay), (size, decay) in curves
+        jobs.append(job(f"sgs-S{size}-decay{decay:g}", "1-2" if (size, decay) in grid else "2c", "sgs", sgs_arm,
+                        (path, held, decayed, size, n_train, curve), params=decayed.to_dict(), batch_size=size,
+                        curve=curve))
+    for changes in _readings(settings):
+        reading = _sgs_params(settings, seed, **changes)
+        key = f"reading-S{reading_batch}-decay{reading.decay:g}-{reading.init}" + (
+            "-beta" if reading.decay_beta else "")
+        jobs.append(job(key, "readings", "sgs", sgs_arm, (path, held, reading, reading_batch, n_train),
+                        params=reading.to_dict(), batch_size=reading_batch, curve=False))
+    middle = max(1, (n_train // curve_batch) // 2)
+    jobs.append(job("convergence", "3a", "convergence", convergence_arm,
+                    (path, held, params, curve_batch, middle, settings.max_iter), params=params.to_dict(),
+                    batch_size=curve_batch, minibatch=middle, max_sweeps=settings.max_iter))
+    shards = [i for i, end in enumerate(np.cumsum([s.n_docs for s in corpus.shards])) if end <= n_train]
+    config = VBConfig(n_topics=settings.n_topics, doc_topic_prior_mode="fixed", doc_topic_prior=settings.alpha,
+                      topic_word_prior=settings.beta, max_iter=settings.svb_max_iter, tol=settings.svb_tol,
+                      doc_tol=settings.svb_doc_tol, seed=seed)
+    for size in sorted(set(sizes) | {curve_batch}):
+        svb = SVBConfig(batch_size=size, executor="threads")
+        jobs.append(job(f"svb-S{size}", "1-svb", "svb", svb_arm,
+                        (corpus, held, config, svb, shards, size == curve_batch, request.client), on_driver=True,
+                        config=config.to_dict(), svb=svb.to_dict(), shards=shards, curve=size == curve_batch))
+    for loops in settings.dsgs_workers if request.client is not None else ():
+        jobs.append(job(f"dsgs-{loops}loops", "4", "dsgs", dsgs_arm,
+                        (corpus, held, params, curve_batch, loops, n_train, request.client), on_driver=True,
+                        params=params.to_dict(), batch_size=curve_batch, loops=loops))
+    return jobs
+
+
+def _readings(settings: GaoSettings) -> list[dict[str, Any]]:
+    """The SGS settings of the readings the paper leaves open (start, decayed beta), each beside its default."""
+    return [{"init": init, "decay_beta": decay_beta, "decay": decay}
+            for decay in sorted({1.0, settings.curve_decay})
+            for init in ("posterior-token", "posterior-document") for decay_beta in (False, True)
+            if not (decay == 1.0 and decay_beta) and not (init == "posterior-token" and not decay_beta)]
 
 
 def run_gao2016(request: ReproduceRequest, settings: GaoSettings | None = None) -> Reproduction:
     """Run the configurations of Gao et al.'s Figs. 1-4 and check their claims (see the module docstring).
 
+    Every job (the CGS arm, each SGS stream, the readings, Fig. 3a, SVB at each S, DSGS with each
+    number of loops) saves its row in ``OUT/jobs/<key>.json`` as it finishes; with ``request.resume``
+    the saved rows are read back, so an interrupted run continues where it stopped (see :func:`run_jobs`).
+
     Parameters
     ----------
     request : ReproduceRequest
-        One store (``--corpus``), optionally a test store; ``scale`` picks :data:`SCALES`.
+        One store (``--corpus``), optionally a test store; ``scale`` picks :data:`SCALES`; ``resume``
+        continues an interrupted run in ``out``.
     settings : GaoSettings, optional
         Settings other than the scale's (benchmarks/bench_gao2016.py runs intermediate grids).
 
@@ -327,96 +527,66 @@ def run_gao2016(request: ReproduceRequest, settings: GaoSettings | None = None) 
     -------
     Reproduction
         The claims beside ours; figures ``gao2016-*.png`` and ``trace.jsonl`` in ``request.out``.
+
+    Raises
+    ------
+    InvalidParameterError
+        Not one monolingual store with enough documents, or ``resume`` and a job saved in ``OUT/jobs``
+        with other settings (another seed, scale or store).
     """
     settings = settings or SCALES[request.scale]
     corpus, n_train, held, how = _split(request, settings)
-    path, client, seed = str(corpus.path), request.client, request.seed
     sizes = sorted({min(s, n_train) for s in settings.batch_sizes})
+    curve_batch, reading_batch = min(settings.curve_batch, n_train), min(settings.reading_batch, n_train)
     log.info("gao2016: %d training documents, sizes %s, decays %s", n_train, sizes, settings.decays)
-    kinds = ["1"]
-    jobs: list[Any] = [_submit(client, cgs_arm, path, held, _sgs_params(settings, seed), n_train,
-                               settings.cgs_sweeps)]
-    curve_batch = min(settings.curve_batch, n_train)
-    grid = {(size, decay) for size in sizes for decay in settings.decays}
-    curves = {(curve_batch, decay) for decay in (1.0, settings.curve_decay)}
-    for size, decay in sorted(grid | curves):
-        kinds.append("1-2" if (size, decay) in grid else "2c")
-        jobs.append(_submit(client, sgs_arm, path, held, _sgs_params(settings, seed, decay=decay), size, n_train,
-                            (size, decay) in curves))
-    readings = [{"init": init, "decay_beta": decay_beta, "decay": decay}
-                for decay in sorted({1.0, settings.curve_decay})
-                for init in ("posterior-token", "posterior-document") for decay_beta in (False, True)
-                if not (decay == 1.0 and decay_beta) and not (init == "posterior-token" and not decay_beta)]
-    reading_batch = min(settings.reading_batch, n_train)
-    for changes in readings:
-        kinds.append("readings")
-        jobs.append(_submit(client, sgs_arm, path, held, _sgs_params(settings, seed, **changes), reading_batch,
-                            n_train))
-    middle = max(1, (n_train // curve_batch) // 2)
-    kinds.append("3a")
-    jobs.append(_submit(client, convergence_arm, path, held, _sgs_params(settings, seed), curve_batch, middle,
-                        settings.max_iter))
-    results = _gather(client, jobs)
-    svb_rows = _run_svb(corpus, held, settings, seed, client, sizes, curve_batch, n_train)
-    dsgs_rows = _run_dsgs(corpus, held, settings, seed, client, curve_batch, n_train)
-    trace = [{"figure": kind, **row} for kind, row in zip(kinds, results, strict=True)] + svb_rows + dsgs_rows
+    jobs = _plan(request, settings, corpus, n_train, held, sizes, curve_batch, reading_batch)
+    trace, read_back = run_jobs(jobs, request.out, request.client, resume=request.resume)
     with open(request.out / "trace.jsonl", "w", encoding="utf-8") as handle:
         handle.writelines(json.dumps(row, sort_keys=True, default=float) + "\n" for row in trace)
     figures = _plot(request.out, trace, settings, sizes, curve_batch)
     claims = _claims(trace, settings, sizes, curve_batch, reading_batch, how)
-    return Reproduction(paper="gao2016", citation=CITATION, corpora=[path], scale=request.scale, claims=claims,
-                        figures=figures, trace="trace.jsonl",
-                        settings={**asdict(settings), "n_train": n_train, "held_out": how, "seed": seed,
-                                  "svb": "fit_svb, store order, fixed alpha, executor threads"})
+    return Reproduction(paper="gao2016", citation=CITATION, corpora=[str(corpus.path)], scale=request.scale,
+                        claims=claims, figures=figures, trace="trace.jsonl",
+                        settings={**asdict(settings), "n_train": n_train, "held_out": how, "seed": request.seed,
+                                  "svb": "fit_svb, store order, fixed alpha, executor threads",
+                                  "jobs_read_back": f"{read_back} of {len(jobs)}" + (
+                                      " (resumed: their timings were measured in an earlier session)"
+                                      if read_back else "")})
 
 
-def _run_svb(corpus: Corpus, held: HeldOut, settings: GaoSettings, seed: int, client: Any, sizes: list[int],
-             curve_batch: int, n_train: int) -> list[dict[str, Any]]:
-    """Streaming VB (Broderick et al. 2013) at every S over the same training shards, from the driver."""
+def svb_arm(corpus: Corpus, held: HeldOut, config: VBConfig, svb: SVBConfig, shards: list[int], curve: bool,
+            client: Any) -> dict[str, Any]:
+    """Streaming VB (Broderick et al. 2013) at one S over the training shards, from the driver.
+
+    Its held-out perplexity at the end (and after every minibatch with ``curve``).
+    """
     pairs = _completion_pairs(held)
-    shards = [i for i, end in enumerate(np.cumsum([s.n_docs for s in corpus.shards])) if end <= n_train]
-    language = corpus.languages[0]
-    config = VBConfig(n_topics=settings.n_topics, doc_topic_prior_mode="fixed", doc_topic_prior=settings.alpha,
-                      topic_word_prior=settings.beta, max_iter=settings.svb_max_iter, tol=settings.svb_tol,
-                      doc_tol=settings.svb_doc_tol, seed=seed)
-    rows = []
-    for size in sorted(set(sizes) | {curve_batch}):
-        curve: list[dict[str, Any]] = []
+    language, alpha = corpus.languages[0], config.initial_alpha  # the fixed alpha
+    points: list[dict[str, Any]] = []
 
-        def on_minibatch(record: Any, state: Any, curve: list[dict[str, Any]] = curve) -> None:
-            curve.append({"minibatch": record.minibatch, "docs_seen": record.docs_seen,
-                          "iterations": record.iterations,
-                          "perplexity": _perplexity(pairs, state.topic_word_var[language], settings.alpha)})
+    def on_minibatch(record: Any, state: Any) -> None:
+        points.append({"minibatch": record.minibatch, "docs_seen": record.docs_seen, "iterations": record.iterations,
+                       "perplexity": _perplexity(pairs, state.topic_word_var[language], alpha)})
 
-        started = time.perf_counter()
-        result = fit_svb(corpus, config, SVBConfig(batch_size=size, executor="threads"), shards=shards,
-                         client=client, on_minibatch=on_minibatch if size == curve_batch else None)
-        seconds = time.perf_counter() - started
-        iterations = [r.iterations for r in result.trace]
-        rows.append({"figure": "1-svb", "system": "svb", "batch_size": size, "seed": seed, "seconds": seconds,
-                     "minibatches": len(result.trace), "mean_iterations": float(np.mean(iterations)),
-                     "perplexity": _perplexity(pairs, result.state.topic_word_var[language], settings.alpha),
-                     "curve": curve})
-    return rows
+    started = time.perf_counter()
+    result = fit_svb(corpus, config, svb, shards=shards, client=client, on_minibatch=on_minibatch if curve else None)
+    seconds = time.perf_counter() - started
+    iterations = [r.iterations for r in result.trace]
+    return {"system": "svb", "batch_size": svb.batch_size, "seed": config.seed, "seconds": seconds,
+            "minibatches": len(result.trace), "mean_iterations": float(np.mean(iterations)),
+            "perplexity": _perplexity(pairs, result.state.topic_word_var[language], alpha), "curve": points}
 
 
-def _run_dsgs(corpus: Corpus, held: HeldOut, settings: GaoSettings, seed: int, client: Any, batch_size: int,
-              n_train: int) -> list[dict[str, Any]]:
-    """DSGS with each number of sampler loops (first minibatches in order, ``sync_first`` = loops)."""
-    if client is None or not settings.dsgs_workers:
-        return []
-    pairs = _completion_pairs(held)
-    params = _sgs_params(settings, seed)
-    rows = []
-    for loops in settings.dsgs_workers:
-        result = run_dsgs(corpus, params, batch_size=batch_size, client=client, n_workers=loops, sync_first=loops,
-                          max_docs=n_train)
-        rows.append({"figure": "4", "system": "dsgs", "loops": loops, "batch_size": batch_size,
-                     "seconds": result.seconds, "tokens_per_second": result.tokens_per_second,
-                     "perplexity": _perplexity(pairs, sgs.topic_word_var(result.state, params), settings.alpha),
-                     "max_staleness": int(result.server_stats.get("max_staleness", 0))})
-    return rows
-
+def dsgs_arm(corpus: Corpus, held: HeldOut, params: sgs.SGSParams, batch_size: int, loops: int, n_train: int,
+             client: Any) -> dict[str, Any]:
+    """DSGS with ``loops`` sampler loops on ``client`` (the first ``loops`` minibatches in order, ``sync_first``)."""
+    result = run_dsgs(corpus, params, batch_size=batch_size, client=client, n_workers=loops, sync_first=loops,
+                      max_docs=n_train)
+    return {"system": "dsgs", "loops": loops, "batch_size": batch_size,
+            "seconds": result.seconds, "tokens_per_second": result.tokens_per_second,
+            "perplexity": _perplexity(_completion_pairs(held), sgs.topic_word_var(result.state, params),
+                                      params.alpha[0]),
+            "max_staleness": int(result.server_stats.get("max_staleness", 0))}
 
 # ----------------------------------------------------------------------------- figures and claims
 
@@ -645,6 +815,6 @@ def _claims(trace: list[dict[str, Any]], settings: GaoSettings, sizes: list[int]
     return claims
 
 
-register(Paper(name="gao2016", citation=CITATION, run=run_gao2016,
+register(Paper(name="gao2016", citation=CITATION, run=run_gao2016, resumable=True,
                corpora="one monolingual store (ingested with --keep-order for the first-half protocol); its last "
                        "20% of documents are held out unless --test is given"))
