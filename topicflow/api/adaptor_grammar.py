@@ -361,7 +361,7 @@ class AdaptorGrammar(TopicModelEstimator):
         if isinstance(n, bool) or not isinstance(n, Integral) or n < 1:
             raise InvalidParameterError(f"n must be a positive integer, got {n!r}")
         try:
-            found = topic_words(state, int(n), nonterminals, by)  # type: ignore[arg-type]
+            found = topic_words(state, int(n), nonterminals, by)
         except ValueError as exc:
             raise InvalidParameterError(str(exc)) from None
         if weights:

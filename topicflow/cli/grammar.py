@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import cast
 
 import click
 
@@ -184,7 +185,7 @@ def topics(model_path: str | Path, top_n: int, by: str, nonterminals: tuple[str,
 
     model = AdaptorGrammar.load(model_location(model_path), version=version)
     names = list(nonterminals) or model.topic_names()
-    found = model.topics(top_n, nonterminals=names, by=by, weights=True)
+    found = cast("list[list[tuple[str, float]]]", model.topics(top_n, nonterminals=names, by=by, weights=True))
     if as_json:
         click.echo(json.dumps({name: [[w, v] for w, v in pairs] for name, pairs in zip(names, found)}))
         return
