@@ -101,6 +101,12 @@ def _without_timings(path: Path) -> list[dict[str, object]]:
 def test_reproduce_may2014_quick_on_a_tiny_labeled_store(stores: tuple[Path, Path], tmp_path: Path,
                                                          local_cluster: object,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from topicflow.pipeline.reproduce import may2014
+
+    # Every arm of the quick scale, with fewer runs and particles: the test is about the command, its
+    # outputs and its resume, not about the numbers (the quick scale itself is in RESULTS.md).
+    monkeypatch.setitem(may2014.SCALES, "quick", may2014.ScaleSettings(
+        n_particles=5, runs=2, init_trials=2, init_sweeps=20, size_sweeps=20, init_sizes=(0, 30)))
     _, whole = stores
     address = local_cluster.scheduler_address  # type: ignore[attr-defined]
     out = tmp_path / "may"
@@ -123,7 +129,6 @@ def test_reproduce_may2014_quick_on_a_tiny_labeled_store(stores: tuple[Path, Pat
     # Interrupted in the middle of the second arm, right after its first checkpoint, then --resume:
     # the finished arms are read back, the interrupted one continues from its checkpoint, and the
     # whole trace is the uninterrupted one.
-    from topicflow.pipeline.reproduce import may2014
     from topicflow.pipeline.streaming.outputs import StreamOutputs
 
     save, stream = StreamOutputs.save, may2014.run_stream
