@@ -125,7 +125,8 @@ def _topic_rows(lam, eta_rows, eta_value, start, stop, out):
     """out[k] = sum_v (eta - lam)(psi(lam) - psi(sum lam)) + lnG(lam), minus lnG(sum lam), rows start..stop-1.
 
     A row's sum and terms are added with Neumaier's compensated summation (the terms are of both
-    signs and their sum is much smaller than their sizes), in index order by one call, so a row's value does not depend on how the rows are split among threads.
+    signs and their sum is much smaller than their sizes), in index order by one call, so a row's
+    value does not depend on how the rows are split among threads.
     """
     n_terms = lam.shape[1]
     matrix = eta_rows.shape[0] > 0
