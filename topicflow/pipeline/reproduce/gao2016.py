@@ -54,7 +54,6 @@ from typing import Any
 import numpy as np
 
 from topicflow.errors import InvalidParameterError
-from topicflow.io._atomic import atomic_write_bytes
 from topicflow.io.corpus.reader import Corpus
 from topicflow.metrics.heldout import (
     completion_log_likelihood,
@@ -71,6 +70,7 @@ from topicflow.models.lda.vb.layout import prepare_topics
 from topicflow.models.lda.vb.params import VBParams
 from topicflow.pipeline.reproduce.claims import Claim, Reproduction
 from topicflow.pipeline.reproduce.registry import Paper, ReproduceRequest, register
+from topicflow.pipeline.reproduce.saved import as_json, read_saved, write_saved
 from topicflow.pipeline.streaming import run_dsgs, run_sgs
 from topicflow.pipeline.vb import SVBConfig, VBConfig, fit_svb
 
@@ -350,42 +350,6 @@ class Job:
     on_driver: bool = False
 
 
-def _jsonable(value: Any) -> Any:
-    """``value`` as it reads back from JSON (tuples become lists, NumPy numbers Python ones), as the trace writes it."""
-    return json.loads(json.dumps(value, sort_keys=True, default=float))
-
-
-def _differences(saved: Any, wanted: Any, name: str = "") -> list[str]:
-    """``name: saved -> wanted`` for every setting (dotted path) where the two differ."""
-    if isinstance(saved, dict) and isinstance(wanted, dict):
-        return [change for key in sorted(set(saved) | set(wanted))
-                for change in _differences(saved.get(key), wanted.get(key), f"{name}.{key}" if name else key)]
-    return [] if saved == wanted else [f"{name or 'settings'}: {saved!r} saved, {wanted!r} now"]
-
-
-def _read_job(path: Path, job: Job) -> dict[str, Any] | None:
-    """The row saved at ``path`` for ``job`` (None: none saved).
-
-    Raises
-    ------
-    InvalidParameterError
-        The file was written with other settings, or is not a saved job.
-    """
-    if not path.is_file():
-        return None
-    try:
-        saved = json.loads(path.read_text(encoding="utf-8"))
-        settings, row = saved["settings"], dict(saved["row"])
-    except (ValueError, KeyError, TypeError) as error:
-        raise InvalidParameterError(f"{path} is not a saved gao2016 job ({error}); delete it to run that job again, "
-                                    "or run again with --overwrite", path=str(path)) from error
-    if settings != job.settings:
-        raise InvalidParameterError(
-            f"{path} was run with other settings ({'; '.join(_differences(settings, job.settings))}); resume with "
-            "the same --scale, --seed, --corpus and --test, or run again with --overwrite", path=str(path))
-    return row
-
-
 def run_jobs(jobs: Sequence[Job], out: Path, client: Any, *, resume: bool = False) -> tuple[list[dict[str, Any]], int]:
     """Every job's row (in ``jobs`` order), each saved atomically in ``OUT/jobs/<key>.json`` when it finishes.
 
@@ -416,7 +380,7 @@ def run_jobs(jobs: Sequence[Job], out: Path, client: Any, *, resume: bool = Fals
     Raises
     ------
     InvalidParameterError
-        ``resume`` and a saved row of other settings (:func:`_read_job`).
+        ``resume`` and a saved row of other settings (:func:`~topicflow.pipeline.reproduce.saved.read_saved`).
     """
     directory = out / JOBS_DIR
     if not resume and directory.is_dir():
@@ -425,15 +389,14 @@ def run_jobs(jobs: Sequence[Job], out: Path, client: Any, *, resume: bool = Fals
     directory.mkdir(parents=True, exist_ok=True)
     rows: dict[str, dict[str, Any]] = {}
     for job in jobs if resume else ():
-        if (row := _read_job(directory / f"{job.key}.json", job)) is not None:
-            rows[job.key] = row
+        if (row := read_saved(directory / f"{job.key}.json", job.settings, "row", "gao2016 job")) is not None:
+            rows[job.key] = dict(row)
     read_back = len(rows)
     log.info("gao2016: %d of %d jobs read back from %s", read_back, len(jobs), directory)
 
     def finish(job: Job, row: dict[str, Any]) -> None:
-        rows[job.key] = _jsonable(row)
-        atomic_write_bytes(directory / f"{job.key}.json", json.dumps(
-            {"key": job.key, "settings": job.settings, "row": rows[job.key]}, sort_keys=True).encode("utf-8"))
+        rows[job.key] = as_json(row)
+        write_saved(directory / f"{job.key}.json", {"key": job.key, "settings": job.settings, "row": rows[job.key]})
 
     tasks = [job for job in jobs if job.key not in rows and not job.on_driver]
     if client is None:
@@ -462,7 +425,7 @@ def _plan(request: ReproduceRequest, settings: GaoSettings, corpus: Corpus, n_tr
 
     def job(key: str, figure: str, kind: str, function: Callable[..., dict[str, Any]], args: tuple[Any, ...],
             on_driver: bool = False, **specific: Any) -> Job:
-        return Job(key, figure, _jsonable({**base, "kind": kind, **specific}), function, args, on_driver)
+        return Job(key, figure, as_json({**base, "kind": kind, **specific}), function, args, on_driver)
 
     params = _sgs_params(settings, seed)
     jobs = [job("cgs", "1", "cgs", cgs_arm, (path, held, params, n_train, settings.cgs_sweeps),

@@ -37,6 +37,7 @@ from topicflow.io._atomic import atomic_write_bytes
 from topicflow.io.corpus.reader import Corpus
 from topicflow.pipeline.reproduce.claims import Claim, Reproduction
 from topicflow.pipeline.reproduce.registry import Paper, ReproduceRequest, register
+from topicflow.pipeline.reproduce.saved import as_json, read_saved, write_saved
 from topicflow.pipeline.streaming import run_stream, stream_config
 
 log = logging.getLogger(__name__)
@@ -214,31 +215,18 @@ def run_arm(arm: Arm, base: dict[str, Any], train: Corpus, test: Corpus, out: Pa
     config = stream_config(**{**base, **arm.settings})
     arm_out = out / "arms" / arm.name.replace("/", "-")
     finished = arm_out / ARM_RECORDS
-    fingerprint = _jsonable(config.fingerprint())
-    if request.resume and finished.is_file():
-        saved = json.loads(finished.read_text(encoding="utf-8"))
-        if saved.get("fingerprint") != fingerprint:
-            changed = sorted(k for k in set(fingerprint) | set(saved.get("fingerprint", {}))
-                             if fingerprint.get(k) != saved.get("fingerprint", {}).get(k))
-            raise InvalidParameterError(
-                f"{finished} was run with other settings ({', '.join(changed)} differ); resume with the "
-                "same --scale, --seed and stores, or run again with --overwrite", path=str(finished))
-        log.info("may2014: arm %s finished earlier; its %d records are read back", arm.name, len(saved["records"]))
-        return list(saved["records"])
+    settings = as_json(config.fingerprint())
+    if request.resume and (saved := read_saved(finished, settings, "records", "may2014 arm")) is not None:
+        log.info("may2014: arm %s finished earlier; its %d records are read back", arm.name, len(saved))
+        return list(saved)
     finished.unlink(missing_ok=True)  # a finished arm of an earlier run is not this run's
     resume = request.resume and (arm_out / "state" / "stream.json").is_file()
     log.info("may2014: arm %s (%d runs)%s", arm.name, config.run.runs, ", resumed" if resume else "")
     result = run_stream(train, config, client=request.client, test_corpus=test, out=arm_out, resume=resume,
                         checkpoint_every=CHECKPOINT_EVERY, progress=request.progress)
     records = [{**record, "arm": arm.name} for record in result.records]
-    atomic_write_bytes(finished, json.dumps({"fingerprint": fingerprint, "records": records}, sort_keys=True,
-                                            default=str).encode("utf-8"))
+    write_saved(finished, {"settings": settings, "records": records})
     return records
-
-
-def _jsonable(value: Any) -> Any:
-    """``value`` as it reads back from JSON (tuples become lists), for comparing saved settings."""
-    return json.loads(json.dumps(value, sort_keys=True, default=str))
 
 
 def final_values(records: Sequence[dict[str, Any]], arm: str, metric: str = "nmi_out") -> np.ndarray:
