@@ -39,6 +39,8 @@ def _shared_pool(size: int) -> ThreadPoolExecutor:
     global _pool, _pool_size
     with _lock:
         if _pool is None or _pool_size < size:
+            if _pool is not None:
+                _pool.shutdown(wait=False)  # its running chunks finish; new ones go to the larger pool
             _pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix="topicflow-kernel")
             _pool_size = size
         return _pool
