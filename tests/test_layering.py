@@ -200,3 +200,11 @@ def test_tasks_only_build_graphs(path: Path) -> None:
 
 def test_every_module_has_a_layer() -> None:
     assert all(isinstance(layer_of(module), int) for module in MODULES)
+
+
+def test_the_worker_list_is_asked_of_the_scheduler_not_read_from_scheduler_info() -> None:
+    """Client.scheduler_info() can return the client's totals-only copy (see cluster.worker_addresses)."""
+    found = [f"{path.relative_to(PACKAGE)}:{node.lineno}" for path in sorted(PACKAGE.rglob("*.py"))
+             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+             if isinstance(node, ast.Attribute) and node.attr == "scheduler_info"]
+    assert found == [], f"use topicflow.pipeline.cluster.worker_addresses instead of scheduler_info(): {found}"

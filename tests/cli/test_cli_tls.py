@@ -27,6 +27,7 @@ from topicflow.pipeline.cluster import (
     SchedulerConnectionError,
     client_security,
     connect,
+    worker_addresses,
 )
 from topicflow.testing.corpora import draw_planted_corpus, write_test_store
 
@@ -114,7 +115,7 @@ def test_tls_settings_from_the_dask_config(tls_scheduler: str, certs: dict[str, 
                 "distributed.comm.tls.client.key": str(certs["client.key"])}
     with dask.config.set(settings), connect(ClusterConfig(scheduler=tls_scheduler)) as client:
         assert client.submit(sum, [1, 2, 3]).result() == 6
-        assert {address.split("://")[0] for address in client.scheduler_info()["workers"]} == {"tls"}
+        assert {address.split("://")[0] for address in worker_addresses(client)} == {"tls"}
     # An option given on the command line wins; the files not given come from the config.
     settings["distributed.comm.tls.ca-file"] = str(certs["other-ca"])
     with dask.config.set(settings), connect(ClusterConfig(scheduler=tls_scheduler, tls_ca_file=str(certs["ca"]))) as client:
@@ -200,13 +201,13 @@ def test_tls_files_for_a_tcp_scheduler_or_a_local_cluster_are_refused(store: Pat
 
 def test_local_worker_processes_and_their_scheduler_listen_on_loopback_only() -> None:
     with connect(ClusterConfig(workers=1, threads_per_worker=1, executor="processes", memory_limit="1GiB")) as client:
-        info = client.scheduler_info()
-        addresses = [info["address"], *info["workers"]]
+        scheduler = client.scheduler.address
+        addresses = [scheduler, *worker_addresses(client)]
         assert {address.split("://")[1].rsplit(":", 1)[0] for address in addresses} == {LOCAL_CLUSTER_HOST}
         workers = {psutil.Process(pid) for pid in client.run(lambda: __import__("os").getpid()).values()}
         listening = {conn.laddr.ip for worker in workers for conn in worker.net_connections(kind="inet")
                      if conn.status == psutil.CONN_LISTEN}
-        scheduler_ports = {int(info["address"].rsplit(":", 1)[1])}
+        scheduler_ports = {int(scheduler.rsplit(":", 1)[1])}
         own = {conn.laddr.ip for conn in psutil.Process().net_connections(kind="inet")
                if conn.status == psutil.CONN_LISTEN and conn.laddr.port in scheduler_ports}
     assert listening == {LOCAL_CLUSTER_HOST} and own == {LOCAL_CLUSTER_HOST}

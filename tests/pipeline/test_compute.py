@@ -13,7 +13,7 @@ from typing import Any
 import dask
 import pytest
 
-from topicflow.pipeline.cluster import compute, compute_list
+from topicflow.pipeline.cluster import compute, compute_list, worker_addresses
 
 
 class _Progress:
@@ -45,7 +45,7 @@ def _on_worker(client: Any, number: int, function: Any, run: str) -> Any:
     """``function(run)`` as a task, pinned to worker ``number`` of the test cluster (both must run at once)."""
     if client is None:
         return dask.delayed(function, pure=False)(run)
-    with dask.annotate(workers=[sorted(client.scheduler_info()["workers"])[number]], allow_other_workers=False):
+    with dask.annotate(workers=[worker_addresses(client)[number]], allow_other_workers=False):
         return dask.delayed(function, pure=False)(run)
 
 

@@ -41,6 +41,7 @@ from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.store import load_model
 from topicflow.io.models.versions import list_versions
 from topicflow.io.outputs.doc_topics import DocTopics
+from topicflow.pipeline.cluster import worker_addresses
 from topicflow.pipeline.ingest.ingest import ingest_corpus
 from topicflow.pipeline.streaming import run_stream
 from topicflow.pipeline.streaming.config import StreamConfig
@@ -135,7 +136,7 @@ def test_cli_update_with_a_worker_killed_equals_an_uninterrupted_update(
     killed: list[str] = []
 
     def kill_a_server_worker() -> None:
-        address = sorted(workers.scheduler_info()["workers"])[0]
+        address = worker_addresses(workers)[0]
         kill_worker(workers, address)
         killed.append(address)
 

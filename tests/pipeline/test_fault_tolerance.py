@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from topicflow.io.corpus.reader import Corpus
+from topicflow.pipeline.cluster import worker_addresses
 from topicflow.pipeline.vb.batch import VBConfig, fit_batch_vb
 from topicflow.pipeline.vb.online import OnlineConfig, fit_online
 from topicflow.testing.corpora import draw_planted_corpus, write_test_store
@@ -111,7 +112,7 @@ def test_online_e_step_servers_are_replaced_when_their_worker_dies(store: Path, 
 
     def kill_one_worker(record: Any, state: Any) -> None:
         if record.t == 2:
-            address = sorted(client.scheduler_info()["workers"])[0]
+            address = worker_addresses(client)[0]
             kill_worker(client, address)
             killed.append(address)
 
@@ -172,7 +173,7 @@ def test_dsgs_survives_a_killed_sampler_worker(store: Path, client: Any) -> None
     params = dsgs_params()
     reference = run_sgs(Corpus.open(store), params, batch_size=100)
     killed: list[str] = []
-    server_worker = sorted(client.scheduler_info()["workers"])[0]  # run_dsgs puts the server there
+    server_worker = worker_addresses(client)[0]  # run_dsgs puts the server there
     pause = PauseAt(client, "dsgs-claimed", match={"loop": 1}, at_least={"minibatch": 4})
     hook = Hooks(Barrier(client, "dsgs-claimed", key="loop", parties=2), pause)
 
@@ -206,7 +207,7 @@ def test_dsgs_reports_a_lost_parameter_server(store: Path, client: Any) -> None:
     from topicflow.pipeline.streaming.dsgs import run_dsgs
 
     killed: list[str] = []
-    server_worker = sorted(client.scheduler_info()["workers"])[0]  # run_dsgs puts the server there
+    server_worker = worker_addresses(client)[0]  # run_dsgs puts the server there
     pause = PauseAt(client, "dsgs-claimed", at_least={"minibatch": 4})
 
     def kill_the_server() -> None:

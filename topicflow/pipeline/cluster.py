@@ -197,6 +197,29 @@ class ActorLostError(RuntimeError):
 ACTOR_POLL_SECONDS = 2.0
 
 
+def worker_addresses(client: Any) -> list[str]:
+    """Ask the scheduler for the addresses of the workers it lists now, sorted.
+
+    ``Client.scheduler_info()`` is not used for this: it refreshes the client's cached copy of the
+    scheduler's identity and returns that copy, but the client also refreshes the same copy every few
+    seconds on its own thread with totals only (no ``"workers"``). When the two interleave, a call
+    sees no worker at all although every worker is there; a long run under load met it as a
+    spurious "worker left the cluster". ``Client.nthreads()`` asks the scheduler and returns its
+    answer directly.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        A synchronous client.
+
+    Returns
+    -------
+    list of str
+        The workers' addresses, sorted.
+    """
+    return sorted(client.nthreads())
+
+
 def actor_of(future: Any) -> Any:
     """The actor ``future`` (a ``client.submit(..., actor=True)``) made, bound to that future's client.
 
@@ -267,7 +290,7 @@ def actor_result(client: Any, actor: Any, call: Any, *, poll: float = ACTOR_POLL
         except TimeoutError:
             if client.status in ("closing", "closed"):  # the scheduler is gone: the worker list is stale
                 raise ActorLostError(f"lost the scheduler while waiting for an actor on {address}") from None
-            if address is not None and address not in client.scheduler_info().get("workers", {}):
+            if address is not None and address not in worker_addresses(client):
                 raise ActorLostError(f"the worker {address} holding an actor left the cluster") from None
             if address is not None and not _holds_actor(client, address, actor.key):
                 raise ActorLostError(f"the worker {address} no longer holds the actor {actor.key}") from None

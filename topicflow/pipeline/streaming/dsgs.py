@@ -100,7 +100,12 @@ from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.store import SavedModel
 from topicflow.models.lda.streaming import sgs
 from topicflow.models.lda.streaming.sgs import SGSParams, SGSState
-from topicflow.pipeline.cluster import actor_of, actor_result, current_client
+from topicflow.pipeline.cluster import (
+    actor_of,
+    actor_result,
+    current_client,
+    worker_addresses,
+)
 from topicflow.pipeline.policies import SyncPolicy
 from topicflow.pipeline.progress import NO_EVENTS, EventHook
 from topicflow.pipeline.streaming.actors import (
@@ -647,7 +652,7 @@ def run_dsgs(
             for future in futures:
                 future.result()
     else:
-        workers = sorted(client.scheduler_info()["workers"])
+        workers = worker_addresses(client)
         run = uuid.uuid4().hex[:12]  # loops are not pure: a key per run, never a cached result
         counts = client.scatter(start.term_topic_counts, workers=workers[:1])  # not inside the task: N can be large
         server = actor_of(client.submit(ParameterServer, counts, *args[1:], actor=True, workers=workers[:1],

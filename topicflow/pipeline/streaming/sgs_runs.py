@@ -15,6 +15,7 @@ from topicflow.io.models.store import SavedModel
 from topicflow.io.models.stream_state import RunState, read_stream_state
 from topicflow.io.storage import StoragePath
 from topicflow.models.lda.streaming import sgs
+from topicflow.pipeline.cluster import worker_addresses
 from topicflow.pipeline.continuation import Continuation, Continuer, register_continuer
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 from topicflow.pipeline.streaming.actors import (
@@ -168,7 +169,7 @@ def dsgs_run(corpus: Corpus, config: StreamConfig, run: int, state: RunState | N
              client: Any) -> tuple[list[dict[str, Any]], RunState]:
     """One DSGS run on the whole cluster; held-out scores at its end (the loops report when they finish)."""
     params = sgs_params(config, config.run_seed(run))
-    n_workers = config.minibatch.n_workers or (len(client.scheduler_info()["workers"]) if client is not None else 2)
+    n_workers = config.minibatch.n_workers or (len(worker_addresses(client)) if client is not None else 2)
     start = None if state is None else sgs.from_arrays(*state)
     result = run_dsgs(corpus, params, batch_size=config.minibatch.batch_size, client=client, n_workers=n_workers,
                       staleness=config.minibatch.staleness, sync_first=config.minibatch.sync_first, state=start, max_docs=config.run.max_docs)

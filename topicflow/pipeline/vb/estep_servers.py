@@ -39,7 +39,7 @@ from topicflow.models.lda.vb.layout import (
 )
 from topicflow.models.lda.vb.online import ReplicaStep, TopicWordReplica
 from topicflow.models.lda.vb.stats import EStepStats
-from topicflow.pipeline.cluster import actor_of, actor_result
+from topicflow.pipeline.cluster import actor_of, actor_result, worker_addresses
 from topicflow.pipeline.shard_reader import ShardReader
 from topicflow.tasks.estep import EStepParams, merge_stats, run_estep
 from topicflow.tasks.reduce import tree_reduce_now
@@ -163,10 +163,10 @@ class ActorPool:
     def _start(self) -> None:
         self._futures = []
         self._replica_of = None
-        workers = sorted(self.client.scheduler_info()["workers"])
+        workers = worker_addresses(self.client)
         if not workers:
             self.client.wait_for_workers(1)
-            workers = sorted(self.client.scheduler_info()["workers"])
+            workers = worker_addresses(self.client)
         # allow_other_workers: just after a worker died the scheduler may still list it; a server
         # pinned to it would never start. Two servers on one worker give the same statistics.
         self._futures = [
