@@ -4,8 +4,7 @@ The estimators and :class:`Corpus` are imported on first use (``topicflow.LDA``,
 ``from topicflow import LDA``), so ``import topicflow`` and the command line's ``--help`` load no
 Dask, numba or zarr. Before anything imports numba, :func:`topicflow._numba_cache.ensure_cache_dir`
 points its on-disk kernel cache at a writable directory (worker processes import this package
-first too, so they share the cache), and :func:`topicflow._numba_cache.share_compiles` arranges that
-processes missing the same kernel compile it once.
+first too, so they share the cache).
 """
 from __future__ import annotations
 
@@ -13,7 +12,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from topicflow._numba_cache import ensure_cache_dir as _ensure_cache_dir
-from topicflow._numba_cache import share_compiles as _share_compiles
 from topicflow._version import __version__
 
 if TYPE_CHECKING:
@@ -39,7 +37,6 @@ _PUBLIC = {
 }
 
 _ensure_cache_dir()
-_share_compiles()
 
 
 def __getattr__(name: str) -> Any:
