@@ -364,6 +364,34 @@ def test_worker_killed_mid_gibbs_sweep_on_s3_gives_the_same_chain(
     assert [r.log_likelihood for r in result.trace] == [r.log_likelihood for r in reference.trace]
 
 
+def test_worker_killed_mid_pcvb0_iteration_on_s3_gives_the_same_model(
+        setting: dict[str, Any], stores: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """PCVB0 keeps each token's q in a run directory beside the s3 store. After the first iteration the
+    scheduler plugin is armed and SIGKILLs the worker the next sweep task goes to (one of the second
+    iteration). The task runs again on the other worker, reads the first iteration's q from s3 and writes
+    the same q again;
+    the model equals the undisturbed fit on local disk (threads of this process) bit for bit."""
+    from topicflow.models.hdp.params import HDPParams
+    from topicflow.pipeline.collapsed import batch as pcvb0
+    from topicflow.pipeline.collapsed.config import CollapsedConfig
+
+    config = CollapsedConfig(method="pcvb0", passes=3, params=HDPParams(truncation=4, seed=3))
+    with monkeypatch.context() as patch:  # the reference: not on the module's cluster
+        patch.setattr(pcvb0, "current_client", lambda client=None: client)
+        reference = pcvb0.run_pcvb0(Corpus.open(stores["local"]), config)
+    client = setting["client"]
+    killer = TaskKiller(client, "pcvb0-sweep")
+    try:
+        result = pcvb0.run_pcvb0(Corpus.open(stores["store"]), config, client=client,
+                                 on_iteration=lambda record, state: killer.arm() if record.iteration == 0 else None)
+    finally:
+        client.wait_for_workers(2, timeout=HANG_GUARD_SECONDS)  # a hang guard: the nanny restarts the killed worker
+    assert killer.killed() and "-1-" in killer.killed()[0]["key"], killer.killed()  # iterations count from 0
+    assert_array_equal(result.state.topic_word, reference.state.topic_word)
+    assert_array_equal(result.state.tables, reference.state.tables)
+    assert [r.log_likelihood for r in result.trace] == [r.log_likelihood for r in reference.trace]
+
+
 def _fail_first_sweep_writer(flag: str) -> None:
     """On this worker: the first task to write a block's z of the start (claiming ``flag``) raises there, while
     the other worker's start task is running on."""
