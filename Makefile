@@ -67,7 +67,7 @@ demo: $(STAMP)
 	$(BIN)/python -m topicflow.cli.demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(TESTS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup $(TESTS)
 
 # Only the fault-matrix tests (docs/reliability.md, "Fault matrix"); `make test` runs them too.
 test-faults: $(STAMP)

@@ -12,25 +12,6 @@ from hypothesis import HealthCheck, settings
 settings.register_profile("topicflow", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("topicflow")
 
-#: The order in which ``make test`` hands modules to its xdist workers (``--dist loadgroup
-#: --no-loadscope-reorder`` takes the collection order): the documentation build first (the longest
-#: single unit, about 100 s in a fresh clone; started last, the other worker would idle while it runs),
-#: then the kernels' own tests (each module compiles its family's kernels on one worker, so the two
-#: workers compile different kernels instead of both compiling every kernel for the estimators' and
-#: commands' tests, which then load them from numba's cache), then the rest in collection order.
-FIRST = ("tests/test_docs.py", "tests/test_notebooks.py", "tests/models/", "tests/metrics/")
-
-
-def _rank(item: pytest.Item) -> int:
-    path = item.nodeid.split("::", 1)[0]
-    path = path if path.startswith("tests/") else f"tests/{path}"
-    return next((i for i, prefix in enumerate(FIRST) if path.startswith(prefix)), len(FIRST))
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Put the modules of :data:`FIRST` first, in that order (a stable sort: otherwise as collected)."""
-    items.sort(key=_rank)
-
 
 @pytest.fixture(autouse=True)
 def no_default_client_left_behind() -> Iterator[None]:
