@@ -37,11 +37,12 @@ from tests.pipeline.test_fault_matrix_faults import assert_one_error_naming, lis
 from topicflow.api.lda import LDA
 from topicflow.cli import main
 from topicflow.errors import StoreExistsError
-from topicflow.io.corpus.reader import Corpus
+from topicflow.io.corpus.reader import Corpus, read_manifest
 from topicflow.io.models.store import load_model
 from topicflow.io.models.versions import list_versions
 from topicflow.io.outputs.doc_topics import DocTopics
 from topicflow.pipeline.cluster import worker_addresses
+from topicflow.pipeline.ingest.append import append_corpus
 from topicflow.pipeline.ingest.ingest import ingest_corpus
 from topicflow.pipeline.streaming import run_stream
 from topicflow.pipeline.streaming.config import StreamConfig
@@ -58,6 +59,9 @@ from topicflow.testing.faults import (
 
 #: One xdist worker runs the module, so its store, model and cluster of worker processes are built once.
 pytestmark = pytest.mark.xdist_group("fault-matrix")
+
+#: Part of the key of append's per-partition task that encodes and writes a shard.
+APPEND_TASK = "ingest-encode"
 
 
 #: The killed run: the real command line in a child process that stops itself (SIGSTOP) when the
@@ -154,6 +158,50 @@ def test_cli_update_with_a_worker_killed_equals_an_uninterrupted_update(
         np.testing.assert_array_equal(updated.state.doc_topic_prior, reference.state.doc_topic_prior)
     assert killer.killed(), "no worker was killed mid-update (tasks)"
     assert killed, "no worker was killed mid-update (servers)"
+
+
+def test_cli_hybrid_fit_with_a_worker_killed_equals_an_uninterrupted_fit(grown: tuple[Path, Path], workers: Any,
+                                                                          tmp_path: Path) -> None:
+    """``fit --preset zhai2014-hybrid --executor tasks`` through ``--scheduler``: after the first minibatch,
+    the worker the next hybrid E-step task is assigned to dies holding it; the task reruns elsewhere and
+    draws what it drew (keyed by seed, minibatch and document), so the model equals a local fit's."""
+    store, _ = grown
+    args = ["fit", str(store), "--preset", "zhai2014-hybrid", "--topics", "3", "--batch-size", "50", "--seed", "5"]
+    plain = CliRunner().invoke(main, [*args, "--model", str(tmp_path / "plain"), "--local-cluster", "threads",
+                                      "--workers", "1"])
+    assert plain.exit_code == 0, plain.output
+    killer = TaskKiller(workers, "estep")
+    result = CliRunner().invoke(main, [*args, "--model", str(tmp_path / "m"), "--executor", "tasks", "--scheduler",
+                                       workers.scheduler.address], obj=OnItem("online", 1, killer.arm))
+    assert result.exit_code == 0, result.output
+    assert killer.killed(), "no worker was killed mid-fit"
+    fitted, reference = load_model(tmp_path / "m"), load_model(tmp_path / "plain")
+    assert fitted.info.settings.get("estep") == "hybrid" and fitted.info.online is not None
+    assert reference.info.online is not None and fitted.info.online["t"] == reference.info.online["t"] == 4
+    np.testing.assert_array_equal(fitted.state.topic_word_var["default"], reference.state.topic_word_var["default"])
+    np.testing.assert_array_equal(fitted.state.doc_topic_prior, reference.state.doc_topic_prior)
+
+
+def test_cli_append_with_a_worker_killed_equals_an_uninterrupted_append(grown: tuple[Path, Path], workers: Any,
+                                                                       tmp_path: Path) -> None:
+    """``append --scheduler``: the worker the first shard-encoding task is assigned to dies holding it; the
+    task reruns elsewhere, and the store ends as one undisturbed append leaves it (no shard of the lost
+    attempt left)."""
+    store, _ = grown
+    counts = draw_planted_corpus(n_docs=240, n_topics=3, n_terms=30, doc_length=20, alpha=0.3, seed=11).counts["default"]
+    inputs = [str(write_planted_jsonl(tmp_path / f"in{i}.jsonl", counts, 200 + 20 * i, 220 + 20 * i)) for i in (0, 1)]
+    killed, plain = tmp_path / "killed.zarr", tmp_path / "plain.zarr"
+    shutil.copytree(store, killed)
+    shutil.copytree(store, plain)
+    append_corpus(plain, inputs)
+    killer = TaskKiller(workers, APPEND_TASK)
+    killer.arm()
+    result = CliRunner().invoke(main, ["append", str(killed), *inputs, "--scheduler", workers.scheduler.address])
+    assert result.exit_code == 0, result.output
+    assert killer.killed(), "no worker was killed mid-append"
+    assert listing(killed) == listing(plain)
+    assert list(Corpus.open(killed).doc_ids()) == list(Corpus.open(plain).doc_ids())
+    assert Corpus.open(killed).n_tokens == Corpus.open(plain).n_tokens
 
 
 def stream_config(algorithm: str, **changes: Any) -> StreamConfig:
@@ -311,6 +359,73 @@ def test_a_second_stream_into_the_same_new_out_is_refused_while_the_first_runs(a
 # ----------------------------------------------------------------------------- the whole command SIGKILLed
 
 
+def test_ingest_killed_while_writing_shards_leaves_no_store_and_a_rerun_equals_an_uninterrupted_one(
+        tmp_path: Path) -> None:
+    """``topicflow ingest`` is SIGKILLed (with its process group) after it wrote its first shard: no store
+    is at ``--out`` (the build is under a hidden temporary name, which stays), and the rerun ends as one
+    ingest would."""
+    counts = draw_planted_corpus(n_docs=120, n_topics=3, n_terms=30, doc_length=20, alpha=0.3, seed=13).counts["default"]
+    source = str(write_planted_jsonl(tmp_path / "in.jsonl", counts, 0, 120))
+    out = tmp_path / "out" / "c.zarr"
+    args = ["ingest", source, "--out", str(out), "--shard-size", "30", "--local-cluster", "threads", "--workers", "1"]
+    run_until_killed("writing shards", 1, args)
+    assert not out.exists()
+    (left,) = siblings(out)  # the dead run's build, under a hidden name that no reader opens; as infer's,
+    assert left.startswith(".c.zarr.tmp-")  # nothing removes it (a dead writer's cannot be told from a live one's)
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    ingest_corpus([source], tmp_path / "plain.zarr", shard_size=30)
+    assert listing(out) == listing(tmp_path / "plain.zarr")
+    assert list(Corpus.open(out).doc_ids()) == list(Corpus.open(tmp_path / "plain.zarr").doc_ids())
+    assert Corpus.open(out).n_tokens == Corpus.open(tmp_path / "plain.zarr").n_tokens
+    assert siblings(out) == [left, "c.zarr"]
+
+
+def test_append_killed_between_shard_writes_leaves_the_store_and_a_rerun_equals_an_uninterrupted_one(
+        grown: tuple[Path, Path], tmp_path: Path) -> None:
+    """``topicflow append`` is SIGKILLed (with its process group) after it wrote its first shard; the
+    store is as before, and the rerun removes the dead run's shards and ends as one append would."""
+    store, _ = grown
+    counts = draw_planted_corpus(n_docs=240, n_topics=3, n_terms=30, doc_length=20, alpha=0.3, seed=11).counts["default"]
+    inputs = [str(write_planted_jsonl(tmp_path / f"in{i}.jsonl", counts, 200 + 20 * i, 220 + 20 * i)) for i in (0, 1)]
+    killed, plain = tmp_path / "killed.zarr", tmp_path / "plain.zarr"
+    shutil.copytree(store, killed)
+    shutil.copytree(store, plain)
+    before = (read_manifest(killed), list(Corpus.open(killed).doc_ids()))
+    run_until_killed("writing shards", 1, ["append", str(killed), *inputs, "--local-cluster", "threads",
+                                          "--workers", "1"])
+    assert (read_manifest(killed), list(Corpus.open(killed).doc_ids())) == before
+    append_corpus(killed, inputs)
+    append_corpus(plain, inputs)
+    assert listing(killed) == listing(plain)  # the killed run's shards are gone
+    assert list(Corpus.open(killed).doc_ids()) == list(Corpus.open(plain).doc_ids())
+    assert Corpus.open(killed).n_tokens == Corpus.open(plain).n_tokens
+
+
+def test_stream_killed_after_a_saved_state_resumes_to_the_uninterrupted_stream(grown: tuple[Path, Path],
+                                                                              tmp_path: Path) -> None:
+    """``topicflow stream --algo pf --checkpoint-every 1`` is SIGKILLed (with its process group) when it
+    asks for its third evaluation point, after the state of the second was saved; ``--resume`` ends with
+    the trace and model of an uninterrupted stream (records written after the saved state are replaced)."""
+    store, _ = grown
+    common = ["stream", str(store), "--algo", "pf", "--topics", "3", "--particles", "4", "--rejuv", "2",
+              "--reservoir", "50", "--init-docs", "20", "--init-sweeps", "5", "--runs", "1", "--eval-every", "40",
+              "--checkpoint-every", "1", "--seed", "4", "--local-cluster", "threads", "--workers", "1"]
+    plain = CliRunner().invoke(main, [*common, "--out", str(tmp_path / "plain")])
+    assert plain.exit_code == 0, plain.output
+    out = tmp_path / "killed"
+    run_until_killed("stream pf", 2, [*common, "--out", str(out)])
+    assert (out / "state").is_dir()
+    resumed = CliRunner().invoke(main, [*common, "--out", str(out), "--resume"])
+    assert resumed.exit_code == 0, resumed.output
+
+    def trace(path: Path) -> list[dict[str, Any]]:
+        return without_seconds([json.loads(line) for line in (path / "trace.jsonl").read_text().splitlines()])
+    assert trace(out) == trace(tmp_path / "plain")
+    np.testing.assert_array_equal(load_model(out / "model").state.topic_word_var["default"],
+                                  load_model(tmp_path / "plain" / "model").state.topic_word_var["default"])
+
+
 def test_infer_killed_between_parts_writes_nothing_and_a_rerun_equals_an_uninterrupted_one(
         grown: tuple[Path, Path], tmp_path: Path) -> None:
     """``topicflow infer`` is SIGKILLed after its first part; OUT does not exist, the rerun writes what an
@@ -329,7 +444,7 @@ def test_infer_killed_between_parts_writes_nothing_and_a_rerun_equals_an_uninter
     assert siblings(out) == [left, "dt.zarr", "reference.zarr"]
 
 
-@pytest.mark.parametrize("algorithm", ["gibbs"])  # olda, incgibbs: the same actor recovery; ~4 s each (cost)
+@pytest.mark.parametrize("algorithm", ["gibbs", "olda", "incgibbs"])
 def test_actor_stream_with_a_worker_killed_equals_the_uninterrupted_one(algorithm: str, grown: tuple[Path, Path],
                                                                         workers: Any) -> None:
     """When the driver asks for its second evaluation point, the worker holding the run's actor is
