@@ -182,17 +182,28 @@ def test_cli_hybrid_fit_with_a_worker_killed_equals_an_uninterrupted_fit(grown: 
     np.testing.assert_array_equal(fitted.state.doc_topic_prior, reference.state.doc_topic_prior)
 
 
+def two_copies_to_append(store: Path, tmp_path: Path) -> tuple[list[str], Path, Path]:
+    """Two JSONL inputs of 20 new documents each, and two copies of ``store`` (killed, plain) to append them to."""
+    counts = draw_planted_corpus(n_docs=240, n_topics=3, n_terms=30, doc_length=20, alpha=0.3, seed=11).counts["default"]
+    inputs = [str(write_planted_jsonl(tmp_path / f"in{i}.jsonl", counts, 200 + 20 * i, 220 + 20 * i)) for i in (0, 1)]
+    killed, plain = tmp_path / "killed.zarr", tmp_path / "plain.zarr"
+    shutil.copytree(store, killed)
+    shutil.copytree(store, plain)
+    return inputs, killed, plain
+
+
+def assert_same_documents(store: Path, reference: Path) -> None:
+    assert list(Corpus.open(store).doc_ids()) == list(Corpus.open(reference).doc_ids())
+    assert Corpus.open(store).n_tokens == Corpus.open(reference).n_tokens
+
+
 def test_cli_append_with_a_worker_killed_equals_an_uninterrupted_append(grown: tuple[Path, Path], workers: Any,
                                                                        tmp_path: Path) -> None:
     """``append --scheduler``: the worker the first shard-encoding task is assigned to dies holding it; the
     task reruns elsewhere, and the store ends as one undisturbed append leaves it (no shard of the lost
     attempt left)."""
     store, _ = grown
-    counts = draw_planted_corpus(n_docs=240, n_topics=3, n_terms=30, doc_length=20, alpha=0.3, seed=11).counts["default"]
-    inputs = [str(write_planted_jsonl(tmp_path / f"in{i}.jsonl", counts, 200 + 20 * i, 220 + 20 * i)) for i in (0, 1)]
-    killed, plain = tmp_path / "killed.zarr", tmp_path / "plain.zarr"
-    shutil.copytree(store, killed)
-    shutil.copytree(store, plain)
+    inputs, killed, plain = two_copies_to_append(store, tmp_path)
     append_corpus(plain, inputs)
     killer = TaskKiller(workers, APPEND_TASK)
     killer.arm()
@@ -200,8 +211,7 @@ def test_cli_append_with_a_worker_killed_equals_an_uninterrupted_append(grown: t
     assert result.exit_code == 0, result.output
     assert killer.killed(), "no worker was killed mid-append"
     assert listing(killed) == listing(plain)
-    assert list(Corpus.open(killed).doc_ids()) == list(Corpus.open(plain).doc_ids())
-    assert Corpus.open(killed).n_tokens == Corpus.open(plain).n_tokens
+    assert_same_documents(killed, plain)
 
 
 def stream_config(algorithm: str, **changes: Any) -> StreamConfig:
@@ -376,8 +386,7 @@ def test_ingest_killed_while_writing_shards_leaves_no_store_and_a_rerun_equals_a
     assert result.exit_code == 0, result.output
     ingest_corpus([source], tmp_path / "plain.zarr", shard_size=30)
     assert listing(out) == listing(tmp_path / "plain.zarr")
-    assert list(Corpus.open(out).doc_ids()) == list(Corpus.open(tmp_path / "plain.zarr").doc_ids())
-    assert Corpus.open(out).n_tokens == Corpus.open(tmp_path / "plain.zarr").n_tokens
+    assert_same_documents(out, tmp_path / "plain.zarr")
     assert siblings(out) == [left, "c.zarr"]
 
 
@@ -386,11 +395,7 @@ def test_append_killed_between_shard_writes_leaves_the_store_and_a_rerun_equals_
     """``topicflow append`` is SIGKILLed (with its process group) after it wrote its first shard; the
     store is as before, and the rerun removes the dead run's shards and ends as one append would."""
     store, _ = grown
-    counts = draw_planted_corpus(n_docs=240, n_topics=3, n_terms=30, doc_length=20, alpha=0.3, seed=11).counts["default"]
-    inputs = [str(write_planted_jsonl(tmp_path / f"in{i}.jsonl", counts, 200 + 20 * i, 220 + 20 * i)) for i in (0, 1)]
-    killed, plain = tmp_path / "killed.zarr", tmp_path / "plain.zarr"
-    shutil.copytree(store, killed)
-    shutil.copytree(store, plain)
+    inputs, killed, plain = two_copies_to_append(store, tmp_path)
     before = (read_manifest(killed), list(Corpus.open(killed).doc_ids()))
     run_until_killed("writing shards", 1, ["append", str(killed), *inputs, "--local-cluster", "threads",
                                           "--workers", "1"])
@@ -398,8 +403,7 @@ def test_append_killed_between_shard_writes_leaves_the_store_and_a_rerun_equals_
     append_corpus(killed, inputs)
     append_corpus(plain, inputs)
     assert listing(killed) == listing(plain)  # the killed run's shards are gone
-    assert list(Corpus.open(killed).doc_ids()) == list(Corpus.open(plain).doc_ids())
-    assert Corpus.open(killed).n_tokens == Corpus.open(plain).n_tokens
+    assert_same_documents(killed, plain)
 
 
 def test_stream_killed_after_a_saved_state_resumes_to_the_uninterrupted_stream(grown: tuple[Path, Path],
