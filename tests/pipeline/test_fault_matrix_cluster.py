@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -49,11 +50,11 @@ from topicflow.pipeline.streaming.config import StreamConfig
 from topicflow.pipeline.vb.infer import infer_doc_topics
 from topicflow.testing.corpora import draw_planted_corpus, write_planted_jsonl
 from topicflow.testing.faults import (
-    HANG_GUARD_SECONDS,
     OnItem,
     TaskKiller,
     kill_once_suspended,
     kill_worker,
+    restore_workers,
     workers_with_actors,
 )
 
@@ -96,8 +97,20 @@ def worker_processes() -> Iterator[Any]:
 @pytest.fixture
 def workers(worker_processes: Any) -> Any:
     """The module's client once its cluster has two workers again (the event of the nanny's restart)."""
-    worker_processes.wait_for_workers(2, timeout=HANG_GUARD_SECONDS)
+    replaced = restore_workers(worker_processes, 2)
+    if replaced:
+        warnings.warn(f"the nanny of worker(s) {replaced} gave up after a kill and was replaced", stacklevel=1)
     return worker_processes
+
+
+def test_a_nanny_that_gave_up_is_replaced(worker_processes: Any) -> None:
+    """What the ``workers`` fixture does when a killed worker's nanny closed instead of restarting it."""
+    cluster = worker_processes.cluster
+    restore_workers(worker_processes, 2)
+    name = sorted(cluster.workers)[0]
+    cluster.sync(cluster.workers[name].close)
+    assert restore_workers(worker_processes, 2) == [str(name)]
+    assert len(worker_addresses(worker_processes)) == 2 and name in cluster.workers
 
 
 def doc_topics_of(path: Path) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -146,7 +159,7 @@ def test_cli_update_with_a_worker_killed_equals_an_uninterrupted_update(
 
     killer = TaskKiller(workers, "estep")
     for name, executor, hook in (("tasks", ["--executor", "tasks"], killer.arm), ("servers", [], kill_a_server_worker)):
-        workers.wait_for_workers(2, timeout=HANG_GUARD_SECONDS)
+        restore_workers(workers, 2)
         shutil.copytree(model, tmp_path / name)
         result = CliRunner().invoke(main, ["update", str(tmp_path / name), str(store), *executor, "--scheduler",
                                            workers.scheduler.address], obj=OnItem("online", 1, hook))

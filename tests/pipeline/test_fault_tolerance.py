@@ -24,7 +24,6 @@ from topicflow.pipeline.vb.batch import VBConfig, fit_batch_vb
 from topicflow.pipeline.vb.online import OnlineConfig, fit_online
 from topicflow.testing.corpora import draw_planted_corpus, write_test_store
 from topicflow.testing.faults import (
-    HANG_GUARD_SECONDS,
     Barrier,
     Hooks,
     InBackground,
@@ -32,6 +31,7 @@ from topicflow.testing.faults import (
     PauseAt,
     TaskKiller,
     kill_worker,
+    restore_workers,
     workers_with_actors,
 )
 
@@ -58,7 +58,7 @@ def cluster_client() -> Iterator[Any]:
 def process_client(cluster_client: Any) -> Any:
     """The module's client (in place of conftest's threaded one), once the cluster has its two workers
     again (the event of the nanny's restart)."""
-    cluster_client.wait_for_workers(2, timeout=HANG_GUARD_SECONDS)
+    restore_workers(cluster_client, 2)
     return cluster_client
 
 

@@ -442,6 +442,67 @@ def kill_worker(client: Any, address: str) -> None:
     client.run_on_scheduler(_kill_and_confirm, address, HANG_GUARD_SECONDS)
 
 
+#: Nanny states in which a nanny no longer restarts its worker.
+_GAVE_UP = ("closing", "closed", "failed")
+
+
+def restore_workers(client: Any, n_workers: int, *, poll: float = 0.05, guard: float = HANG_GUARD_SECONDS) -> list[str]:
+    """Return once the local cluster behind ``client`` has ``n_workers`` running workers again.
+
+    After a worker is killed its nanny starts a new one. Under load a nanny has been seen to give up
+    instead (closed, its worker never back: "Only 1/2 workers arrived"); the cause is not known (a new
+    worker refused by the scheduler while the killed one's name is still registered would do it). A
+    nanny that gave up is replaced by a new one of the cluster's spec. This polls for those events (a
+    worker registered, a nanny closed), with ``guard`` only as the failure bound.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        A client of a ``LocalCluster`` of worker processes in this process (``client.cluster``).
+    n_workers : int
+        Running workers to wait for.
+    poll : float
+        Seconds between checks (how soon the event is seen, not whether).
+    guard : float
+        Seconds before :class:`HangGuardExpired`.
+
+    Returns
+    -------
+    list of str
+        The names of the nannies that had given up and were replaced (empty in a healthy run).
+
+    Raises
+    ------
+    HangGuardExpired
+        The cluster did not get back to ``n_workers`` within ``guard``; the message lists each nanny's state.
+    """
+    import time
+
+    cluster = client.cluster
+    if cluster is None:  # not made here: nothing to replace, only to wait for
+        client.wait_for_workers(n_workers, timeout=guard)
+        return []
+    replaced: list[str] = []
+    deadline = time.monotonic() + guard
+    while True:
+        running = [w for w in client.sync(client.scheduler.identity, n_workers=-1)["workers"].values()
+                   if w.get("status") == "running"]
+        if len(running) >= n_workers:
+            return replaced
+        gave_up = [name for name, nanny in list(cluster.workers.items())
+                   if getattr(getattr(nanny, "status", None), "name", "") in _GAVE_UP]
+        if gave_up:
+            for name in gave_up:
+                del cluster.workers[name]  # the spec keeps the name: the cluster starts a new nanny for it
+            replaced.extend(str(name) for name in gave_up)
+            cluster.scale(len(cluster.worker_spec))
+        if time.monotonic() > deadline:
+            states = {str(name): getattr(getattr(n, "status", None), "name", "?") for name, n in cluster.workers.items()}
+            raise HangGuardExpired(f"{len(running)} of {n_workers} workers running after {guard:.0f} s; nanny "
+                                   f"states {states}; replaced {replaced}")
+        time.sleep(poll)
+
+
 async def _kill_and_confirm(address: str, guard: float, dask_scheduler: Any = None) -> None:
     scheduler = dask_scheduler
     worker = scheduler.workers.get(address)

@@ -9,7 +9,7 @@ import pytest
 from scipy import special, stats
 
 from tests.reference.adaptor_grammar_numpy import decode_trees, enumerate_parses
-from topicflow.models.adaptor_grammar import parse_grammar
+from topicflow.models.adaptor_grammar import load_grammar, parse_grammar
 from topicflow.models.adaptor_grammar.inside import (
     DerivedPCFG,
     derived_pcfg,
@@ -66,6 +66,34 @@ def test_inside_equals_brute_force_sum_over_parses(toy: Any, text: str) -> None:
                     assert got == -math.inf
                 else:
                     assert got == pytest.approx(math.log(total), rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("sentence", [["_2", "a", "b"], ["_3", "b"], ["_1", "a", "b", "a"], ["a", "_1"]])
+def test_inside_of_the_infvoc_grammar_equals_brute_force(sentence: list[str]) -> None:
+    """The infinite-vocabulary grammar (D Sentence -> Doc_j unaries, a terminal left child '_j', K adapted
+    topics, one of whose TNGs caches a word) exercises what the kernel skips: the many nonterminals a span
+    does not derive. Every span and nonterminal against the sum over all parses."""
+    grammar = load_grammar("infvoc-lda", D=3, K=2).bind(["a", "b", "_1", "_2", "_3"])
+    rng = np.random.default_rng(1)
+    gamma = rng.uniform(0.5, 3.0, grammar.n_rules)
+    a, b = (grammar.terminals.index(t) for t in "ab")
+    yields = [[(a, b)], []]  # Topic1 caches "ab", Topic2 nothing
+    nu1 = [rng.uniform(0.5, 4.0, len(y)) for y in yields]
+    nu2 = [rng.uniform(0.5, 4.0, len(y)) for y in yields]
+    pcfg = derived_pcfg(grammar, gamma, yields, nu1, nu2)
+    x = grammar.encode(sentence)
+    chart = inside_chart(pcfg, x)
+    n = len(sentence)
+    for nt in range(grammar.n_nonterminals):
+        for i in range(n):
+            for j in range(i + 1, n + 1):
+                total = sum(p for p, _ in enumerate_parses(grammar, pcfg, yields, x, nt, i, j))
+                got = chart.log_inside(nt, i, j)
+                if total == 0.0:
+                    assert got == -math.inf
+                else:
+                    assert got == pytest.approx(math.log(total), rel=1e-12, abs=1e-12)
+    assert (chart.log_inside(grammar.start, 0, n) > -math.inf) == (sentence[0] != "a")
 
 
 def test_sampled_trees_follow_the_exact_posterior(toy: Any) -> None:

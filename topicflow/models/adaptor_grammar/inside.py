@@ -116,6 +116,12 @@ class DerivedPCFG:
         CSR of the lexical rules A -> 'x' by terminal id.
     by_left_ptr, by_left_rule : ndarray of int64
         CSR of the binary rules by left child symbol code (nonterminals and terminals).
+    unary_order : ndarray of int64, shape (n_nonterminals,)
+        The nonterminals with every unary rule's child before its parent; ``unary_rank`` is its inverse.
+    unary_rank : ndarray of int64, shape (n_nonterminals,)
+        Position of each nonterminal in ``unary_order``.
+    by_unary_rhs_ptr, by_unary_rhs_rule : ndarray of int64
+        CSR of the nonterminal-unary rules A -> B by their child B.
     trie_ptr, trie_sym, trie_next, trie_yield : ndarray of int64
         A trie over the distinct yields of every cached subtree: children of node v are
         ``trie_sym/trie_next[trie_ptr[v]:trie_ptr[v+1]]`` sorted by terminal id; ``trie_yield[v]`` is the
@@ -140,6 +146,9 @@ class DerivedPCFG:
     by_left_ptr: np.ndarray
     by_left_rule: np.ndarray
     unary_order: np.ndarray
+    unary_rank: np.ndarray
+    by_unary_rhs_ptr: np.ndarray
+    by_unary_rhs_rule: np.ndarray
     trie_ptr: np.ndarray
     trie_sym: np.ndarray
     trie_next: np.ndarray
@@ -241,12 +250,17 @@ def derived_pcfg(grammar: Grammar, gamma: np.ndarray, tng_yields: Sequence[Seque
     lex_ptr, lex_rule = _csr(np.where(lexical, grammar.rule_rhs[:, 0] - n_nt, n_t), n_t + 1)
     lex_rule = lex_rule[:int(lex_ptr[n_t])]
     lex_ptr = lex_ptr[:n_t + 1]
+    unary = (~binary) & (grammar.rule_rhs[:, 0] < n_nt)
+    by_urhs_ptr, by_urhs_rule = _csr(np.where(unary, grammar.rule_rhs[:, 0], n_nt), n_nt + 1)
+    unary_rank = np.empty(n_nt, dtype=np.int64)
+    unary_rank[grammar.unary_order] = np.arange(n_nt, dtype=np.int64)
     return DerivedPCFG(
         n_nonterminals=n_nt, start=int(grammar.start),
         rule_lhs=grammar.rule_lhs, rule_rhs=grammar.rule_rhs, rule_weight=np.exp(logw),
         by_lhs_ptr=by_lhs_ptr, by_lhs_rule=by_lhs_rule, lex_ptr=lex_ptr, lex_rule=lex_rule,
         by_left_ptr=by_left_ptr, by_left_rule=by_left_rule[:int(by_left_ptr[-1])],
-        unary_order=grammar.unary_order,
+        unary_order=grammar.unary_order, unary_rank=unary_rank,
+        by_unary_rhs_ptr=by_urhs_ptr[:n_nt + 1], by_unary_rhs_rule=by_urhs_rule[:int(by_urhs_ptr[n_nt])],
         trie_ptr=trie_ptr, trie_sym=trie_sym, trie_next=trie_next,
         trie_yield=np.asarray(node_yield, dtype=np.int64),
         yield_ptr=yield_ptr,
@@ -291,17 +305,76 @@ def _child(chart, x, n_nt, code, i, j):
     return 0.0
 
 
+@numba.njit(nogil=True, cache=True, inline="always")
+def _activate(a, value, acc, flag, active, na):
+    """Add ``value`` to ``acc[a]``, listing ``a`` among the span's active nonterminals; returns the new count."""
+    if not flag[a]:
+        flag[a] = True
+        active[na] = a
+        na += 1
+    acc[a] += value
+    return na
+
+
 @numba.njit(nogil=True, cache=True)
-def _inside(x, n_nt, rule_lhs, rule_rhs, rule_weight, by_lhs_ptr, by_lhs_rule, lex_ptr, lex_rule, by_left_ptr,
-            by_left_rule, unary_order, span_yield, yield_ptr, entry_nt, entry_weight):
+def _heap_push(heap, size, value):
+    heap[size] = value
+    c = size
+    while c > 0:
+        parent = (c - 1) // 2
+        if heap[parent] <= heap[c]:
+            break
+        heap[parent], heap[c] = heap[c], heap[parent]
+        c = parent
+    return size + 1
+
+
+@numba.njit(nogil=True, cache=True)
+def _heap_pop(heap, size):
+    top = heap[0]
+    size -= 1
+    heap[0] = heap[size]
+    c = 0
+    while True:
+        left = 2 * c + 1
+        if left >= size:
+            break
+        m = left
+        if left + 1 < size and heap[left + 1] < heap[left]:
+            m = left + 1
+        if heap[c] <= heap[m]:
+            break
+        heap[c], heap[m] = heap[m], heap[c]
+        c = m
+    return top, size
+
+
+@numba.njit(nogil=True, cache=True)
+def _inside(x, n_nt, rule_lhs, rule_rhs, rule_weight, lex_ptr, lex_rule, by_left_ptr, by_left_rule,
+            unary_order, unary_rank, by_urhs_ptr, by_urhs_rule, span_yield, yield_ptr, entry_nt, entry_weight):
+    """The scaled inside chart, visiting only the nonterminals a span derives.
+
+    Each span keeps the sorted list of its nonzero nonterminals (``nz``); the binary rules loop over the
+    left child's list, and the unary closure pushes values up from the active nonterminals in topological
+    order (a heap of ranks in ``unary_order``, rules indexed by their child). A nonterminal that no span
+    derives costs nothing, so a grammar with many rules that rarely apply (``Sentence -> Doc_j`` of the
+    infinite-vocabulary grammar, one per document) pays for the few that do.
+    """
     n = x.shape[0]
     chart = np.zeros((n, n + 1, n_nt))
     logscale = np.full((n, n + 1), -np.inf)
     acc = np.zeros(n_nt)
+    flag = np.zeros(n_nt, dtype=np.bool_)
+    active = np.empty(n_nt, dtype=np.int64)
+    heap = np.empty(n_nt, dtype=np.int64)
+    nz_ptr = np.zeros((n, n + 1), dtype=np.int64)
+    nz_len = np.zeros((n, n + 1), dtype=np.int64)
+    nz = np.empty(max(16, n * (n + 1) * min(n_nt, 8)), dtype=np.int64)
+    used = 0
     for length in range(1, n + 1):
         for i in range(n - length + 1):
             j = i + length
-            acc[:] = 0.0
+            na = 0
             yid = span_yield[i, j]
             if length == 1:
                 ref = 0.0  # spans of one terminal are never rescaled (every weight there is at most 1)
@@ -321,21 +394,24 @@ def _inside(x, n_nt, rule_lhs, rule_rhs, rule_weight, by_lhs_ptr, by_lhs_rule, l
             # cached subtrees whose yield is x[i:j] (eq. 8.5, first case)
             if yid >= 0:
                 for e in range(yield_ptr[yid], yield_ptr[yid + 1]):
-                    acc[entry_nt[e]] += entry_weight[e] * math.exp(-ref)
+                    na = _activate(entry_nt[e], entry_weight[e] * math.exp(-ref), acc, flag, active, na)
             if length == 1:
                 t = x[i]
                 for p in range(lex_ptr[t], lex_ptr[t + 1]):
                     r = lex_rule[p]
-                    acc[rule_lhs[r]] += rule_weight[r]
-            # binary rules A -> B C over every split; a terminal child is 1 on its own position, and spans
-            # of one terminal have log scale 0, so the factor below holds for terminal children too
+                    na = _activate(rule_lhs[r], rule_weight[r], acc, flag, active, na)
+            # binary rules A -> B C over every split, B among the left span's nonterminals (in increasing
+            # order) and then the terminal x[i] when the left span is that one terminal (its value is 1 and
+            # its log scale 0, so the factor below holds for terminal children too)
             for k in range(i + 1, j):
                 s = logscale[i, k] + logscale[k, j]
                 if s == -np.inf:
                     continue
                 factor = math.exp(s - ref)
-                for b in range(n_nt + 1):
-                    if b < n_nt:
+                left_len = nz_len[i, k]
+                for q in range(left_len + 1):
+                    if q < left_len:
+                        b = nz[nz_ptr[i, k] + q]
                         vb = chart[i, k, b]
                         code = b
                     else:
@@ -343,28 +419,56 @@ def _inside(x, n_nt, rule_lhs, rule_rhs, rule_weight, by_lhs_ptr, by_lhs_rule, l
                             break
                         vb = 1.0
                         code = n_nt + x[i]
-                    if vb == 0.0:
-                        continue
                     for p in range(by_left_ptr[code], by_left_ptr[code + 1]):
                         r = by_left_rule[p]
                         vc = _child(chart, x, n_nt, rule_rhs[r, 1], k, j)
                         if vc != 0.0:
-                            acc[rule_lhs[r]] += rule_weight[r] * vb * vc * factor
-            # unary closure: A -> B with B before A (no unary cycles, P7)
-            for q in range(unary_order.shape[0]):
-                a = unary_order[q]
-                for p in range(by_lhs_ptr[a], by_lhs_ptr[a + 1]):
-                    r = by_lhs_rule[p]
-                    if rule_rhs[r, 1] < 0:
-                        acc[a] += rule_weight[r] * acc[rule_rhs[r, 0]]
+                            na = _activate(rule_lhs[r], rule_weight[r] * vb * vc * factor, acc, flag, active, na)
+            # unary closure A -> B, children before parents (no unary cycles, P7): pop the active
+            # nonterminals by topological rank and push each one's value to the parents of its unary rules
+            size = 0
+            for q in range(na):
+                size = _heap_push(heap, size, unary_rank[active[q]])
+            while size > 0:
+                rank, size = _heap_pop(heap, size)
+                b = unary_order[rank]
+                vb = acc[b]
+                if vb == 0.0:
+                    continue
+                for p in range(by_urhs_ptr[b], by_urhs_ptr[b + 1]):
+                    r = by_urhs_rule[p]
+                    a = rule_lhs[r]
+                    if not flag[a]:
+                        size = _heap_push(heap, size, unary_rank[a])
+                    na = _activate(a, rule_weight[r] * vb, acc, flag, active, na)
+            mx = 0.0
+            for q in range(na):
+                if acc[active[q]] > mx:
+                    mx = acc[active[q]]
             if length == 1:
-                chart[i, j, :] = acc
-                logscale[i, j] = 0.0
-            else:
-                mx = acc.max()
-                if mx > 0.0:
-                    chart[i, j, :] = acc / mx
+                logscale[i, j] = 0.0  # also when no nonterminal derives x[i]: a terminal child is 1 there
+            if mx > 0.0:
+                found = np.sort(active[:na])
+                if used + na > nz.shape[0]:
+                    grown = np.empty(max(2 * nz.shape[0], used + na), dtype=np.int64)
+                    grown[:used] = nz[:used]
+                    nz = grown
+                nz_ptr[i, j] = used
+                count = 0
+                scale = 1.0 if length == 1 else 1.0 / mx
+                for q in range(na):
+                    a = found[q]
+                    if acc[a] > 0.0:
+                        chart[i, j, a] = acc[a] * scale
+                        nz[used + count] = a
+                        count += 1
+                nz_len[i, j] = count
+                used += count
+                if length > 1:
                     logscale[i, j] = ref + math.log(mx)
+            for q in range(na):
+                acc[active[q]] = 0.0
+                flag[active[q]] = False
     return chart, logscale
 
 
@@ -426,9 +530,9 @@ def inside_chart(pcfg: DerivedPCFG, x: np.ndarray) -> Chart:
     x = np.ascontiguousarray(x, dtype=np.int64)
     span_yield = _span_yields(x, pcfg.trie_ptr, pcfg.trie_sym, pcfg.trie_next, pcfg.trie_yield)
     chart, logscale = _inside(x, pcfg.n_nonterminals, pcfg.rule_lhs, pcfg.rule_rhs, pcfg.rule_weight,
-                              pcfg.by_lhs_ptr, pcfg.by_lhs_rule, pcfg.lex_ptr, pcfg.lex_rule,
-                              pcfg.by_left_ptr, pcfg.by_left_rule,
-                              pcfg.unary_order, span_yield, pcfg.yield_ptr, pcfg.entry_nt, pcfg.entry_weight)
+                              pcfg.lex_ptr, pcfg.lex_rule, pcfg.by_left_ptr, pcfg.by_left_rule,
+                              pcfg.unary_order, pcfg.unary_rank, pcfg.by_unary_rhs_ptr, pcfg.by_unary_rhs_rule,
+                              span_yield, pcfg.yield_ptr, pcfg.entry_nt, pcfg.entry_weight)
     return Chart(x, chart, logscale, span_yield)
 
 
