@@ -58,10 +58,16 @@ def kjv_words() -> list[str]:
     return words
 
 
-def word_key(grammar, word: str) -> tuple:  # type: ignore[no-untyped-def]
+def rule_ids(grammar, lhs_names) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    """The ids of the rules of the named left-hand sides, by their text (not every rule: infvoc-lda has D K)."""
+    codes = [grammar.nonterminals.index(name) for name in lhs_names if name in grammar.nonterminals]
+    return {grammar.rule_text(int(r)): int(r) for r in np.flatnonzero(np.isin(grammar.rule_lhs, codes))}
+
+
+def word_key(grammar, word: str, rules: dict[str, int] | None = None) -> tuple:  # type: ignore[no-untyped-def]
     """The tree Word -> Chars -> Char Chars ... -> Char 'x' of a word, as a key (see online.py)."""
     nt = grammar.nonterminals
-    rules = {grammar.rule_text(r): r for r in range(grammar.n_rules)}
+    rules = rule_ids(grammar, ["Word", "Chars", "Char"]) if rules is None else rules
     chars: tuple = (rules["Chars -> Char"], (rules[f"Char -> {word[-1]!r}"],))
     for ch in reversed(word[:-1]):
         chars = (rules["Chars -> Char Chars"], (rules[f"Char -> {ch!r}"],), chars)
@@ -101,12 +107,12 @@ def setup_infvoc(n_docs: int, n_topics: int, n_atoms: int, words: list[str], see
     grammar = load_grammar("infvoc-lda", D=n_docs, K=n_topics).bind(alphabet)
     rng = np.random.default_rng(seed)
     gamma = np.ones(grammar.n_rules)  # a flat posterior: initial_state's random gamma underflows K = 3,000 rules
-    rules = {grammar.rule_text(r): r for r in range(grammar.n_rules)}
+    topics = [grammar.nonterminals[c] for c in grammar.adapted]
+    rules = rule_ids(grammar, ["Word", "Chars", "Char", *topics])
     keys: list[list[tuple]] = [[] for _ in grammar.adapted]
     for rank, w in enumerate(w for w, _ in Counter(words).most_common(n_atoms)):
         m = rank % len(grammar.adapted)
-        topic = grammar.nonterminals[grammar.adapted[m]]
-        keys[m].append((rules[f"{topic} -> Word"], word_key(grammar, w)))
+        keys[m].append((rules[f"{topics[m]} -> Word"], word_key(grammar, w, rules)))
     yields = [[atom_from_key(grammar, k).yield_ids for k in ks] for ks in keys]
     nu1 = [rng.uniform(1.0, 50.0, len(ks)) for ks in keys]
     nu2 = [rng.uniform(100.0, 5000.0, len(ks)) for ks in keys]
