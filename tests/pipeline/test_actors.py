@@ -14,7 +14,12 @@ from typing import Any
 
 import pytest
 
-from topicflow.pipeline.cluster import ActorLostError, actor_of, actor_result, worker_addresses
+from topicflow.pipeline.cluster import (
+    ActorLostError,
+    actor_of,
+    actor_result,
+    worker_addresses,
+)
 
 
 class Counter:
