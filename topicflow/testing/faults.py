@@ -35,6 +35,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
@@ -476,8 +477,6 @@ def restore_workers(client: Any, n_workers: int, *, poll: float = 0.05, guard: f
     HangGuardExpired
         The cluster did not get back to ``n_workers`` within ``guard``; the message lists each nanny's state.
     """
-    import time
-
     cluster = client.cluster
     if cluster is None:  # not made here: nothing to replace, only to wait for
         client.wait_for_workers(n_workers, timeout=guard)

@@ -120,6 +120,17 @@ def topic_elbo_terms(topic_word_var: FloatArray, topic_word_prior: FloatArray | 
     return prior_norm + float(np.sum(rows))
 
 
+@numba.njit(nogil=True, cache=True, inline="always")
+def _neumaier_add(total, compensation, x):
+    """One step of Neumaier's compensated sum: (total + x, the compensation with this step's rounding)."""
+    t = total + x
+    if abs(total) >= abs(x):
+        compensation += (total - t) + x
+    else:
+        compensation += (x - t) + total
+    return t, compensation
+
+
 @numba.njit(nogil=True, cache=True)
 def _topic_rows(lam, eta_rows, eta_value, start, stop, out):
     """out[k] = sum_v (eta - lam)(psi(lam) - psi(sum lam)) + lnG(lam), minus lnG(sum lam), rows start..stop-1.
@@ -134,10 +145,7 @@ def _topic_rows(lam, eta_rows, eta_value, start, stop, out):
         total = 0.0
         carry = 0.0
         for v in range(n_terms):  # compensated too: psi and lnG of the sum multiply its rounding by ~10
-            x = lam[k, v]
-            t = total + x
-            carry += (total - t) + x if abs(total) >= abs(x) else (x - t) + total
-            total = t
+            total, carry = _neumaier_add(total, carry, lam[k, v])
         total += carry
         psi_total = digamma(total)
         acc = 0.0
@@ -146,13 +154,7 @@ def _topic_rows(lam, eta_rows, eta_value, start, stop, out):
             x = lam[k, v]
             eta = eta_rows[k, v] if matrix else eta_value
             psi, lgamma = digamma_lgamma(x)
-            term = (eta - x) * (psi - psi_total) + lgamma
-            t = acc + term
-            if abs(acc) >= abs(term):
-                compensation += (acc - t) + term
-            else:
-                compensation += (term - t) + acc
-            acc = t
+            acc, compensation = _neumaier_add(acc, compensation, (eta - x) * (psi - psi_total) + lgamma)
         out[k] = (acc + compensation) - math.lgamma(total)
 
 
