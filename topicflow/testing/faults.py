@@ -490,11 +490,15 @@ def restore_workers(client: Any, n_workers: int, *, poll: float = 0.05, guard: f
             return replaced
         gave_up = [name for name, nanny in list(cluster.workers.items())
                    if getattr(getattr(nanny, "status", None), "name", "") in _GAVE_UP]
-        if gave_up:
-            for name in gave_up:
-                del cluster.workers[name]  # the spec keeps the name: the cluster starts a new nanny for it
-            replaced.extend(str(name) for name in gave_up)
-            cluster.scale(len(cluster.worker_spec))
+        for name in gave_up:
+            del cluster.workers[name]
+        # a nanny that closed may also have left the cluster's list already (seen: only the other one listed)
+        missing = [name for name in cluster.worker_spec if name not in cluster.workers and str(name) not in replaced]
+        if gave_up or missing or (len(cluster.workers) < n_workers and not replaced):
+            replaced.extend(str(name) for name in {*gave_up, *missing} if str(name) not in replaced)
+            if not (gave_up or missing):
+                replaced.append("?")
+            cluster.scale(n_workers)  # the spec keeps or regains the name: the cluster starts a new nanny
         if time.monotonic() > deadline:
             states = {str(name): getattr(getattr(n, "status", None), "name", "?") for name, n in cluster.workers.items()}
             raise HangGuardExpired(f"{len(running)} of {n_workers} workers running after {guard:.0f} s; nanny "
