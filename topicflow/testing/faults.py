@@ -486,7 +486,10 @@ def restore_workers(client: Any, n_workers: int, *, poll: float = 0.05, guard: f
     while True:
         running = [w for w in client.sync(client.scheduler.identity, n_workers=-1)["workers"].values()
                    if w.get("status") == "running"]
-        if len(running) >= n_workers:
+        # done only once the cluster's own list agrees: a nanny started by ``scale`` joins it only after its
+        # worker has registered with the scheduler
+        listed = [n for n in cluster.workers.values() if getattr(getattr(n, "status", None), "name", "") == "running"]
+        if len(running) >= n_workers and len(listed) >= n_workers:
             return replaced
         gave_up = [name for name, nanny in list(cluster.workers.items())
                    if getattr(getattr(nanny, "status", None), "name", "") in _GAVE_UP]
