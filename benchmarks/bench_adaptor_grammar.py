@@ -209,9 +209,8 @@ def run_online(args: argparse.Namespace, train: SegmentationCorpus, test: Segmen
         if seed_state is None:
             return unavailable(arm, args.grammar, "this adaptor-grammar package has no seed_state")
         began = time.perf_counter()
+        # (since session 22 seed_state also re-estimates the PY a, b unless optimize_hyper is "none")
         state, _stats = seed_state(state, encoded, list(range(len(train))), params)
-        if args.optimize_after_seed:  # diagnostic, not PyAdaGram's schedule (its seed() leaves a, b alone)
-            state = ag.optimize_hyperparameters(state, params)
         elapsed += time.perf_counter() - began
         inside_calls += len(train)
         samples, log_probs = draws(train.sentences, encoded)
@@ -237,7 +236,7 @@ def run_online(args: argparse.Namespace, train: SegmentationCorpus, test: Segmen
     return {"arm": arm, "grammar": args.grammar, "status": "ok", "curve": curve, "n_samples": 10,
             "settings": {**settings, "truncation": truncation, "init": args.online_init,
                          "optimize_hyper": getattr(params, "optimize_hyper", "none"),
-                         "optimize_after_seed": bool(args.optimize_after_seed)},
+                         "optimize_after_seed": getattr(params, "optimize_hyper", "none") != "none"},
             "hyper": {grammar.nonterminals[int(c)]: {"a": float(a), "b": float(b)} for c, a, b in
                       zip(state.grammar.adapted, state.grammar.pitman_yor_a, state.grammar.pitman_yor_b)},
             "note": "test NLL: minus the summed G' log weight of each test sentence's max-weight sample"}
@@ -322,8 +321,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--optimize-hyper", choices=["ab", "a", "none"], default=None,
                         help="online/variational: which PY hyperparameters are re-estimated after every pruning "
                              "(default: the package's, OnlineParams.optimize_hyper)")
-    parser.add_argument("--optimize-after-seed", action="store_true",
-                        help="online/variational: also re-estimate the PY hyperparameters right after the seed pass")
     parser.add_argument("--pycfg-src", type=Path, default=None)
     parser.add_argument("--pycfg-git", default=os.environ.get("PYCFG_GIT"))
     parser.add_argument("--workdir", type=Path, default=ROOT / "build" / "bench_adaptor_grammar")

@@ -24,6 +24,7 @@ from topicflow.models.adaptor_grammar.online import (
     fit_minibatch,
     initial_state,
     optimize_hyperparameters,
+    seed_state,
     variational_parameters,
 )
 
@@ -139,7 +140,7 @@ def test_rule_prior_optimum_is_the_posterior() -> None:
         assert dirichlet_objective(gamma * rng.lognormal(0.0, 0.5, 4), gamma) < best
 
 
-def test_hook_runs_after_pruning_and_recomputes_nu() -> None:
+def test_hook_runs_after_pruning_and_the_seed_pass_and_recomputes_nu() -> None:
     grammar = parse_grammar(TOY).bind("abc")
     texts = ["abca", "cab", "abab", "ca", "bcab", "aab"]
     xs = [grammar.encode(t) for t in texts]
@@ -167,6 +168,18 @@ def test_hook_runs_after_pruning_and_recomputes_nu() -> None:
         for m in range(len(new.tngs)):
             np.testing.assert_allclose(new.nu2[m], again.nu2[m], rtol=1e-14)
     assert optimize_hyperparameters(plain, replace(params, optimize_hyper="none")) is plain
+    # after the seed pass too: the seeded state of "ab" is the seeded state of "none", re-estimated
+    seeded = {mode: seed_state(initial_state(grammar, seed=4), xs, range(len(xs)),
+                               replace(params, optimize_hyper=mode))[0] for mode in ("none", "ab")}
+    assert seeded["none"].grammar is grammar
+    expected = optimize_hyperparameters(seeded["none"], replace(params, optimize_hyper="ab"))
+    assert not np.array_equal(expected.grammar.pitman_yor_a, grammar.pitman_yor_a)
+    for m in range(len(grammar.pitman_yor_a)):
+        a, b = optimize_pitman_yor(seeded["none"].nu1[m], seeded["none"].nu2[m], grammar.pitman_yor_a[m],
+                                   grammar.pitman_yor_b[m], discount=True)
+        assert seeded["ab"].grammar.pitman_yor_a[m] == expected.grammar.pitman_yor_a[m] == pytest.approx(a, rel=1e-12)
+        assert seeded["ab"].grammar.pitman_yor_b[m] == pytest.approx(b, abs=1e-12)
+        np.testing.assert_array_equal(seeded["ab"].nu2[m], expected.nu2[m])
     # the re-estimated a, b travel with a saved model; models saved before the option keep a, b fixed
     saved = grammar_saved_model(out["ab"], params, grammar_text=TOY)
     loaded, loaded_params, _ = grammar_from_saved(saved)
