@@ -44,7 +44,11 @@ Each system's own initialization is on the clock. The one-thread sampler and tom
 (``run_sweeps(..., on_sweep=)``, tomotopy's ``train(callback=)``) and the time spent in the evaluating
 callback is subtracted; ``--per-sweep-calls`` instead calls ``run_sweeps(state, params, 1)`` and
 ``train(1)`` once per sweep (sessions 13-15: topicflow then rebuilt its word lists every sweep).
-``--target-repeats N`` runs the systems in turn N times and keeps the best time per target::
+``topicflow-seq`` in ``--target-systems`` is the one-thread sampler from its sequential start
+(``initial_state(..., init="sequential")``: every token drawn in order given the ones before it, on the
+clock) instead of the random one; ``topicflow-distseq-<n>`` is the distributed route from its sequential
+start (``fit --method gibbs --gibbs-start sequential``). ``--target-repeats N`` runs the systems in turn N times and keeps the best
+time per target::
 
     nice python benchmarks/bench_gibbs.py --jsonl labeled_fortunes.jsonl bible_kjv.jsonl --topics 100 \
         --targets 1070 981 --max-sweeps 45 --dist-threads 1 2 --target-repeats 5
@@ -216,7 +220,7 @@ def _store_of(block: DocBlock, workdir: Path) -> Path:
 
 
 def run_dist(block: DocBlock, k: int, sweeps: int, seed: int, threads: int, workdir: Path,
-             on_sweep: Callable[[Any, Any], None] | None = None) -> Any:
+             on_sweep: Callable[[Any, Any], None] | None = None, init: str = "random") -> Any:
     """The AD-LDA route on Dask's threaded scheduler with ``threads`` threads; returns the GibbsFitResult."""
     import dask
 
@@ -225,7 +229,7 @@ def run_dist(block: DocBlock, k: int, sweeps: int, seed: int, threads: int, work
 
     corpus = Corpus.open(_store_of(block, workdir))
     config = GibbsConfig(n_topics=k, sweeps=sweeps, doc_topic_prior=ALPHA, learn_alpha=False,
-                         topic_word_prior=BETA, seed=seed)
+                         topic_word_prior=BETA, seed=seed, init=init)
     with dask.config.set(num_workers=threads):
         return fit_gibbs(corpus, config, on_sweep=on_sweep)
 
@@ -317,13 +321,14 @@ def time_to_targets(name: str, block: DocBlock, pairs: list, k: int, args: argpa
     class Done(Exception):
         pass
 
-    if name.startswith("topicflow-dist-"):
+    if name.startswith(("topicflow-dist-", "topicflow-distseq-")):
         def on_sweep(record: Any, model: Any) -> None:
             if note(record.sweep, record.elapsed, model.topic_word()["default"]):
                 raise Done
 
         try:
-            run_dist(block, k, args.max_sweeps, args.seed, int(name.rsplit("-", 1)[1]), workdir, on_sweep)
+            run_dist(block, k, args.max_sweeps, args.seed, int(name.rsplit("-", 1)[1]), workdir, on_sweep,
+                     init="sequential" if name.startswith("topicflow-distseq-") else "random")
         except Done:
             pass
     elif name == "topicflow" and args.per_sweep_calls:  # sessions 13-15: one run_sweeps call per sweep
@@ -337,8 +342,9 @@ def time_to_targets(name: str, block: DocBlock, pairs: list, k: int, args: argpa
             spent += time.perf_counter() - clock
             if note(sweep, spent, topic_word_distribution(state)):
                 break
-    elif name == "topicflow":  # one chain; the evaluation runs in its per-sweep callback, off the clock
+    elif name in ("topicflow", "topicflow-seq"):  # one chain; its evaluation in the per-sweep callback, off the clock
         params = GibbsParams(n_topics=k, doc_topic_prior=ALPHA, topic_word_prior=BETA, seed=args.seed)
+        init = "sequential" if name == "topicflow-seq" else "random"  # the sequential start is on the clock
         clock, off = time.perf_counter(), 0.0
 
         def on_state(state: GibbsState) -> None:
@@ -350,7 +356,7 @@ def time_to_targets(name: str, block: DocBlock, pairs: list, k: int, args: argpa
                 raise Done
 
         try:
-            run_sweeps(initial_state(block, params), params, args.max_sweeps, on_sweep=on_state)
+            run_sweeps(initial_state(block, params, init=init), params, args.max_sweeps, on_sweep=on_state)
         except Done:
             pass
     elif name.startswith("tomotopy"):

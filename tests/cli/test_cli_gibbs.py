@@ -70,3 +70,29 @@ def test_cli_refuses_options_the_sampler_does_not_read(stores: tuple[Path, Path]
         LDA(n_topics=3, method="gibbs", doc_topic_prior="symmetric").fit(str(stores[0]))
     with pytest.raises(InvalidParameterError, match="not continued"):
         LDA(n_topics=3, method="gibbs").partial_fit(str(stores[0]))
+
+
+def test_sequential_start_from_the_cli_and_the_api(stores: tuple[Path, Path], tmp_path: Path) -> None:
+    """``--gibbs-start sequential`` is ``LDA(gibbs_start="sequential")`` and ``GibbsConfig(init="sequential")``:
+    the same model from both, saved with its start, read back by ``LDA.load``, and not the random start's."""
+    from topicflow.io.corpus.reader import Corpus
+    from topicflow.pipeline.gibbs import GibbsConfig, fit_gibbs
+
+    train = str(stores[0])
+    common = ["--method", "gibbs", "--topics", "3", "--max-iter", "3", "--batch-size", "50", "--seed", "2"]
+    # (--local-cluster, a cluster option, was refused with --method gibbs, tree LDA and infvoc before)
+    for start, cluster in (("sequential", ["--executor", "threads"]), ("random", ["--local-cluster", "threads"])):
+        result = CliRunner().invoke(main, ["fit", train, "--model", str(tmp_path / start), *common, *cluster,
+                                           "--gibbs-start", start], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+    sequential, random = load_model(tmp_path / "sequential"), load_model(tmp_path / "random")
+    assert sequential.info.settings["init"] == "sequential" and random.info.settings["init"] == "random"
+    assert not np.array_equal(sequential.state.topic_word_var["default"], random.state.topic_word_var["default"])
+    api = LDA(n_topics=3, method="gibbs", max_iter=3, block_size=50, seed=2, gibbs_start="sequential").fit(train)
+    assert_array_equal(api.components_, sequential.state.topic_word_var["default"])
+    direct = fit_gibbs(Corpus.open(train), GibbsConfig(n_topics=3, sweeps=3, block_size=50, seed=2, init="sequential"))
+    assert_array_equal(direct.saved_model.state.topic_word_var["default"], api.components_)
+    assert LDA.load(tmp_path / "sequential").gibbs_start == "sequential"
+    refused = CliRunner().invoke(main, ["fit", train, "--model", str(tmp_path / "b"), "--method", "batch",
+                                        "--topics", "3", "--gibbs-start", "sequential"])
+    assert refused.exit_code != 0 and "--gibbs-start" in refused.output

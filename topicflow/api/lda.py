@@ -229,6 +229,12 @@ class LDA(FittedModelMixin, TopicModelEstimator):
     threads : int, optional
         ``method="gibbs"``: blocks of one task sampled at once (default: the cores per task); the
         model does not depend on it.
+    gibbs_start : {"random", "sequential"}, default "random"
+        ``method="gibbs"``: the chain's start. "random" draws every z uniformly (Newman et al.);
+        "sequential" draws every token given the tokens before it, block after block in store order
+        (one sweep without parallelism). The sequential start reaches a given held-out perplexity in
+        fewer sweeps on real text, but on planted corpora with disjoint topics it can lock two topics
+        together (docs/gibbs.md, "Start").
 
     Attributes
     ----------
@@ -295,6 +301,7 @@ class LDA(FittedModelMixin, TopicModelEstimator):
         "block_size": [None, _POSITIVE_INT],
         "optimize_every": [_POSITIVE_INT],
         "threads": [None, _POSITIVE_INT],
+        "gibbs_start": [Options(("random", "sequential"))],
     }
     _fit_hint: ClassVar[str] = "call fit(X) or LDA.load(path) first"
 
@@ -334,6 +341,7 @@ class LDA(FittedModelMixin, TopicModelEstimator):
         hybrid_init: str = "progressive", hybrid_alpha_stats: str = "mean",
         init_shape: float = 100.0, topic_word_step: Any = None, doc_step: Any = None, doc_burn_in: int = 1,
         block_size: int | None = None, optimize_every: int = 10, threads: int | None = None,
+        gibbs_start: str = "random",
     ) -> None:
         self.n_topics = n_topics
         self.doc_topic_prior = doc_topic_prior
@@ -371,6 +379,7 @@ class LDA(FittedModelMixin, TopicModelEstimator):
         self.block_size = block_size
         self.optimize_every = optimize_every
         self.threads = threads
+        self.gibbs_start = gibbs_start
 
     def _config(self) -> VBConfig:
         mode, value = parse_doc_topic_prior(self.doc_topic_prior)
@@ -567,7 +576,7 @@ class LDA(FittedModelMixin, TopicModelEstimator):
             learn_alpha=mode == "auto", topic_word_prior=float(self.topic_word_prior),
             learn_beta=bool(self.optimize_topic_word_prior), burn_in=int(self.burn_in),
             optimize_every=int(self.optimize_every), block_size=self.block_size, seed=int(self.seed),
-            eval_every=int(self.eval_every), threads=self.threads,
+            eval_every=int(self.eval_every), threads=self.threads, init=str(self.gibbs_start),
         )
 
     def _fit_gibbs(self, corpus: Any, *, client: Any, progress: ProgressReporter, checkpoint: CheckpointPolicy | None,
@@ -859,7 +868,7 @@ class LDA(FittedModelMixin, TopicModelEstimator):
             topic_word_prior=config.topic_word_prior, optimize_topic_word_prior=config.learn_beta,
             max_iter=config.sweeps, burn_in=config.burn_in, optimize_every=config.optimize_every,
             block_size=config.block_size, seed=config.seed, eval_every=config.eval_every, threads=config.threads,
-            method="gibbs",
+            gibbs_start=config.init, method="gibbs",
         )
         estimator.model_ = model
         estimator._set_attributes_from_model()

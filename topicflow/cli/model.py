@@ -88,7 +88,7 @@ OPTION_METHODS: dict[str, tuple[str, ...]] = {
     "hyper_step": ("pcsvb0",), "topic_word_step": ("scvb0", "pcsvb0"), "doc_step": ("scvb0", "pcsvb0"),
     "step_power": ("scvb0", "pcsvb0"), "doc_start": ("scvb0", "pcsvb0"), "clumping": HDP_METHODS,
     "keep_doc_state": ("pcsvb0",), "test_store": COLLAPSED_METHODS, "eval_every": COLLAPSED_METHODS,
-    "optimize_every": ("gibbs",), "sampler_threads": ("gibbs",),
+    "optimize_every": ("gibbs",), "sampler_threads": ("gibbs",), "gibbs_start": ("gibbs",),
 }
 
 
@@ -264,6 +264,9 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @click.option("--sampler-threads", default=None, type=click.IntRange(min=1),
               help="--method gibbs: blocks of one task sampled at once (default: the cores per task); the model "
                    "does not depend on it")
+@click.option("--gibbs-start", type=click.Choice(["random", "sequential"]), default=None,
+              help="--method gibbs: the chain's start, uniform topics or every token drawn given those before it "
+                   "(fewer sweeps on real text; see docs/gibbs.md)  [default: random]")
 @click.option("--track-words", default=None, metavar="W1,W2,...",
               help="infvoc: record these words' TOS ranks after every minibatch (the chapter's Figure 7.1, "
                    "charted by `topicflow report`).")
@@ -290,7 +293,7 @@ def fit(store: str, model_path: str, n_topics: int | None, family: str | None, m
         overwrite: bool, prior_tree: str | None, inference: str, sparse_gibbs: bool, sync_every: int,
         normalization: str, alpha_beta: float | None, reorder_every: int | None, new_word_nu: str | None,
         unseen_weight: str | None, g0_path: str | None, no_g0: bool, optimize_every: int | None,
-        sampler_threads: int | None, track_words: str | None, restate_tail: bool,
+        sampler_threads: int | None, gibbs_start: str | None, track_words: str | None, restate_tail: bool,
         preset: str | None, cluster: ClusterConfig) -> None:
     """Fit LDA (polylingual LDA for a multilingual STORE) by batch, online or streaming variational Bayes or
     SCVB0, or the HDP (--family hdp) by PCSVB0 or PCVB0, or tree LDA (--prior-tree TREE) by batch VB or
@@ -310,7 +313,7 @@ def fit(store: str, model_path: str, n_topics: int | None, family: str | None, m
     if method == "gibbs":
         fit_gibbs(store, model_path, click.get_current_context().params, cluster=cluster)
         return
-    _refuse_typed(("optimize_every", "sampler_threads"), "apply to --method gibbs only: drop them, or fit by "
+    _refuse_typed(("optimize_every", "sampler_threads", "gibbs_start"), "apply to --method gibbs only: drop them, or fit by "
                                                           "--method gibbs")
     lda_values = dict(
         n_topics=n_topics, doc_topic_prior=doc_topic_prior, topic_word_prior=topic_word_prior, max_iter=max_iter, tol=tol, max_doc_iter=max_doc_iter,
@@ -425,7 +428,7 @@ def fit(store: str, model_path: str, n_topics: int | None, family: str | None, m
 #: ``fit`` options collapsed Gibbs reads (every other typed option is refused with --method gibbs).
 GIBBS_READS = frozenset({"store", "model_path", "method", "family", "n_topics", "max_iter", "batch_size",
                          "doc_topic_prior", "doc_topic_prior_init", "topic_word_prior", "optimize_topic_word_prior",
-                         "burn_in", "optimize_every", "sampler_threads", "test_store", "eval_every", "seed",
+                         "burn_in", "optimize_every", "sampler_threads", "gibbs_start", "test_store", "eval_every", "seed",
                          "checkpoint_every", "checkpoint_path", "resume", "split_every", "overwrite", "executor",
                          "doc_topics"})
 #: Sweeps between held-out scores of ``fit --method gibbs --test`` when --eval-every is not given.
@@ -518,6 +521,7 @@ def fit_gibbs(store: str, model_path: str, params: Any, *, cluster: ClusterConfi
         block_size=params["batch_size"], seed=params["seed"],
         eval_every=GIBBS_EVAL_EVERY if params["eval_every"] is None else params["eval_every"],
         threads=params["sampler_threads"], split_every=params["split_every"],
+        gibbs_start=params["gibbs_start"] or "random",
     )
     estimator._validate_params()
     try:
@@ -611,8 +615,8 @@ _TREE_READS = {
 }
 #: The click parameter of a TreeLDA setting whose API name differs.
 TREE_OPTION_OF = {"alpha": "doc_topic_prior", "alpha_init": "doc_topic_prior_init", "sparse": "sparse_gibbs"}
-_CLUSTER_PARAMS = frozenset({"cluster", "scheduler", "workers", "threads_per_worker", "memory_limit",
-                             "dashboard_address"})
+_CLUSTER_PARAMS = frozenset({"cluster", "scheduler", "local_executor", "workers", "threads_per_worker",
+                             "memory_limit", "dashboard_address", "tls_ca_file", "tls_cert", "tls_key"})
 
 
 def _typed(name: str) -> bool:
@@ -1021,7 +1025,7 @@ def refuse_options_of_other_methods(family: str, method: str) -> None:
 
 def _option(name: str) -> str:
     return {"n_topics": "--topics", "test_store": "--test", "seed_words": "--seed-words", "sparse_gibbs": "--sparse",
-            "g0_path": "--g0"}.get(name, "--" + name.replace("_", "-"))
+            "g0_path": "--g0", "local_executor": "--local-cluster"}.get(name, "--" + name.replace("_", "-"))
 
 
 def hdp_estimator_values(values: dict[str, Any]) -> dict[str, Any]:
