@@ -22,7 +22,7 @@ def test_get_params_lists_every_init_parameter_unchanged() -> None:
     params = model.get_params()
     assert params["n_topics"] == 7 and params["doc_topic_prior"] == 0.3 and params["split_every"] is None
     assert set(params) == set(LDA._get_param_names())
-    assert len(params) == 36  # + block_size, optimize_every, threads (method="gibbs")
+    assert len(params) == 37  # + block_size, optimize_every, threads, gibbs_start (method="gibbs")
 
 
 def test_alpha_may_be_a_number_written_as_a_string() -> None:

@@ -313,8 +313,8 @@ def fit(store: str, model_path: str, n_topics: int | None, family: str | None, m
     if method == "gibbs":
         fit_gibbs(store, model_path, click.get_current_context().params, cluster=cluster)
         return
-    _refuse_typed(("optimize_every", "sampler_threads", "gibbs_start"), "apply to --method gibbs only: drop them, or fit by "
-                                                          "--method gibbs")
+    _refuse_typed(("optimize_every", "sampler_threads", "gibbs_start"),
+                  "apply to --method gibbs only: drop them, or fit by --method gibbs")
     lda_values = dict(
         n_topics=n_topics, doc_topic_prior=doc_topic_prior, topic_word_prior=topic_word_prior, max_iter=max_iter, tol=tol, max_doc_iter=max_doc_iter,
         doc_tol=doc_tol, seed=seed, seed_strength=seed_strength, seed_off_topic=seed_off_topic,
@@ -428,8 +428,8 @@ def fit(store: str, model_path: str, n_topics: int | None, family: str | None, m
 #: ``fit`` options collapsed Gibbs reads (every other typed option is refused with --method gibbs).
 GIBBS_READS = frozenset({"store", "model_path", "method", "family", "n_topics", "max_iter", "batch_size",
                          "doc_topic_prior", "doc_topic_prior_init", "topic_word_prior", "optimize_topic_word_prior",
-                         "burn_in", "optimize_every", "sampler_threads", "gibbs_start", "test_store", "eval_every", "seed",
-                         "checkpoint_every", "checkpoint_path", "resume", "split_every", "overwrite", "executor",
+                         "burn_in", "optimize_every", "sampler_threads", "gibbs_start", "test_store", "eval_every",
+                         "seed", "checkpoint_every", "checkpoint_path", "resume", "split_every", "overwrite", "executor",
                          "doc_topics"})
 #: Sweeps between held-out scores of ``fit --method gibbs --test`` when --eval-every is not given.
 GIBBS_EVAL_EVERY = 10
