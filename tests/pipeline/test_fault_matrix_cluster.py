@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-import warnings
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -97,9 +96,7 @@ def worker_processes() -> Iterator[Any]:
 @pytest.fixture
 def workers(worker_processes: Any) -> Any:
     """The module's client once its cluster has two workers again (the event of the nanny's restart)."""
-    replaced = restore_workers(worker_processes, 2)
-    if replaced:
-        warnings.warn(f"the nanny of worker(s) {replaced} gave up after a kill and was replaced", stacklevel=1)
+    restore_workers(worker_processes, 2)  # (warns when a nanny had given up and was replaced)
     return worker_processes
 
 
@@ -109,13 +106,15 @@ def test_a_nanny_that_gave_up_is_replaced(worker_processes: Any) -> None:
     restore_workers(worker_processes, 2)
     name = sorted(cluster.workers)[0]
     cluster.sync(cluster.workers[name].close)
-    assert restore_workers(worker_processes, 2) == [str(name)]
+    with pytest.warns(UserWarning, match="gave up after a kill and was replaced"):
+        assert restore_workers(worker_processes, 2) == [str(name)]
     assert len(worker_addresses(worker_processes)) == 2 and name in cluster.workers
     # the state a full-suite run showed: the closed nanny no longer in the cluster's list at all
     name = sorted(cluster.workers)[0]
     cluster.sync(cluster.workers[name].close)
     del cluster.workers[name]
-    assert restore_workers(worker_processes, 2) == [str(name)]
+    with pytest.warns(UserWarning, match="gave up after a kill and was replaced"):
+        assert restore_workers(worker_processes, 2) == [str(name)]
     assert len(worker_addresses(worker_processes)) == 2  # (the cluster lists the new nanny once it has started)
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import warnings
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -81,14 +80,6 @@ def setting(s3_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
             with Client(cluster) as client:
                 yield {"bucket": bucket, "fs": fs, "local": local, "client": client, "workers": workers,
                        "address": cluster.scheduler_address}
-
-
-def two_workers_again(client: Any) -> None:
-    """Wait for the cluster's two workers after a kill; a nanny that gave up is replaced, with a warning
-    (``testing.faults.restore_workers``: seen in full-suite runs, here and in the fault matrix)."""
-    replaced = restore_workers(client, 2)
-    if replaced:
-        warnings.warn(f"the nanny of worker(s) {replaced} gave up after a kill and was replaced", stacklevel=2)
 
 
 def _read(path: str) -> bytes:
@@ -186,7 +177,7 @@ def test_worker_killed_while_ingest_writes_shards_leaves_only_the_winning_attemp
         store = f"s3://{bucket}/stores/killed-ingest.zarr"
         ingest_corpus([f"s3://{bucket}/input/in.jsonl"], store, shard_size=5, client=client)
     finally:
-        two_workers_again(client)  # the nanny restarts the killed worker (or is replaced: see there)
+        restore_workers(client, 2)  # the nanny restarts the killed worker (or is replaced, with a warning)
         client.run(_no_hook)
     stale = Path(flag).read_text()  # the kill happened: the first worker to reach a second shard died
     reference = ingest_corpus([setting["local"] / "in.jsonl"], tmp_path / "here.zarr", shard_size=5)
@@ -247,7 +238,7 @@ def test_worker_killed_mid_fit_on_s3_gives_the_same_model(setting: dict[str, Any
     assert killer.killed(), "no worker was killed mid-iteration"
     assert_array_equal(result.state.topic_word_var["default"], reference.topic_word_var["default"])
     assert_array_equal(result.state.doc_topic_prior, reference.doc_topic_prior)
-    two_workers_again(client)  # the nanny restarts the killed worker (or is replaced: see there)
+    restore_workers(client, 2)  # the nanny restarts the killed worker (or is replaced, with a warning)
     assert all(Path(d).is_relative_to(setting["workers"]) for d in client.run(os.getcwd).values())
 
 
@@ -365,7 +356,7 @@ def test_worker_killed_mid_gibbs_sweep_on_s3_gives_the_same_chain(
         result = fit_gibbs(Corpus.open(stores["store"]), GibbsConfig(**GIBBS), client=client,
                            on_sweep=lambda record, state: killer.arm() if record.sweep == 1 else None)
     finally:
-        two_workers_again(client)  # the nanny restarts the killed worker (or is replaced: see there)
+        restore_workers(client, 2)  # the nanny restarts the killed worker (or is replaced, with a warning)
     assert killer.killed() and "-2-" in killer.killed()[0]["key"], killer.killed()
     assert_array_equal(result.term_topic, reference.term_topic)
     assert_array_equal(result.topic_counts, reference.topic_counts)
@@ -394,7 +385,7 @@ def test_worker_killed_mid_pcvb0_iteration_on_s3_gives_the_same_model(
         result = pcvb0.run_pcvb0(Corpus.open(stores["store"]), config, client=client,
                                  on_iteration=lambda record, state: killer.arm() if record.iteration == 0 else None)
     finally:
-        two_workers_again(client)  # the nanny restarts the killed worker (or is replaced: see there)
+        restore_workers(client, 2)  # the nanny restarts the killed worker (or is replaced, with a warning)
     assert killer.killed() and "-1-" in killer.killed()[0]["key"], killer.killed()  # iterations count from 0
     assert_array_equal(result.state.topic_word, reference.state.topic_word)
     assert_array_equal(result.state.tables, reference.state.tables)

@@ -73,7 +73,8 @@ HDP_OPTION_OF = {"alpha": "alpha_init", "gamma": "gamma_init", "learn_alpha": "f
 
 _LDA_VB = ("batch", "online", "svb")
 #: The methods each option of ``fit`` applies to, where that is not every method. Typed with another
-#: collapsed method, or (an option of the collapsed methods only) with an LDA VB method, it is refused.
+#: collapsed method, or (an option no LDA VB method uses: the collapsed methods' and Gibbs's) with an LDA
+#: VB method, it is refused.
 OPTION_METHODS: dict[str, tuple[str, ...]] = {
     "n_topics": LDA_METHODS, "doc_topic_prior": LDA_METHODS,
     "max_iter": _LDA_VB, "tol": _LDA_VB, "max_doc_iter": _LDA_VB, "doc_tol": _LDA_VB, "tau0": ("online",),
@@ -313,8 +314,6 @@ def fit(store: str, model_path: str, n_topics: int | None, family: str | None, m
     if method == "gibbs":
         fit_gibbs(store, model_path, click.get_current_context().params, cluster=cluster)
         return
-    _refuse_typed(("optimize_every", "sampler_threads", "gibbs_start"),
-                  "apply to --method gibbs only: drop them, or fit by --method gibbs")
     lda_values = dict(
         n_topics=n_topics, doc_topic_prior=doc_topic_prior, topic_word_prior=topic_word_prior, max_iter=max_iter, tol=tol, max_doc_iter=max_doc_iter,
         doc_tol=doc_tol, seed=seed, seed_strength=seed_strength, seed_off_topic=seed_off_topic,
@@ -994,7 +993,8 @@ def refuse_options_of_other_methods(family: str, method: str) -> None:
     """Refuse options typed with a family and method they do not apply to (see :data:`OPTION_METHODS`).
 
     The LDA variational methods keep accepting their own options among themselves (as before the HDP
-    family); an option of the collapsed methods, or any option a collapsed method does not use, is refused.
+    family); an option no LDA VB method uses (the collapsed methods' and ``--method gibbs``'s), or any option
+    a collapsed method does not use, is refused.
 
     Parameters
     ----------
@@ -1007,12 +1007,11 @@ def refuse_options_of_other_methods(family: str, method: str) -> None:
         Naming every such option and the methods it belongs to.
     """
     context = click.get_current_context()
-    collapsed_only = set(COLLAPSED_METHODS)
     refused = []
     for name, methods in OPTION_METHODS.items():
         if method in methods or context.get_parameter_source(name) in (None, click.core.ParameterSource.DEFAULT):
             continue
-        if method in COLLAPSED_METHODS or set(methods) <= collapsed_only:
+        if method in COLLAPSED_METHODS or set(methods).isdisjoint(_LDA_VB):
             refused.append((name, methods))
     if refused:
         options = ", ".join(_option(name) for name, _ in refused)

@@ -37,6 +37,7 @@ import subprocess
 import threading
 import time
 import uuid
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
@@ -453,8 +454,9 @@ def restore_workers(client: Any, n_workers: int, *, poll: float = 0.05, guard: f
     After a worker is killed its nanny starts a new one. Under load a nanny has been seen to give up
     instead (closed, its worker never back: "Only 1/2 workers arrived"); the cause is not known (a new
     worker refused by the scheduler while the killed one's name is still registered would do it). A
-    nanny that gave up is replaced by a new one of the cluster's spec. This polls for those events (a
-    worker registered, a nanny closed), with ``guard`` only as the failure bound.
+    nanny that gave up is replaced by a new one of the cluster's spec, with a warning naming it (so a
+    suite that recovered still says what happened). This polls for those events (a worker registered, a
+    nanny closed), with ``guard`` only as the failure bound.
 
     Parameters
     ----------
@@ -490,6 +492,9 @@ def restore_workers(client: Any, n_workers: int, *, poll: float = 0.05, guard: f
         # worker has registered with the scheduler
         listed = [n for n in cluster.workers.values() if getattr(getattr(n, "status", None), "name", "") == "running"]
         if len(running) >= n_workers and len(listed) >= n_workers:
+            if replaced:
+                warnings.warn(f"the nanny of worker(s) {replaced} gave up after a kill and was replaced",
+                              stacklevel=2)
             return replaced
         gave_up = [name for name, nanny in list(cluster.workers.items())
                    if getattr(getattr(nanny, "status", None), "name", "") in _GAVE_UP]
