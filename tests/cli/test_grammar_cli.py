@@ -56,6 +56,16 @@ def test_fit_update_versions_segment(tmp_path: Path) -> None:
     result = runner.invoke(main, ["grammar", "segment", str(model), str(text), "--out", str(out), "--overwrite",
                                   "--version", "1"])
     assert result.exit_code != 0 and "sentence 2" in result.output and "'z'" in result.output
+    # A nightly update whose documents bring a new character grows the grammar's terminals.
+    zed = tmp_path / "zed.jsonl"
+    zed.write_text(json.dumps({"id": "z", "text": "zebra dog"}) + "\n")
+    append_corpus(store, [zed])
+    result = runner.invoke(main, ["update", str(model), str(store), *CLUSTER])
+    assert result.exit_code == 0 and "version 3" in result.output, result.output
+    assert "z" in load_model(model).info.extra["adaptor_grammar"]["terminals"]
+    result = runner.invoke(main, ["grammar", "segment", str(model), str(text), "--out", str(out), "--overwrite"])
+    assert result.exit_code == 0, result.output
+    assert [line.replace(" ", "") for line in out.read_text().splitlines()] == ["dogcat", "zebra"]
     text.write_text("dog cat\n")
     result = runner.invoke(main, ["grammar", "segment", str(model), str(text), "--out", str(out), "--overwrite"])
     assert result.exit_code != 0 and "line 1" in result.output and "whitespace" in result.output
@@ -67,7 +77,7 @@ def test_fit_update_versions_segment(tmp_path: Path) -> None:
     empty = [*fit[:4], str(tmp_path / "m2"), *fit[5:], "--init", "empty"]
     result = runner.invoke(main, empty)
     assert result.exit_code == 0, result.output
-    assert "(version 1): 4 minibatches, 40 inside calls" in result.output  # 40 sentences, no seed pass
+    assert "(version 1): 5 minibatches, 41 inside calls" in result.output  # 41 sentences, no seed pass
     assert load_model(tmp_path / "m2").info.settings["init"] == "empty" == AdaptorGrammar.load(tmp_path / "m2").init
 
 

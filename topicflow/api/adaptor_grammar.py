@@ -227,7 +227,7 @@ class AdaptorGrammar(TopicModelEstimator):
 
     def partial_fit(self, X: Any, y: Any = None, *, client: Any = None,
                     progress: ProgressReporter = NO_PROGRESS) -> AdaptorGrammar:
-        """Continue the fit with more sentences (same grammar and alphabet).
+        """Continue the fit with more sentences (same grammar; their new characters join its terminals).
 
         For a store saved as a versioned model, ``topicflow update`` (:func:`topicflow.pipeline.update.update_model`)
         continues it with the store's new shards only.

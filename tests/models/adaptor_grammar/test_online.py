@@ -25,6 +25,7 @@ from topicflow.models.adaptor_grammar.online import (
     atom_from_key,
     estep_sentences,
     fit_minibatch,
+    grow_alphabet,
     initial_state,
     prepare,
     prune,
@@ -294,3 +295,62 @@ def test_seed_state_matches_numpy_reference_and_keeps_every_atom() -> None:
         expected = sum(np.log(atom_w[(int(trees.symbol[p]), int(trees.ident[p]))]) if trees.kind[p] == KIND_CACHED
                        else np.log(pcfg.rule_weight[trees.ident[p]]) for p in nodes)
         assert tree_log_weight(pcfg, trees, s) == pytest.approx(expected, rel=1e-12)
+
+
+#: <any> in the middle of the file, so new terminals' rules shift the numbers of the rules after it;
+#: Vowel names its terminals, and its default alpha 1/2 must not move.
+GROWING = """start Sentence
+@ Word a=10 b=0.1 K=50
+Sentence -> Word Sentence
+Sentence -> Word
+Word -> Chars
+Chars -> Char Chars
+Char -> <any>
+Chars -> Vowel
+Chars -> Char
+Vowel -> 'a'
+Vowel -> 'e'
+"""
+
+
+def test_grow_alphabet_renumbers_rules_and_moves_gamma_only_by_the_prior() -> None:
+    spec = parse_grammar(GROWING)
+    grammar = spec.bind("abcd")
+    params = OnlineParams(corpus_size=30, tau=4.0, kappa=0.7, prune_every=2, n_samples=3, seed=4)
+    state = initial_state(grammar, seed=4)
+    for lo, texts in enumerate([["abca", "cab", "dab"], ["bad", "cade", "abba"], ["dad", "acab"]]):
+        state, _ = fit_minibatch(state, _minibatch(grammar, texts), range(3 * lo, 3 * lo + len(texts)), params)
+    grown_grammar = spec.bind([*grammar.terminals, "x", "z"])
+    grown = grow_alphabet(state, grown_grammar, params)
+    g = grown.grammar
+    assert g.terminals == ("a", "e", "b", "c", "d", "x", "z") and g.n_rules == grammar.n_rules + 2
+    # Rules are found again by their text; the two new ones are Char's, inserted before the rules after <any>.
+    old_text = [grammar.rule_text(r) for r in range(grammar.n_rules)]
+    new_text = [g.rule_text(r) for r in range(g.n_rules)]
+    where = [new_text.index(t) for t in old_text]
+    assert sorted(set(new_text) - set(old_text)) == ["Char -> 'x'", "Char -> 'z'"]
+    assert where != list(range(grammar.n_rules))  # the rules after <any> moved
+    # Char's default prior 1/n_Char shrank for every Char rule; Vowel's did not move.
+    char_rules = [r for r in range(g.n_rules) if new_text[r].startswith("Char ->")]
+    np.testing.assert_allclose(g.rule_alpha[char_rules], 1.0 / 7)
+    # gamma = alpha + g~ + n(r, atoms): only the prior moved for old rules; a new rule's gamma is its prior;
+    # the sticks (nu) do not depend on the terminals at all.
+    np.testing.assert_allclose(grown.gamma[where] - state.gamma, g.rule_alpha[where] - grammar.rule_alpha, atol=1e-12)
+    new_rules = [r for r in range(g.n_rules) if r not in where]
+    np.testing.assert_array_equal(grown.gamma[new_rules], g.rule_alpha[new_rules])
+    np.testing.assert_array_equal(grown.g_tilde[where], state.g_tilde)
+    for old_t, new_t, n1, m1, n2, m2 in zip(state.tngs, grown.tngs, state.nu1, grown.nu1, state.nu2, grown.nu2):
+        assert ["".join(g.terminals[i] for i in a.yield_ids) for a in new_t.atoms] == \
+               ["".join(grammar.terminals[i] for i in a.yield_ids) for a in old_t.atoms]
+        np.testing.assert_array_equal(new_t.f_tilde, old_t.f_tilde)
+        np.testing.assert_array_equal(n1, m1)
+        np.testing.assert_array_equal(n2, m2)
+        for a_old, a_new in zip(old_t.atoms, new_t.atoms):  # the same trees, in the new rule numbers
+            assert sorted((new_text[r], c) for r, c in a_new.rule_counts) == \
+                   sorted((old_text[r], c) for r, c in a_old.rule_counts)
+    # The grown state parses and learns sentences with the new characters.
+    more, _ = fit_minibatch(grown, _minibatch(g, ["zax", "xaz", "zz"]), [8, 9, 10], params)
+    assert any("z" in "".join(g.terminals[i] for i in a.yield_ids) for t in more.tngs for a in t.atoms)
+    assert grow_alphabet(state, grammar, params) is state  # nothing new
+    with pytest.raises(ValueError, match="start with the state's terminals"):
+        grow_alphabet(state, spec.bind("xabcd"), params)

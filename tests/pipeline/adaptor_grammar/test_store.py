@@ -129,12 +129,31 @@ def test_update_continues_the_stream_like_one_fit(tmp_path: Path) -> None:
     assert [v.version for v in list_versions(model)] == [1, 2]
     rollback(model, 1)
     assert load_grammar_model(model)[0].minibatch == 2
-    # A character the model's grammar lacks is refused with what to do.
+    # Characters the model's grammar lacks join its alphabet (Char -> <any> grows a rule for each).
+    before, _, _ = load_grammar_model(model)
     zed = tmp_path / "zed.jsonl"
     zed.write_text(json.dumps({"id": "z", "text": "zebra dog"}) + "\n")
     append_corpus(store, [zed])
-    with pytest.raises(InputError, match="'z'.*--alphabet"):
-        update_model(model, Corpus.open(store))
+    assert update_model(model, Corpus.open(store)).version == 3
+    after, _, payload = load_grammar_model(model)  # the saved model re-binds to the grown alphabet
+    new = sorted(set(payload["terminals"]) - {str(t) for t in before.grammar.terminals})
+    assert new == sorted(set("zebradog") - {str(t) for t in before.grammar.terminals}) and "z" in new
+    assert payload["terminals"][:len(before.grammar.terminals)] == list(before.grammar.terminals)
+    assert after.grammar.n_rules == before.grammar.n_rules + len(new) and after.minibatch > before.minibatch
+    assert after.grammar.path == before.grammar.path
+    assert any("z" in "".join(after.grammar.terminals[i] for i in a.yield_ids) for a in after.tngs[0].atoms)
+
+
+def test_a_new_terminal_no_rule_derives_is_refused(tmp_path: Path) -> None:
+    spelled = tmp_path / "ab.grammar"
+    spelled.write_text("start Sentence\n@ Word a=10 b=0 K=20\nSentence -> Word Sentence\nSentence -> Word\n"
+                       "Word -> Chars\nChars -> Char Chars\nChars -> Char\nChar -> 'a'\nChar -> 'b'\n")
+    config = GrammarFitConfig(grammar=str(spelled), batch_size=4, n_samples=2, init="empty")
+    first = fit_grammar(["ab", "ba", "aab"], config)
+    with pytest.raises(InputError, match="terminals in the sentences that no rule of the model's grammar derives: 'c'"):
+        fit_grammar(["abc"], config, state=first.state, grammar_text_=first.grammar_text)
+    with pytest.raises(InputError, match="whose text was not given"):
+        fit_grammar(["abc"], config, state=first.state)
 
 
 def test_infvoc_lda_grammar_models_are_not_updated(tmp_path: Path) -> None:

@@ -731,6 +731,71 @@ def _rewrite(grammar: Grammar, key: TreeKey, mapping: Sequence[Mapping[TreeKey, 
     return tuple(out)
 
 
+def grow_alphabet(state: AGState, grown: Grammar, params: OnlineParams) -> AGState:
+    """Carry a state over to its grammar bound to more terminals (new characters in an update).
+
+    ``grown`` is the state's grammar file bound to the state's terminals followed by the new ones
+    (:meth:`GrammarSpec.bind`), so every old terminal and nonterminal keeps its code. Base rules are
+    matched by (left-hand side, right-hand side); the new ones (a rule per new terminal under each
+    ``<any>`` or ``<unquoted>`` rule) start with g~ = 0 and are in no cached atom, so their gamma is
+    their prior alpha. The rule priors are the grown grammar's: a nonterminal c whose rules take the
+    default alpha = 1 / n_c now has more rules and each gets the smaller 1 / n_c, as for a fit given
+    the larger alphabet from the start (``--alphabet``), and as a saved model re-binds its grammar on
+    loading. The PY a, b (as last re-estimated) are kept, every atom's tree is rewritten to the new
+    rule numbers (f~ unchanged), and gamma, nu1, nu2 are recomputed (eqs. 8.10-8.12).
+
+    Parameters
+    ----------
+    state : AGState
+        The state to continue.
+    grown : Grammar
+        The same grammar bound to ``state.grammar.terminals`` and then the new terminals.
+    params : OnlineParams
+        Gives the bias handling.
+
+    Returns
+    -------
+    AGState
+        The state over ``grown`` (``state`` itself when there is no new terminal).
+
+    Raises
+    ------
+    ValueError
+        If ``grown`` is not the state's grammar with terminals appended.
+    """
+    old = state.grammar
+    n_old = len(old.terminals)
+    if grown.nonterminals != old.nonterminals or tuple(grown.terminals[:n_old]) != tuple(old.terminals):
+        raise ValueError("the grown grammar must have the same nonterminals and start with the state's terminals")
+    if len(grown.terminals) == n_old:
+        return state
+    new_rule = {(int(l), int(a), int(b)): r for r, (l, (a, b)) in enumerate(zip(grown.rule_lhs, grown.rule_rhs))}
+    try:
+        mapping = np.asarray([new_rule[(int(l), int(a), int(b))] for l, (a, b) in zip(old.rule_lhs, old.rule_rhs)],
+                             dtype=np.int64)
+    except KeyError as missing:
+        raise ValueError(f"the grown grammar lacks the state's rule {missing}") from None
+    grown = replace(grown, pitman_yor_a=np.array(old.pitman_yor_a), pitman_yor_b=np.array(old.pitman_yor_b))
+    memo: dict[TreeKey, TreeKey] = {}
+
+    def renumber(key: TreeKey) -> TreeKey:
+        out = memo.get(key)
+        if out is None:
+            out = (int(mapping[key[0]]), *(renumber(child) for child in key[1:]))
+            memo[key] = out
+        return out
+
+    tngs = tuple(TNG(tuple(atom_from_key(grown, renumber(a.key)) for a in t.atoms), t.f_tilde.copy())
+                 for t in state.tngs)
+    g_tilde = np.zeros(grown.n_rules)
+    g_tilde[mapping] = state.g_tilde
+    gamma = np.array(grown.rule_alpha, dtype=np.float64)
+    gamma[mapping] = state.gamma  # kept only by a state never updated (its random start)
+    moved = replace(state, grammar=grown, gamma=gamma, g_tilde=g_tilde, tngs=tngs)
+    fresh = state.minibatch == 0 and state.decay == 1.0 and not np.any(state.g_tilde)  # its random start only
+    return moved if fresh else variational_parameters(moved, params)
+
+
 def resample_table_labels(state: AGState, params: OnlineParams) -> AGState:
     """Re-derive the tree of every cached atom, general adaptors first (table-label resampling).
 

@@ -25,6 +25,7 @@ item d of the list :func:`read_sentences` returns: both paths give the same mode
 """
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from dataclasses import asdict, dataclass, field, fields
@@ -43,6 +44,7 @@ from topicflow.models.adaptor_grammar import (
     AGStats,
     Grammar,
     OnlineParams,
+    grow_alphabet,
     initial_state,
     parse_grammar,
     prepare,
@@ -58,6 +60,8 @@ from topicflow.tasks.adaptor_grammar import (
     map_estep_store,
     sentence_tokens,
 )
+
+log = logging.getLogger(__name__)
 
 #: How a store's documents become sentences: ``chars`` (a document's tokens joined; the unigram and
 #: collocation grammars) or ``tokens`` (one sentence ``['_j', characters...]`` per token; ``infvoc-lda``).
@@ -374,6 +378,58 @@ def bind_alphabet(config: GrammarFitConfig, alphabet: set[str]) -> tuple[Grammar
     return spec.bind(sorted(terminals)), text
 
 
+def grow_terminals(state: AGState, config: GrammarFitConfig, text: str | None, alphabet: set[str],
+                   params: OnlineParams, *, where: str) -> AGState:
+    """Add the terminals of continued data that the state's grammar lacks (sorted, after its own).
+
+    Parameters
+    ----------
+    state : AGState
+        The state being continued.
+    config : GrammarFitConfig
+        Its settings (the grammar's parameters and truncations).
+    text : str or None
+        The grammar file's text, re-parsed to bind the larger alphabet.
+    alphabet : set of str
+        The terminals of the new sentences.
+    params : OnlineParams
+        Settings of the continued fit.
+    where : str
+        The data, as named in errors.
+
+    Returns
+    -------
+    AGState
+        ``state`` itself, or the state over the grown grammar (:func:`grow_alphabet`).
+
+    Raises
+    ------
+    InputError
+        If a new terminal is derived by no rule of the grammar (it spells its terminals out instead of
+        ``<any>``), or the grammar's text is not known.
+    """
+    missing = sorted(set(alphabet) - {str(t) for t in state.grammar.terminals})
+    if not missing:
+        return state
+    shown = f"{', '.join(repr(m) for m in missing[:10])}{' ...' if len(missing) > 10 else ''}"
+    if not text:
+        raise InputError(f"terminals the model's grammar lacks in {where}: {shown}; continuing with new terminals "
+                         "re-binds the grammar, whose text was not given (pass grammar_text_)", path=where)
+    spec = parse_grammar(text, path=state.grammar.path, params=dict(config.grammar_params))
+    if config.truncations:
+        spec = spec.with_adaptors(**dict(config.truncations))
+    grown = spec.bind([*(str(t) for t in state.grammar.terminals), *missing])
+    derived = set(int(c) for c in grown.rule_rhs.ravel()) - {-1}
+    lacking = [t for t in missing if grown.n_nonterminals + grown.terminals.index(t) not in derived]
+    if lacking:
+        raise InputError(f"terminals in {where} that no rule of the model's grammar derives: "
+                         f"{', '.join(repr(m) for m in lacking[:10])}{' ...' if len(lacking) > 10 else ''}; the grammar "
+                         "names its terminals instead of <any>, so fit a new model with a grammar that derives them",
+                         path=where)
+    log.info("the grammar's terminals grow by %d for %s: %s", len(missing), where, shown)
+    return grow_alphabet(state, grown, params)
+
+
 def _step(graph: Any, state: AGState, params: OnlineParams, epoch: int, client: Any,
           on_minibatch: Callable[[AGState, AGStats], None] | None) -> tuple[AGState, AGStats]:
     """Compute one minibatch's merged E-step ``graph`` and apply the driver's update (eqs. 8.8-8.12)."""
@@ -438,9 +494,10 @@ def fit_grammar(sentences: Sequence[Sequence[str]], config: GrammarFitConfig, *,
     client : distributed.Client, optional
         Default: the current client, else Dask's threaded scheduler.
     state : AGState, optional
-        Continue from this state (its grammar and alphabet are kept).
+        Continue from this state (its grammar is kept; terminals it lacks are added,
+        :func:`grow_terminals`).
     grammar_text_ : str, optional
-        The grammar text of ``state`` (stored with the result).
+        The grammar text of ``state`` (stored with the result; needed to add terminals).
     on_minibatch : callable, optional
         Called with the new state and the minibatch's counts after every update.
 
@@ -451,7 +508,7 @@ def fit_grammar(sentences: Sequence[Sequence[str]], config: GrammarFitConfig, *,
     Raises
     ------
     InputError
-        If a sentence is empty, has a terminal outside the grammar's alphabet, or has no parse.
+        If a sentence is empty or has no parse, or a new terminal no rule derives.
     """
     if not sentences:
         raise InputError("no sentences to fit")
@@ -461,16 +518,20 @@ def fit_grammar(sentences: Sequence[Sequence[str]], config: GrammarFitConfig, *,
         state = initial_state(grammar, seed=config.seed)
     else:
         grammar, text = state.grammar, grammar_text_ or ""
+    params = OnlineParams(corpus_size=int(config.corpus_size or len(sentences)), tau=config.tau, kappa=config.kappa,
+                          prune_every=config.prune_every, n_samples=config.n_samples,
+                          bias=config.bias,  # type: ignore[arg-type]
+                          seed=config.seed, table_labels=config.table_labels,
+                          optimize_hyper=config.optimize_hyper)  # type: ignore[arg-type]
+    if not fresh:
+        state = grow_terminals(state, config, text, {str(tok) for s in sentences for tok in s}, params,
+                               where="the sentences")
+        grammar = state.grammar
     encoded = []
     for d, s in enumerate(sentences):
         if len(s) == 0:
             raise InputError(f"sentence {d} is empty")
         encoded.append(grammar.encode(list(s), where=f"sentence {d}"))
-    params = OnlineParams(corpus_size=int(config.corpus_size or len(encoded)), tau=config.tau, kappa=config.kappa,
-                          prune_every=config.prune_every, n_samples=config.n_samples,
-                          bias=config.bias,  # type: ignore[arg-type]
-                          seed=config.seed, table_labels=config.table_labels,
-                          optimize_hyper=config.optimize_hyper)  # type: ignore[arg-type]
     start = time.perf_counter()
     loglik: list[float] = []
     calls = 0
@@ -697,8 +758,8 @@ def fit_grammar_store(corpus: Corpus, config: GrammarFitConfig, *, client: Any =
     client : distributed.Client, optional
         Default: the current client, else Dask's threaded scheduler.
     state : AGState, optional
-        Continue from this state (its grammar and alphabet are kept; a sentence with a terminal
-        outside them is refused).
+        Continue from this state (its grammar is kept; terminals it lacks are added,
+        :func:`grow_terminals`).
     grammar_text_ : str, optional
         The grammar text of ``state``.
     shards : sequence of int, optional
@@ -724,7 +785,7 @@ def fit_grammar_store(corpus: Corpus, config: GrammarFitConfig, *, client: Any =
     Raises
     ------
     InputError
-        No sentence, or a sentence with a terminal outside the grammar's alphabet, or without a parse.
+        No sentence, or a new terminal no rule derives, or a sentence without a parse.
     OrderNotKeptError
         The store does not keep token order.
     """
@@ -744,19 +805,15 @@ def fit_grammar_store(corpus: Corpus, config: GrammarFitConfig, *, client: Any =
         state = initial_state(grammar, seed=config.seed)
     else:
         grammar, text = state.grammar, grammar_text_ or ""
-        missing = sorted(index.alphabet - {str(t) for t in grammar.terminals})
-        if missing:
-            raise InputError(
-                f"store {str(corpus.path)!r} has terminals the model's grammar lacks: "
-                f"{', '.join(repr(m) for m in missing[:10])}{' ...' if len(missing) > 10 else ''}; a grammar's "
-                "terminals are fixed when it is fitted: fit a new model (`topicflow grammar fit --alphabet` "
-                "fixes them in advance)", path=str(corpus.path))
     n = len(index)
     params = OnlineParams(corpus_size=int(corpus_size or config.corpus_size or n), tau=config.tau, kappa=config.kappa,
                           prune_every=config.prune_every, n_samples=config.n_samples,
                           bias=config.bias,  # type: ignore[arg-type]
                           seed=config.seed, table_labels=config.table_labels,
                           optimize_hyper=config.optimize_hyper)  # type: ignore[arg-type]
+    if not fresh:
+        state = grow_terminals(state, config, text, index.alphabet, params, where=f"store {str(corpus.path)!r}")
+        grammar = state.grammar
     start = time.perf_counter()
     loglik: list[float] = []
     calls = 0
