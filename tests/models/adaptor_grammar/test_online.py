@@ -25,7 +25,7 @@ from topicflow.models.adaptor_grammar.online import (
     atom_from_key,
     estep_sentences,
     fit_minibatch,
-    grow_alphabet,
+    rebind_state,
     initial_state,
     prepare,
     prune,
@@ -313,7 +313,7 @@ Vowel -> 'e'
 """
 
 
-def test_grow_alphabet_renumbers_rules_and_moves_gamma_only_by_the_prior() -> None:
+def test_rebind_state_renumbers_rules_and_moves_gamma_only_by_the_prior() -> None:
     spec = parse_grammar(GROWING)
     grammar = spec.bind("abcd")
     params = OnlineParams(corpus_size=30, tau=4.0, kappa=0.7, prune_every=2, n_samples=3, seed=4)
@@ -321,7 +321,7 @@ def test_grow_alphabet_renumbers_rules_and_moves_gamma_only_by_the_prior() -> No
     for lo, texts in enumerate([["abca", "cab", "dab"], ["bad", "cade", "abba"], ["dad", "acab"]]):
         state, _ = fit_minibatch(state, _minibatch(grammar, texts), range(3 * lo, 3 * lo + len(texts)), params)
     grown_grammar = spec.bind([*grammar.terminals, "x", "z"])
-    grown = grow_alphabet(state, grown_grammar, params)
+    grown = rebind_state(state, grown_grammar, params)
     g = grown.grammar
     assert g.terminals == ("a", "e", "b", "c", "d", "x", "z") and g.n_rules == grammar.n_rules + 2
     # Rules are found again by their text; the two new ones are Char's, inserted before the rules after <any>.
@@ -351,6 +351,12 @@ def test_grow_alphabet_renumbers_rules_and_moves_gamma_only_by_the_prior() -> No
     # The grown state parses and learns sentences with the new characters.
     more, _ = fit_minibatch(grown, _minibatch(g, ["zax", "xaz", "zz"]), [8, 9, 10], params)
     assert any("z" in "".join(g.terminals[i] for i in a.yield_ids) for t in more.tngs for a in t.atoms)
-    assert grow_alphabet(state, grammar, params) is state  # nothing new
-    with pytest.raises(ValueError, match="start with the state's terminals"):
-        grow_alphabet(state, spec.bind("xabcd"), params)
+    assert rebind_state(state, grammar, params) is state  # nothing new
+    # Matched by name, so a binding that moves every terminal's code carries the state over all the same.
+    moved = rebind_state(state, spec.bind("xabcd"), params)
+    assert [[m.yield_ids for m in t.atoms] for t in moved.tngs] != [[m.yield_ids for m in t.atoms] for t in state.tngs]
+    assert [["".join(moved.grammar.terminals[i] for i in m.yield_ids) for m in t.atoms] for t in moved.tngs] == \
+           [["".join(grammar.terminals[i] for i in m.yield_ids) for m in t.atoms] for t in state.tngs]
+    with pytest.raises(ValueError, match="lacks the state's symbols 'd'"):
+        rebind_state(state, parse_grammar(GROWING.replace("Char -> <any>", "Char -> <any>\nChar -> 'q'")).bind("abc"),
+                     params)

@@ -156,16 +156,31 @@ def test_a_new_terminal_no_rule_derives_is_refused(tmp_path: Path) -> None:
         fit_grammar(["abc"], config, state=first.state)
 
 
-def test_infvoc_lda_grammar_models_are_not_updated(tmp_path: Path) -> None:
+def test_infvoc_lda_grammar_models_grow_their_documents_on_update(tmp_path: Path) -> None:
     store = write_store(tmp_path, ["river boat", "stone wall"], name="lda")
     config = GrammarFitConfig(grammar="infvoc-lda", grammar_params={"K": 2}, batch_size=4, n_samples=2)
     corpus = Corpus.open(store)
     result = fit_grammar_store(corpus, config)
     assert result.grammar_params == {"D": 2, "K": 2} and result.n_sentences == 4
     save_model(tmp_path / "m", grammar_store_model(corpus, result, config))
-    append_corpus(store, [write_jsonl(tmp_path / "x.jsonl", ["boat wall"])])
-    with pytest.raises(InvalidParameterError, match="infvoc-lda"):
-        update_model(tmp_path / "m", Corpus.open(store))
+    append_corpus(store, [write_jsonl(tmp_path / "x.jsonl", ["boat wall", "zinc river"])])
+    updated = update_model(tmp_path / "m", Corpus.open(store))
+    assert updated.version == 2 and updated.new_docs == 2
+    state, params, payload = load_grammar_model(tmp_path / "m")
+    assert payload["grammar"]["params"]["D"] == 4 and load_model(tmp_path / "m").info.settings["grammar_params"]["D"] == 4
+    grammar = state.grammar
+    assert {"_3", "_4", "z"} <= set(grammar.terminals) and "Doc4" in grammar.nonterminals
+    texts = [grammar.rule_text(r) for r in range(grammar.n_rules)]
+    used = {t.split()[0]: 0.0 for t in texts if t.startswith("Doc")}
+    for r, t in enumerate(texts):
+        if t.startswith("Doc"):
+            used[t.split()[0]] += state.g_tilde[r]
+    # The new documents' sentences were parsed as documents 3 and 4 (the old ones' counts only decayed):
+    # 2 + 2 tokens, scaled to |X| = 8 sentences by the update's minibatch of 4.
+    assert used["Doc3"] == pytest.approx(used["Doc4"]) and used["Doc3"] > used["Doc1"] > 0
+    before, _, _ = load_grammar_model(tmp_path / "m", version=1)
+    assert params.corpus_size == 8
+    assert sum(len(t) for t in state.tngs) >= sum(len(t) for t in before.tngs)
 
 
 def write_jsonl(path: Path, texts: list[str]) -> Path:

@@ -731,51 +731,59 @@ def _rewrite(grammar: Grammar, key: TreeKey, mapping: Sequence[Mapping[TreeKey, 
     return tuple(out)
 
 
-def grow_alphabet(state: AGState, grown: Grammar, params: OnlineParams) -> AGState:
-    """Carry a state over to its grammar bound to more terminals (new characters in an update).
+def rebind_state(state: AGState, grown: Grammar, params: OnlineParams) -> AGState:
+    """Carry a state over to a larger binding of its grammar file (new characters, or new documents).
 
-    ``grown`` is the state's grammar file bound to the state's terminals followed by the new ones
-    (:meth:`GrammarSpec.bind`), so every old terminal and nonterminal keeps its code. Base rules are
-    matched by (left-hand side, right-hand side); the new ones (a rule per new terminal under each
-    ``<any>`` or ``<unquoted>`` rule) start with g~ = 0 and are in no cached atom, so their gamma is
-    their prior alpha. The rule priors are the grown grammar's: a nonterminal c whose rules take the
-    default alpha = 1 / n_c now has more rules and each gets the smaller 1 / n_c, as for a fit given
-    the larger alphabet from the start (``--alphabet``), and as a saved model re-binds its grammar on
-    loading. The PY a, b (as last re-estimated) are kept, every atom's tree is rewritten to the new
-    rule numbers (f~ unchanged), and gamma, nu1, nu2 are recomputed (eqs. 8.10-8.12).
+    ``grown`` is the state's grammar file bound to more terminals (new characters), or with larger
+    template parameters as well (the ``infvoc-lda`` grammar's D: new ``Doc_j`` nonterminals, ``'_j'``
+    terminals and rules). Everything is matched by name, so codes may move: base rules by their text,
+    adapted nonterminals by name. Rules that are new start with g~ = 0 and are in no cached atom, so
+    their gamma is their prior alpha. The rule priors are the grown grammar's: a nonterminal c whose
+    rules take the default alpha = 1 / n_c and gains rules gets the smaller 1 / n_c for each, as a fit
+    given the larger grammar from the start would, and as a saved model re-binds its grammar on
+    loading. Each adaptor keeps its PY a, b (as last re-estimated), f~ and atoms, whose trees are
+    rewritten to the new rule numbers; gamma, nu1, nu2 are then recomputed (eqs. 8.10-8.12).
 
     Parameters
     ----------
     state : AGState
         The state to continue.
     grown : Grammar
-        The same grammar bound to ``state.grammar.terminals`` and then the new terminals.
+        The same grammar file, bound to a superset of the state's terminals, with a superset of its
+        nonterminals, rules and adaptors.
     params : OnlineParams
         Gives the bias handling.
 
     Returns
     -------
     AGState
-        The state over ``grown`` (``state`` itself when there is no new terminal).
+        The state over ``grown`` (``state`` itself when the grammar did not grow).
 
     Raises
     ------
     ValueError
-        If ``grown`` is not the state's grammar with terminals appended.
+        If ``grown`` lacks a symbol, rule or adaptor of the state's grammar.
     """
     old = state.grammar
-    n_old = len(old.terminals)
-    if grown.nonterminals != old.nonterminals or tuple(grown.terminals[:n_old]) != tuple(old.terminals):
-        raise ValueError("the grown grammar must have the same nonterminals and start with the state's terminals")
-    if len(grown.terminals) == n_old:
+    if grown.nonterminals == old.nonterminals and tuple(grown.terminals) == tuple(old.terminals) \
+            and grown.n_rules == old.n_rules:
         return state
-    new_rule = {(int(l), int(a), int(b)): r for r, (l, (a, b)) in enumerate(zip(grown.rule_lhs, grown.rule_rhs))}
+    lacking = sorted(set(old.nonterminals) - set(grown.nonterminals)) + \
+        [repr(t) for t in sorted(set(old.terminals) - set(grown.terminals))]
+    if lacking:
+        raise ValueError(f"the grown grammar lacks the state's symbols {', '.join(lacking[:5])}")
+    new_rule = {grown.rule_text(r): r for r in range(grown.n_rules)}
     try:
-        mapping = np.asarray([new_rule[(int(l), int(a), int(b))] for l, (a, b) in zip(old.rule_lhs, old.rule_rhs)],
-                             dtype=np.int64)
+        mapping = np.asarray([new_rule[old.rule_text(r)] for r in range(old.n_rules)], dtype=np.int64)
     except KeyError as missing:
         raise ValueError(f"the grown grammar lacks the state's rule {missing}") from None
-    grown = replace(grown, pitman_yor_a=np.array(old.pitman_yor_a), pitman_yor_b=np.array(old.pitman_yor_b))
+    position = {grown.nonterminals[c]: m for m, c in enumerate(grown.adapted)}
+    moved_to = [position.get(old.nonterminals[c], -1) for c in old.adapted]
+    if -1 in moved_to:
+        raise ValueError("the grown grammar lacks an adaptor of the state's")
+    a, b = np.array(grown.pitman_yor_a, dtype=np.float64), np.array(grown.pitman_yor_b, dtype=np.float64)
+    a[moved_to], b[moved_to] = old.pitman_yor_a, old.pitman_yor_b
+    grown = replace(grown, pitman_yor_a=a, pitman_yor_b=b)
     memo: dict[TreeKey, TreeKey] = {}
 
     def renumber(key: TreeKey) -> TreeKey:
@@ -785,13 +793,15 @@ def grow_alphabet(state: AGState, grown: Grammar, params: OnlineParams) -> AGSta
             memo[key] = out
         return out
 
-    tngs = tuple(TNG(tuple(atom_from_key(grown, renumber(a.key)) for a in t.atoms), t.f_tilde.copy())
-                 for t in state.tngs)
+    tngs = [TNG() for _ in grown.adapted]
+    for m, tng in enumerate(state.tngs):
+        tngs[moved_to[m]] = TNG(tuple(atom_from_key(grown, renumber(x.key)) for x in tng.atoms), tng.f_tilde.copy())
     g_tilde = np.zeros(grown.n_rules)
     g_tilde[mapping] = state.g_tilde
     gamma = np.array(grown.rule_alpha, dtype=np.float64)
     gamma[mapping] = state.gamma  # kept only by a state never updated (its random start)
-    moved = replace(state, grammar=grown, gamma=gamma, g_tilde=g_tilde, tngs=tngs)
+    empty = tuple(np.zeros(0) for _ in grown.adapted)
+    moved = replace(state, grammar=grown, gamma=gamma, g_tilde=g_tilde, tngs=tuple(tngs), nu1=empty, nu2=empty)
     fresh = state.minibatch == 0 and state.decay == 1.0 and not np.any(state.g_tilde)  # its random start only
     return moved if fresh else variational_parameters(moved, params)
 

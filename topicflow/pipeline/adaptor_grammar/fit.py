@@ -44,10 +44,10 @@ from topicflow.models.adaptor_grammar import (
     AGStats,
     Grammar,
     OnlineParams,
-    grow_alphabet,
     initial_state,
     parse_grammar,
     prepare,
+    rebind_state,
     seed_update,
     update_minibatch,
 )
@@ -380,7 +380,10 @@ def bind_alphabet(config: GrammarFitConfig, alphabet: set[str]) -> tuple[Grammar
 
 def grow_terminals(state: AGState, config: GrammarFitConfig, text: str | None, alphabet: set[str],
                    params: OnlineParams, *, where: str) -> AGState:
-    """Add the terminals of continued data that the state's grammar lacks (sorted, after its own).
+    """Re-bind a continued state's grammar to the terminals of new data it lacks (sorted, after its own).
+
+    New characters gain rules under ``<any>``/``<unquoted>``; with the ``infvoc-lda`` grammar, ``config``
+    carries the grown D, so the new documents' ``'_j'`` terminals come with their ``Doc_j`` rules.
 
     Parameters
     ----------
@@ -400,7 +403,7 @@ def grow_terminals(state: AGState, config: GrammarFitConfig, text: str | None, a
     Returns
     -------
     AGState
-        ``state`` itself, or the state over the grown grammar (:func:`grow_alphabet`).
+        ``state`` itself, or the state over the grown grammar (:func:`rebind_state`).
 
     Raises
     ------
@@ -427,7 +430,7 @@ def grow_terminals(state: AGState, config: GrammarFitConfig, text: str | None, a
                          "names its terminals instead of <any>, so fit a new model with a grammar that derives them",
                          path=where)
     log.info("the grammar's terminals grow by %d for %s: %s", len(missing), where, shown)
-    return grow_alphabet(state, grown, params)
+    return rebind_state(state, grown, params)
 
 
 def _step(graph: Any, state: AGState, params: OnlineParams, epoch: int, client: Any,
@@ -790,8 +793,14 @@ def fit_grammar_store(corpus: Corpus, config: GrammarFitConfig, *, client: Any =
         The store does not keep token order.
     """
     mode = config.mode
+    # Continuing a model of the infvoc-lda grammar: the new documents are D + 1, D + 2, ... ('_j').
+    first_document = int(config.grammar_params.get("D", 0)) + 1 if state is not None and mode == "tokens" else 1
     if index is None:
-        index = scan_store(corpus, mode=mode, language=language, shards=shards)
+        index = scan_store(corpus, mode=mode, language=language, shards=shards, first_document=first_document)
+    elif len(index) and int(index.document[0]) != first_document:
+        raise InvalidParameterError(f"the sentence index numbers its documents from {int(index.document[0])}, but the "
+                                    f"continued model's next document is {first_document} (scan_store(..., "
+                                    f"first_document={first_document}))")
     if len(index) == 0:
         raise InputError(f"store {str(corpus.path)!r} has no document with tokens to fit"
                          + (" among its new shards" if shards is not None else ""), path=str(corpus.path))
@@ -805,6 +814,9 @@ def fit_grammar_store(corpus: Corpus, config: GrammarFitConfig, *, client: Any =
         state = initial_state(grammar, seed=config.seed)
     else:
         grammar, text = state.grammar, grammar_text_ or ""
+        if mode == "tokens":  # D grows by the new documents (their Doc_j rules and '_j' terminals)
+            grammar_params = {**grammar_params, "D": first_document - 1 + index.n_documents}
+            config = GrammarFitConfig(**{**config.__dict__, "grammar_params": grammar_params})
     n = len(index)
     params = OnlineParams(corpus_size=int(corpus_size or config.corpus_size or n), tau=config.tau, kappa=config.kappa,
                           prune_every=config.prune_every, n_samples=config.n_samples,

@@ -8,9 +8,9 @@ u, seed; ``passes`` may be given), the step-size counter l, the pruning schedule
 sentence numbers going on from where the fit stopped, and |X| set to the sentences in the store now.
 Fitting the first shards and updating with the rest gives the model of one fit over all of them, bit for
 bit, when the first fit's sentences fill whole minibatches, it was given the final |X| (``corpus_size``),
-neither run shuffles and one pass is made (tested). The terminals are fixed at the fit: a new character
-is refused (``--alphabet`` fixes them in advance), and a model of the ``infvoc-lda`` grammar (one
-pseudo-word per document, D fixed) is not continued.
+neither run shuffles and one pass is made (tested). New characters join the grammar's terminals, and a
+model of the ``infvoc-lda`` grammar (one pseudo-word ``'_j'`` per document) grows its D by the new
+documents, numbered on from the model's (:func:`~topicflow.pipeline.adaptor_grammar.fit.grow_terminals`).
 """
 from __future__ import annotations
 
@@ -130,7 +130,7 @@ def continue_grammar(model: SavedModel, corpus: Corpus, shards: Sequence[int], *
     Raises
     ------
     InvalidParameterError
-        The model was fitted on sentences given in memory, or by the ``infvoc-lda`` grammar.
+        The model was fitted on sentences given in memory.
     """
     state, _, payload = grammar_from_saved(model, where=model_path)
     source = payload.get("source") or {}
@@ -138,10 +138,6 @@ def continue_grammar(model: SavedModel, corpus: Corpus, shards: Sequence[int], *
         raise InvalidParameterError(f"{model_path} was fitted on sentences given in memory, not on a store; "
                                     "`topicflow update` continues models fitted on a store "
                                     "(AdaptorGrammar.partial_fit continues this one)", path=model_path)
-    if source.get("mode") == "tokens":
-        raise InvalidParameterError(f"{model_path} was fitted with the infvoc-lda grammar, whose terminals hold one "
-                                    "pseudo-word per document (D is fixed at the fit): `topicflow update` cannot add "
-                                    "documents to it; fit a new model on the grown store", path=model_path)
     config = GrammarFitConfig.from_dict(model.info.settings)
     changes: dict[str, Any] = {"passes": passes or 1}
     if "optimize_hyper" not in model.info.settings:  # saved before the option: its PY a, b stay fixed
@@ -152,7 +148,9 @@ def continue_grammar(model: SavedModel, corpus: Corpus, shards: Sequence[int], *
     seen = int(payload.get("sentences_seen", 0))
     language = source.get("language") if corpus.is_multilingual else None
     # |X|: the sentences the store holds now (those seen plus the new ones, counted by the scan).
-    index = scan_store(corpus, mode=config.mode, language=language, shards=shards)
+    # The infvoc-lda grammar's new documents are numbered on from the model's D ('_j', Doc_j).
+    first_document = int(config.grammar_params.get("D", 0)) + 1 if config.mode == "tokens" else 1
+    index = scan_store(corpus, mode=config.mode, language=language, shards=shards, first_document=first_document)
     result = fit_grammar_store(corpus, config, client=client, state=state,
                                grammar_text_=str(payload["grammar"]["text"]), shards=shards, first_sentence=seen,
                                corpus_size=seen + len(index), language=language, index=index, progress=progress)
