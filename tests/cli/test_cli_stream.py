@@ -77,3 +77,21 @@ def test_stream_resume_and_refusals(stores: tuple[Path, Path], tmp_path: Path, l
     assert resumed.stdout.splitlines()[-1].split()[1] == "150"
     other = run([*common, "--resume", "--doc-topic-prior", 0.5])
     assert other.exit_code == 2 and "doc_topic_prior" in other.output
+
+
+def test_stream_gibbs_start_is_chosen_saved_and_refused_elsewhere(
+    stores: tuple[Path, Path], tmp_path: Path, local_cluster: object
+) -> None:
+    train, _ = stores
+    address = local_cluster.scheduler_address  # type: ignore[attr-defined]
+    common: list[object] = ["stream", train, "--topics", 3, "--sweeps", 2, "--eval-every", 1, "--scheduler", address,
+                            "--format", "json"]
+    finals = {}
+    for start in ("random", "sequential"):
+        result = run([*common, "--out", tmp_path / start, "--algo", "gibbs", "--gibbs-start", start])
+        assert result.exit_code == 0, result.output
+        assert json.loads((tmp_path / start / "summary.json").read_text())["config"]["gibbs_start"] == start
+        finals[start] = json.loads(result.stdout)["final"]["log_likelihood_per_token_mean"]
+    assert finals["sequential"] != finals["random"]
+    refused = run([*common, "--out", tmp_path / "pf", "--algo", "pf", "--gibbs-start", "sequential"])
+    assert refused.exit_code == 2 and "gibbs_start" in refused.output, refused.output

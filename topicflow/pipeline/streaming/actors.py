@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from topicflow._typing import GibbsInit
 from topicflow.errors import InvalidParameterError
 from topicflow.io.corpus.layout import ShardInfo
 from topicflow.io.corpus.reader import Corpus
@@ -335,7 +336,7 @@ class GibbsActor(SamplerActor):
     """
 
     def __init__(self, source: StreamSource, params: gibbs_lda_state.GibbsParams, state: RunState,
-                 held_out: HeldOutSet | None = None, optimize_every: int = 0) -> None:
+                 held_out: HeldOutSet | None = None, optimize_every: int = 0, start: GibbsInit = "random") -> None:
         super().__init__(source, held_out)
         arrays, meta = state
         self.params = params
@@ -347,7 +348,7 @@ class GibbsActor(SamplerActor):
             self.state = gibbs_lda_state.from_arrays(own, meta["gibbs"])
         else:
             started = time.perf_counter()
-            self.state = gibbs_lda.initial_state(self.corpus, params)
+            self.state = gibbs_lda.initial_state(self.corpus, params, init=start)
             self.seconds += time.perf_counter() - started
 
     def advance(self, stop: int, evaluate: bool = False) -> dict[str, Any]:
