@@ -60,6 +60,9 @@ def test_compiled_arrays_and_defaults() -> None:
     ("start T\nS -> 'a'", r"line 1: start symbol 'T' has no rule"),
     ("S -> D{j} for j=1..N\nD1 -> 'a'", r"line 1: range bound 'N' is neither"),
     ("S -> 'a' alpha=-1", r"line 1: alpha must be > 0"),
+    ("S -> D{j} for i=1..2\nD1 -> 'a'", r"line 1: \{j\} is used but no 'for j=..' range"),
+    ("S -> D{j} alpha={j} for j=0..1\nD0 -> 'a'\nD1 -> 'b'", r"line 1: alpha must be > 0"),
+    ("S -> D{j} for j=1..2\nD1 -> 'a'", r"line 1: nonterminal 'D2' has no rule"),
 ])
 def test_validation_errors_name_file_and_line(text: str, match: str) -> None:
     with pytest.raises(InputError, match=match) as info:
@@ -88,3 +91,20 @@ def test_unquoted_wildcard_leaves_out_the_files_terminals() -> None:
     assert parse_grammar("S -> 'x' C\nC -> <unquoted>").bind(["x", "y"]).n_rules == 2
     with pytest.raises(InputError, match="line 2: <unquoted> must be the only right-hand-side symbol"):
         parse_grammar("S -> C\nC -> <unquoted> C")
+
+
+def test_templates_expand_to_every_binding_in_order() -> None:
+    """The expansion of ``for`` lines, written out by hand (the parser takes a fast path after a line's first
+    binding: it must give the same rules)."""
+    text = ("start S\n@ T{i} a=5 b=0.5 K=7  for i=1..2\nS -> Doc{j} alpha=1  for j=1..2\n"
+            "Doc{j} -> '_{j}' T{i}  for j=1..2, i=1..2\nT{i} -> W alpha={i}  for i=1..2\nW -> 'w'\n")
+    spec = parse_grammar(text)
+    assert [(r.lhs, r.rhs, r.alpha, r.line) for r in spec.rules] == [
+        ("S", ("Doc1",), 1.0, 3), ("S", ("Doc2",), 1.0, 3),
+        ("Doc1", ("'_1'", "T1"), None, 4), ("Doc1", ("'_1'", "T2"), None, 4),
+        ("Doc2", ("'_2'", "T1"), None, 4), ("Doc2", ("'_2'", "T2"), None, 4),
+        ("T1", ("W",), 1.0, 5), ("T2", ("W",), 2.0, 5),
+        ("W", ("'w'",), None, 6),
+    ]
+    assert [(a.symbol, a.a, a.b, a.truncation) for a in spec.adaptors] == [("T1", 5.0, 0.5, 7), ("T2", 5.0, 0.5, 7)]
+    assert spec.terminals() == ("_1", "_2", "w")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tests.pipeline.adaptor_grammar.test_fit import lexicon_texts, write_store
-from topicflow.errors import InputError, InvalidParameterError
+from topicflow.errors import InputError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.adaptor_grammar import load_grammar_model
 from topicflow.io.models.store import load_model, save_model

@@ -47,6 +47,7 @@ Public API (used by the online and MCMC samplers alike):
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass, field
 from functools import cached_property
 from importlib import resources
@@ -74,7 +75,7 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-{}.]*$")
 _RANGE = re.compile(r"^([A-Za-z_]\w*)=(\w+)\.\.(\w+)$")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Rule:
     """One production ``lhs -> rhs`` of a grammar file.
 
@@ -193,6 +194,10 @@ class GrammarSpec:
         -------
         tuple of str
         """
+        return self._quoted
+
+    @cached_property
+    def _quoted(self) -> tuple[str, ...]:
         out: dict[str, None] = {}
         for rule in self.rules:
             for sym in rule.rhs:
@@ -396,13 +401,25 @@ def _expand_ranges(spec: str, params: Mapping[str, int], path: str, line: int) -
     return bindings
 
 
-def _substitute(token: str, binding: Mapping[str, int], path: str, line: int) -> str:
-    def repl(m: re.Match[str]) -> str:
-        name = m.group(1)
-        if name not in binding:
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
+def _template(token: str, names: Iterable[str], path: str, line: int) -> tuple[str, bool]:
+    """Compile a token: (the token, False) without ``{name}`` placeholders, else (a format string, True)."""
+    parts = _PLACEHOLDER.split(token)
+    if len(parts) == 1:
+        return token, False
+    bound = set(names)
+    for name in parts[1::2]:
+        if name not in bound:
             raise _error(path, line, f"{{{name}}} is used but no 'for {name}=..' range is given on this line")
-        return str(binding[name])
-    return re.sub(r"\{(\w+)\}", repl, token)
+    escaped = [p if k % 2 else p.replace("{", "{{").replace("}", "}}") for k, p in enumerate(parts)]
+    return "".join(f"{{{p}}}" if k % 2 else p for k, p in enumerate(escaped)), True
+
+
+def _fill(template: tuple[str, bool], binding: Mapping[str, int]) -> str:
+    text, placeholders = template
+    return sys.intern(text.format_map(binding)) if placeholders else text  # one copy of each name
 
 
 def _check_name(token: str, path: str, line: int) -> None:
@@ -460,13 +477,25 @@ def parse_grammar(text: str, *, path: str = "<string>", params: Mapping[str, int
             _check_name(tokens[1], path, lineno)
             start = (tokens[1], lineno)
             continue
+        templates = [_template(t, bindings[0], path, lineno) for t in tokens]
+        proto: Rule | None = None
+        same_alpha = not any(placeholders for text, placeholders in templates if text.startswith("alpha="))
         for binding in bindings:
-            toks = [_substitute(t, binding, path, lineno) for t in tokens]
+            if proto is not None and same_alpha:
+                # The line's later bindings differ from its first only by the integers filled in, which keep
+                # every symbol's kind and validity: only the names change (a D x K template expands to
+                # millions of rules).
+                rules.append(Rule(_fill(templates[0], binding),
+                                  tuple(_fill(t, binding) for t in templates[2:2 + len(proto.rhs)]), proto.alpha,
+                                  lineno))
+                continue
+            toks = [_fill(t, binding) for t in templates]
             if toks[0] == "@" or toks[0].startswith("@"):
                 rest = toks[1:] if toks[0] == "@" else [toks[0][1:]] + toks[1:]
                 adaptors.append(_parse_adaptor(rest, path, lineno))
             else:
-                rules.append(_parse_rule(toks, path, lineno))
+                proto = _parse_rule(toks, path, lineno)
+                rules.append(proto)
     if not rules:
         raise InputError(f"{path}: the grammar has no rules", path=path)
     start_symbol = start[0] if start else rules[0].lhs
@@ -538,7 +567,7 @@ def _validate(spec: GrammarSpec, start_line: int) -> None:
                                           f"(first on line {seen_rules[key]})")
         seen_rules[key] = rule.line
         for sym in rule.rhs:
-            if sym not in WILDCARDS and not is_terminal(sym) and sym not in defined:
+            if sym not in defined and sym not in WILDCARDS and not is_terminal(sym):
                 raise _error(path, rule.line, f"nonterminal {sym!r} has no rule; quote terminals like '{sym}'")
     if spec.start not in defined:
         raise _error(path, start_line, f"start symbol {spec.start!r} has no rule")
@@ -572,17 +601,27 @@ def _validate(spec: GrammarSpec, start_line: int) -> None:
         line = next(r.line for r in spec.rules if r.lhs == cycle[0] and r.rhs == (cycle[1],))
         raise _error(path, line, f"cycle of unary rules {' -> '.join(cycle)}: the inside algorithm needs unary "
                                  "rules without cycles")
-    # productivity: every nonterminal derives some terminal string
+    # productivity: every nonterminal derives some terminal string (a worklist, linear in the rules)
     productive: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for rule in spec.rules:
-            if rule.lhs in productive:
-                continue
-            if all(s in WILDCARDS or is_terminal(s) or s in productive for s in rule.rhs):
-                productive.add(rule.lhs)
-                changed = True
+    pending: list[int] = []
+    waiting: dict[str, list[int]] = {}
+    ready: list[str] = []
+    for index, rule in enumerate(spec.rules):
+        needs = {sym for sym in rule.rhs if sym in defined}
+        pending.append(len(needs))
+        for sym in needs:
+            waiting.setdefault(sym, []).append(index)
+        if not needs:
+            ready.append(rule.lhs)
+    while ready:
+        nt = ready.pop()
+        if nt in productive:
+            continue
+        productive.add(nt)
+        for index in waiting.get(nt, ()):
+            pending[index] -= 1
+            if pending[index] == 0:
+                ready.append(spec.rules[index].lhs)
     barren = [nt for nt in defined if nt not in productive]
     if barren:
         names = ", ".join(repr(nt) for nt in barren)

@@ -431,44 +431,76 @@ def tree_keys(grammar: Grammar, trees: SampledTrees, atom_keys: Sequence[Sequenc
     return keys
 
 
-def count_trees(grammar: Grammar, trees: SampledTrees, atom_keys: Sequence[Sequence[TreeKey]],
-                stats: AGStats) -> AGStats:
-    """Add the f, g and h counts of one sentence's sampled trees ([Z] section 8.2.3) to ``stats``.
+class TreeCounter:
+    """Count the f, g and h of many sentences' sampled trees ([Z] section 8.2.3), in place.
+
+    A sentence costs the size of its trees: rule and atom uses are collected and binned once at the end
+    (:meth:`stats`), and new subtrees go into dicts updated in place. (Counting each sentence into fresh
+    arrays of every rule and a copy of h made the E-step grow with the number of rules, D (K + 1) for
+    the ``infvoc-lda`` grammar, and quadratic in the sentences of a partition.)
 
     Parameters
     ----------
     grammar : Grammar
         The compiled grammar.
-    trees : SampledTrees
-        Draws from one chart.
     atom_keys : sequence of sequences of tuple
         Per adapted nonterminal, the keys of its TNG at E-step time.
-    stats : AGStats
-        Counts so far (not modified).
-
-    Returns
-    -------
-    AGStats
+    n_samples : int
+        Trees drawn per sentence.
     """
-    position = grammar.adapted_index
-    cached = trees.kind == KIND_CACHED
-    g = stats.g + np.bincount(trees.ident[~cached], minlength=grammar.n_rules)
-    f = list(stats.f)
-    pos_of_node = position[trees.symbol]
-    if cached.any():
-        for m in range(len(f)):
-            sel = cached & (pos_of_node == m)
-            if sel.any():
-                f[m] = f[m] + np.bincount(trees.ident[sel], minlength=f[m].shape[0])
-    new = np.flatnonzero((~cached) & (pos_of_node >= 0))
-    h = stats.h
-    if new.shape[0]:
-        h = tuple(dict(d) for d in h)
-        keys = tree_keys(grammar, trees, atom_keys)
-        for p, m in zip(new.tolist(), pos_of_node[new].tolist()):
-            d = h[m]
-            d[keys[p]] = d.get(keys[p], 0) + 1
-    return AGStats(stats.n_sentences + 1, stats.n_samples, g, tuple(f), h, stats.log_likelihood)
+
+    def __init__(self, grammar: Grammar, atom_keys: Sequence[Sequence[TreeKey]], n_samples: int) -> None:
+        self.grammar = grammar
+        self.atom_keys = atom_keys
+        self.n_samples = n_samples
+        self.n_sentences = 0
+        self._rules: list[np.ndarray] = []
+        self._atoms: list[list[np.ndarray]] = [[] for _ in atom_keys]
+        self._new: tuple[dict[TreeKey, int], ...] = tuple({} for _ in atom_keys)
+
+    def add(self, trees: SampledTrees) -> None:
+        """Count one sentence's sampled trees.
+
+        Parameters
+        ----------
+        trees : SampledTrees
+            Draws from one chart.
+        """
+        position = self.grammar.adapted_index
+        cached = trees.kind == KIND_CACHED
+        self._rules.append(trees.ident[~cached])
+        pos_of_node = position[trees.symbol]
+        if cached.any():
+            for m in np.unique(pos_of_node[cached]).tolist():
+                self._atoms[m].append(trees.ident[cached & (pos_of_node == m)])
+        new = np.flatnonzero((~cached) & (pos_of_node >= 0))
+        if new.shape[0]:
+            keys = tree_keys(self.grammar, trees, self.atom_keys)
+            for p, m in zip(new.tolist(), pos_of_node[new].tolist()):
+                d = self._new[m]
+                d[keys[p]] = d.get(keys[p], 0) + 1
+        self.n_sentences += 1
+
+    def stats(self, log_likelihood: float = 0.0) -> AGStats:
+        """Return the counts so far.
+
+        Parameters
+        ----------
+        log_likelihood : float
+            Sum of the sentences' log p(x | G').
+
+        Returns
+        -------
+        AGStats
+        """
+        def binned(parts: list[np.ndarray], size: int) -> np.ndarray:
+            if not parts:
+                return np.zeros(size, dtype=np.int64)
+            return np.bincount(np.concatenate(parts), minlength=size).astype(np.int64, copy=False)
+
+        return AGStats(self.n_sentences, self.n_samples, binned(self._rules, self.grammar.n_rules),
+                       tuple(binned(parts, len(keys)) for parts, keys in zip(self._atoms, self.atom_keys)),
+                       tuple(dict(d) for d in self._new), log_likelihood)
 
 
 def estep_sentences(grammar: Grammar, pcfg: DerivedPCFG, atom_keys: Sequence[Sequence[TreeKey]],
@@ -504,10 +536,7 @@ def estep_sentences(grammar: Grammar, pcfg: DerivedPCFG, atom_keys: Sequence[Seq
     ValueError
         If a sentence is empty or has no parse under the grammar (naming its id).
     """
-    m = grammar.adapted.shape[0]
-    stats = AGStats(0, n_samples, np.zeros(grammar.n_rules, dtype=np.int64),
-                    tuple(np.zeros(len(atom_keys[i]), dtype=np.int64) for i in range(m)),
-                    tuple({} for _ in range(m)))
+    counter = TreeCounter(grammar, atom_keys[:grammar.adapted.shape[0]], n_samples)
     loglik = 0.0
     for x, sid in zip(sentences, sentence_ids):
         if len(x) == 0:
@@ -518,8 +547,8 @@ def estep_sentences(grammar: Grammar, pcfg: DerivedPCFG, atom_keys: Sequence[Seq
             raise ValueError(f"sentence {sid} has no parse under the grammar")
         loglik += ll
         trees = sample_trees(pcfg, chart, n_samples, seed=seed, epoch=epoch, sentence=int(sid))
-        stats = count_trees(grammar, trees, atom_keys, stats)
-    return replace(stats, log_likelihood=loglik)
+        counter.add(trees)
+    return counter.stats(loglik)
 
 
 def corrected(values: np.ndarray, state: AGState, params: OnlineParams) -> np.ndarray:
