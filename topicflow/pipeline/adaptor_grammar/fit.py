@@ -427,7 +427,8 @@ def grow_terminals(state: AGState, config: GrammarFitConfig, text: str | None, a
     if lacking:
         raise InputError(f"terminals in {where} that no rule of the model's grammar derives: "
                          f"{', '.join(repr(m) for m in lacking[:10])}{' ...' if len(lacking) > 10 else ''}; the grammar "
-                         "names its terminals instead of <any>, so fit a new model with a grammar that derives them",
+                         "spells its terminals out instead of using <any>, or a template parameter is too small for "
+                         "them (D of infvoc-lda, given in grammar_params): fit a new model that derives them",
                          path=where)
     log.info("the grammar's terminals grow by %d for %s: %s", len(missing), where, shown)
     return rebind_state(state, grown, params)
