@@ -52,8 +52,8 @@ run the same in-memory sampler through the command, ``topicflow stream --algo gi
 sequential]`` on one thread, once per sweep count (1, 2, ... until every target is reached; same seed, so
 each run extends the same chain): the training time is the trace's clock (the start and the sweeps), and the
 whole command's wall time at each target (start-up, reading, saving) is reported beside it as
-``command_wall_to_target`` and in a "(wall)" row of the table. ``--target-repeats N`` runs the systems in turn N times and keeps the best
-time per target::
+``command_wall_to_target`` and in a "(wall)" row of the table. ``--target-repeats N`` runs the systems in
+turn N times and keeps the best time per target::
 
     nice python benchmarks/bench_gibbs.py --jsonl labeled_fortunes.jsonl bible_kjv.jsonl --topics 100 \
         --targets 1070 981 --max-sweeps 45 --dist-threads 1 2 --target-repeats 5
@@ -444,7 +444,7 @@ def time_to_targets(name: str, block: DocBlock, pairs: list, k: int, args: argpa
                 pass
     row = {"system": name, "targets": reached, "wall_seconds": time.perf_counter() - started,
            "sweeps": len(curve), "final_perplexity": curve[-1][2] if curve else None, "curve": curve}
-    if curve_walls:  # the command's whole wall time (start-up and saving included) at the first sweep count reaching each
+    if curve_walls:  # the command's whole wall time (start-up, saving) at the first sweep count reaching each
         walls = dict(curve_walls)
         row["command_wall_to_target"] = {
             str(t): next((walls[sweep] for sweep, _, value in curve if value <= t), None) for t in targets}

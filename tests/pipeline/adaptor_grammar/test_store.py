@@ -167,7 +167,8 @@ def test_infvoc_lda_grammar_models_grow_their_documents_on_update(tmp_path: Path
     updated = update_model(tmp_path / "m", Corpus.open(store))
     assert updated.version == 2 and updated.new_docs == 2
     state, params, payload = load_grammar_model(tmp_path / "m")
-    assert payload["grammar"]["params"]["D"] == 4 and load_model(tmp_path / "m").info.settings["grammar_params"]["D"] == 4
+    assert payload["grammar"]["params"]["D"] == 4
+    assert load_model(tmp_path / "m").info.settings["grammar_params"]["D"] == 4
     grammar = state.grammar
     assert {"_3", "_4", "z"} <= set(grammar.terminals) and "Doc4" in grammar.nonterminals
     texts = [grammar.rule_text(r) for r in range(grammar.n_rules)]

@@ -423,12 +423,14 @@ def grow_terminals(state: AGState, config: GrammarFitConfig, text: str | None, a
         spec = spec.with_adaptors(**dict(config.truncations))
     grown = spec.bind([*(str(t) for t in state.grammar.terminals), *missing])
     derived = set(int(c) for c in grown.rule_rhs.ravel()) - {-1}
-    lacking = [t for t in missing if grown.n_nonterminals + grown.terminals.index(t) not in derived]
+    code = {t: grown.n_nonterminals + i for i, t in enumerate(grown.terminals)}
+    lacking = [t for t in missing if code[t] not in derived]
     if lacking:
         raise InputError(f"terminals in {where} that no rule of the model's grammar derives: "
-                         f"{', '.join(repr(m) for m in lacking[:10])}{' ...' if len(lacking) > 10 else ''}; the grammar "
-                         "spells its terminals out instead of using <any>, or a template parameter is too small for "
-                         "them (D of infvoc-lda, given in grammar_params): fit a new model that derives them",
+                         f"{', '.join(repr(m) for m in lacking[:10])}{' ...' if len(lacking) > 10 else ''}; "
+                         "the grammar spells its terminals out instead of using <any>, or a template parameter "
+                         "is too small for them (D of infvoc-lda, given in grammar_params): fit a new model that "
+                         "derives them",
                          path=where)
     log.info("the grammar's terminals grow by %d for %s: %s", len(missing), where, shown)
     return rebind_state(state, grown, params)
