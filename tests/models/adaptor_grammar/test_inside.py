@@ -151,3 +151,32 @@ def test_stick_expectations_eq_8_6_and_empty_tngs() -> None:
     sums = np.bincount(grammar.rule_lhs, weights=gamma)[grammar.rule_lhs]
     np.testing.assert_allclose(np.log(empty.rule_weight), special.psi(gamma) - special.psi(sums), rtol=1e-12)
     assert empty.entry_nt.shape == (0,)
+
+
+@pytest.mark.parametrize("grammar", [
+    load_grammar("unigram").bind("ab"), load_grammar("collocation").bind("ab"),
+    load_grammar("infvoc-lda", D=3, K=2).bind("xy"),
+    parse_grammar("S -> A\nA -> B\nB -> 'b'\nS -> C D\nC -> 'c'\nD -> E\nE -> F\nF -> G\nG -> 'g'\nA -> 'a'").bind(""),
+])
+def test_longest_unary_chain_and_leftover_sticks_match_a_brute_force(grammar: Any) -> None:
+    from topicflow.models.adaptor_grammar.inside import _longest_unary_chain
+
+    n_nt = grammar.n_nonterminals
+    unary = {a: [int(grammar.rule_rhs[r, 0]) for r in range(grammar.n_rules)
+                 if grammar.rule_lhs[r] == a and grammar.rule_rhs[r, 1] < 0 and grammar.rule_rhs[r, 0] < n_nt]
+             for a in range(n_nt)}
+
+    def longest(a: int) -> int:  # rules on the longest unary path down from a (the grammar has no unary cycle)
+        return max((1 + longest(b) for b in unary[a]), default=0)
+
+    assert _longest_unary_chain(grammar) == max(longest(a) for a in range(n_nt))
+    # Each adapted nonterminal's base rules carry its leftover stick, the others' none (eq. 8.5).
+    rng = np.random.default_rng(0)
+    gamma = rng.uniform(0.5, 2.0, grammar.n_rules)
+    nu = [rng.uniform(0.5, 2.0, 3) for _ in grammar.adapted]
+    pcfg = derived_pcfg(grammar, gamma, [[(0,), (1,), (0, 1)] for _ in grammar.adapted], nu, nu)
+    plain = derived_pcfg(grammar, gamma, [[] for _ in grammar.adapted], [np.zeros(0)] * len(nu), [np.zeros(0)] * len(nu))
+    for r in range(grammar.n_rules):
+        m = int(grammar.adapted_index[grammar.rule_lhs[r]])
+        expected = np.exp(expected_log_sticks(nu[m], nu[m])[1]) if m >= 0 else 1.0
+        assert pcfg.rule_weight[r] == pytest.approx(plain.rule_weight[r] * expected, rel=1e-12)

@@ -168,12 +168,16 @@ def _csr(keys: np.ndarray, n_keys: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _longest_unary_chain(grammar: Grammar) -> int:
+    """Rules in the longest chain of unary rules A -> B -> ... (children before parents in ``unary_order``)."""
     n_nt = grammar.n_nonterminals
     depth = np.zeros(n_nt, dtype=np.int64)
-    unary = (grammar.rule_rhs[:, 1] < 0) & (grammar.rule_rhs[:, 0] < n_nt)
-    for a in grammar.unary_order:
-        for r in np.flatnonzero(unary & (grammar.rule_lhs == a)):
-            depth[a] = max(depth[a], depth[grammar.rule_rhs[r, 0]] + 1)
+    unary = np.flatnonzero((grammar.rule_rhs[:, 1] < 0) & (grammar.rule_rhs[:, 0] < n_nt))
+    ptr, order = _csr(grammar.rule_lhs[unary], n_nt)  # each nonterminal's unary rules, in one pass
+    children = grammar.rule_rhs[unary[order], 0]
+    for a in grammar.unary_order.tolist():
+        lo, hi = int(ptr[a]), int(ptr[a + 1])
+        if hi > lo:
+            depth[a] = int(depth[children[lo:hi]].max()) + 1
     return int(depth.max(initial=0))
 
 
@@ -204,9 +208,9 @@ def derived_pcfg(grammar: Grammar, gamma: np.ndarray, tng_yields: Sequence[Seque
     entries_logw: list[float] = []
     entries_yield: list[int] = []
     yield_ids: dict[tuple[int, ...], int] = {}
+    leftover_of = np.zeros(n_nt)  # each adapted nonterminal's base rules share its leftover stick
     for m, c in enumerate(grammar.adapted):
-        elog_pi, leftover = expected_log_sticks(nu1[m], nu2[m])
-        logw[grammar.rule_lhs == c] += leftover
+        elog_pi, leftover_of[c] = expected_log_sticks(nu1[m], nu2[m])
         for i, y in enumerate(tng_yields[m]):
             key = tuple(int(t) for t in y)
             yid = yield_ids.setdefault(key, len(yield_ids))
@@ -214,6 +218,7 @@ def derived_pcfg(grammar: Grammar, gamma: np.ndarray, tng_yields: Sequence[Seque
             entries_atom.append(i)
             entries_logw.append(float(elog_pi[i]))
             entries_yield.append(yid)
+    logw += leftover_of[grammar.rule_lhs]
     # trie over the distinct yields
     children: list[dict[int, int]] = [{}]
     node_yield = [-1]
