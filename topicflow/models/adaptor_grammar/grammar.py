@@ -46,6 +46,7 @@ Public API (used by the online and MCMC samplers alike):
 """
 from __future__ import annotations
 
+import math
 import re
 import sys
 from dataclasses import dataclass, field
@@ -689,10 +690,13 @@ def _compile(spec: GrammarSpec, alphabet: tuple[str, ...]) -> Grammar:
     nt_index = {nt: i for i, nt in enumerate(nonterminals)}
     n_nt = len(nonterminals)
     t_index = {t: i for i, t in enumerate(alphabet)}
+    code_of = {**nt_index, **{f"'{t}'": n_nt + i for i, t in enumerate(alphabet)}}  # a rhs symbol's code
     lhs: list[int] = []
-    rhs: list[tuple[int, int]] = []
-    alpha: list[float | None] = []
+    rhs0: list[int] = []
+    rhs1: list[int] = []
+    alpha: list[float] = []  # NaN: the default 1 / |R(lhs)|
     lines: list[int] = []
+    nan = math.nan
     for rule in spec.rules:
         if len(rule.rhs) == 1 and rule.rhs[0] in WILDCARDS:
             explicit = {s for r in spec.rules if r.lhs == rule.lhs for s in r.rhs}
@@ -701,29 +705,36 @@ def _compile(spec: GrammarSpec, alphabet: tuple[str, ...]) -> Grammar:
                 if f"'{t}'" in explicit or t in quoted:
                     continue
                 lhs.append(nt_index[rule.lhs])
-                rhs.append((n_nt + ti, -1))
-                alpha.append(rule.alpha)
+                rhs0.append(n_nt + ti)
+                rhs1.append(-1)
+                alpha.append(nan if rule.alpha is None else rule.alpha)
                 lines.append(rule.line)
             continue
-        codes = [nt_index[s] if s in nt_index else n_nt + t_index[s[1:-1]] for s in rule.rhs]
+        symbols = rule.rhs
         lhs.append(nt_index[rule.lhs])
-        rhs.append((codes[0], codes[1] if len(codes) == 2 else -1))
-        alpha.append(rule.alpha)
+        rhs0.append(code_of[symbols[0]])
+        rhs1.append(code_of[symbols[1]] if len(symbols) == 2 else -1)
+        alpha.append(nan if rule.alpha is None else rule.alpha)
         lines.append(rule.line)
     rule_lhs = np.asarray(lhs, dtype=np.int64)
+    rule_rhs = np.stack([np.asarray(rhs0, dtype=np.int64), np.asarray(rhs1, dtype=np.int64)], axis=1).reshape(-1, 2)
     n_of = np.bincount(rule_lhs, minlength=n_nt)
     empty = [nonterminals[i] for i in range(n_nt) if n_of[i] == 0]
     if empty:
         raise InputError(f"{spec.path}: nonterminal(s) {', '.join(empty)} expand only to <any> or <unquoted> "
                          "and the data bring no terminal for them", path=spec.path)
-    rule_alpha = np.asarray([a if a is not None else 1.0 / n_of[l] for a, l in zip(alpha, lhs)], dtype=np.float64)
+    given = np.asarray(alpha, dtype=np.float64)
+    rule_alpha = np.where(np.isnan(given), 1.0 / np.maximum(n_of, 1)[rule_lhs], given)
     children: dict[str, set[str]] = {nt: set() for nt in nonterminals}
     unary: dict[str, set[str]] = {nt: set() for nt in nonterminals}
-    for rule in spec.rules:
-        nts = {s for s in rule.rhs if s in nt_index}
-        children[rule.lhs].update(nts)
-        if len(rule.rhs) == 1:
-            unary[rule.lhs].update(nts)
+    for column in (0, 1):  # the distinct (parent, nonterminal child) pairs, not one per rule
+        child = rule_rhs[:, column]
+        is_nt = (child >= 0) & (child < n_nt)
+        for pair in np.unique(rule_lhs[is_nt] * n_nt + child[is_nt]).tolist():
+            children[nonterminals[pair // n_nt]].add(nonterminals[pair % n_nt])
+    is_unary = (rule_rhs[:, 1] < 0) & (rule_rhs[:, 0] < n_nt)
+    for pair in np.unique(rule_lhs[is_unary] * n_nt + rule_rhs[is_unary, 0]).tolist():
+        unary[nonterminals[pair // n_nt]].add(nonterminals[pair % n_nt])
     adaptors = {ad.symbol: ad for ad in spec.adaptors}
     adapted_order = [nt for nt in _topological(nonterminals, children) if nt in adaptors]
     unary_order = _topological(nonterminals, unary)
@@ -732,7 +743,7 @@ def _compile(spec: GrammarSpec, alphabet: tuple[str, ...]) -> Grammar:
         terminals=alphabet,
         start=nt_index[spec.start],
         rule_lhs=rule_lhs,
-        rule_rhs=np.asarray(rhs, dtype=np.int64).reshape(-1, 2),
+        rule_rhs=rule_rhs,
         rule_alpha=rule_alpha,
         rule_line=np.asarray(lines, dtype=np.int64),
         adapted=np.asarray([nt_index[nt] for nt in adapted_order], dtype=np.int64),
