@@ -171,7 +171,8 @@ class AdaptorGrammar(TopicModelEstimator):
 
     def _run(self, X: Any, *, client: Any, state: AGState | None, progress: ProgressReporter) -> Any:
         sentences = self._sentences(X)
-        config = self.config()
+        # A continuation re-binds the grammar when new terminals come: with the fitted template parameters (D).
+        config = self.config(**(dict(self.grammar_params_) if state is not None else {}))
         result: GrammarFitResult
         if sentences is None:
             corpus = as_corpus(X)
@@ -184,7 +185,7 @@ class AdaptorGrammar(TopicModelEstimator):
                 corpus, streamed, config, sentences_seen=seen, language=self.language,
                 earlier_trace=getattr(self, "trace_", []) if state is not None else (), estimator=self.get_params())
             self.sentences_seen_ = seen + streamed.n_sentences
-            grammar_params = dict(streamed.grammar_params) if state is None else self.grammar_params_
+            grammar_params = dict(streamed.grammar_params)  # D grows when the store has more documents
         else:
             result = fit_grammar(sentences, config, client=client, state=state,
                                  grammar_text_=getattr(self, "grammar_text_", None))

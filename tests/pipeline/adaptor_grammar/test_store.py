@@ -187,3 +187,17 @@ def test_infvoc_lda_grammar_models_grow_their_documents_on_update(tmp_path: Path
 def write_jsonl(path: Path, texts: list[str]) -> Path:
     path.write_text("".join(json.dumps({"id": f"{path.stem}{i}", "text": t}) + "\n" for i, t in enumerate(texts)))
     return path
+
+
+def test_the_estimator_reads_a_store_again_as_the_same_documents_and_grows_d_for_more(tmp_path: Path) -> None:
+    from topicflow import AdaptorGrammar
+
+    store = write_store(tmp_path, ["river boat", "stone wall"], name="est")
+    model = AdaptorGrammar("infvoc-lda", grammar_params={"K": 2}, batch_size=4, n_samples=2).fit(store)
+    assert model.grammar_params_["D"] == 2
+    model.partial_fit(store)  # a second pass over the same two documents: D stays
+    assert model.grammar_params_["D"] == 2 and "_3" not in model.state_.grammar.terminals
+    append_corpus(store, [write_jsonl(tmp_path / "y.jsonl", ["boat wall"])])
+    model.partial_fit(store)  # the store has a third document now: '_3' joins the grammar
+    assert model.grammar_params_["D"] == 3 and "_3" in model.state_.grammar.terminals
+    assert "Doc3" in model.state_.grammar.nonterminals

@@ -744,7 +744,8 @@ class GrammarStoreResult(GrammarFitResult):
 
 def fit_grammar_store(corpus: Corpus, config: GrammarFitConfig, *, client: Any = None, state: AGState | None = None,
                       grammar_text_: str | None = None, shards: Sequence[int] | None = None,
-                      first_sentence: int = 0, corpus_size: int | None = None, language: str | None = None,
+                      first_sentence: int = 0, first_document: int = 1, corpus_size: int | None = None,
+                      language: str | None = None,
                       index: SentenceIndex | None = None, progress: ProgressReporter = NO_PROGRESS,
                       on_minibatch: Callable[[AGState, AGStats], None] | None = None) -> GrammarStoreResult:
     """Fit (or continue) an adaptor grammar on a store, streamed (module docstring).
@@ -773,6 +774,11 @@ def fit_grammar_store(corpus: Corpus, config: GrammarFitConfig, *, client: Any =
     first_sentence : int
         The global number of the first sentence read (a continuation passes the sentences seen
         before), which keys its random numbers.
+    first_document : int
+        ``tokens`` mode: the number j of the first document read (its sentences start with ``'_j'``).
+        1 reads the store's documents as documents 1, 2, ... (a fit, or another pass over the same
+        documents); ``topicflow update`` passes D + 1, so that new documents are new ``Doc_j``. A
+        continuation whose documents go past the grammar's D grows D to them.
     corpus_size : int, optional
         |X| (default ``config.corpus_size``, else the number of sentences read).
     language : str, optional
@@ -796,8 +802,6 @@ def fit_grammar_store(corpus: Corpus, config: GrammarFitConfig, *, client: Any =
         The store does not keep token order.
     """
     mode = config.mode
-    # Continuing a model of the infvoc-lda grammar: the new documents are D + 1, D + 2, ... ('_j').
-    first_document = int(config.grammar_params.get("D", 0)) + 1 if state is not None and mode == "tokens" else 1
     if index is None:
         index = scan_store(corpus, mode=mode, language=language, shards=shards, first_document=first_document)
     elif len(index) and int(index.document[0]) != first_document:
@@ -817,8 +821,9 @@ def fit_grammar_store(corpus: Corpus, config: GrammarFitConfig, *, client: Any =
         state = initial_state(grammar, seed=config.seed)
     else:
         grammar, text = state.grammar, grammar_text_ or ""
-        if mode == "tokens":  # D grows by the new documents (their Doc_j rules and '_j' terminals)
-            grammar_params = {**grammar_params, "D": first_document - 1 + index.n_documents}
+        reach = first_document - 1 + index.n_documents
+        if mode == "tokens" and reach > int(grammar_params.get("D", 0)):  # new documents: Doc_j rules, '_j'
+            grammar_params = {**grammar_params, "D": reach}
             config = GrammarFitConfig(**{**config.__dict__, "grammar_params": grammar_params})
     n = len(index)
     params = OnlineParams(corpus_size=int(corpus_size or config.corpus_size or n), tau=config.tau, kappa=config.kappa,

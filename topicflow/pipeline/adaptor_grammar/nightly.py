@@ -153,6 +153,7 @@ def continue_grammar(model: SavedModel, corpus: Corpus, shards: Sequence[int], *
     index = scan_store(corpus, mode=config.mode, language=language, shards=shards, first_document=first_document)
     result = fit_grammar_store(corpus, config, client=client, state=state,
                                grammar_text_=str(payload["grammar"]["text"]), shards=shards, first_sentence=seen,
+                               first_document=first_document,
                                corpus_size=seen + len(index), language=language, index=index, progress=progress)
     estimator = model.info.settings.get("estimator")
     updated = grammar_store_model(corpus, result, config, shards=shards, seen=model.info.corpus.get("shards", []),
