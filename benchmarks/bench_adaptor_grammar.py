@@ -7,6 +7,11 @@ and line ends as hard boundaries, spaces removed, the original words kept as gol
 ``--sentences`` sentences (of at most ``--max-chars`` letters) are split 70/30 by ``--split-seed`` into
 train and test.
 
+``--gold FILE`` reads a published gold-segmented corpus instead (one utterance per line, words separated
+by spaces, every character a terminal as written), for the chapter's own data: the phonemic Brent corpus
+of Fig. 8.2, ``brent-phone/truth.dat`` in PyAdaGram's repository (``github.com/kzhai/PyAdaGram``,
+``brent-phone.tar.gz``; 9,790 utterances; the same as Johnson and Goldwater's ``br-phono``).
+
 Arms (``--arms``):
 
 - ``pycfg``: Mark Johnson's py-cfg, the chapter's MCMC baseline (adaptor-grammar Gibbs sampler,
@@ -58,6 +63,7 @@ from anchors import pycfg  # noqa: E402
 from topicflow.io.sources.segmentation import (  # noqa: E402
     SegmentationCorpus,
     read_segmentation_corpus,
+    read_segmented_lines,
 )
 from topicflow.metrics.segmentation import sampled_scores  # noqa: E402
 
@@ -243,7 +249,10 @@ def run_online(args: argparse.Namespace, train: SegmentationCorpus, test: Segmen
 
 
 def load_data(args: argparse.Namespace) -> tuple[SegmentationCorpus, SegmentationCorpus]:
-    corpus = read_segmentation_corpus(args.input, text_field=args.text_field, max_chars=args.max_chars)
+    if args.gold is not None:  # a published segmented corpus, symbols as written (Brent's phonemes)
+        corpus = read_segmented_lines(args.gold, max_chars=args.max_chars)
+    else:
+        corpus = read_segmentation_corpus(args.input, text_field=args.text_field, max_chars=args.max_chars)
     corpus = corpus.subset(range(min(args.sentences, len(corpus))))
     return corpus.split(test_fraction=0.3, seed=args.split_seed)
 
@@ -299,6 +308,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--input", type=Path, default=KJV)
     parser.add_argument("--text-field", default="text")
+    parser.add_argument("--gold", type=Path, default=None,
+                        help="instead of --input: a gold-segmented file, one utterance per line, words separated by "
+                             "spaces, every character a terminal as written (the Brent corpus: PyAdaGram's "
+                             "brent-phone/truth.dat)")
     parser.add_argument("--sentences", type=int, default=3000, help="first N sentences (before the split)")
     parser.add_argument("--max-chars", type=int, default=60)
     parser.add_argument("--split-seed", type=int, default=0)
@@ -336,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
             plot(saved, args.plot)
         return 0
     train, test = load_data(args)
-    print(json.dumps({"data": str(args.input), "train_sentences": len(train), "test_sentences": len(test),
+    print(json.dumps({"data": str(args.gold or args.input), "train_sentences": len(train), "test_sentences": len(test),
                       "train_chars": train.n_chars, "train_words": sum(len(g) for g in train.gold),
                       "alphabet": len(set("".join(train.sentences)))}), flush=True)
     runners: dict[str, Callable[[], dict[str, Any]]] = {

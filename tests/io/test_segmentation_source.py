@@ -9,6 +9,7 @@ import pytest
 from topicflow.errors import EmptyInputError, InputError, InvalidParameterError
 from topicflow.io.sources.segmentation import (
     read_segmentation_corpus,
+    read_segmented_lines,
     read_unsegmented_lines,
     text_phrases,
     write_unsegmented_lines,
@@ -87,3 +88,20 @@ def test_unsegmented_lines_round_trip_and_errors(tmp_path: Path) -> None:
     blank.write_text("\n  \n")
     with pytest.raises(EmptyInputError):
         read_unsegmented_lines(blank)
+
+
+def test_gold_segmented_lines_keep_every_symbol_as_written(tmp_path: Path) -> None:
+    # Brent's phonemic transcription (br-phono): upper case, digits and punctuation are phonemes.
+    path = tmp_path / "truth.dat"
+    path.write_text("yu want tu si D6 bUk\n\nlUk D*z 6 b7 wIT hIz h&t\nWAts DIs\n", encoding="utf-8")
+    corpus = read_segmented_lines(path)
+    assert corpus.sentences == ("yuwanttusiD6bUk", "lUkD*z6b7wIThIzh&t", "WAtsDIs")
+    assert corpus.gold[1] == ("lUk", "D*z", "6", "b7", "wIT", "hIz", "h&t")
+    assert corpus.origins[1].startswith("line 3 of")
+    assert read_segmented_lines(path, max_chars=10).sentences == ("WAtsDIs",)
+    path.write_bytes(b"ok\n\xff\n")
+    with pytest.raises(InputError, match="line 2"):
+        read_segmented_lines(path)
+    path.write_text("\n \n")
+    with pytest.raises(EmptyInputError, match="no utterance"):
+        read_segmented_lines(path)

@@ -222,6 +222,51 @@ def read_segmentation_corpus(paths: str | os.PathLike[str] | Iterable[str | os.P
     return SegmentationCorpus(tuple(sentences), tuple(gold), tuple(origins))
 
 
+def read_segmented_lines(path: str | os.PathLike[str], *, max_chars: int | None = None) -> SegmentationCorpus:
+    """Read a gold-segmented corpus as published: one utterance per line, its words separated by spaces.
+
+    Every character is a terminal as written (no lowercasing, no punctuation splitting), so phonemic
+    transcriptions such as the Brent corpus of [Z] section 8.4.1 (``yu want tu si D6 bUk``, the
+    ``truth.dat`` of PyAdaGram's ``brent-phone``; Johnson and Goldwater's ``br-phono``) keep their
+    symbols. Blank lines are skipped.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A UTF-8 text file.
+    max_chars : int, optional
+        Drop utterances longer than this.
+
+    Returns
+    -------
+    SegmentationCorpus
+        ``origins`` name the line (``"line 3 of 'truth.dat'"``).
+
+    Raises
+    ------
+    InputError
+        The file is missing or a line is not UTF-8 (naming the line).
+    EmptyInputError
+        No utterance is left.
+    """
+    name = os.fspath(path)
+    _check_exists(name)
+    sentences: list[str] = []
+    gold: list[tuple[str, ...]] = []
+    origins: list[str] = []
+    for number, line in _plain_lines(name):
+        words = tuple(line.split())
+        sentence = "".join(words)
+        if not sentence or (max_chars is not None and len(sentence) > max_chars):
+            continue
+        sentences.append(sentence)
+        gold.append(words)
+        origins.append(describe_location(name, number, "line"))
+    if not sentences:
+        raise EmptyInputError(f"{name!r} holds no utterance; give one segmented utterance per line.", path=name)
+    return SegmentationCorpus(tuple(sentences), tuple(gold), tuple(origins))
+
+
 def read_unsegmented_lines(path: str | os.PathLike[str], *, lowercase: bool = True) -> list[str]:
     """Read unsegmented sentences, one per line (blank lines skipped), for ``grammar segment``.
 
