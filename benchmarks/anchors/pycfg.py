@@ -106,13 +106,16 @@ def parse_tree(text: str) -> list[object]:
     return stack[0][0] if stack[0] else []  # type: ignore[return-value]
 
 
-def tree_words(text: str, label: str = "Word") -> list[str]:
-    """The yields of the ``label`` nodes of one py-cfg tree (``Word#3`` counts as ``Word``), in order."""
+def tree_words(text: str, label: str = "Word", decode: dict[str, str] | None = None) -> list[str]:
+    """The yields of the ``label`` nodes of one py-cfg tree (``Word#3`` counts as ``Word``), in order.
+
+    ``decode`` maps the terminal tokens given to py-cfg back to the symbols they stand for.
+    """
     words: list[str] = []
 
     def leaves(node: object) -> str:
         if isinstance(node, str):
-            return node
+            return node if decode is None else decode[node]
         return "".join(leaves(child) for child in node[1:])  # type: ignore[index]
 
     def visit(node: object) -> None:
@@ -129,13 +132,13 @@ def tree_words(text: str, label: str = "Word") -> list[str]:
     return words
 
 
-def read_blocks(path: Path, label: str = "Word") -> list[list[list[str]]]:
+def read_blocks(path: Path, label: str = "Word", decode: dict[str, str] | None = None) -> list[list[list[str]]]:
     """Every block of trees py-cfg piped to ``cat`` (blocks end with a blank line), as word lists."""
     blocks: list[list[list[str]]] = []
     current: list[list[str]] = []
     for line in path.read_text().splitlines():
         if line.strip():
-            current.append(tree_words(line, label))
+            current.append(tree_words(line, label, decode))
         elif current:
             blocks.append(current)
             current = []
@@ -173,9 +176,18 @@ def run(binary: Path, train: Sequence[str], test: Sequence[str], alphabet: Seque
     on) at every evaluation.
     """
     workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "train.yld").write_text("".join(" ".join(s) + "\n" for s in train))
-    (workdir / "test.yld").write_text("".join(" ".join(s) + "\n" for s in test))
-    text = unigram_grammar(alphabet) if grammar == "unigram" else collocation_grammar(alphabet)
+    # Symbols py-cfg's bracketed trees cannot carry (Brent's phonemes include "(" and ")") go in as tokens
+    # t0, t1, ... and come back decoded; letters go in as themselves (the KJV runs).
+    encode = {ch: f"t{i}" for i, ch in enumerate(alphabet)} if any(ch in "()" for ch in alphabet) else None
+    decode = None if encode is None else {token: ch for ch, token in encode.items()}
+
+    def symbols(sentence: str) -> str:
+        return " ".join(sentence if encode is None else (encode[ch] for ch in sentence))
+
+    (workdir / "train.yld").write_text("".join(symbols(s) + "\n" for s in train))
+    (workdir / "test.yld").write_text("".join(symbols(s) + "\n" for s in test))
+    tokens = list(alphabet) if encode is None else [encode[ch] for ch in alphabet]
+    text = unigram_grammar(tokens) if grammar == "unigram" else collocation_grammar(tokens)
     (workdir / "grammar.lt").write_text(text)
     for name in ("train.prs", "test.prs", "trace.txt"):
         (workdir / name).unlink(missing_ok=True)
@@ -194,7 +206,8 @@ def run(binary: Path, train: Sequence[str], test: Sequence[str], alphabet: Seque
         cols = line.split("\t")
         trace.append({"iteration": float(cols[0]), "seconds": float(cols[2]),
                       "neg_log_p_corpus": float(cols[4]), "tables": float(cols[6])})
-    return PycfgRun(read_blocks(workdir / "train.prs"), read_blocks(workdir / "test.prs"), trace, wall)
+    return PycfgRun(read_blocks(workdir / "train.prs", decode=decode), read_blocks(workdir / "test.prs", decode=decode),
+                    trace, wall)
 
 
 def main(argv: list[str] | None = None) -> int:
