@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 import numpy as np
 
-from topicflow._typing import LearningMethod, choices
+from topicflow._typing import GibbsInit, LearningMethod, choices
 from topicflow.api._base import (
     Boolean,
     Constraint,
@@ -301,7 +301,7 @@ class LDA(FittedModelMixin, TopicModelEstimator):
         "block_size": [None, _POSITIVE_INT],
         "optimize_every": [_POSITIVE_INT],
         "threads": [None, _POSITIVE_INT],
-        "gibbs_start": [Options(("random", "sequential"))],
+        "gibbs_start": [Options(choices(GibbsInit))],
     }
     _fit_hint: ClassVar[str] = "call fit(X) or LDA.load(path) first"
 

@@ -19,6 +19,7 @@ from topicflow._typing import (
     Executor,
     ExportFormat,
     Family,
+    GibbsInit,
     HDPMethod,
     HeldoutProtocol,
     HybridAlphaStats,
@@ -265,7 +266,7 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
 @click.option("--sampler-threads", default=None, type=click.IntRange(min=1),
               help="--method gibbs: blocks of one task sampled at once (default: the cores per task); the model "
                    "does not depend on it")
-@click.option("--gibbs-start", type=click.Choice(["random", "sequential"]), default=None,
+@click.option("--gibbs-start", type=click.Choice(choices(GibbsInit)), default=None,
               help="--method gibbs: the chain's start, uniform topics or every token drawn given those before it "
                    "(fewer sweeps on real text; see docs/gibbs.md)  [default: random]")
 @click.option("--track-words", default=None, metavar="W1,W2,...",

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from topicflow._typing import (
+    GibbsInit,
     HeldOutMode,
     InitSelection,
     OutputFormat,
@@ -68,7 +69,7 @@ from topicflow.pipeline.streaming.config import (
 @click.option("--init-docs", default="100", show_default=True, callback=lambda _c, _p, v: parse_init_docs(v),
               help="Prefix fitted by batch Gibbs to initialize: documents (0: none, the particles start empty), "
               "or a share of the stream such as 10% or 0.1 (May et al. 2014).")
-@click.option("--init-start", type=click.Choice(["sequential", "random"]), default="sequential", show_default=True,
+@click.option("--init-start", type=click.Choice(choices(GibbsInit)), default="sequential", show_default=True,
               help="Start of each initialization's Gibbs chain: sequential draws, or uniform topics (May et al.).")
 @click.option("--init-shared", is_flag=True,
               help="One initialization for every run, the best of --init-trials; saved as OUT/init (May et al.).")
@@ -94,7 +95,7 @@ from topicflow.pipeline.streaming.config import (
 @click.option("--sweeps", default=200, show_default=True, type=click.IntRange(min=1), help="gibbs: sweeps.")
 @click.option("--optimize-every", default=0, show_default=True, type=click.IntRange(min=0),
               help="gibbs: learn asymmetric alpha and beta every N sweeps after 50 burn-in sweeps (0: fixed).")
-@click.option("--gibbs-start", type=click.Choice(["random", "sequential"]), default="random", show_default=True,
+@click.option("--gibbs-start", type=click.Choice(choices(GibbsInit)), default="random", show_default=True,
               help="gibbs: first assignments: uniform topics, or each token drawn from its conditional given the "
                    "tokens before it (fewer sweeps to a given perplexity).")
 @click.option("--batch-size", default=256, show_default=True, type=click.IntRange(min=1),

@@ -43,6 +43,7 @@ from topicflow.models.adaptor_grammar import (
     AGState,
     AGStats,
     Grammar,
+    GrammarSpec,
     OnlineParams,
     initial_state,
     parse_grammar,
@@ -371,11 +372,28 @@ def bind_alphabet(config: GrammarFitConfig, alphabet: set[str]) -> tuple[Grammar
         The grammar file's text.
     """
     text, where = grammar_text(config.grammar)
-    spec = parse_grammar(text, path=where, params=dict(config.grammar_params))
-    if config.truncations:
-        spec = spec.with_adaptors(**dict(config.truncations))
     terminals = set(alphabet) | set(config.alphabet or "")
-    return spec.bind(sorted(terminals)), text
+    return configured_spec(config, text, where).bind(sorted(terminals)), text
+
+
+def configured_spec(config: GrammarFitConfig, text: str, where: str) -> GrammarSpec:
+    """Parse grammar-file text with the configured template parameters and truncations.
+
+    Parameters
+    ----------
+    config : GrammarFitConfig
+        Gives ``grammar_params`` and ``truncations``.
+    text : str
+        The grammar file's text.
+    where : str
+        Its name in error messages.
+
+    Returns
+    -------
+    GrammarSpec
+    """
+    spec = parse_grammar(text, path=where, params=dict(config.grammar_params))
+    return spec.with_adaptors(**dict(config.truncations)) if config.truncations else spec
 
 
 def grow_terminals(state: AGState, config: GrammarFitConfig, text: str | None, alphabet: set[str],
@@ -418,10 +436,8 @@ def grow_terminals(state: AGState, config: GrammarFitConfig, text: str | None, a
     if not text:
         raise InputError(f"terminals the model's grammar lacks in {where}: {shown}; continuing with new terminals "
                          "re-binds the grammar, whose text was not given (pass grammar_text_)", path=where)
-    spec = parse_grammar(text, path=state.grammar.path, params=dict(config.grammar_params))
-    if config.truncations:
-        spec = spec.with_adaptors(**dict(config.truncations))
-    grown = spec.bind([*(str(t) for t in state.grammar.terminals), *missing])
+    old = [str(t) for t in state.grammar.terminals]
+    grown = configured_spec(config, text, state.grammar.path).bind([*old, *missing])
     derived = set(int(c) for c in grown.rule_rhs.ravel()) - {-1}
     code = {t: grown.n_nonterminals + i for i, t in enumerate(grown.terminals)}
     lacking = [t for t in missing if code[t] not in derived]

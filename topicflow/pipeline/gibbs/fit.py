@@ -44,6 +44,7 @@ import dask
 import numpy as np
 
 from topicflow import config as tf_config
+from topicflow._typing import GibbsInit, choices
 from topicflow.errors import InvalidParameterError, ModelFormatError
 from topicflow.io.corpus.reader import Corpus, as_corpus
 from topicflow.io.models.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
@@ -143,8 +144,9 @@ class GibbsConfig:
         for name, low in (("n_topics", 1), ("sweeps", 0), ("burn_in", 0), ("optimize_every", 1),
                           ("seed", 0), ("eval_every", 0), ("blocks_per_partition", 1)):
             object.__setattr__(self, name, parse_int(f"GibbsConfig.{name}", getattr(self, name), low))
-        if self.init not in ("sequential", "random"):
-            raise InvalidParameterError(f"GibbsConfig.init must be 'sequential' or 'random', got {self.init!r}")
+        if self.init not in choices(GibbsInit):
+            raise InvalidParameterError(
+                f"GibbsConfig.init must be one of {', '.join(choices(GibbsInit))}, got {self.init!r}")
         for name in ("threads", "block_size"):
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, parse_int(f"GibbsConfig.{name}", getattr(self, name), 1))

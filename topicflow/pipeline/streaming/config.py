@@ -87,8 +87,9 @@ class GibbsSettings:
     def __post_init__(self) -> None:
         _at_least("gibbs", "sweeps", self.sweeps, 1)
         _at_least("gibbs", "optimize_every", self.optimize_every, 0)
-        if self.gibbs_start not in ("random", "sequential"):
-            raise InvalidParameterError(f"gibbs_start must be 'random' or 'sequential'; got {self.gibbs_start!r}")
+        if self.gibbs_start not in choices(GibbsInit):
+            raise InvalidParameterError(
+                f"gibbs_start must be one of {', '.join(choices(GibbsInit))}; got {self.gibbs_start!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,8 +189,9 @@ class ParticleSettings:
             raise InvalidParameterError(
                 f"init_docs is a number of documents (an integer >= 0) or a share of the stream in (0, 1); "
                 f"got {docs!r}")
-        if self.init_start not in ("random", "sequential"):
-            raise InvalidParameterError(f"init_start must be 'random' or 'sequential'; got {self.init_start!r}")
+        if self.init_start not in choices(GibbsInit):
+            raise InvalidParameterError(
+                f"init_start must be one of {', '.join(choices(GibbsInit))}; got {self.init_start!r}")
         if docs == 0 and self.init_trials > 1:
             raise InvalidParameterError("init_trials > 1 compares initializations, but init_docs = 0 has none; "
                                         "give init_docs > 0 or init_trials = 1")

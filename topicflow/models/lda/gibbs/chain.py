@@ -6,7 +6,7 @@ from typing import Callable
 import numba
 import numpy as np
 
-from topicflow._typing import FloatArray, GibbsInit, Int32Array, IntArray
+from topicflow._typing import FloatArray, GibbsInit, Int32Array, IntArray, choices
 from topicflow.errors import InvalidParameterError
 from topicflow.models.common.blocks import DocBlock, expand_tokens
 from topicflow.models.common.special import digamma
@@ -83,8 +83,8 @@ def initial_state(
     >>> state.n_tokens, int(state.topic_counts.sum()), state.doc_topic_counts.sum(axis=1).tolist()
     (6, 6, [3, 3])
     """
-    if init not in ("random", "sequential"):
-        raise InvalidParameterError(f"init must be 'random' or 'sequential', got {init!r}")
+    if init not in choices(GibbsInit):
+        raise InvalidParameterError(f"init must be one of {', '.join(choices(GibbsInit))}, got {init!r}")
     _check_block(block)
     _check_prior(prior, block.n_terms, params.n_topics)
     token_indptr, token_terms = expand_tokens(block)
