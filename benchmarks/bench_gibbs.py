@@ -127,9 +127,10 @@ def load_jsonl(inputs: list[Path], workdir: Path) -> tuple[DocBlock, list[tuple[
     return block_from_csr(load_csr(train)), heldout_blocks(train, test)
 
 
-def load_synth(n_docs: int) -> tuple[DocBlock, list[tuple[DocBlock, DocBlock]]]:
-    """The first ``n_docs`` documents of one synthetic draw for training, the next tenth held out."""
-    n_test = max(200, n_docs // 10)
+def load_synth(n_docs: int, heldout_docs: int | None = None) -> tuple[DocBlock, list[tuple[DocBlock, DocBlock]]]:
+    """The first ``n_docs`` documents of one synthetic draw for training, the next tenth (or ``heldout_docs``)
+    held out."""
+    n_test = max(200, n_docs // 10) if heldout_docs is None else heldout_docs
     params = SynthParams(n_docs=n_docs + n_test, n_topics=SYNTH_TRUE_TOPICS, n_terms=SYNTH_TERMS,
                          doc_length=SYNTH_DOC_LEN, doc_topic_prior=(ALPHA,), topic_word_prior=BETA, seed=1)
     topic_word = {"default": draw_topic_word(params, "default")}
@@ -454,6 +455,40 @@ def time_to_targets(name: str, block: DocBlock, pairs: list, k: int, args: argpa
 # ----------------------------------------------------------------------------- driver
 
 
+def curve_time(curve: list, target: float) -> float | None:
+    """Training seconds at the first point of a ``(sweep, seconds, perplexity)`` curve at or below ``target``."""
+    return next((seconds for _, seconds, value in curve if value <= target), None)
+
+
+def auto_targets(runs: dict[str, list[dict[str, Any]]]) -> dict[str, float]:
+    """The targets read off the curves: each anchor's final perplexity (its best run), 1.2x and 1.1x the best."""
+    finals = {name: min(r["final_perplexity"] for r in rows) for name, rows in runs.items() if rows}
+    best = min(min(point[2] for r in rows for point in r["curve"]) for rows in runs.values() if rows)
+    targets = {f"{name} final": value for name, value in finals.items() if not name.startswith("topicflow")}
+    return {"1.2x best": round(1.2 * best, 2), "1.1x best": round(1.1 * best, 2), **targets}
+
+
+def print_auto_targets(k: int, runs: dict[str, list[dict[str, Any]]]) -> None:
+    """Best time (over the repeats) of every system to every target of :func:`auto_targets`, as JSON and a table."""
+    targets = auto_targets(runs)
+    rows = []
+    for name, found in runs.items():
+        times = {label: min((t for t in (curve_time(r["curve"], value) for r in found) if t is not None), default=None)
+                 for label, value in targets.items()}
+        rows.append({"mode": "auto-targets", "K": k, "system": name, "targets": targets, "seconds_to": times,
+                     "final_perplexity": min(r["final_perplexity"] for r in found),
+                     "sweeps": found[0]["sweeps"]})
+        print(json.dumps(rows[-1]), flush=True)
+    print()
+    labels = list(targets)
+    print(f"{'K':>4} {'system':<22} " + " ".join(f"{label[:16]:>16}" for label in labels) + f" {'final':>8}")
+    print(f"{'':>4} {'(target perplexity)':<22} " + " ".join(f"{targets[label]:>16.1f}" for label in labels))
+    for row in rows:
+        cells = " ".join(f"{'-' if row['seconds_to'][label] is None else format(row['seconds_to'][label], '.2f'):>16}"
+                         for label in labels)
+        print(f"{k:>4} {row['system']:<22} {cells} {row['final_perplexity']:>8.1f}")
+
+
 def measure(name: str, block: DocBlock, pairs: list, k: int, args: argparse.Namespace) -> dict[str, Any]:
     """Best-of-repeats speed of one system and the quality of its last run."""
     times = []
@@ -513,6 +548,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="time-to-perplexity mode: systems besides topicflow-dist-<n>")
     parser.add_argument("--target-repeats", type=int, default=1,
                         help="time-to-perplexity mode: runs per system, taking turns (best time per target kept)")
+    parser.add_argument("--auto-targets", action="store_true",
+                        help="time-to-perplexity mode without --targets: every system runs --max-sweeps, and the "
+                             "targets are read off the curves afterwards (each anchor's final perplexity, 1.2x and "
+                             "1.1x the best any system reached)")
+    parser.add_argument("--synth-heldout-docs", type=int, default=None,
+                        help="generated corpus: held-out documents (default: a tenth of --synth-docs, at least 200)")
     parser.add_argument("--per-sweep-calls", action="store_true",
                         help="time-to-perplexity mode: one run_sweeps / train(1) call per sweep, as in sessions "
                              "13-15, instead of one call with a per-sweep callback")
@@ -527,7 +568,7 @@ def main(argv: list[str] | None = None) -> int:
         block, pairs = load_jsonl(args.jsonl, workdir)
         corpus = "+".join(p.stem for p in args.jsonl)
     else:
-        block, pairs = load_synth(args.synth_docs)
+        block, pairs = load_synth(args.synth_docs, args.synth_heldout_docs)
         corpus = f"synth-{args.synth_docs}"
     warm_up_numba()
     info = {"corpus": corpus, "n_docs": block.n_docs, "n_tokens": block.n_tokens, "n_terms": block.n_terms,
@@ -536,6 +577,10 @@ def main(argv: list[str] | None = None) -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-gibbs-"))
     if args.dist_threads:
         run_dist(block_from_csr(sp.csr_matrix(np.array([[1, 2, 0], [0, 1, 3]]))), 3, 2, 0, 1, workdir)  # numba
+    if args.auto_targets and args.targets:
+        parser.error("--auto-targets reads the targets off the curves: give --targets or --auto-targets, not both")
+    if args.auto_targets:
+        args.targets = [0.0]  # never reached: every system runs --max-sweeps
     if args.targets:
         for k in args.topics:
             names = [n for n in args.target_systems.split(",") if n] + [f"topicflow-dist-{t}" for t in args.dist_threads]
@@ -557,6 +602,9 @@ def main(argv: list[str] | None = None) -> int:
                     if any(w is not None for w in walls):
                         best.setdefault("command_wall_to_target", {})[str(t)] = min(w for w in walls if w is not None)
                 found.append(best)
+            if args.auto_targets:
+                print_auto_targets(k, runs)
+                continue
             print()
             print(f"{'K':>4} {'system':<26} " + " ".join(f"{'t<=' + format(t, 'g'):>10}" for t in args.targets)
                   + f" {'sweeps':>6} {'final':>8}")

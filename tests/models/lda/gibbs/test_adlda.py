@@ -168,6 +168,45 @@ def test_block_errors_and_empty_block() -> None:
     assert empty.delta.keys.size == 0 and empty.histograms.length_counts.tolist() == [2]
 
 
+def test_a_block_is_checked_against_the_counts_cell_by_cell() -> None:
+    """One (term, topic) count short by one, or the topic total short, or a z outside [0, K): refused, with
+    the view and the block's z untouched; the block's counts exactly: accepted."""
+    blocks = _blocks(12, 6, 12, seed=8)
+    (indptr, terms, first), = blocks
+    (z,), term_topic, topic_counts = _start(blocks, 6, 3, 1)
+    alpha = np.full(3, 0.1)
+    exact = sweep_block(indptr, terms, z, first, SweepView(term_topic, topic_counts, alpha, 0.01, 1), 1)
+    assert exact.topics.shape == z.shape
+    w, k = np.argwhere(term_topic > 0)[0]
+    short = term_topic.copy()
+    short[w, k] -= 1
+    saved_z = z.copy()
+    with pytest.raises(NumericalError, match="out of step"):
+        sweep_block(indptr, terms, z, first, SweepView(short, topic_counts, alpha, 0.01, 1), 1)
+    low_total = topic_counts.copy()
+    low_total[k] -= 1
+    with pytest.raises(NumericalError, match="out of step"):
+        sweep_block(indptr, terms, z, first, SweepView(term_topic, low_total, alpha, 0.01, 1), 1)
+    bad = z.copy()
+    bad[0] = 3
+    with pytest.raises(InvalidParameterError, match="outside"):
+        sweep_block(indptr, terms, bad, first, SweepView(term_topic, topic_counts, alpha, 0.01, 1), 1)
+    assert_array_equal(z, saved_z)
+
+
+def test_block_terms_are_renumbered_as_unique_does() -> None:
+    from topicflow.models.lda.gibbs.adlda import _renumber_tokens
+
+    rng = np.random.default_rng(6)
+    for n_terms, n_tokens in ((1, 0), (5, 1), (40, 30), (1000, 200)):
+        tokens = rng.integers(0, n_terms, n_tokens).astype(np.int32)
+        terms, local = _renumber_tokens(tokens, n_terms)
+        want_terms, want_local = np.unique(tokens, return_inverse=True)
+        assert_array_equal(terms, want_terms)
+        assert_array_equal(local, want_local.reshape(-1))
+        assert terms.dtype == np.int64 and local.dtype == np.int32
+
+
 def test_deltas_added_as_they_arrive_equal_the_tree_in_any_order() -> None:
     """The driver adds each block's delta as its task ends: any order gives the tree's counts and histograms."""
     n_terms, n_topics, seed = 25, 4, 5

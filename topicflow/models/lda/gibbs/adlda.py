@@ -61,13 +61,114 @@ _DENSE_HISTOGRAM_CELLS = 1 << 22
 
 
 @numba.njit(nogil=True, cache=True)
-def _count_pairs(doc_topic, table):
-    """table[k, n] += 1 for every nonzero n = n_dk."""
+def _histogram_sizes(doc_topic):
+    """(largest n_d, largest n_dk) of a block's document-topic counts."""
+    longest, largest = 0, 0
     for d in range(doc_topic.shape[0]):
+        length = 0
         for k in range(doc_topic.shape[1]):
             n = doc_topic[d, k]
+            length += n
+            largest = max(largest, n)
+        longest = max(longest, length)
+    return longest, largest
+
+
+@numba.njit(nogil=True, cache=True)
+def _dense_histograms(doc_topic, longest, width, shift):
+    """(sorted pair keys ``k << shift | n``, H_k(n), L(n)) counted in a dense (K, width) table."""
+    n_topics = doc_topic.shape[1]
+    lengths = np.zeros(longest + 1, dtype=np.int64)
+    table = np.zeros((n_topics, width), dtype=np.int64)
+    for d in range(doc_topic.shape[0]):
+        length = 0
+        for k in range(n_topics):
+            n = doc_topic[d, k]
+            length += n
             if n > 0:
                 table[k, n] += 1
+        lengths[length] += 1
+    n_pairs = 0
+    for k in range(n_topics):
+        for n in range(width):
+            n_pairs += table[k, n] != 0
+    keys = np.empty(n_pairs, dtype=np.int64)
+    counts = np.empty(n_pairs, dtype=np.int64)
+    i = 0
+    for k in range(n_topics):  # row-major: keys ascending
+        for n in range(width):
+            if table[k, n] != 0:
+                keys[i] = (np.int64(k) << shift) | n
+                counts[i] = table[k, n]
+                i += 1
+    return keys, counts, lengths
+
+
+@numba.njit(nogil=True, cache=True)
+def _renumber_tokens(token_terms, n_terms):
+    """The distinct terms of the tokens (ascending) and each token's position among them."""
+    position = np.full(n_terms, -1, dtype=np.int64)
+    for t in range(token_terms.shape[0]):
+        position[token_terms[t]] = 0
+    n = 0
+    for w in range(n_terms):
+        if position[w] == 0:
+            position[w] = n
+            n += 1
+    terms = np.empty(n, dtype=np.int64)
+    n = 0
+    for w in range(n_terms):
+        if position[w] >= 0:
+            terms[n] = w
+            n += 1
+    local = np.empty(token_terms.shape[0], dtype=np.int32)
+    for t in range(token_terms.shape[0]):
+        local[t] = position[token_terms[t]]
+    return terms, local
+
+
+#: Outcomes of :func:`_gather_block_counts`.
+_GATHERED, _BAD_TOPIC, _NOT_CONTAINED = 0, 1, 2
+
+
+@numba.njit(nogil=True, cache=True)
+def _gather_block_counts(term_topic, topic_counts, terms, token_indptr, local, topics, counts, totals, doc_topic,
+                         with_topics):
+    """The block's rows of the global counts (``counts``, ``totals``) and, ``with_topics``, its n_dk.
+
+    With ``with_topics`` also checks that every z is a topic and that the global counts contain the
+    block's own (the layer and the counts in step): one pass over the tokens into a table of the
+    block's own counts, then one over the table beside the gathered rows. Returns one of the outcomes
+    above.
+    """
+    n_topics = counts.shape[1]
+    for i in range(terms.shape[0]):
+        row = terms[i]
+        for k in range(n_topics):
+            counts[i, k] = term_topic[row, k]
+    for k in range(n_topics):
+        totals[k] = topic_counts[k]
+    if not with_topics:
+        return _GATHERED
+    for t in range(topics.shape[0]):
+        if topics[t] < 0 or topics[t] >= n_topics:
+            return _BAD_TOPIC
+    own = np.zeros(counts.shape, dtype=np.int32)
+    own_totals = np.zeros(n_topics, dtype=np.int64)
+    for d in range(token_indptr.shape[0] - 1):
+        for t in range(token_indptr[d], token_indptr[d + 1]):
+            k = topics[t]
+            doc_topic[d, k] += 1
+            own[local[t], k] += 1
+            own_totals[k] += 1
+    for i in range(counts.shape[0]):
+        for k in range(n_topics):
+            if counts[i, k] < own[i, k]:
+                return _NOT_CONTAINED
+    for k in range(n_topics):
+        if totals[k] < own_totals[k]:
+            return _NOT_CONTAINED
+    return _GATHERED
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,15 +319,11 @@ class DocHistograms:
         (the usual case), else by sorting the nonzero ``k << 32 | n_dk``; both give the same arrays.
         """
         doc_topic = np.ascontiguousarray(doc_topic)
-        doc_lengths = doc_topic.sum(axis=1).astype(np.int64)
-        lengths = np.bincount(doc_lengths, minlength=1).astype(np.int64)
-        width = int(doc_topic.max(initial=0)) + 1  # the largest n_dk
+        longest, largest = _histogram_sizes(doc_topic)
+        width = int(largest) + 1
         if doc_topic.shape[1] * width <= _DENSE_HISTOGRAM_CELLS:
-            table = np.zeros((doc_topic.shape[1], width), dtype=np.int64)
-            _count_pairs(doc_topic, table)
-            topics, counts = np.nonzero(table)
-            keys = (topics.astype(np.int64) << _PAIR_SHIFT) | counts.astype(np.int64)
-            return cls(keys, table[topics, counts], lengths)
+            return cls(*_dense_histograms(doc_topic, int(longest), width, _PAIR_SHIFT))
+        lengths = np.bincount(doc_topic.sum(axis=1).astype(np.int64), minlength=1).astype(np.int64)
         docs, topics = np.nonzero(doc_topic)
         pairs = (topics.astype(np.int64) << _PAIR_SHIFT) | doc_topic[docs, topics].astype(np.int64)
         keys, found = np.unique(pairs, return_counts=True)
@@ -321,7 +418,7 @@ def start_block(token_indptr: IntArray, token_terms: Int32Array, first_doc: int,
     token_terms = np.ascontiguousarray(token_terms, dtype=np.int32)
     topics = np.zeros(token_terms.shape[0], dtype=np.int32)
     _random_topics(token_indptr, n_topics, seed, first_doc, topics)
-    terms, local = _renumber(token_terms, int(token_terms.max(initial=-1)) + 1)  # np.unique's, without a sort
+    terms, local = _renumber_tokens(token_terms, int(token_terms.max(initial=-1)) + 1)  # np.unique's, without a sort
     doc_topic, own, _ = _counts_from_topics(token_indptr, local, topics, max(1, terms.shape[0]), n_topics)
     return BlockSweep(topics, CountDelta.from_dense(terms.astype(np.int64), own[:terms.shape[0]]),
                       DocHistograms.from_doc_topic(doc_topic))
@@ -352,14 +449,6 @@ def _lists_delta(terms, own, starts, lengths, packed, shift):
                 values[i] = np.int32(-own[w, k])
                 i += 1
     return keys, values
-
-
-def _renumber(token_terms: Int32Array, n_terms: int) -> tuple[IntArray, Int32Array]:
-    """The block's distinct terms (ascending) and each token's position among them (O(V + tokens))."""
-    present = np.bincount(token_terms, minlength=n_terms) > 0
-    terms = np.flatnonzero(present)
-    position = np.cumsum(present, dtype=np.int64) - 1
-    return terms, position[token_terms].astype(np.int32)
 
 
 def sweep_block(token_indptr: IntArray, token_terms: Int32Array, topics: Int32Array, first_doc: int,
@@ -463,21 +552,22 @@ def _block_pass(token_indptr: IntArray, token_terms: Int32Array, topics: Int32Ar
     topics = np.array(topics, dtype=np.int32)
     if topics.shape != token_terms.shape:
         raise InvalidParameterError(f"topics must have shape {token_terms.shape!r}, got {topics.shape!r}")
-    terms, local = _renumber(token_terms, view.n_terms)
+    terms, local = _renumber_tokens(token_terms, view.n_terms)
     n_local = max(1, terms.shape[0])
     # The block samples against one count table: the sweep-start counts of its terms, which hold the
     # other blocks' counts (frozen) and its own (kept up to date by the sweep).
     counts = np.zeros((n_local, n_topics), dtype=np.int32)
-    np.take(view.term_topic, terms, axis=0, out=counts[:terms.shape[0]])  # no temporary copy
-    totals = view.topic_counts.astype(np.int64)  # a copy: the sweep updates it
-    if progressive:  # no token assigned yet
-        doc_topic = np.zeros((token_indptr.shape[0] - 1, n_topics), dtype=np.int32)
-    else:
-        doc_topic, own, own_totals = _counts_from_topics(token_indptr, local, topics, n_local, n_topics)
-        if np.any(counts < own) or np.any(totals < own_totals):
-            raise NumericalError(f"the global counts of sweep {epoch} do not contain the block starting at "
-                                 f"document {first_doc}: the assignment layer and the counts are out of step")
-        del own
+    totals = np.empty(n_topics, dtype=np.int64)  # a copy: the sweep updates it
+    doc_topic = np.zeros((token_indptr.shape[0] - 1, n_topics), dtype=np.int32)  # none assigned yet if progressive
+    outcome = _gather_block_counts(np.ascontiguousarray(view.term_topic, np.int32),
+                                   np.ascontiguousarray(view.topic_counts, np.int64), terms, token_indptr, local,
+                                   topics, counts, totals, doc_topic, not progressive)
+    if outcome == _BAD_TOPIC:
+        raise InvalidParameterError(f"the z of the block starting at document {first_doc} holds topics outside "
+                                    f"[0, {n_topics}): the assignment layer was written for another K")
+    if outcome == _NOT_CONTAINED:
+        raise NumericalError(f"the global counts of sweep {epoch} do not contain the block starting at "
+                             f"document {first_doc}: the assignment layer and the counts are out of step")
     lists = _word_lists(counts, local, n_topics, shared=progressive)
     no_prior = _PriorLists(np.zeros(n_topics), np.zeros(n_local + 1, dtype=np.int64), np.zeros(0, dtype=np.int64),
                            np.zeros(0), view.n_terms)  # empty lists; V beta with the whole vocabulary's V
