@@ -44,7 +44,10 @@ Each system's own initialization is on the clock. The one-thread sampler and tom
 (``run_sweeps(..., on_sweep=)``, tomotopy's ``train(callback=)``) and the time spent in the evaluating
 callback is subtracted; ``--per-sweep-calls`` instead calls ``run_sweeps(state, params, 1)`` and
 ``train(1)`` once per sweep (sessions 13-15: topicflow then rebuilt its word lists every sweep).
-``topicflow-seq`` in ``--target-systems`` is the one-thread sampler from its sequential start
+``topicflow-par-<P>`` is the same in-memory chain with partitioned sweeps (``run_sweeps(...,
+partitions=P, threads=2)``: documents and words in P parts, P tasks at a time on two threads), and
+``topicflow-parseq-<P>`` that from the sequential start. ``topicflow-seq`` in ``--target-systems`` is the
+one-thread sampler from its sequential start
 (``initial_state(..., init="sequential")``: every token drawn in order given the ones before it, on the
 clock) instead of the random one; ``topicflow-distseq-<n>`` is the distributed route from its sequential
 start (``fit --method gibbs --gibbs-start sequential``). ``topicflow-stream`` and ``topicflow-stream-seq``
@@ -384,9 +387,11 @@ def time_to_targets(name: str, block: DocBlock, pairs: list, k: int, args: argpa
             spent += time.perf_counter() - clock
             if note(sweep, spent, topic_word_distribution(state)):
                 break
-    elif name in ("topicflow", "topicflow-seq"):  # one chain; its evaluation in the per-sweep callback, off the clock
+    elif name in ("topicflow", "topicflow-seq") or name.startswith(("topicflow-par-", "topicflow-parseq-")):
+        # one chain; its evaluation in the per-sweep callback, off the clock
         params = GibbsParams(n_topics=k, doc_topic_prior=ALPHA, topic_word_prior=BETA, seed=args.seed)
-        init = "sequential" if name == "topicflow-seq" else "random"  # the sequential start is on the clock
+        init = "sequential" if "seq" in name else "random"  # the sequential start is on the clock
+        parts = int(name.rsplit("-", 1)[1]) if name.startswith("topicflow-par") else 1
         clock, off = time.perf_counter(), 0.0
 
         def on_state(state: GibbsState) -> None:
@@ -398,7 +403,8 @@ def time_to_targets(name: str, block: DocBlock, pairs: list, k: int, args: argpa
                 raise Done
 
         try:
-            run_sweeps(initial_state(block, params, init=init), params, args.max_sweeps, on_sweep=on_state)
+            run_sweeps(initial_state(block, params, init=init), params, args.max_sweeps, on_sweep=on_state,
+                       partitions=parts, threads=2 if parts > 1 else 1)
         except Done:
             pass
     elif name.startswith("tomotopy"):

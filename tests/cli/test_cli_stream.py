@@ -95,3 +95,30 @@ def test_stream_gibbs_start_is_chosen_saved_and_refused_elsewhere(
     assert finals["sequential"] != finals["random"]
     refused = run([*common, "--out", tmp_path / "pf", "--algo", "pf", "--gibbs-start", "sequential"])
     assert refused.exit_code == 2 and "gibbs_start" in refused.output, refused.output
+
+
+def test_stream_gibbs_partitions_set_the_chain_and_threads_do_not(
+    stores: tuple[Path, Path], tmp_path: Path, local_cluster: object
+) -> None:
+    """--gibbs-partitions 2 is another chain than the sequential one, the same on 1 or 2 threads; the
+    threads are not part of what a resume must match."""
+    train, _ = stores
+    address = local_cluster.scheduler_address  # type: ignore[attr-defined]
+    common: list[object] = ["stream", train, "--topics", 3, "--sweeps", 3, "--eval-every", 3, "--scheduler", address,
+                            "--format", "json", "--algo", "gibbs"]
+    finals = {}
+    for name, extra in (("seq", []), ("p2t1", ["--gibbs-partitions", 2]),
+                        ("p2t2", ["--gibbs-partitions", 2, "--gibbs-threads", 2])):
+        result = run([*common, "--out", tmp_path / name, *extra])
+        assert result.exit_code == 0, result.output
+        finals[name] = json.loads(result.stdout)["final"]["log_likelihood_per_token_mean"]
+    config = json.loads((tmp_path / "p2t2" / "summary.json").read_text())["config"]
+    assert config["gibbs_partitions"] == 2 and config["gibbs_threads"] == 2
+    assert finals["p2t1"] == finals["p2t2"] != finals["seq"]
+    resumed = run([*common, "--out", tmp_path / "p2t1", "--gibbs-partitions", 2, "--gibbs-threads", 2, "--sweeps", 4,
+                   "--resume"])
+    assert resumed.exit_code == 0, resumed.output
+    other = run([*common, "--out", tmp_path / "p2t2", "--gibbs-partitions", 3, "--sweeps", 4, "--resume"])
+    assert other.exit_code != 0 and "gibbs_partitions" in other.output, other.output
+    refused = run([*common[:-2], "--out", tmp_path / "pf", "--algo", "pf", "--gibbs-partitions", 2])
+    assert refused.exit_code == 2 and "gibbs_partitions" in refused.output, refused.output

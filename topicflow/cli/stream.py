@@ -98,6 +98,12 @@ from topicflow.pipeline.streaming.config import (
 @click.option("--gibbs-start", type=click.Choice(choices(GibbsInit)), default="random", show_default=True,
               help="gibbs: first assignments: uniform topics, or each token drawn from its conditional given the "
                    "tokens before it (fewer sweeps to a given perplexity).")
+@click.option("--gibbs-partitions", default=1, show_default=True, type=click.IntRange(min=1),
+              help="gibbs: partitioned sweeps over P parts of the documents and of the words, P tasks at a time "
+                   "(n_k up to 1/P sweep stale; 1: the sequential sampler). The chain depends on P.")
+@click.option("--gibbs-threads", default=1, show_default=True, type=click.IntRange(min=1),
+              help="gibbs: threads running a partitioned sweep's tasks (give the worker the cores: "
+                   "--threads-per-worker); the chain does not depend on it.")
 @click.option("--batch-size", default=256, show_default=True, type=click.IntRange(min=1),
               help="sgs/dsgs: documents per minibatch.")
 @click.option("--decay", default=1.0, show_default=True, type=click.FloatRange(0, 1, min_open=True),
@@ -142,7 +148,8 @@ def stream(store: str, out: str | Path, algorithm: str, n_topics: int | None, do
            particles: int,
            ess: float, resampling: str, rejuv: int, rejuv_source: str, reservoir_size: int, init_docs: int,
            init_sweeps: int, init_trials: int, init_select: str | None, runs: int, eval_every: int, sweeps: int,
-           optimize_every: int, gibbs_start: str, batch_size: int, decay: float, max_iter: int, patience: int, sgs_init: str,
+           optimize_every: int, gibbs_start: str, gibbs_partitions: int, gibbs_threads: int, batch_size: int,
+           decay: float, max_iter: int, patience: int, sgs_init: str,
            sgs_init_sweeps: int, decay_beta: bool,
            staleness: int | None, sync_first: int, independent_samples: int, heldout_mode: str,
            max_docs: int | None, test_store: str | None, seed: int, resume: bool, checkpoint_every: int,
@@ -170,7 +177,7 @@ def stream(store: str, out: str | Path, algorithm: str, n_topics: int | None, do
         init_sweeps=init_sweeps, init_trials=init_trials,
         init_select=init_select or ("nmi" if corpus.has_labels else "perplexity"),
         runs=runs, eval_every=eval_every, sweeps=sweeps, optimize_every=optimize_every, gibbs_start=gibbs_start,
-        batch_size=batch_size,
+        gibbs_partitions=gibbs_partitions, gibbs_threads=gibbs_threads, batch_size=batch_size,
         decay=decay, max_iter=max_iter, patience=patience, sgs_init=sgs_init, sgs_init_sweeps=sgs_init_sweeps,
         decay_beta=decay_beta, staleness=staleness,
         sync_first=sync_first, n_workers=None, max_docs=max_docs, seed=seed,

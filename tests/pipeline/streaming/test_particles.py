@@ -213,6 +213,23 @@ def test_gibbs_starts_its_chain_as_asked(start: str, stores: tuple[Path, Path]) 
         small_config("gibbs", gibbs_start="progressive")
 
 
+def test_gibbs_partitioned_sweeps_are_the_chain_built_by_hand(stores: tuple[Path, Path]) -> None:
+    from topicflow.models.lda.gibbs import chain, scores
+
+    train, _ = stores
+    config = small_config("gibbs", runs=1, sweeps=3, eval_every=3, gibbs_partitions=2, gibbs_threads=2)
+    record = run_stream(Corpus.open(train), config, client=None).records[-1]
+    block = DocumentStream(stream_source(Corpus.open(train))).read(0, N_TRAIN)
+    params = config.gibbs_params(config.run_seed(0))
+    expected = chain.run_sweeps(chain.initial_state(block, params), params, 3, partitions=2)
+    n_tokens = expected.token_terms.shape[0]
+    assert record["log_likelihood_per_token"] == pytest.approx(scores.joint_log_likelihood(expected) / n_tokens)
+    one_thread = small_config("gibbs", runs=1, sweeps=3, eval_every=3, gibbs_partitions=2)
+    assert config.fingerprint() == one_thread.fingerprint()  # threads are not part of the chain
+    with pytest.raises(InvalidParameterError, match="gibbs_partitions"):
+        small_config("gibbs", gibbs_partitions=0)
+
+
 def test_gibbs_can_learn_its_priors(stores: tuple[Path, Path]) -> None:
     train, _ = stores
     fixed = run_stream(Corpus.open(train), small_config("gibbs", runs=1, sweeps=70), client=None)

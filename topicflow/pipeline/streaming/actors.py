@@ -336,11 +336,13 @@ class GibbsActor(SamplerActor):
     """
 
     def __init__(self, source: StreamSource, params: gibbs_lda_state.GibbsParams, state: RunState,
-                 held_out: HeldOutSet | None = None, optimize_every: int = 0, start: GibbsInit = "random") -> None:
+                 held_out: HeldOutSet | None = None, optimize_every: int = 0, start: GibbsInit = "random",
+                 partitions: int = 1, threads: int = 1) -> None:
         super().__init__(source, held_out)
         arrays, meta = state
         self.params = params
         self.optimize_every = optimize_every
+        self.partitions, self.threads = partitions, threads
         self.seconds = float(meta.get("seconds", 0.0))
         self.corpus = self._stream.read(0, self._stream.n_docs)
         if f"{GIBBS_PREFIX}topics" in arrays:
@@ -356,7 +358,8 @@ class GibbsActor(SamplerActor):
         if todo > 0:
             started = time.perf_counter()
             self.state = gibbs_lda.run_sweeps(self.state, self.params, todo, optimize_every=self.optimize_every,
-                                              burn_in=OPTIMIZE_BURN_IN if self.optimize_every else 0)
+                                              burn_in=OPTIMIZE_BURN_IN if self.optimize_every else 0,
+                                              partitions=self.partitions, threads=self.threads)
             self.seconds += time.perf_counter() - started
         n_tokens = int(self.state.token_terms.shape[0])
         labels = self.corpus.labels

@@ -78,15 +78,26 @@ class GibbsSettings:
         First assignments of the chain: uniform topics (standard collapsed Gibbs, the default), or
         each token drawn in order from its conditional given the tokens before it (fewer sweeps to
         a given perplexity; ``fit --gibbs-start`` offers the same choice).
+    gibbs_partitions : int
+        P > 1: partitioned sweeps (documents and words in P parts, P tasks on disjoint documents and
+        words at a time, n_k up to one epoch stale; :mod:`topicflow.models.lda.gibbs.partitioned`).
+        Part of the chain's definition; 1 is the sequential sampler.
+    gibbs_threads : int
+        Threads running the tasks of a partitioned sweep (the chain does not depend on it; give the
+        worker as many cores, e.g. ``--threads-per-worker``).
     """
 
     sweeps: int = 200
     optimize_every: int = 0
     gibbs_start: GibbsInit = "random"
+    gibbs_partitions: int = 1
+    gibbs_threads: int = 1
 
     def __post_init__(self) -> None:
         _at_least("gibbs", "sweeps", self.sweeps, 1)
         _at_least("gibbs", "optimize_every", self.optimize_every, 0)
+        _at_least("gibbs", "gibbs_partitions", self.gibbs_partitions, 1)
+        _at_least("gibbs", "gibbs_threads", self.gibbs_threads, 1)
         if self.gibbs_start not in choices(GibbsInit):
             raise InvalidParameterError(
                 f"gibbs_start must be one of {', '.join(choices(GibbsInit))}; got {self.gibbs_start!r}")
@@ -510,10 +521,10 @@ class StreamConfig:
         Returns
         -------
         dict
-            :meth:`to_dict` without ``max_docs``, ``eval_every`` and ``sweeps``.
+            :meth:`to_dict` without ``max_docs``, ``eval_every``, ``sweeps`` and ``gibbs_threads``.
         """
         payload = self.to_dict()
-        for name in ("max_docs", "eval_every", "sweeps"):
+        for name in ("max_docs", "eval_every", "sweeps", "gibbs_threads"):
             payload.pop(name, None)
         return payload
 

@@ -362,7 +362,7 @@ def run_particle_streams(
     args: list[tuple[Any, ...]]
     if config.algorithm == "gibbs":
         args = [(source, config.gibbs_params(config.run_seed(r)), states[r], held_out, config.gibbs.optimize_every,
-                 config.gibbs.gibbs_start)
+                 config.gibbs.gibbs_start, config.gibbs.gibbs_partitions, config.gibbs.gibbs_threads)
                 for r in range(config.run.runs)]
         actors = ActorSet(client, GibbsActor, args)
         start, stop = int(states[0][1].get("gibbs", {}).get("sweeps_done", 0)), config.gibbs.sweeps

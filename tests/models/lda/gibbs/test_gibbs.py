@@ -300,7 +300,9 @@ def test_incremental_caches_match_recomputation() -> None:
     lists = gl._word_lists(state.term_topic_counts, state.token_terms, 70)
     topics, doc_topic, topic_counts = state.topics.copy(), state.doc_topic_counts.copy(), state.topic_counts.copy()
     inv_denom, coef, s_block = np.empty(70), np.empty(70), np.empty(3)
-    s = gl._sweep(state.token_indptr, state.token_terms, topics, doc_topic, topic_counts, lists.starts, lists.lengths,
+    ptr = state.token_indptr
+    s = gl._sweep(ptr[:-1], ptr[1:], ptr[:-1], ptr[1:], state.token_terms, topics, doc_topic, topic_counts,
+                  lists.starts, lists.lengths,
                   lists.packed, lists.shift, params.alpha, 0.5, 25 * 0.5, 3, 3, 0, False, np.zeros(70),
                   np.zeros(26, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0), inv_denom, coef, s_block,
                   np.empty(70, dtype=np.int64), np.empty(70, dtype=np.int64), np.empty(70), np.empty(70))

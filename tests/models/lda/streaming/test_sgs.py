@@ -187,7 +187,9 @@ def test_incremental_caches_with_prior_match_recomputation() -> None:
     pl = gl._prior_lists(prior, 25, 70)
     topics, doc_topic, topic_counts = state.topics.copy(), state.doc_topic_counts.copy(), state.topic_counts.copy()
     inv_denom, coef, s_block = np.empty(70), np.empty(70), np.empty(3)
-    s = gl._sweep(state.token_indptr, state.token_terms, topics, doc_topic, topic_counts, lists.starts, lists.lengths,
+    ptr = state.token_indptr
+    s = gl._sweep(ptr[:-1], ptr[1:], ptr[:-1], ptr[1:], state.token_terms, topics, doc_topic, topic_counts,
+                  lists.starts, lists.lengths,
                   lists.packed, lists.shift, params.alpha, 0.5, 40 * 0.5, 3, 3, 0, False, pl.topic_prior, pl.indptr,
                   pl.topics, pl.values, inv_denom, coef, s_block, np.empty(70, dtype=np.int64),
                   np.empty(70, dtype=np.int64), np.empty(70), np.empty(70))

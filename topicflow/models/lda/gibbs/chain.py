@@ -11,6 +11,7 @@ from topicflow.errors import InvalidParameterError
 from topicflow.models.common.blocks import DocBlock, expand_tokens
 from topicflow.models.common.special import digamma
 from topicflow.models.common.validation import parse_int
+from topicflow.models.lda.gibbs.partitioned import PartitionedSweeper, plan_partitions
 from topicflow.models.lda.gibbs.scores import _perplexity_from_lists
 from topicflow.models.lda.gibbs.sparse import (
     _check_block,
@@ -288,6 +289,7 @@ def optimize_hyperparameters(state: GibbsState) -> tuple[FloatArray, float]:
 def run_sweeps(
     state: GibbsState, params: GibbsParams, n_sweeps: int, *, optimize_every: int = 0, burn_in: int = 0,
     prior: TopicWordPrior | None = None, on_sweep: Callable[[GibbsState], None] | None = None,
+    partitions: int = 1, threads: int = 1,
 ) -> GibbsState:
     """Run ``n_sweeps`` collapsed Gibbs sweeps over every token of the state.
 
@@ -315,6 +317,12 @@ def run_sweeps(
         what you keep); its n_wk is a fresh array. The chain does not depend on it: running the
         sweeps in one call with ``on_sweep`` gives the same states as one call per sweep, without
         rebuilding the word lists every sweep. An exception it raises stops the chain.
+    partitions : int, default 1
+        P > 1 runs partitioned sweeps (:mod:`topicflow.models.lda.gibbs.partitioned`): documents and
+        words cut into P parts each, P epochs per sweep of P tasks on disjoint documents and words, n_k
+        up to one epoch stale. The chain depends on P; 1 is the sequential sampler described below.
+    threads : int, default 1
+        Threads running each epoch's tasks when ``partitions > 1`` (the chain does not depend on it).
 
     Returns
     -------
@@ -362,7 +370,10 @@ def run_sweeps(
     burn_in = parse_int("burn_in", burn_in, 0)
     if optimize_every and prior is not None:
         raise InvalidParameterError("optimize_every must be 0 with a prior: the fixed points ignore the pseudo-counts")
-    final, _ = _run_chain(state, params, n_sweeps, optimize_every, burn_in, prior, None, on_sweep)
+    partitions = parse_int("partitions", partitions, 1)
+    threads = parse_int("threads", threads, 1)
+    final, _ = _run_chain(state, params, n_sweeps, optimize_every, burn_in, prior, None, on_sweep, partitions,
+                          threads)
     return final
 
 
@@ -423,7 +434,7 @@ def _read_only(values: np.ndarray) -> np.ndarray:
 def _run_chain(
     state: GibbsState, params: GibbsParams, n_sweeps: int, optimize_every: int, burn_in: int,
     prior: TopicWordPrior | None, should_stop: Callable[[tuple[float, ...]], bool] | None,
-    on_sweep: Callable[[GibbsState], None] | None = None,
+    on_sweep: Callable[[GibbsState], None] | None = None, partitions: int = 1, threads: int = 1,
 ) -> tuple[GibbsState, tuple[float, ...]]:
     """The sweep loop shared by :func:`run_sweeps` and :func:`run_sweeps_until` (word lists live throughout)."""
     if params.n_topics != state.n_topics:
@@ -445,23 +456,46 @@ def _run_chain(
 
     if should_stop is not None:
         trace.append(perplexity())
+    sweeper: PartitionedSweeper | None = None
+    ordered = topics
+    if partitions > 1:  # the tokens in the plan's order while sweeping; in the state's order outside
+        plan = plan_partitions(state.token_indptr, state.token_terms, state.n_terms, partitions)
+        sweeper = PartitionedSweeper(plan, state.token_indptr,
+                                     np.ascontiguousarray(state.token_terms[plan.order], dtype=np.int32), threads)
+        ordered = topics[plan.order]
+
+    def sync() -> None:  # the sweeps' assignments back in the state's token order
+        if sweeper is not None:
+            topics[sweeper.plan.order] = ordered
+
     done = 0
-    while done < n_sweeps:
-        sweep = state.sweeps_done + done + 1
-        _run_sweep(state.token_indptr, state.token_terms, topics, doc_topic, topic_counts, lists, alpha, beta,
-                   params.seed, sweep, state.first_doc, False, prior_lists)
-        done += 1
-        if optimize_every and sweep > burn_in and (sweep - burn_in) % optimize_every == 0:
-            alpha, beta = _optimize_hyper(doc_topic, doc_lengths, lists, topic_counts, alpha, beta)
-        if on_sweep is not None:
-            on_sweep(GibbsState(state.token_indptr, state.token_terms, _read_only(topics), _read_only(doc_topic),
-                                _term_topic_from_lists(lists, state.n_terms, state.n_topics),
-                                _read_only(topic_counts), state.first_doc, alpha.copy(), beta,
-                                state.sweeps_done + done))
-        if should_stop is not None:
-            trace.append(perplexity())
-            if should_stop(tuple(trace)):
-                break
+    try:
+        while done < n_sweeps:
+            sweep = state.sweeps_done + done + 1
+            if sweeper is None:
+                _run_sweep(state.token_indptr, state.token_terms, topics, doc_topic, topic_counts, lists, alpha,
+                           beta, params.seed, sweep, state.first_doc, False, prior_lists)
+            else:
+                sweeper.sweep(ordered, doc_topic, topic_counts, lists, prior_lists, alpha, beta, params.seed, sweep,
+                              state.first_doc)
+                if on_sweep is not None:  # the snapshot shows them in the state's order
+                    sync()
+            done += 1
+            if optimize_every and sweep > burn_in and (sweep - burn_in) % optimize_every == 0:
+                alpha, beta = _optimize_hyper(doc_topic, doc_lengths, lists, topic_counts, alpha, beta)
+            if on_sweep is not None:
+                on_sweep(GibbsState(state.token_indptr, state.token_terms, _read_only(topics), _read_only(doc_topic),
+                                    _term_topic_from_lists(lists, state.n_terms, state.n_topics),
+                                    _read_only(topic_counts), state.first_doc, alpha.copy(), beta,
+                                    state.sweeps_done + done))
+            if should_stop is not None:
+                trace.append(perplexity())
+                if should_stop(tuple(trace)):
+                    break
+    finally:
+        if sweeper is not None:
+            sweeper.close()
+    sync()
     term_topic = _term_topic_from_lists(lists, state.n_terms, state.n_topics)
     final = GibbsState(state.token_indptr, state.token_terms, topics, doc_topic, term_topic, topic_counts,
                        state.first_doc, alpha, beta, state.sweeps_done + done)

@@ -300,27 +300,34 @@ def _prior_mass(p_topics, p_values, lo, hi, coef, p_cum):
 
 
 @numba.njit(nogil=True, cache=True)
-def _sweep(token_indptr, token_terms, topics, doc_topic, topic_counts,
+def _sweep(doc_lo, doc_hi, doc_start, doc_end, token_terms, topics, doc_topic, topic_counts,
            starts, lengths, packed, shift, alpha, beta, beta_sum, seed, epoch, first_doc, progressive,
            topic_prior, p_indptr, p_topics, p_values, inv_denom, coef, s_block, doc_list, listed, q_cum, p_cum):
-    """One Gibbs sweep over every token in order; with ``progressive`` the tokens are unassigned on
-    entry (and the counts zero) and each is drawn given the tokens before it. Returns s as updated
-    token by token (the caches are left as at the end of the sweep, for tests).
+    """One Gibbs sweep over the tokens ``doc_lo[d]:doc_hi[d]`` of every document d in order (row d of
+    ``doc_topic``; the document's tokens are ``doc_start[d]:doc_end[d]``, the same range unless a
+    partitioned sweep samples part of them); with ``progressive`` the tokens are unassigned on entry (and
+    the counts zero) and each is drawn given the tokens before it. Returns s as updated token by token
+    (the caches are left as at the end of the sweep, for tests).
 
     The prior pseudo-counts N_wk of term w are ``p_values[p_indptr[w]:p_indptr[w + 1]]`` (topics
     ``p_topics``), and ``topic_prior[k]`` = N_k; they join the word bucket, so s and r keep their form.
     With empty lists and zero totals every floating-point operation gives the batch sampler's bits.
+    Token t of document d draws the ``(t - doc_lo[d])``-th uniform of ``counter_key(seed, STREAM_GIBBS,
+    epoch, first_doc + d)``.
     """
     s = _reset_topic_caches(topic_counts, topic_prior, alpha, beta, beta_sum, inv_denom, coef, s_block, listed)
     mask = (1 << shift) - 1
     n_tokens = token_terms.shape[0]
     touched = 0
-    for d in range(token_indptr.shape[0] - 1):
+    for d in range(doc_lo.shape[0]):
         key = counter_key(seed, STREAM_GIBBS, epoch, first_doc + d)
-        lo, hi = token_indptr[d], token_indptr[d + 1]
+        lo, hi = doc_lo[d], doc_hi[d]
+        if lo == hi:
+            continue
         n_list, r = 0, 0.0
         if not progressive:
-            n_list, r = _start_doc(topics, lo, hi, doc_topic, d, alpha, beta, inv_denom, coef, doc_list, listed)
+            n_list, r = _start_doc(topics, doc_start[d], doc_end[d], doc_topic, d, alpha, beta, inv_denom, coef,
+                                   doc_list, listed)
         for t in range(lo, hi):
             # Remove token t (topic k_old, -1 if unassigned), draw its topic k, add it back. The body
             # stays in the loop: helpers nested in an inlined helper are not inlined by numba, and
@@ -484,7 +491,8 @@ def _run_sweep(
     n_topics, n_terms = alpha.shape[0], lists.lengths.shape[0]
     if prior is None:
         prior = _prior_lists(None, n_terms, n_topics)
-    _sweep(token_indptr, token_terms, topics, doc_topic, topic_counts, lists.starts, lists.lengths,
+    _sweep(token_indptr[:-1], token_indptr[1:], token_indptr[:-1], token_indptr[1:], token_terms, topics, doc_topic,
+           topic_counts, lists.starts, lists.lengths,
            lists.packed, lists.shift, alpha, beta, prior.vocab_size * beta, seed, epoch, first_doc, progressive,
            prior.topic_prior, prior.indptr, prior.topics, prior.values,
            np.empty(n_topics), np.empty(n_topics), np.empty(_n_smoothing_blocks(n_topics)),
