@@ -48,7 +48,7 @@ from topicflow.models.lda.gibbs.sparse import (
     _run_sweep,
     _word_lists,
 )
-from topicflow.models.lda.gibbs.state import _counts_from_topics
+from topicflow.models.lda.gibbs.state import _counts_from_topics, _recount
 from topicflow.models.lda.state import LDAState
 
 __all__ = ["BlockSweep", "CountDelta", "DocHistograms", "SweepView", "apply_delta", "joint_log_likelihood",
@@ -155,12 +155,7 @@ def _gather_block_counts(term_topic, topic_counts, terms, token_indptr, local, t
             return _BAD_TOPIC
     own = np.zeros(counts.shape, dtype=np.int32)
     own_totals = np.zeros(n_topics, dtype=np.int64)
-    for d in range(token_indptr.shape[0] - 1):
-        for t in range(token_indptr[d], token_indptr[d + 1]):
-            k = topics[t]
-            doc_topic[d, k] += 1
-            own[local[t], k] += 1
-            own_totals[k] += 1
+    _recount(token_indptr, local, topics, doc_topic, own, own_totals)
     for i in range(counts.shape[0]):
         for k in range(n_topics):
             if counts[i, k] < own[i, k]:
