@@ -89,12 +89,32 @@ def test_the_chain_depends_on_the_parts_not_the_threads(parts: int) -> None:
     assert_array_equal(run_sweeps(state, params, 4, partitions=1, threads=3).topics, sequential)
 
 
+def test_partitioned_sweeps_with_a_prior_keep_its_rows_with_their_terms() -> None:
+    """The sweeps lay the word lists out part by part; a prior's rows must follow their terms: a prior
+    that puts all of term w's mass on topic k pulls w's tokens there, on any number of threads."""
+    from topicflow.models.lda.gibbs.state import TopicWordPrior
+
+    _, _, block = _corpus(80, 30, 3, seed=4)
+    params = GibbsParams(n_topics=3, doc_topic_prior=0.3, topic_word_prior=0.01, seed=1)
+    state = initial_state(block, params)
+    pseudo = np.zeros((30, 3))
+    pseudo[np.arange(30), np.arange(30) % 3] = 1e4  # term w strongly in topic w mod 3
+    prior = TopicWordPrior(pseudo, pseudo.sum(axis=0), vocab_size=30)
+    runs = [run_sweeps(state, params, 3, prior=prior, partitions=2, threads=t) for t in (1, 2)]
+    assert_array_equal(runs[0].topics, runs[1].topics)
+    assert (runs[0].topics == state.token_terms % 3).mean() > 0.95
+    assert_array_equal(runs[0].term_topic_counts,
+                       ref.counts_from_topics(state.token_indptr, state.token_terms, runs[0].topics, 30, 3)[1])
+
+
 def test_plan_balances_tokens_and_keeps_documents_whole() -> None:
     rng = np.random.default_rng(3)
     lengths = rng.integers(0, 30, size=200)
     token_indptr = np.concatenate([[0], np.cumsum(lengths)])
     terms = rng.zipf(1.5, size=int(lengths.sum())) % 300
     plan = plan_partitions(token_indptr, terms, 300, 4)
+    vocab = plan.vocabulary_order()
+    assert sorted(vocab.tolist()) == list(range(300)) and (np.diff(plan.word_part[vocab]) >= 0).all()
     doc_tokens = np.diff(token_indptr[plan.doc_bounds])
     assert doc_tokens.max() - doc_tokens.min() <= 2 * lengths.max()
     word_tokens = np.bincount(plan.word_part, weights=np.bincount(terms, minlength=300), minlength=4)

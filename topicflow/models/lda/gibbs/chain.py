@@ -443,25 +443,41 @@ def _run_chain(
     _check_prior(prior, state.n_terms, state.n_topics)
     topics, doc_topic = state.topics.copy(), state.doc_topic_counts.copy()
     topic_counts = state.topic_counts.astype(np.int64, copy=True)
-    lists = _word_lists(state.term_topic_counts, state.token_terms, state.n_topics)
+    terms, term_topic, rank = state.token_terms, state.term_topic_counts, None
+    if partitions > 1:
+        # Partitioned sweeps relabel the vocabulary so that each word part's lists (and their lengths)
+        # are contiguous: threads on different parts then never write to the same cache line. A
+        # relabeling changes no draw (each word keeps its list); rows come back in the state's order.
+        plan = plan_partitions(state.token_indptr, state.token_terms, state.n_terms, partitions)
+        vocab = plan.vocabulary_order()
+        rank = np.empty_like(vocab)
+        rank[vocab] = np.arange(vocab.shape[0])
+        terms = rank[state.token_terms].astype(np.int32)
+        term_topic = state.term_topic_counts[vocab]
+        if prior is not None:
+            prior = TopicWordPrior(prior.term_topic[vocab], prior.topic_counts, prior.vocab_size)
+    lists = _word_lists(term_topic, terms, state.n_topics)
     prior_lists = _prior_lists(prior, state.n_terms, state.n_topics)
+
+    def counts_by_term() -> np.ndarray:  # n_wk with rows in the state's term order
+        found = _term_topic_from_lists(lists, state.n_terms, state.n_topics)
+        return found if rank is None else found[rank]
+
     alpha = np.array(state.doc_topic_prior, dtype=np.float64)
     beta = float(state.topic_word_prior)
     doc_lengths = np.diff(state.token_indptr)
     trace: list[float] = []
 
     def perplexity() -> float:
-        return _perplexity_from_lists(state.token_indptr, state.token_terms, doc_topic, topic_counts, lists,
-                                      prior_lists, alpha, beta)
+        return _perplexity_from_lists(state.token_indptr, terms, doc_topic, topic_counts, lists, prior_lists, alpha,
+                                      beta)
 
     if should_stop is not None:
         trace.append(perplexity())
     sweeper: PartitionedSweeper | None = None
     ordered = topics
     if partitions > 1:  # the tokens in the plan's order while sweeping; in the state's order outside
-        plan = plan_partitions(state.token_indptr, state.token_terms, state.n_terms, partitions)
-        sweeper = PartitionedSweeper(plan, state.token_indptr,
-                                     np.ascontiguousarray(state.token_terms[plan.order], dtype=np.int32), threads)
+        sweeper = PartitionedSweeper(plan, state.token_indptr, np.ascontiguousarray(terms[plan.order]), threads)
         ordered = topics[plan.order]
 
     def sync() -> None:  # the sweeps' assignments back in the state's token order
@@ -485,8 +501,7 @@ def _run_chain(
                 alpha, beta = _optimize_hyper(doc_topic, doc_lengths, lists, topic_counts, alpha, beta)
             if on_sweep is not None:
                 on_sweep(GibbsState(state.token_indptr, state.token_terms, _read_only(topics), _read_only(doc_topic),
-                                    _term_topic_from_lists(lists, state.n_terms, state.n_topics),
-                                    _read_only(topic_counts), state.first_doc, alpha.copy(), beta,
+                                    counts_by_term(), _read_only(topic_counts), state.first_doc, alpha.copy(), beta,
                                     state.sweeps_done + done))
             if should_stop is not None:
                 trace.append(perplexity())
@@ -496,7 +511,6 @@ def _run_chain(
         if sweeper is not None:
             sweeper.close()
     sync()
-    term_topic = _term_topic_from_lists(lists, state.n_terms, state.n_topics)
-    final = GibbsState(state.token_indptr, state.token_terms, topics, doc_topic, term_topic, topic_counts,
+    final = GibbsState(state.token_indptr, state.token_terms, topics, doc_topic, counts_by_term(), topic_counts,
                        state.first_doc, alpha, beta, state.sweeps_done + done)
     return final, tuple(trace)

@@ -65,6 +65,15 @@ class PartitionPlan:
     run_lo: IntArray
     run_hi: IntArray
 
+    def vocabulary_order(self) -> IntArray:
+        """The terms part by part (by id within a part): the order in which the sweeps lay out the word lists.
+
+        Returns
+        -------
+        ndarray of shape (n_terms,), int64
+        """
+        return np.lexsort((np.arange(self.word_part.shape[0]), self.word_part)).astype(np.int64)
+
 
 def plan_partitions(token_indptr: IntArray, token_terms: np.ndarray, n_terms: int, n_parts: int) -> PartitionPlan:
     """Split documents and words into ``n_parts`` parts each, balanced by tokens.
