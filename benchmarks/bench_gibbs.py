@@ -61,6 +61,13 @@ turn N times and keeps the best time per target::
     nice python benchmarks/bench_gibbs.py --jsonl labeled_fortunes.jsonl bible_kjv.jsonl --topics 100 \
         --targets 1070 981 --max-sweeps 45 --dist-threads 1 2 --target-repeats 5
 
+``--auto-targets`` (instead of ``--targets``) runs every system for ``--max-sweeps`` and reads the issue's
+targets off the curves afterwards: 1.2x and 1.1x the best perplexity any system of the run reached, and each
+anchor's own final perplexity; ``--synth-heldout-docs`` caps a generated corpus's held-out documents::
+
+    nice python benchmarks/bench_gibbs.py --synth-docs 80000 --synth-heldout-docs 2000 --topics 100 \
+        --max-sweeps 60 --auto-targets --target-systems topicflow,topicflow-par-2,tomotopy-2 --dist-threads 2
+
 ``--memory-tokens 2e6 8e6 32e6`` instead measures the peak resident memory of the whole process tree of a
 ``fit_gibbs`` run (threaded executor, ``--sweeps`` sweeps, the default blocks) on generated stores of those
 sizes (``topicflow synth``: 10,000 terms, 50 true topics, 100 tokens per document), after two unmeasured
