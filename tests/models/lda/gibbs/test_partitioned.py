@@ -143,3 +143,18 @@ def test_partitioned_chain_recovers_known_topics() -> None:
         similarity = np.array([[np.minimum(a, b).sum() for b in phi] for a in found])  # 1 - total variation
         assert similarity.max(axis=0).min() > 0.85
         assert joint_log_likelihood(final) / block.n_tokens > base - 0.02
+
+
+@pytest.mark.parametrize("rows", [[[3, 0, 1, 0, 0]], [[0, 0, 0, 0, 0], [1, 1, 0, 0, 0]], [[5, 0, 0, 0, 2]] * 3])
+def test_more_parts_than_documents_or_words(rows: list[list[int]]) -> None:
+    """Empty document or word parts (and empty documents) leave their tasks idle; every token is still
+    sampled once per sweep and the counts stay those of the assignments."""
+    block = block_from_csr(sp.csr_matrix(np.array(rows)))
+    params = GibbsParams(n_topics=3, seed=1)
+    state = initial_state(block, params)
+    for parts in (2, 4, 7):
+        out = run_sweeps(state, params, 3, partitions=parts, threads=2)
+        doc_topic, term_topic, totals = ref.counts_from_topics(state.token_indptr, state.token_terms, out.topics, 5, 3)
+        assert_array_equal(out.doc_topic_counts, doc_topic)
+        assert_array_equal(out.term_topic_counts, term_topic)
+        assert_array_equal(out.topic_counts, totals)
