@@ -112,6 +112,8 @@ def test_stream_gibbs_partitions_set_the_chain_and_threads_do_not(
         result = run([*common, "--out", tmp_path / name, *extra])
         assert result.exit_code == 0, result.output
         finals[name] = json.loads(result.stdout)["final"]["log_likelihood_per_token_mean"]
+        # the fixture's workers have one thread each: two sampler threads are pointed out
+        assert ("--threads-per-worker 2" in result.stderr) == (name == "p2t2"), result.stderr
     config = json.loads((tmp_path / "p2t2" / "summary.json").read_text())["config"]
     assert config["gibbs_partitions"] == 2 and config["gibbs_threads"] == 2
     assert finals["p2t1"] == finals["p2t2"] != finals["seq"]

@@ -204,6 +204,12 @@ def stream(store: str, out: str | Path, algorithm: str, n_topics: int | None, do
                           overwrite=overwrite or resume):
         with connect(cluster) as client:
             click.echo(f"dashboard: {client.dashboard_link}", err=True)
+            if config.algorithm == "gibbs" and config.gibbs.gibbs_partitions > 1:
+                slots = min(client.nthreads().values(), default=1)
+                if slots < config.gibbs.gibbs_threads:
+                    click.echo(f"note: each run's sampler uses {config.gibbs.gibbs_threads} threads in a worker of "
+                               f"{slots} thread(s); give the workers the cores (--threads-per-worker "
+                               f"{config.gibbs.gibbs_threads}), or the threads share them", err=True)
             started = time.perf_counter()
             result = run_stream(corpus, config, client=client, test_corpus=test_corpus, out=location, resume=resume,
                                 checkpoint_every=checkpoint_every, progress=progress_reporter(),
