@@ -11,8 +11,9 @@ draws, and the copies' changes are added to n_k when the epoch ends. This is the
 Yan, Xu and Qi (2009, "Parallel inference for latent Dirichlet allocation on graphics processing
 units") that tomotopy calls ``ParallelScheme.PARTITION``. Within a task the draw is the sequential
 sparse sampler's (:mod:`topicflow.models.lda.gibbs.sparse`); the chain differs from the sequential
-one only by n_k being up to one epoch stale (against a whole sweep for AD-LDA's n_wk), and is exact
-for P = 1.
+one by the order in which a sweep visits the tokens (a document's tokens in P runs, one per epoch) and
+by n_k being up to one epoch stale (against a whole sweep for AD-LDA's n_wk), and is the sequential
+sampler for P = 1.
 
 Determinism: P, not the number of threads, defines the chain. Each document's tokens are reordered
 (stably) by word part once, the k-th token of document d's run in word part p draws the k-th uniform
