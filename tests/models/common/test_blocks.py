@@ -60,3 +60,16 @@ def test_token_docs_numbers_every_token_by_its_document() -> None:
     assert_array_equal(np.bincount(docs - 40, minlength=10), lengths)
     assert (np.diff(docs) >= 0).all()
     assert token_docs(np.array([0]), first_doc=3).shape == (0,)
+
+
+def test_present_terms_renumber_as_unique_does() -> None:
+    from topicflow.models.common.blocks import present_terms
+
+    rng = np.random.default_rng(6)
+    for n_terms, n_tokens in ((1, 0), (5, 1), (40, 30), (1000, 200)):
+        tokens = rng.integers(0, n_terms, n_tokens).astype(np.int32)
+        terms, local = present_terms(tokens, n_terms)
+        want_terms, want_local = np.unique(tokens, return_inverse=True)
+        assert_array_equal(terms, want_terms)
+        assert_array_equal(local, want_local.reshape(-1))
+        assert terms.dtype == np.int64 and local.dtype == np.int64

@@ -309,6 +309,55 @@ def remap_terms(block: DocBlock, term_map: IntArray, n_terms: int) -> DocBlock:
     )
 
 
+def present_terms(term_ids: np.ndarray, n_terms: int) -> tuple[IntArray, IntArray]:
+    """The distinct term ids (ascending) and each entry's position among them.
+
+    Parameters
+    ----------
+    term_ids : ndarray of shape (n,), int
+        Ids in ``[0, n_terms)`` (a block's entries or tokens).
+    n_terms : int
+
+    Returns
+    -------
+    terms : ndarray of shape (n_present,), int64
+    columns : ndarray of shape (n,), int64
+        ``terms[columns] == term_ids``.
+
+    Notes
+    -----
+    NumPy equivalent: ``np.unique(term_ids, return_inverse=True)``; here a mark array, O(n_terms + n)
+    in one numba pass each, several times faster than sorting for block-sized input.
+
+    Examples
+    --------
+    >>> terms, columns = present_terms(np.array([4, 1, 4]), 6)
+    >>> terms.tolist(), columns.tolist()
+    ([1, 4], [1, 0, 1])
+    """
+    return _present_terms(np.ascontiguousarray(term_ids), int(n_terms))
+
+
+@numba.njit(nogil=True, cache=True)
+def _present_terms(term_ids, n_terms):
+    position = np.full(n_terms, -1, dtype=np.int64)
+    for i in range(term_ids.shape[0]):
+        position[term_ids[i]] = 0
+    n = 0
+    for w in range(n_terms):
+        if position[w] == 0:
+            position[w] = n
+            n += 1
+    terms = np.empty(n, dtype=np.int64)
+    for w in range(n_terms):
+        if position[w] >= 0:
+            terms[position[w]] = w
+    columns = np.empty(term_ids.shape[0], dtype=np.int64)
+    for i in range(term_ids.shape[0]):
+        columns[i] = position[term_ids[i]]
+    return terms, columns
+
+
 # ----------------------------------------------------------------------------- token expansion
 
 

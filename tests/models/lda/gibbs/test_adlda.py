@@ -194,19 +194,6 @@ def test_a_block_is_checked_against_the_counts_cell_by_cell() -> None:
     assert_array_equal(z, saved_z)
 
 
-def test_block_terms_are_renumbered_as_unique_does() -> None:
-    from topicflow.models.lda.gibbs.adlda import _renumber_tokens
-
-    rng = np.random.default_rng(6)
-    for n_terms, n_tokens in ((1, 0), (5, 1), (40, 30), (1000, 200)):
-        tokens = rng.integers(0, n_terms, n_tokens).astype(np.int32)
-        terms, local = _renumber_tokens(tokens, n_terms)
-        want_terms, want_local = np.unique(tokens, return_inverse=True)
-        assert_array_equal(terms, want_terms)
-        assert_array_equal(local, want_local.reshape(-1))
-        assert terms.dtype == np.int64 and local.dtype == np.int32
-
-
 def test_deltas_added_as_they_arrive_equal_the_tree_in_any_order() -> None:
     """The driver adds each block's delta as its task ends: any order gives the tree's counts and histograms."""
     n_terms, n_topics, seed = 25, 4, 5

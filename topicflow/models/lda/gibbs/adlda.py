@@ -35,6 +35,7 @@ from scipy.special import gammaln
 
 from topicflow._typing import FloatArray, Int32Array, IntArray
 from topicflow.errors import InvalidParameterError, NumericalError
+from topicflow.models.common.blocks import present_terms
 from topicflow.models.lda.gibbs.chain import (
     HYPER_FLOOR,
     HYPER_MAX_ITER,
@@ -102,29 +103,6 @@ def _dense_histograms(doc_topic, longest, width, shift):
                 counts[i] = table[k, n]
                 i += 1
     return keys, counts, lengths
-
-
-@numba.njit(nogil=True, cache=True)
-def _renumber_tokens(token_terms, n_terms):
-    """The distinct terms of the tokens (ascending) and each token's position among them."""
-    position = np.full(n_terms, -1, dtype=np.int64)
-    for t in range(token_terms.shape[0]):
-        position[token_terms[t]] = 0
-    n = 0
-    for w in range(n_terms):
-        if position[w] == 0:
-            position[w] = n
-            n += 1
-    terms = np.empty(n, dtype=np.int64)
-    n = 0
-    for w in range(n_terms):
-        if position[w] >= 0:
-            terms[n] = w
-            n += 1
-    local = np.empty(token_terms.shape[0], dtype=np.int32)
-    for t in range(token_terms.shape[0]):
-        local[t] = position[token_terms[t]]
-    return terms, local
 
 
 #: Outcomes of :func:`_gather_block_counts`.
@@ -413,7 +391,7 @@ def start_block(token_indptr: IntArray, token_terms: Int32Array, first_doc: int,
     token_terms = np.ascontiguousarray(token_terms, dtype=np.int32)
     topics = np.zeros(token_terms.shape[0], dtype=np.int32)
     _random_topics(token_indptr, n_topics, seed, first_doc, topics)
-    terms, local = _renumber_tokens(token_terms, int(token_terms.max(initial=-1)) + 1)  # np.unique's, without a sort
+    terms, local = _local_terms(token_terms, int(token_terms.max(initial=-1)) + 1)
     doc_topic, own, _ = _counts_from_topics(token_indptr, local, topics, max(1, terms.shape[0]), n_topics)
     return BlockSweep(topics, CountDelta.from_dense(terms.astype(np.int64), own[:terms.shape[0]]),
                       DocHistograms.from_doc_topic(doc_topic))
@@ -444,6 +422,12 @@ def _lists_delta(terms, own, starts, lengths, packed, shift):
                 values[i] = np.int32(-own[w, k])
                 i += 1
     return keys, values
+
+
+def _local_terms(token_terms: Int32Array, n_terms: int) -> tuple[IntArray, Int32Array]:
+    """The block's distinct terms and each token's position among them (the sweep's renumbered terms)."""
+    terms, columns = present_terms(token_terms, n_terms)
+    return terms, columns.astype(np.int32)
 
 
 def sweep_block(token_indptr: IntArray, token_terms: Int32Array, topics: Int32Array, first_doc: int,
@@ -547,7 +531,7 @@ def _block_pass(token_indptr: IntArray, token_terms: Int32Array, topics: Int32Ar
     topics = np.array(topics, dtype=np.int32)
     if topics.shape != token_terms.shape:
         raise InvalidParameterError(f"topics must have shape {token_terms.shape!r}, got {topics.shape!r}")
-    terms, local = _renumber_tokens(token_terms, view.n_terms)
+    terms, local = _local_terms(token_terms, view.n_terms)
     n_local = max(1, terms.shape[0])
     # The block samples against one count table: the sweep-start counts of its terms, which hold the
     # other blocks' counts (frozen) and its own (kept up to date by the sweep).

@@ -6,7 +6,12 @@ import numpy as np
 
 from topicflow._typing import FloatArray, Int32Array
 from topicflow.errors import InvalidParameterError, NumericalError
-from topicflow.models.common.blocks import DocBlock, expand_entries_into, expand_tokens
+from topicflow.models.common.blocks import (
+    DocBlock,
+    expand_entries_into,
+    expand_tokens,
+    present_terms,
+)
 from topicflow.models.common.categorical import (
     SMOOTHING_CHUNK,
     add_sorted_count,
@@ -19,7 +24,6 @@ from topicflow.models.common.rng import STREAM_FOLD_IN, counter_key, uniform_fro
 from topicflow.models.common.validation import parse_dirichlet_prior, parse_int
 from topicflow.models.lda.gibbs.sparse import _check_block
 from topicflow.models.lda.gibbs.state import _MAX_SEED
-from topicflow.models.lda.vb.estep import _present_terms
 
 # ----------------------------------------------------------------------------- fold-in
 
@@ -123,7 +127,7 @@ def fold_in(
     n_sweeps = parse_int("n_sweeps", n_sweeps, 0)
     seed = parse_int("seed", seed, 0, _MAX_SEED)
     _check_block(block)
-    present, local_cols = _present_terms(block.term_ids, block.n_terms)
+    present, local_cols = present_terms(block.term_ids, block.n_terms)
     phi_cols = np.ascontiguousarray(phi[:, present].T)  # (n_present, K): one term's weights contiguous
     chunk_cum = np.empty((present.shape[0], -(-n_topics // SMOOTHING_CHUNK)))
     n_bad = smoothing_chunk_sums(np.arange(present.shape[0]), phi_cols, alpha, SMOOTHING_CHUNK, chunk_cum)

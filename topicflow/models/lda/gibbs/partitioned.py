@@ -30,12 +30,7 @@ import numpy as np
 
 from topicflow._typing import IntArray
 from topicflow.errors import InvalidParameterError
-from topicflow.models.lda.gibbs.sparse import (
-    _n_smoothing_blocks,
-    _PriorLists,
-    _sweep,
-    _WordLists,
-)
+from topicflow.models.lda.gibbs.sparse import _PriorLists, _run_sweep_ranges, _WordLists
 
 __all__ = ["PartitionPlan", "PartitionedSweeper", "plan_partitions"]
 
@@ -191,19 +186,13 @@ class PartitionedSweeper:
               prior: _PriorLists, alpha: np.ndarray, beta: float, seed: int, sweep: int, first_doc: int) -> None:
         """Sweep ``sweep`` (numbered from 1) in place: ``topics`` in the plan's order, the counts and the lists."""
         plan, n_parts = self.plan, self.plan.n_parts
-        n_topics = alpha.shape[0]
-        beta_sum = prior.vocab_size * beta
 
         def task(j: int, p: int, counts: np.ndarray) -> None:
             lo, hi = int(plan.doc_bounds[j]), int(plan.doc_bounds[j + 1])
-            if lo == hi:
-                return
-            _sweep(plan.run_lo[p, lo:hi], plan.run_hi[p, lo:hi], self.doc_start[lo:hi], self.doc_end[lo:hi],
-                   self.terms, topics, doc_topic[lo:hi], counts, lists.starts, lists.lengths, lists.packed,
-                   lists.shift, alpha, beta, beta_sum, seed, sweep * n_parts + p, first_doc + lo, False,
-                   prior.topic_prior, prior.indptr, prior.topics, prior.values, np.empty(n_topics),
-                   np.empty(n_topics), np.empty(_n_smoothing_blocks(n_topics)), np.empty(n_topics, dtype=np.int64),
-                   np.empty(n_topics, dtype=np.int64), np.empty(n_topics), np.empty(n_topics))
+            if lo < hi:
+                _run_sweep_ranges(plan.run_lo[p, lo:hi], plan.run_hi[p, lo:hi], self.doc_start[lo:hi],
+                                  self.doc_end[lo:hi], self.terms, topics, doc_topic[lo:hi], counts, lists, alpha,
+                                  beta, seed, sweep * n_parts + p, first_doc + lo, False, prior)
 
         for epoch in range(n_parts):
             start = topic_counts.copy()

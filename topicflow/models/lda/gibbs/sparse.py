@@ -488,13 +488,23 @@ def _run_sweep(
     """One sweep (numbered ``epoch``) of ``_sweep`` in place on the given arrays, with fresh scratch.
 
     Without ``prior`` the lists are empty and V is the number of terms of the word lists."""
+    _run_sweep_ranges(token_indptr[:-1], token_indptr[1:], token_indptr[:-1], token_indptr[1:], token_terms, topics,
+                      doc_topic, topic_counts, lists, alpha, beta, seed, epoch, first_doc, progressive, prior)
+
+
+def _run_sweep_ranges(
+    doc_lo: IntArray, doc_hi: IntArray, doc_start: IntArray, doc_end: IntArray, token_terms: Int32Array,
+    topics: Int32Array, doc_topic: Int32Array, topic_counts: IntArray, lists: _WordLists, alpha: FloatArray,
+    beta: float, seed: int, epoch: int, first_doc: int, progressive: bool, prior: _PriorLists | None = None,
+) -> None:
+    """:func:`_run_sweep` over the tokens ``doc_lo[d]:doc_hi[d]`` of each document d (whose tokens are
+    ``doc_start[d]:doc_end[d]``), as a partitioned sweep's task samples part of every document."""
     n_topics, n_terms = alpha.shape[0], lists.lengths.shape[0]
     if prior is None:
         prior = _prior_lists(None, n_terms, n_topics)
-    _sweep(token_indptr[:-1], token_indptr[1:], token_indptr[:-1], token_indptr[1:], token_terms, topics, doc_topic,
-           topic_counts, lists.starts, lists.lengths,
-           lists.packed, lists.shift, alpha, beta, prior.vocab_size * beta, seed, epoch, first_doc, progressive,
-           prior.topic_prior, prior.indptr, prior.topics, prior.values,
+    _sweep(doc_lo, doc_hi, doc_start, doc_end, token_terms, topics, doc_topic, topic_counts, lists.starts,
+           lists.lengths, lists.packed, lists.shift, alpha, beta, prior.vocab_size * beta, seed, epoch, first_doc,
+           progressive, prior.topic_prior, prior.indptr, prior.topics, prior.values,
            np.empty(n_topics), np.empty(n_topics), np.empty(_n_smoothing_blocks(n_topics)),
            np.empty(n_topics, dtype=np.int64), np.empty(n_topics, dtype=np.int64), np.empty(n_topics),
            np.empty(n_topics))

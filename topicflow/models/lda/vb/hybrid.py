@@ -43,7 +43,7 @@ import numpy as np
 
 from topicflow._typing import FloatArray, HybridAlphaStats, HybridInit, IntArray
 from topicflow.errors import InvalidParameterError, NumericalError
-from topicflow.models.common.blocks import DocBlock, expand_entries_into
+from topicflow.models.common.blocks import DocBlock, expand_entries_into, present_terms
 from topicflow.models.common.categorical import (
     SMOOTHING_CHUNK,
     add_sorted_count,
@@ -60,7 +60,7 @@ from topicflow.models.common.validation import (
     parse_dirichlet_prior,
     parse_int,
 )
-from topicflow.models.lda.vb.estep import PHI_NORM_EPS, _present_terms
+from topicflow.models.lda.vb.estep import PHI_NORM_EPS
 from topicflow.models.lda.vb.layout import (
     PreparedTopics,
     _split_stats,
@@ -242,7 +242,7 @@ def _sample_block(
 ) -> tuple[IntArray, FloatArray, FloatArray, FloatArray]:
     """Run the sampler; return (present terms, kept term-topic counts / M, gamma, mean psi gains / M)."""
     n_topics = params.n_topics
-    present, local_cols = _present_terms(term_ids, int(topics.offsets[-1]))
+    present, local_cols = present_terms(term_ids, int(topics.offsets[-1]))
     chunk_cum = np.empty((present.shape[0], -(-n_topics // SMOOTHING_CHUNK)), dtype=np.float64)
     n_bad = smoothing_chunk_sums(present, topics.term_topic, alpha, SMOOTHING_CHUNK, chunk_cum)
     if n_bad or not np.all(np.isfinite(chunk_cum[:, -1])):
