@@ -39,7 +39,24 @@ def _tree_is_consistent(store: lin.LineageStore) -> None:
         assert nodes[node, lin.OWNER] == p and nodes[node, lin.N_CHILDREN] == 0
 
 
+def _filters_match_tables(store: lin.LineageStore) -> None:
+    """Every node's filters hold exactly the bits of the keys its tables hold (so a clear bit proves a
+    key absent): the running filters equal the ones rebuilt from the tables alone."""
+    rebuilt = lin.with_filters({name: getattr(store, name) for name in lin.PERSISTED_FIELDS})
+    assert np.array_equal(store.row_filter, rebuilt.row_filter)
+    assert np.array_equal(store.z_filter, rebuilt.z_filter)
+    for node in range(store.nodes.shape[0]):
+        for keys, filters, table in ((store.row_keys, store.row_filter, lin.ROW_TABLE),
+                                     (store.z_keys, store.z_filter, lin.Z_TABLE)):
+            start, capacity = store.nodes[node, table], store.nodes[node, table + 1]
+            for key in keys[start:start + capacity]:
+                if key != lin.EMPTY_KEY:
+                    bit = (int(key) * 0x9E3779B97F4A7C15 % 2**64) >> (64 - lin.FILTER_BITS_LOG2)
+                    assert int(filters[node, bit >> 6]) >> (bit & 63) & 1
+
+
 def _assert_same(store: lin.LineageStore, naive: NaiveStore) -> None:
+    _filters_match_tables(store)
     for p in range(store.n_particles):
         for key in range(N_KEYS):
             assert lin.has_row(store, p, key) == naive.has_row(p, key)
@@ -190,6 +207,32 @@ def test_compaction_bounds_memory_when_old_keys_are_forgotten() -> None:
     assert lin.lookup_row(store, 4999 % 3, 4999).tolist() == [1, 2]
     stats = lin.lineage_stats(store)
     assert stats["n_entries"] <= 2 * 50 * stats["n_nodes"]
+
+
+def test_filters_skip_nodes_without_the_key_and_never_hide_one() -> None:
+    """A key written once deep in a lineage is found from every descendant, though most nodes on the
+    path have a clear bit for it; a cloud saved without its filters gets them back from its tables."""
+    rng = np.random.default_rng(5)
+    store = lin.empty_store(6, 2, row_slots=4, z_slots=4, n_rows=1)
+    for step in range(300):
+        store = lin.add_to_row(store, step % 6, 1000 + step, np.array([1, step]))
+        store = lin.set_topic(store, step % 6, 5000 + step, step % 4)
+        if step % 7 == 0:
+            store = lin.resample_lineage(store, np.sort(rng.integers(6, size=6)))
+    _filters_match_tables(store)
+    clear = 0
+    for p in range(6):
+        node = int(store.leaf[p])
+        while node >= 0:
+            clear += not lin._may_hold(store.row_filter, node, 999_999)
+            node = int(store.nodes[node, lin.PARENT])
+    assert clear > 0  # an absent key is skipped by filters, not only by probing tables
+    found = [lin.lookup_topic(store, p, 5000 + step) for p in range(6) for step in range(300)]
+    assert sum(topic >= 0 for topic in found) > 300
+    for p in range(6):  # a written row reads back its value from every particle that inherited it
+        for step in range(300):
+            row = lin.lookup_row(store, p, 1000 + step)
+            assert row.tolist() in ([0, 0], [1, step])
 
 
 def test_make_room_is_deterministic() -> None:

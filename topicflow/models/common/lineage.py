@@ -71,6 +71,13 @@ NEED_ROW_SLOTS, NEED_Z_SLOTS, NEED_ROWS = 7, 8, 9
 N_COUNTERS = 10
 
 _FIB = 0x9E3779B97F4A7C15
+#: Each node keeps, per table, a filter of 2**FILTER_BITS_LOG2 bits: bit h(key) is set for every key the
+#: table holds (h: the top bits of the same multiplicative hash), so a lookup skips a node whose bit is
+#: clear without reading its table. A walk to a key held far up the lineage then reads the small filters
+#: (in cache) instead of one table slot per node (a cache miss each). Filters are not state: they are
+#: rebuilt from the tables (:func:`with_filters`) and never saved.
+FILTER_BITS_LOG2 = 11
+FILTER_WORDS = (1 << FILTER_BITS_LOG2) >> 6
 _INT64_MAX = np.iinfo(np.int64).max
 
 
@@ -101,6 +108,9 @@ class LineageStore(NamedTuple):
         Slot arena of the topic tables.
     rows : ndarray of shape (row_capacity, row_width), int32
         Row arena; each stored row is referenced by exactly one slot.
+    row_filter, z_filter : ndarray of shape (node_capacity, FILTER_WORDS), uint64
+        Per node, the bits of the keys its row and topic tables hold (a superset; see
+        :data:`FILTER_BITS_LOG2`). Derived from the tables, never saved (:data:`PERSISTED_FIELDS`).
     """
 
     nodes: IntArray
@@ -113,6 +123,8 @@ class LineageStore(NamedTuple):
     z_keys: IntArray
     z_values: Int32Array
     rows: Int32Array
+    row_filter: np.ndarray
+    z_filter: np.ndarray
 
     @property
     def n_particles(self) -> int:
@@ -156,6 +168,26 @@ def _home_slot(key, capacity):
     """Multiplicative (Fibonacci) hash of ``key`` into [0, capacity), capacity a power of two."""
     h = np.uint64(key) * np.uint64(_FIB)
     return np.int64(h >> np.uint64(33)) & (capacity - 1)
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _filter_bit(key):
+    """(word, bit mask) of ``key`` in a node's filter: the top bits of its multiplicative hash."""
+    h = (np.uint64(key) * np.uint64(_FIB)) >> np.uint64(64 - FILTER_BITS_LOG2)
+    return np.int64(h >> np.uint64(6)), np.uint64(1) << (h & np.uint64(63))
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _may_hold(filters, node, key):
+    """False if ``node``'s table cannot hold ``key`` (its filter bit is clear)."""
+    word, bit = _filter_bit(key)
+    return (filters[node, word] & bit) != np.uint64(0)
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _mark(filters, node, key):
+    word, bit = _filter_bit(key)
+    filters[node, word] |= bit
 
 
 @numba.njit(nogil=True, cache=True)
@@ -220,11 +252,12 @@ def _table_reserve(keys, values, nodes, node, table, extra, counters, used):
 
 
 @numba.njit(nogil=True, cache=True)
-def _table_add(keys, values, nodes, node, table, key, value):
-    """Insert an absent key into a table that has been reserved for it."""
+def _table_add(keys, values, nodes, filters, node, table, key, value):
+    """Insert an absent key into a table that has been reserved for it (and into its filter)."""
     if 2 * (nodes[node, table + 2] + 1) > nodes[node, table + 1]:
         raise RuntimeError("lineage: hash table written without a reservation")
     _slot_insert(keys, values, nodes[node, table], nodes[node, table + 1], key, value)
+    _mark(filters, node, key)
     nodes[node, table + 2] += 1
 
 
@@ -278,9 +311,10 @@ def reserve_leaf(st, particle, n_row_keys, n_z_keys, n_rows):
 def find_row(st, node, key):
     """Row index of ``key`` as seen from ``node`` (first holder on the path to the root), or -1."""
     while node >= 0:
-        s = _table_find(st.row_keys, st.nodes, node, ROW_TABLE, key)
-        if s >= 0:
-            return st.row_values[s]
+        if _may_hold(st.row_filter, node, key):
+            s = _table_find(st.row_keys, st.nodes, node, ROW_TABLE, key)
+            if s >= 0:
+                return st.row_values[s]
         node = st.nodes[node, PARENT]
     return -1
 
@@ -289,11 +323,39 @@ def find_row(st, node, key):
 def find_topic(st, node, key):
     """Topic of ``key`` as seen from ``node``, or -1 if no node on the path holds it."""
     while node >= 0:
-        s = _table_find(st.z_keys, st.nodes, node, Z_TABLE, key)
-        if s >= 0:
-            return np.int64(st.z_values[s])
+        if _may_hold(st.z_filter, node, key):
+            s = _table_find(st.z_keys, st.nodes, node, Z_TABLE, key)
+            if s >= 0:
+                return np.int64(st.z_values[s])
         node = st.nodes[node, PARENT]
     return -1
+
+
+@numba.njit(nogil=True, cache=True)
+def find_row_holder(st, node, key):
+    """(row index, holder) of ``key`` as seen from ``node``: the first node on the path to the root that
+    holds it, and its row; (-1, -1) if none does. :func:`own_row` turns it into a writable row without
+    walking the path again."""
+    while node >= 0:
+        if _may_hold(st.row_filter, node, key):
+            s = _table_find(st.row_keys, st.nodes, node, ROW_TABLE, key)
+            if s >= 0:
+                return st.row_values[s], node
+        node = st.nodes[node, PARENT]
+    return -1, -1
+
+
+@numba.njit(nogil=True, cache=True)
+def _copy_row(st, node, key, source):
+    """Give ``node`` its own row for ``key``, a copy of row ``source`` (zeros if -1); return its index."""
+    r = st.counters[ROWS_USED]
+    if r >= st.rows.shape[0]:
+        raise RuntimeError("lineage: row written without a reservation")
+    st.counters[ROWS_USED] += 1
+    for k in range(st.rows.shape[1]):
+        st.rows[r, k] = st.rows[source, k] if source >= 0 else 0
+    _table_add(st.row_keys, st.row_values, st.nodes, st.row_filter, node, ROW_TABLE, key, r)
+    return r
 
 
 @numba.njit(nogil=True, cache=True)
@@ -302,28 +364,30 @@ def writable_row(st, node, key):
 
     The caller has reserved one row key and one row (see :func:`reserve_leaf`).
     """
-    s = _table_find(st.row_keys, st.nodes, node, ROW_TABLE, key)
-    if s >= 0:
-        return st.row_values[s]
-    source = find_row(st, st.nodes[node, PARENT], key)
-    r = st.counters[ROWS_USED]
-    if r >= st.rows.shape[0]:
-        raise RuntimeError("lineage: row written without a reservation")
-    st.counters[ROWS_USED] += 1
-    for k in range(st.rows.shape[1]):
-        st.rows[r, k] = st.rows[source, k] if source >= 0 else 0
-    _table_add(st.row_keys, st.row_values, st.nodes, node, ROW_TABLE, key, r)
-    return r
+    if _may_hold(st.row_filter, node, key):
+        s = _table_find(st.row_keys, st.nodes, node, ROW_TABLE, key)
+        if s >= 0:
+            return st.row_values[s]
+    return _copy_row(st, node, key, find_row(st, st.nodes[node, PARENT], key))
+
+
+@numba.njit(nogil=True, cache=True)
+def own_row(st, node, key, row, holder):
+    """:func:`writable_row` given ``(row, holder) = find_row_holder(st, node, key)``, taken after the last
+    write of ``key`` to the store (a reservation in between does not matter: it moves no row)."""
+    if holder == node:
+        return row
+    return _copy_row(st, node, key, row)
 
 
 @numba.njit(nogil=True, cache=True)
 def write_topic(st, node, key, topic):
     """Set ``key``'s topic in ``node``'s own table (the caller reserved one topic key)."""
-    s = _table_find(st.z_keys, st.nodes, node, Z_TABLE, key)
+    s = _table_find(st.z_keys, st.nodes, node, Z_TABLE, key) if _may_hold(st.z_filter, node, key) else -1
     if s >= 0:
         st.z_values[s] = topic
     else:
-        _table_add(st.z_keys, st.z_values, st.nodes, node, Z_TABLE, key, topic)
+        _table_add(st.z_keys, st.z_values, st.nodes, st.z_filter, node, Z_TABLE, key, topic)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -374,6 +438,8 @@ def _alloc_node(st, parent, owner):
     c[N_FREE] -= 1
     node = st.free_nodes[c[N_FREE]]
     st.nodes[node, :] = 0
+    st.row_filter[node, :] = 0
+    st.z_filter[node, :] = 0
     st.nodes[node, FIRST_CHILD] = -1
     st.nodes[node, NEXT_SIBLING] = -1
     st.nodes[node, PREV_SIBLING] = -1
@@ -390,6 +456,8 @@ def _free_node(st, node):
     """Return ``node`` to the free list; its tables and rows become garbage until compaction."""
     st.nodes[node, :] = 0
     st.nodes[node, PARENT] = FREE
+    st.row_filter[node, :] = 0
+    st.z_filter[node, :] = 0
     st.free_nodes[st.counters[N_FREE]] = node
     st.counters[N_FREE] += 1
     st.counters[N_NODES] -= 1
@@ -443,11 +511,14 @@ def rewire(st, ancestors):
 
 
 @numba.njit(nogil=True, cache=True)
-def _merge_tables(keys, values, nodes, parent, child, table, counters, used):
+def _merge_tables(keys, values, nodes, filters, parent, child, table, counters, used):
     """Give ``child`` the union of both tables, the child's entries winning (space checked).
 
-    The smaller table is inserted into the larger one, so the cost is the smaller table's size.
+    The smaller table is inserted into the larger one, so the cost is the smaller table's size; the
+    child's filter becomes the union of both filters.
     """
+    for w in range(filters.shape[1]):
+        filters[child, w] |= filters[parent, w]
     n_parent, n_child = nodes[parent, table + 2], nodes[child, table + 2]
     if n_parent > n_child:
         for j in range(3):  # the parent's table becomes the child's base
@@ -460,7 +531,7 @@ def _merge_tables(keys, values, nodes, parent, child, table, counters, used):
             continue
         found = _table_find(keys, nodes, child, table, key)
         if found < 0:
-            _table_add(keys, values, nodes, child, table, key, values[s])
+            _table_add(keys, values, nodes, filters, child, table, key, values[s])
         elif n_parent > n_child:  # the other table is the child's own: it overrides
             values[found] = values[s]
     counters[WORK] += min(n_parent, n_child)
@@ -471,8 +542,9 @@ def _merge_into_child(st, node):
     """Merge internal ``node`` into its only child, which takes its place (space checked)."""
     nodes = st.nodes
     child, grandparent = nodes[node, FIRST_CHILD], nodes[node, PARENT]
-    _merge_tables(st.row_keys, st.row_values, nodes, node, child, ROW_TABLE, st.counters, ROW_SLOTS_USED)
-    _merge_tables(st.z_keys, st.z_values, nodes, node, child, Z_TABLE, st.counters, Z_SLOTS_USED)
+    _merge_tables(st.row_keys, st.row_values, nodes, st.row_filter, node, child, ROW_TABLE, st.counters,
+                  ROW_SLOTS_USED)
+    _merge_tables(st.z_keys, st.z_values, nodes, st.z_filter, node, child, Z_TABLE, st.counters, Z_SLOTS_USED)
     _unlink_child(nodes, child)
     if grandparent >= 0:
         _unlink_child(nodes, node)
@@ -518,9 +590,10 @@ def _is_live(key, keep_below, live_keys):
 
 
 @numba.njit(nogil=True, cache=True)
-def _compact_table(old_keys, old_values, new_keys, new_values, old_nodes, new_nodes, node, table,
+def _compact_table(old_keys, old_values, new_keys, new_values, old_nodes, new_nodes, new_filters, node, table,
                    counters, used, keep_below, live_keys, old_rows, new_rows, copy_rows):
-    """Rebuild one table in the new arenas with its live keys only (rows copied when ``copy_rows``)."""
+    """Rebuild one table in the new arenas with its live keys only (rows copied when ``copy_rows``), and
+    its filter from them (``new_filters`` zero on entry)."""
     start, capacity = old_nodes[node, table], old_nodes[node, table + 1]
     n_live = 0
     for s in range(start, start + capacity):
@@ -541,6 +614,7 @@ def _compact_table(old_keys, old_values, new_keys, new_values, old_nodes, new_no
             new_rows[r, :] = old_rows[value, :]
             value = r
         _slot_insert(new_keys, new_values, new_start, new_capacity, key, value)
+        _mark(new_filters, node, key)
     new_nodes[node, table] = new_start
     new_nodes[node, table + 1] = new_capacity
     new_nodes[node, table + 2] = n_live
@@ -556,10 +630,10 @@ def _compact_into(old, new, row_keep_below, live_row_keys, z_keep_below, live_z_
         if old.nodes[node, PARENT] == FREE:
             continue
         _compact_table(old.row_keys, old.row_values, new.row_keys, new.row_values, old.nodes, new.nodes,
-                       node, ROW_TABLE, new.counters, ROW_SLOTS_USED, row_keep_below, live_row_keys,
+                       new.row_filter, node, ROW_TABLE, new.counters, ROW_SLOTS_USED, row_keep_below, live_row_keys,
                        old.rows, new.rows, True)
         _compact_table(old.z_keys, old.z_values, new.z_keys, new.z_values, old.nodes, new.nodes,
-                       node, Z_TABLE, new.counters, Z_SLOTS_USED, z_keep_below, live_z_keys,
+                       new.z_filter, node, Z_TABLE, new.counters, Z_SLOTS_USED, z_keep_below, live_z_keys,
                        old.rows, new.rows, False)
 
 
@@ -610,6 +684,8 @@ def empty_store(n_particles: int, row_width: int, *, row_slots: int = 64, z_slot
         z_keys=np.full(max(z_slots, MIN_TABLE), EMPTY_KEY, dtype=np.int64),
         z_values=np.zeros(max(z_slots, MIN_TABLE), dtype=np.int32),
         rows=np.zeros((max(n_rows, 1), row_width), dtype=np.int32),
+        row_filter=np.zeros((node_capacity, FILTER_WORDS), dtype=np.uint64),
+        z_filter=np.zeros((node_capacity, FILTER_WORDS), dtype=np.uint64),
     )
     store.nodes[:, PARENT] = FREE
     store.counters[N_FREE] = node_capacity
@@ -682,6 +758,43 @@ def store_from_root(n_particles: int, row_keys: IntArray, rows: Int32Array, z_ke
     return store
 
 
+#: The fields a serializer saves; the filters are rebuilt from them by :func:`with_filters`.
+PERSISTED_FIELDS = tuple(name for name in LineageStore._fields if name not in ("row_filter", "z_filter"))
+
+
+@numba.njit(nogil=True, cache=True)
+def _rebuild_filters(nodes, keys, filters, table):
+    filters[:] = 0
+    for node in range(nodes.shape[0]):
+        if nodes[node, PARENT] == FREE:
+            continue
+        start = nodes[node, table]
+        for s in range(start, start + nodes[node, table + 1]):
+            if keys[s] != EMPTY_KEY:
+                _mark(filters, node, keys[s])
+
+
+def with_filters(arrays: dict[str, np.ndarray]) -> LineageStore:
+    """The store of the arrays named by :data:`PERSISTED_FIELDS`, its filters rebuilt from its tables.
+
+    Parameters
+    ----------
+    arrays : dict of str to ndarray
+        One array per persisted field (extra keys are ignored).
+
+    Returns
+    -------
+    LineageStore
+    """
+    node_capacity = arrays["nodes"].shape[0]
+    store = LineageStore(**{name: arrays[name] for name in PERSISTED_FIELDS},
+                         row_filter=np.zeros((node_capacity, FILTER_WORDS), dtype=np.uint64),
+                         z_filter=np.zeros((node_capacity, FILTER_WORDS), dtype=np.uint64))
+    _rebuild_filters(store.nodes, store.row_keys, store.row_filter, ROW_TABLE)
+    _rebuild_filters(store.nodes, store.z_keys, store.z_filter, Z_TABLE)
+    return store
+
+
 def compact_store(store: LineageStore, rows_filter: KeyFilter, topics_filter: KeyFilter) -> LineageStore:
     """A copy of ``store`` whose arenas hold only the live keys of live nodes (same capacities).
 
@@ -708,6 +821,7 @@ def compact_store(store: LineageStore, rows_filter: KeyFilter, topics_filter: Ke
         row_keys=np.full_like(store.row_keys, EMPTY_KEY), row_values=np.zeros_like(store.row_values),
         z_keys=np.full_like(store.z_keys, EMPTY_KEY), z_values=np.zeros_like(store.z_values),
         rows=np.zeros_like(store.rows),
+        row_filter=np.zeros_like(store.row_filter), z_filter=np.zeros_like(store.z_filter),
     )
     _compact_into(store, new, rows_filter.keep_below, rows_filter.live_keys, topics_filter.keep_below,
                   topics_filter.live_keys)
@@ -715,6 +829,8 @@ def compact_store(store: LineageStore, rows_filter: KeyFilter, topics_filter: Ke
 
 
 def _grown(array: np.ndarray, capacity: int, fill: int) -> np.ndarray:
+    if capacity == array.shape[0]:  # compaction has just made fresh arrays
+        return array
     out = np.full((capacity,) + array.shape[1:], fill, dtype=array.dtype)
     out[: array.shape[0]] = array
     return out

@@ -411,7 +411,9 @@ def _rejuvenate_one(st, p, t, step, n_filled, ip, fp, source_positions, source_t
     doc_key = ip[I_TERMS] + 1 + source_docs[slot]
     leaf = st.leaf[p]
     own = lin.find_topic(st, leaf, position)
-    rw, rt, rd = lin.find_row(st, leaf, term), lin.find_row(st, leaf, ip[I_TERMS]), lin.find_row(st, leaf, doc_key)
+    rw, hw = lin.find_row_holder(st, leaf, term)
+    rt, ht = lin.find_row_holder(st, leaf, ip[I_TERMS])
+    rd, hd = lin.find_row_holder(st, leaf, doc_key)
     if own < 0 or rw < 0 or rt < 0 or rd < 0:
         raise RuntimeError("particle filter: a source token's topic or counts are missing")
     beta = fp[F_BETA]
@@ -421,8 +423,9 @@ def _rejuvenate_one(st, p, t, step, n_filled, ip, fp, source_positions, source_t
         return True
     if not lin.reserve_leaf(st, p, 3, 1, 3):
         return False
-    for row_key in (term, ip[I_TERMS], doc_key):
-        r = lin.writable_row(st, leaf, row_key)
+    # The rows just found: no second walk up the lineage for the copy-on-write.
+    for row_key, row, holder in ((term, rw, hw), (ip[I_TERMS], rt, ht), (doc_key, rd, hd)):
+        r = lin.own_row(st, leaf, row_key, row, holder)
         st.rows[r, own] -= 1
         st.rows[r, k] += 1
     lin.write_topic(st, leaf, position, k)
@@ -932,7 +935,7 @@ def cloud_to_arrays(cloud: ParticleCloud) -> tuple[dict[str, np.ndarray], dict[s
     store = cloud.store
     arrays: dict[str, np.ndarray] = {"weights": cloud.weights.copy()}
     capacities: dict[str, int] = {}
-    for name in lin.LineageStore._fields:
+    for name in lin.PERSISTED_FIELDS:
         array = getattr(store, name)
         capacities[name] = int(array.shape[0])
         cut = int(store.counters[_USED[name]]) if name in _USED else array.shape[0]
@@ -973,7 +976,10 @@ def cloud_from_arrays(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any])
         out = np.full((capacity,) + array.shape[1:], _FILL.get(name, 0), dtype=array.dtype)
         out[: array.shape[0]] = array
         restored[name] = out
-    store = lin.LineageStore(**{name: restored[name] for name in lin.LineageStore._fields})
+    missing = [name for name in lin.PERSISTED_FIELDS if name not in restored]
+    if missing:
+        raise InvalidParameterError(f"arrays {missing!r} of the particle cloud are missing")
+    store = lin.with_filters(restored)
     weights = np.array(arrays["weights"], dtype=np.float64)
     if weights.shape != (params.n_particles,) or store.leaf.shape != (params.n_particles,):
         raise InvalidParameterError(f"weights and leaves must have shape ({params.n_particles},)")
