@@ -9,6 +9,14 @@ first compiles on the user's clock. Numba reads the variable when it is first im
 local cluster's worker processes inherit it (they import this package first when they unpickle a
 task), so they load the same cache.
 
+Numba checks a cached kernel against its own source file only, while a kernel's machine code also
+holds the kernels it calls from other modules (compiled into it). After an in-place upgrade or a
+``git pull`` that changes :mod:`topicflow.models.common.lineage` but not the particle filter that calls
+it, numba would load the particle filter's old machine code, with the old lineage code inside.
+:func:`drop_stale_kernels` (run by :func:`ensure_cache_dir`, so at every import) therefore keeps a
+fingerprint of the package's sources beside the cache and deletes topicflow's cached kernels whenever
+any source file changed: the next run compiles them again, once.
+
 :func:`skip_numba_extensions` spares the command line numba's loading of other packages' extensions
 (the ``numba_extensions`` entry points, e.g. pydata/sparse's) on the first kernel call: the command's
 process runs only topicflow's kernels, which use none of them. This module imports only the standard
@@ -16,6 +24,7 @@ library.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from pathlib import Path
@@ -45,8 +54,112 @@ def user_cache_dir(environ: MutableMapping[str, str] | None = None) -> Path:
     return Path(base) / "topicflow" / "numba"
 
 
+#: The file, beside a cache, holding the fingerprint of the sources its kernels were compiled from.
+SOURCES_STAMP = "topicflow-sources.stamp"
+#: numba's cache files: the index of a function's compiled versions and their machine code.
+KERNEL_SUFFIXES = (".nbi", ".nbc")
+
+
+def sources_fingerprint(package_dir: Path = PACKAGE_DIR) -> str:
+    """A digest of every ``.py`` file of the package: its path, size and modification time.
+
+    Parameters
+    ----------
+    package_dir : Path, optional
+        The package (default: this one).
+
+    Returns
+    -------
+    str
+        SHA-1 hex digest; any edit, added or removed module changes it (a file rewritten with the same
+        bytes may change it too, which costs one recompilation and nothing else).
+    """
+    digest = hashlib.sha1()
+    for root, dirs, files in os.walk(package_dir):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(f for f in files if f.endswith(".py")):
+            path = os.path.join(root, name)
+            info = os.stat(path)
+            digest.update(f"{os.path.relpath(path, package_dir)}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def _stamp_path(package_dir: Path, environ: Mapping[str, str]) -> Path:
+    """Where the fingerprint of the cached kernels' sources is kept: beside the cache."""
+    cache_dir = environ.get("NUMBA_CACHE_DIR")
+    if not cache_dir:
+        return package_dir / "__pycache__" / SOURCES_STAMP
+    return Path(cache_dir) / f"{SOURCES_STAMP}.{hashlib.sha1(os.path.abspath(package_dir).encode()).hexdigest()}"
+
+
+def _kernel_dirs(package_dir: Path, environ: Mapping[str, str]) -> list[Path]:
+    """The directories holding topicflow's cached kernels.
+
+    The package's ``__pycache__`` folders (numba's in-tree cache), or, with ``NUMBA_CACHE_DIR``, the
+    folder numba makes there per source directory: ``<name>_<sha1 of its absolute path>`` (numba's
+    ``UserProvidedCacheLocator``).
+    """
+    source_dirs = [Path(root) for root, _, _ in os.walk(package_dir) if "__pycache__" not in Path(root).parts]
+    cache_dir = environ.get("NUMBA_CACHE_DIR")
+    if not cache_dir:
+        return [d / "__pycache__" for d in source_dirs]
+    return [Path(cache_dir) / f"{d.name}_{hashlib.sha1(os.path.abspath(d).encode()).hexdigest()}" for d in source_dirs]
+
+
+def drop_stale_kernels(package_dir: Path = PACKAGE_DIR, environ: Mapping[str, str] | None = None) -> int:
+    """Delete topicflow's cached kernels if a source file changed since they were compiled.
+
+    Compares :func:`sources_fingerprint` with the one recorded beside the cache; when they differ (or
+    none is recorded), deletes every cached kernel of the package and records the new fingerprint.
+    A process loading a kernel that is being deleted compiles it instead (numba treats a vanished
+    file as a cache miss). Failures to read or write (a read-only install) are ignored.
+
+    Parameters
+    ----------
+    package_dir : Path, optional
+        The package (default: this one).
+    environ : mapping, optional
+        The environment to read ``NUMBA_CACHE_DIR`` from (default ``os.environ``).
+
+    Returns
+    -------
+    int
+        The number of cache files deleted (-1 when the fingerprint could not be checked or recorded).
+    """
+    environ = os.environ if environ is None else environ
+    try:
+        fingerprint = sources_fingerprint(package_dir)
+        stamp = _stamp_path(package_dir, environ)
+        try:
+            if stamp.read_text() == fingerprint:
+                return 0
+        except OSError:
+            pass
+        deleted = 0
+        for directory in _kernel_dirs(package_dir, environ):
+            try:
+                names = os.listdir(directory)
+            except OSError:
+                continue
+            for name in names:
+                if name.endswith(KERNEL_SUFFIXES):
+                    try:
+                        os.unlink(directory / name)
+                        deleted += 1
+                    except OSError:
+                        pass
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        partial = stamp.with_name(f"{stamp.name}.{os.getpid()}.tmp")
+        partial.write_text(fingerprint)
+        os.replace(partial, stamp)
+        return deleted
+    except OSError:
+        return -1
+
+
 def ensure_cache_dir(package_dir: Path = PACKAGE_DIR, environ: MutableMapping[str, str] | None = None) -> str | None:
-    """Set ``NUMBA_CACHE_DIR`` to :func:`user_cache_dir` when numba could not write beside the package.
+    """Set ``NUMBA_CACHE_DIR`` to :func:`user_cache_dir` when numba could not write beside the package,
+    then drop the cached kernels if the sources changed (:func:`drop_stale_kernels`).
 
     Nothing changes when ``NUMBA_CACHE_DIR`` is already set (the user's choice) or when
     ``package_dir`` is writable (numba's in-tree cache works). Called by ``topicflow/__init__.py``.
@@ -65,6 +178,7 @@ def ensure_cache_dir(package_dir: Path = PACKAGE_DIR, environ: MutableMapping[st
     """
     environ = os.environ if environ is None else environ
     if environ.get("NUMBA_CACHE_DIR") or os.access(package_dir, os.W_OK):
+        drop_stale_kernels(package_dir, environ)
         return None
     directory = user_cache_dir(environ)
     try:
@@ -72,6 +186,7 @@ def ensure_cache_dir(package_dir: Path = PACKAGE_DIR, environ: MutableMapping[st
     except OSError:
         return None  # numba then falls back to its own user-wide cache, or compiles
     environ["NUMBA_CACHE_DIR"] = str(directory)
+    drop_stale_kernels(package_dir, environ)
     return str(directory)
 
 

@@ -21,6 +21,8 @@ from click.testing import CliRunner
 
 from topicflow._numba_cache import (
     ENTRYPOINTS_MODULE,
+    SOURCES_STAMP,
+    drop_stale_kernels,
     ensure_cache_dir,
     skip_numba_extensions,
     user_cache_dir,
@@ -261,6 +263,55 @@ def test_numba_cache_falls_back_to_a_user_directory(tmp_path: Path) -> None:
     assert environ["NUMBA_CACHE_DIR"] == str(user_cache_dir(environ)) and user_cache_dir(environ).is_dir()
     chosen = {"NUMBA_CACHE_DIR": "/somewhere"}
     assert ensure_cache_dir(unwritable, chosen) is None and chosen == {"NUMBA_CACHE_DIR": "/somewhere"}
+
+
+def _cache_files(*dirs: Path) -> list[str]:
+    return sorted(p.name for d in dirs if d.is_dir() for p in d.iterdir())
+
+
+def test_cached_kernels_are_dropped_when_any_source_changes(tmp_path: Path) -> None:
+    """numba checks a cached kernel against its own file only; a kernel compiled with another module's
+    kernels inside must go when that module changes. Any edit deletes the package's cached kernels once,
+    and nothing else (.pyc files stay); unchanged sources keep them."""
+    package = tmp_path / "pkg"
+    (package / "sub" / "__pycache__").mkdir(parents=True)
+    (package / "__pycache__").mkdir()
+    (package / "a.py").write_text("A = 1\n")
+    (package / "sub" / "b.py").write_text("B = 1\n")
+
+    def fill() -> None:
+        for name in ("a.f-1.py311.nbi", "a.f-1.py311.1.nbc", "a.cpython-311.pyc"):
+            (package / "__pycache__" / name).write_bytes(b"x")
+        (package / "sub" / "__pycache__" / "b.g-3.py311.nbi").write_bytes(b"x")
+
+    fill()
+    environ: dict[str, str] = {}
+    assert drop_stale_kernels(package, environ) == 3  # no fingerprint yet: the cache's origin is unknown
+    assert _cache_files(package / "__pycache__", package / "sub" / "__pycache__") == ["a.cpython-311.pyc",
+                                                                                      SOURCES_STAMP]
+    fill()
+    assert drop_stale_kernels(package, environ) == 0  # same sources: the kernels stay
+    assert len(_cache_files(package / "__pycache__", package / "sub" / "__pycache__")) == 5
+    (package / "sub" / "b.py").write_text("B = 2  # the callee changed, its caller's file did not\n")
+    assert drop_stale_kernels(package, environ) == 3
+    assert drop_stale_kernels(package, environ) == 0
+
+
+def test_cached_kernels_in_numba_cache_dir_are_found_where_numba_puts_them(tmp_path: Path) -> None:
+    from numba.core.caching import UserProvidedCacheLocator
+
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "sub" / "b.py").write_text("B = 1\n")
+    cache = tmp_path / "cache"
+    # numba's own choice of folder for a kernel of sub/b.py, not a copy of its rule
+    folder = cache / UserProvidedCacheLocator.get_suitable_cache_subpath(str(package / "sub" / "b.py"))
+    folder.mkdir(parents=True)
+    (folder / "b.g-3.py311.nbi").write_bytes(b"x")
+    environ = {"NUMBA_CACHE_DIR": str(cache)}
+    assert drop_stale_kernels(package, environ) == 1 and not any(folder.iterdir())
+    assert drop_stale_kernels(package, environ) == 0
+    assert not (package / "__pycache__").exists()  # the fingerprint lives beside that cache, not in the package
 
 
 #: A batch-VB fit in a fresh interpreter (threads: every kernel runs here), reporting numba's compilations.
