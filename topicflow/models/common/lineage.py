@@ -74,7 +74,8 @@ _FIB = 0x9E3779B97F4A7C15
 #: Each node keeps, per table, a filter of 2**FILTER_BITS_LOG2 bits: bit h(key) is set for every key the
 #: table holds (h: the top bits of the same multiplicative hash), so a lookup skips a node whose bit is
 #: clear without reading its table. A walk to a key held far up the lineage then reads the small filters
-#: (in cache) instead of one table slot per node (a cache miss each). Filters are not state: they are
+#: (in cache) instead of one table slot per node (a cache miss each); the root, the last node of every
+#: walk, is probed without its filter (o-LDA has no other node). Filters are not state: they are
 #: rebuilt from the tables (:func:`with_filters`) and never saved.
 FILTER_BITS_LOG2 = 11
 FILTER_WORDS = (1 << FILTER_BITS_LOG2) >> 6
@@ -311,11 +312,12 @@ def reserve_leaf(st, particle, n_row_keys, n_z_keys, n_rows):
 def find_row(st, node, key):
     """Row index of ``key`` as seen from ``node`` (first holder on the path to the root), or -1."""
     while node >= 0:
-        if _may_hold(st.row_filter, node, key):
+        parent = st.nodes[node, PARENT]
+        if parent < 0 or _may_hold(st.row_filter, node, key):
             s = _table_find(st.row_keys, st.nodes, node, ROW_TABLE, key)
             if s >= 0:
                 return st.row_values[s]
-        node = st.nodes[node, PARENT]
+        node = parent
     return -1
 
 
@@ -323,11 +325,12 @@ def find_row(st, node, key):
 def find_topic(st, node, key):
     """Topic of ``key`` as seen from ``node``, or -1 if no node on the path holds it."""
     while node >= 0:
-        if _may_hold(st.z_filter, node, key):
+        parent = st.nodes[node, PARENT]
+        if parent < 0 or _may_hold(st.z_filter, node, key):
             s = _table_find(st.z_keys, st.nodes, node, Z_TABLE, key)
             if s >= 0:
                 return np.int64(st.z_values[s])
-        node = st.nodes[node, PARENT]
+        node = parent
     return -1
 
 
@@ -337,11 +340,12 @@ def find_row_holder(st, node, key):
     holds it, and its row; (-1, -1) if none does. :func:`own_row` turns it into a writable row without
     walking the path again."""
     while node >= 0:
-        if _may_hold(st.row_filter, node, key):
+        parent = st.nodes[node, PARENT]
+        if parent < 0 or _may_hold(st.row_filter, node, key):
             s = _table_find(st.row_keys, st.nodes, node, ROW_TABLE, key)
             if s >= 0:
                 return st.row_values[s], node
-        node = st.nodes[node, PARENT]
+        node = parent
     return -1, -1
 
 
@@ -364,7 +368,7 @@ def writable_row(st, node, key):
 
     The caller has reserved one row key and one row (see :func:`reserve_leaf`).
     """
-    if _may_hold(st.row_filter, node, key):
+    if st.nodes[node, PARENT] < 0 or _may_hold(st.row_filter, node, key):
         s = _table_find(st.row_keys, st.nodes, node, ROW_TABLE, key)
         if s >= 0:
             return st.row_values[s]
@@ -383,7 +387,9 @@ def own_row(st, node, key, row, holder):
 @numba.njit(nogil=True, cache=True)
 def write_topic(st, node, key, topic):
     """Set ``key``'s topic in ``node``'s own table (the caller reserved one topic key)."""
-    s = _table_find(st.z_keys, st.nodes, node, Z_TABLE, key) if _may_hold(st.z_filter, node, key) else -1
+    s = -1
+    if st.nodes[node, PARENT] < 0 or _may_hold(st.z_filter, node, key):
+        s = _table_find(st.z_keys, st.nodes, node, Z_TABLE, key)
     if s >= 0:
         st.z_values[s] = topic
     else:
