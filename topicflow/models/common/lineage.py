@@ -162,9 +162,16 @@ class KeyFilter:
 
 
 # --------------------------------------------------------------------------------------------- tables
+#
+# The small functions a particle's step calls several times (table probes, lookups, reservations,
+# writes) are inlined by numba (``inline="always"``): as calls, each taking the store's tuple of
+# arrays, they cost more than their work (a proposal of o-LDA spent most of its 1.7 us in them).
+# The larger ones (table rebuilds, slot insertion, merges, compaction) stay calls, which keeps the
+# first compilation about as long as before (benchmarks/RESULTS.md, "The particle filter's lineage
+# lookups").
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, inline="always")
 def _home_slot(key, capacity):
     """Multiplicative (Fibonacci) hash of ``key`` into [0, capacity), capacity a power of two."""
     h = np.uint64(key) * np.uint64(_FIB)
@@ -191,7 +198,7 @@ def _mark(filters, node, key):
     filters[node, word] |= bit
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, inline="always")
 def _table_find(keys, nodes, node, table, key):
     """Slot of ``key`` in the ``table`` (ROW_TABLE or Z_TABLE) of ``node``, or -1 (linear probing)."""
     capacity = nodes[node, table + 1]
@@ -219,7 +226,7 @@ def _slot_insert(keys, values, start, capacity, key, value):
     return start + i
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, inline="always")
 def growth_need(count, capacity, extra):
     """Slots a table of ``count`` keys and ``capacity`` slots allocates to take ``extra`` more keys.
 
@@ -252,7 +259,7 @@ def _table_reserve(keys, values, nodes, node, table, extra, counters, used):
     nodes[node, table + 1] = need
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, inline="always")
 def _table_add(keys, values, nodes, filters, node, table, key, value):
     """Insert an absent key into a table that has been reserved for it (and into its filter)."""
     if 2 * (nodes[node, table + 2] + 1) > nodes[node, table + 1]:
@@ -265,14 +272,14 @@ def _table_add(keys, values, nodes, filters, node, table, key, value):
 # ----------------------------------------------------------------------------------- space checks
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, inline="always")
 def node_space(st, node, n_row_keys, n_z_keys, out):
     """Add to ``out`` (row slots, topic slots) what reserving ``node`` for new keys would allocate."""
     out[0] += growth_need(st.nodes[node, ROW_TABLE + 2], st.nodes[node, ROW_TABLE + 1], n_row_keys)
     out[1] += growth_need(st.nodes[node, Z_TABLE + 2], st.nodes[node, Z_TABLE + 1], n_z_keys)
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, inline="always")
 def has_space(st, row_slots, z_slots, n_rows):
     """True if the arenas can take the allocation; otherwise record it in ``counters[NEED_*]``."""
     c = st.counters
@@ -286,7 +293,7 @@ def has_space(st, row_slots, z_slots, n_rows):
     return ok
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, inline="always")
 def reserve_node(st, node, n_row_keys, n_z_keys):
     """Grow ``node``'s tables so that ``n_row_keys`` and ``n_z_keys`` more keys fit (space checked)."""
     _table_reserve(st.row_keys, st.row_values, st.nodes, node, ROW_TABLE, n_row_keys, st.counters,
@@ -294,7 +301,7 @@ def reserve_node(st, node, n_row_keys, n_z_keys):
     _table_reserve(st.z_keys, st.z_values, st.nodes, node, Z_TABLE, n_z_keys, st.counters, Z_SLOTS_USED)
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, inline="always")
 def reserve_leaf(st, particle, n_row_keys, n_z_keys, n_rows):
     """Check space and reserve ``particle``'s leaf for one write unit; False (nothing done) if full."""
     need = np.zeros(2, dtype=np.int64)
@@ -308,7 +315,7 @@ def reserve_leaf(st, particle, n_row_keys, n_z_keys, n_rows):
 # ------------------------------------------------------------------------------ lookups and writes
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, inline="always")
 def find_row(st, node, key):
     """Row index of ``key`` as seen from ``node`` (first holder on the path to the root), or -1."""
     while node >= 0:
@@ -321,7 +328,7 @@ def find_row(st, node, key):
     return -1
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, inline="always")
 def find_topic(st, node, key):
     """Topic of ``key`` as seen from ``node``, or -1 if no node on the path holds it."""
     while node >= 0:
@@ -334,7 +341,7 @@ def find_topic(st, node, key):
     return -1
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, inline="always")
 def find_row_holder(st, node, key):
     """(row index, holder) of ``key`` as seen from ``node``: the first node on the path to the root that
     holds it, and its row; (-1, -1) if none does. :func:`own_row` turns it into a writable row without
@@ -349,7 +356,7 @@ def find_row_holder(st, node, key):
     return -1, -1
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, inline="always")
 def _copy_row(st, node, key, source):
     """Give ``node`` its own row for ``key``, a copy of row ``source`` (zeros if -1); return its index."""
     r = st.counters[ROWS_USED]
@@ -362,7 +369,7 @@ def _copy_row(st, node, key, source):
     return r
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, inline="always")
 def writable_row(st, node, key):
     """Index of ``node``'s own row for ``key``, copied from the nearest ancestor (or zeros) if absent.
 
@@ -375,7 +382,7 @@ def writable_row(st, node, key):
     return _copy_row(st, node, key, find_row(st, st.nodes[node, PARENT], key))
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, inline="always")
 def own_row(st, node, key, row, holder):
     """:func:`writable_row` given ``(row, holder) = find_row_holder(st, node, key)``, taken after the last
     write of ``key`` to the store (a reservation in between does not matter: it moves no row)."""
@@ -384,7 +391,7 @@ def own_row(st, node, key, row, holder):
     return _copy_row(st, node, key, row)
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(nogil=True, cache=True, inline="always")
 def write_topic(st, node, key, topic):
     """Set ``key``'s topic in ``node``'s own table (the caller reserved one topic key)."""
     s = -1
