@@ -148,3 +148,32 @@ def test_merge_fan_in_depends_on_the_model_size_only() -> None:
         assert merge_fan_in(1000, 100_000) == 2
     with dask.config.set({"topicflow.split-every": 2}):
         assert merge_fan_in(1000, 100_000) == 2
+
+
+def test_online_minibatch_is_rerun_when_the_only_worker_dies(store: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Online VB's task-graph E-step: one worker process, killed when minibatch 1's first E-step task is
+    assigned, loses the scattered topics (no replica: as a worker that joined after the scatter has
+    none). The minibatch is rerun and the model is the undisturbed one (the fault matrix's ``update``
+    cell failed with FutureCancelledError in a loaded fresh-clone run before this)."""
+    from distributed import Client, LocalCluster
+
+    from topicflow.pipeline.vb.online import OnlineConfig, fit_online
+
+    online = OnlineConfig(batch_size=150, executor="tasks")
+    reference = fit_online(Corpus.open(store), CONFIG, online).state
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
+        with Client(cluster) as client:
+            killer = TaskKiller(client, "estep")
+            seen: list[int] = []
+
+            def arm_once(record: Any, state: Any) -> None:  # after the first minibatch only
+                seen.append(record.t)
+                if len(seen) == 1:
+                    killer.arm()
+
+            with caplog.at_level("WARNING", logger="topicflow.pipeline.vb.online"):
+                result = fit_online(Corpus.open(store), CONFIG, online, client=client, on_minibatch=arm_once)
+            killed = killer.killed()
+    assert killed and killed[0]["key"].startswith("estep-")
+    assert "scattering the topics again" in caplog.text
+    np.testing.assert_array_equal(result.state.topic_word_var["default"], reference.topic_word_var["default"])

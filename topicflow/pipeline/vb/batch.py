@@ -360,8 +360,8 @@ class WorkersLostError(TopicflowError, RuntimeError):
     """Batch VB could not finish an iteration: the workers kept losing its shared topics or tasks."""
 
 
-def _lost_to_workers(exc: BaseException) -> bool:
-    """Whether ``exc`` says a worker died under the computation rather than the computation failing.
+def lost_to_workers(exc: BaseException) -> bool:
+    """Return whether ``exc`` says a worker died under the computation rather than the computation failing.
 
     A worker that dies (killed, or restarted by its nanny for passing 95% of its memory limit) takes
     its scattered data with it: tasks that need the topics are then cancelled
@@ -419,7 +419,7 @@ def run_iteration(
         except TopicflowError:
             raise
         except Exception as exc:
-            if client is None or not _lost_to_workers(exc):
+            if client is None or not lost_to_workers(exc):
                 raise
             if attempt == MAX_ATTEMPTS:
                 raise WorkersLostError(_lost_message(state, iteration, split_every, exc)) from exc

@@ -18,13 +18,13 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Protocol, Sequence
+from typing import Any, Callable, Iterator, Protocol, Sequence, cast
 
 import numpy as np
 
 from topicflow import config as tf_config
 from topicflow._typing import Executor, choices
-from topicflow.errors import InvalidParameterError
+from topicflow.errors import InvalidParameterError, TopicflowError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
 from topicflow.io.models.info import ModelInfo, corpus_provenance
@@ -35,7 +35,14 @@ from topicflow.models.lda.vb.stats import EStepStats
 from topicflow.pipeline.cluster import compute, current_client
 from topicflow.pipeline.policies import CheckpointPolicy
 from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
-from topicflow.pipeline.vb.batch import VBConfig, initial_state, share
+from topicflow.pipeline.vb.batch import (
+    MAX_ATTEMPTS,
+    VBConfig,
+    WorkersLostError,
+    initial_state,
+    lost_to_workers,
+    share,
+)
 from topicflow.pipeline.vb.estep_servers import ActorPool, LocalPool
 from topicflow.tasks.estep import graph_token, map_piece_estep, tree_merge
 
@@ -315,14 +322,40 @@ class MinibatchRunner:
         Servers and threads start reading the shards of the ``upcoming`` minibatch when done.
         """
         if self.kind == "tasks":
-            topics = share(state.prepared_topics(), self.client, name=f"topics-{token}")
-            blocks = {s: self.blocks[s] for s in minibatch.shards}
-            parts = map_piece_estep(blocks, minibatch.pieces, topics, state.doc_topic_prior, params, epoch=t, token=token)
-            (stats,) = compute(tree_merge(parts, split_every=split_every, token=token), client=self.client)
-            return stats
+            return self._estep_tasks(minibatch, state, params, t=t, token=token, split_every=split_every)
         pieces = [(i, *piece) for i, piece in enumerate(minibatch.pieces)]
         following = [] if upcoming is None else [(i, *piece) for i, piece in enumerate(upcoming.pieces)]
         return self.pool.estep(pieces, state, params, t, split_every=split_every, upcoming=following)
+
+    def _estep_tasks(self, minibatch: Minibatch, state: LDAState, params: Any, *, t: int, token: str,
+                     split_every: int) -> EStepStats:
+        """The task-graph E-step. A worker that dies under it takes the topics scattered to it: when no
+        other worker holds a copy (a worker that joined after the scatter has none), the tasks are
+        cancelled, and the minibatch is rerun from a new scatter under new keys, as batch VB reruns an
+        iteration (:func:`~topicflow.pipeline.vb.batch.run_iteration`); the E-step is pure, so the
+        statistics are the undisturbed ones."""
+        blocks = {s: self.blocks[s] for s in minibatch.shards}
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            key = token if attempt == 1 else f"{token}-retry{attempt - 1}"
+            try:
+                topics = share(state.prepared_topics(), self.client, name=f"topics-{key}")
+                parts = map_piece_estep(blocks, minibatch.pieces, topics, state.doc_topic_prior, params, epoch=t,
+                                        token=key)
+                (stats,) = compute(tree_merge(parts, split_every=split_every, token=key), client=self.client)
+                return cast(EStepStats, stats)
+            except TopicflowError:
+                raise
+            except Exception as exc:
+                if self.client is None or not lost_to_workers(exc):
+                    raise
+                if attempt == MAX_ATTEMPTS:
+                    raise WorkersLostError(
+                        f"online VB: the workers lost the topics or tasks of minibatch t={t} in all {MAX_ATTEMPTS} "
+                        f"attempts ({type(exc).__name__}: {exc}); see docs/cluster.md, \"Worker memory\"") from exc
+                log.warning("minibatch t=%d: the workers lost its topics or tasks (%s: %s); scattering the topics "
+                            "again and rerunning its E-step (attempt %d of %d)", t, type(exc).__name__, exc,
+                            attempt + 1, MAX_ATTEMPTS)
+        raise AssertionError("unreachable")  # the loop returns or raises
 
     def advance(self, before: LDAState, step: online_vb.ReplicaStep, after: LDAState) -> None:
         """Tell the executor the driver moved from ``before`` to ``after`` (servers then get ``step``, not lambda)."""
