@@ -158,10 +158,11 @@ def drop_stale_kernels(package_dir: Path = PACKAGE_DIR, environ: Mapping[str, st
 
 
 def ensure_cache_dir(package_dir: Path = PACKAGE_DIR, environ: MutableMapping[str, str] | None = None) -> str | None:
-    """Set ``NUMBA_CACHE_DIR`` to :func:`user_cache_dir` when numba could not write beside the package,
-    then drop the cached kernels if the sources changed (:func:`drop_stale_kernels`).
+    """Point numba at a writable cache directory and drop its stale kernels.
 
-    Nothing changes when ``NUMBA_CACHE_DIR`` is already set (the user's choice) or when
+    ``NUMBA_CACHE_DIR`` is set to :func:`user_cache_dir` when numba could not write beside the package;
+    then the cached kernels are deleted if the sources changed (:func:`drop_stale_kernels`). The
+    directory is left alone when ``NUMBA_CACHE_DIR`` is already set (the user's choice) or when
     ``package_dir`` is writable (numba's in-tree cache works). Called by ``topicflow/__init__.py``.
 
     Parameters

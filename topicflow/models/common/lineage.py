@@ -167,7 +167,7 @@ class KeyFilter:
 # writes) are inlined by numba (``inline="always"``): measured, that took a particle filter step at
 # P = 100 from 1.1x to 1.5x the speed of the code before the filters, and o-LDA back to its old speed.
 # The larger ones (table rebuilds, slot insertion, merges, compaction) stay calls, which keeps the
-# first compilation 9 s longer instead of 19 (benchmarks/RESULTS.md, "The particle filter's lineage
+# first compilation 9 s longer instead of 19 (benchmarks/RESULTS.md, "The particle filter lineage
 # lookups").
 
 
@@ -343,9 +343,12 @@ def find_topic(st, node, key):
 
 @numba.njit(nogil=True, cache=True, inline="always")
 def find_row_holder(st, node, key):
-    """(row index, holder) of ``key`` as seen from ``node``: the first node on the path to the root that
-    holds it, and its row; (-1, -1) if none does. :func:`own_row` turns it into a writable row without
-    walking the path again."""
+    """Find the row of ``key`` seen from ``node``, and the node that holds it.
+
+    Returns (row index, holder): the first node on the path to the root that holds the key, and its
+    row; (-1, -1) if none does. :func:`own_row` turns it into a writable row without walking the path
+    again.
+    """
     while node >= 0:
         parent = st.nodes[node, PARENT]
         if parent < 0 or _may_hold(st.row_filter, node, key):
@@ -384,8 +387,11 @@ def writable_row(st, node, key):
 
 @numba.njit(nogil=True, cache=True, inline="always")
 def own_row(st, node, key, row, holder):
-    """:func:`writable_row` given ``(row, holder) = find_row_holder(st, node, key)``, taken after the last
-    write of ``key`` to the store (a reservation in between does not matter: it moves no row)."""
+    """Return :func:`writable_row` of ``key`` from a lookup already made.
+
+    ``(row, holder) = find_row_holder(st, node, key)``, taken after the last write of ``key`` to the
+    store (a reservation in between does not matter: it moves no row).
+    """
     if holder == node:
         return row
     return _copy_row(st, node, key, row)
