@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence, cast
+from typing import Any, Callable, Sequence, TypeVar, cast
 
 import dask
 import numpy as np
@@ -355,6 +355,8 @@ def mstep(state: LDAState, stats: EStepStats, config: VBConfig) -> LDAState:
 #: Attempts at one iteration when the workers lose what it was sent (see :func:`run_iteration`).
 MAX_ATTEMPTS = 3
 
+T = TypeVar("T")
+
 
 class WorkersLostError(TopicflowError, RuntimeError):
     """Batch VB could not finish an iteration: the workers kept losing its shared topics or tasks."""
@@ -374,6 +376,44 @@ def lost_to_workers(exc: BaseException) -> bool:
     from distributed.scheduler import KilledWorker
 
     return isinstance(exc, (CancelledError, KilledWorker, CommClosedError))
+
+
+def rerun_when_lost(attempt: Callable[[str], T], *, token: str, client: Any, what: str,
+                    lost_message: Callable[[BaseException], str]) -> T:
+    """Run ``attempt(key)``, again under new keys when the workers lost its scattered data or tasks.
+
+    The keys are ``token``, then ``token-retry1``, ...; up to :data:`MAX_ATTEMPTS` runs in all. Only a
+    loss to the workers (:func:`lost_to_workers`, on a cluster) is rerun; any other error propagates.
+
+    Parameters
+    ----------
+    attempt : callable
+        Scatters what it needs and computes, under task keys built from its argument.
+    token : str
+    client : distributed.Client or None
+    what : str
+        Names the work in the warning logged before a rerun ("iteration 3").
+    lost_message : callable
+        The message of the :class:`WorkersLostError` raised after the last attempt.
+
+    Returns
+    -------
+    The result of the first attempt that finished.
+    """
+    for number in range(1, MAX_ATTEMPTS + 1):
+        try:
+            return attempt(token if number == 1 else f"{token}-retry{number - 1}")
+        except TopicflowError:
+            raise
+        except Exception as exc:
+            if client is None or not lost_to_workers(exc):
+                raise
+            if number == MAX_ATTEMPTS:
+                raise WorkersLostError(lost_message(exc)) from exc
+            log.warning("%s: the workers lost its topics or tasks (%s: %s), most often because a worker was "
+                        "restarted for exceeding its memory limit; scattering the topics again and rerunning it "
+                        "(attempt %d of %d)", what, type(exc).__name__, exc, number + 1, MAX_ATTEMPTS)
+    raise AssertionError("unreachable")  # the loop returns or raises
 
 
 def _estep_statistics(
@@ -409,24 +449,12 @@ def run_iteration(
         The workers were lost under every attempt (the message points to docs/cluster.md,
         "Worker memory").
     """
-    for attempt in range(1, MAX_ATTEMPTS + 1):
-        try:
-            stats = _estep_statistics(
-                blocks, state, config, token=token if attempt == 1 else f"{token}-retry{attempt - 1}",
-                split_every=split_every, client=client, warm=warm, iteration=iteration,
-            )
-            break
-        except TopicflowError:
-            raise
-        except Exception as exc:
-            if client is None or not lost_to_workers(exc):
-                raise
-            if attempt == MAX_ATTEMPTS:
-                raise WorkersLostError(_lost_message(state, iteration, split_every, exc)) from exc
-            log.warning("iteration %d: the workers lost its topics or tasks (%s: %s), most often because a worker "
-                        "was restarted for exceeding its memory limit; scattering the topics again and rerunning "
-                        "the iteration (attempt %d of %d)", iteration, type(exc).__name__, exc, attempt + 1,
-                        MAX_ATTEMPTS)
+    stats = rerun_when_lost(
+        lambda key: _estep_statistics(blocks, state, config, token=key, split_every=split_every, client=client,
+                                      warm=warm, iteration=iteration),
+        token=token, client=client, what=f"iteration {iteration}",
+        lost_message=lambda exc: _lost_message(state, iteration, split_every, exc),
+    )
     if warm is not None and iteration >= config.cold_iterations:
         gamma_scratch.drop_iterations_before(warm.directory, iteration)
     elbo = full_elbo(stats, state.topic_word_var, state.doc_topic_prior, state.topic_word_prior)

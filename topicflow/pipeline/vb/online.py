@@ -24,7 +24,7 @@ import numpy as np
 
 from topicflow import config as tf_config
 from topicflow._typing import Executor, choices
-from topicflow.errors import InvalidParameterError, TopicflowError
+from topicflow.errors import InvalidParameterError
 from topicflow.io.corpus.reader import Corpus
 from topicflow.io.models.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
 from topicflow.io.models.info import ModelInfo, corpus_provenance
@@ -38,9 +38,8 @@ from topicflow.pipeline.progress import NO_PROGRESS, ProgressReporter
 from topicflow.pipeline.vb.batch import (
     MAX_ATTEMPTS,
     VBConfig,
-    WorkersLostError,
     initial_state,
-    lost_to_workers,
+    rerun_when_lost,
     share,
 )
 from topicflow.pipeline.vb.estep_servers import ActorPool, LocalPool
@@ -332,30 +331,21 @@ class MinibatchRunner:
         """The task-graph E-step. A worker that dies under it takes the topics scattered to it: when no
         other worker holds a copy (a worker that joined after the scatter has none), the tasks are
         cancelled, and the minibatch is rerun from a new scatter under new keys, as batch VB reruns an
-        iteration (:func:`~topicflow.pipeline.vb.batch.run_iteration`); the E-step is pure, so the
+        iteration (:func:`~topicflow.pipeline.vb.batch.rerun_when_lost`); the E-step is pure, so the
         statistics are the undisturbed ones."""
         blocks = {s: self.blocks[s] for s in minibatch.shards}
-        for attempt in range(1, MAX_ATTEMPTS + 1):
-            key = token if attempt == 1 else f"{token}-retry{attempt - 1}"
-            try:
-                topics = share(state.prepared_topics(), self.client, name=f"topics-{key}")
-                parts = map_piece_estep(blocks, minibatch.pieces, topics, state.doc_topic_prior, params, epoch=t,
-                                        token=key)
-                (stats,) = compute(tree_merge(parts, split_every=split_every, token=key), client=self.client)
-                return cast(EStepStats, stats)
-            except TopicflowError:
-                raise
-            except Exception as exc:
-                if self.client is None or not lost_to_workers(exc):
-                    raise
-                if attempt == MAX_ATTEMPTS:
-                    raise WorkersLostError(
-                        f"online VB: the workers lost the topics or tasks of minibatch t={t} in all {MAX_ATTEMPTS} "
-                        f"attempts ({type(exc).__name__}: {exc}); see docs/cluster.md, \"Worker memory\"") from exc
-                log.warning("minibatch t=%d: the workers lost its topics or tasks (%s: %s); scattering the topics "
-                            "again and rerunning its E-step (attempt %d of %d)", t, type(exc).__name__, exc,
-                            attempt + 1, MAX_ATTEMPTS)
-        raise AssertionError("unreachable")  # the loop returns or raises
+
+        def attempt(key: str) -> EStepStats:
+            topics = share(state.prepared_topics(), self.client, name=f"topics-{key}")
+            parts = map_piece_estep(blocks, minibatch.pieces, topics, state.doc_topic_prior, params, epoch=t, token=key)
+            (stats,) = compute(tree_merge(parts, split_every=split_every, token=key), client=self.client)
+            return cast(EStepStats, stats)
+
+        return rerun_when_lost(
+            attempt, token=token, client=self.client, what=f"minibatch t={t}",
+            lost_message=lambda exc: (f"online VB: the workers lost the topics or tasks of minibatch t={t} in all "
+                                      f"{MAX_ATTEMPTS} attempts ({type(exc).__name__}: {exc}); see docs/cluster.md, "
+                                      "\"Worker memory\""))
 
     def advance(self, before: LDAState, step: online_vb.ReplicaStep, after: LDAState) -> None:
         """Tell the executor the driver moved from ``before`` to ``after`` (servers then get ``step``, not lambda)."""
