@@ -4,11 +4,17 @@ The page must load from a file:// URL on a machine without network, log no conso
 one chart per topic (every image decoded), have its sections, and refer to no http(s) URL. Where the
 browser or its driver is missing the test is skipped with a reason naming the missing binary, so the
 pytest summary says so; `.ci/run` installs both (Debian packages chromium and chromium-driver), so in CI
-it always runs.
+it always runs. `.ci/run` installs them in the background while the suite runs, holding an exclusive lock
+on the file named by ``TOPICFLOW_BROWSER_INSTALL_LOCK``; the test first waits for a shared lock on it,
+that is for the install to end.
 """
 from __future__ import annotations
 
+import fcntl
+import os
 import shutil
+import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,8 +39,21 @@ FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-background-networking", "--disable-component-update", "--disable-sync")
 
 
+#: Set by `.ci/run`: a file its background browser install holds an exclusive lock on until it ends.
+INSTALL_LOCK = "TOPICFLOW_BROWSER_INSTALL_LOCK"
+
+
+def wait_for_browser_install() -> None:
+    """Block until `.ci/run`'s background install of the browser has ended (at once when none runs)."""
+    lock = os.environ.get(INSTALL_LOCK)
+    if lock and Path(lock).is_file():
+        with open(lock, "rb") as held:
+            fcntl.flock(held, fcntl.LOCK_SH)  # granted when the installer's exclusive lock is released
+
+
 def browser_binaries() -> tuple[str, str]:
     """The chromium and chromedriver executables, or a skip naming the missing one."""
+    wait_for_browser_install()
     found = []
     for path, package in ((CHROMIUM, "chromium"), (CHROMEDRIVER, "chromium-driver")):
         located = path if Path(path).is_file() else shutil.which(Path(path).name)
@@ -124,3 +143,27 @@ def test_report_loads_cleanly_in_chromium(browser: Any, report_file: tuple[Path,
     shown = [float(c.text.split()[1]) for c in browser.find_elements(By.CSS_SELECTOR, "article.topic .badge")
              if c.text.startswith("coherence")]
     np.testing.assert_allclose(shown, coherence, atol=5e-4)  # shown with three decimals
+
+
+def test_the_browser_test_waits_for_the_install_that_ci_runs_beside_the_suite(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `.ci/run` holds an exclusive flock on the file while its background install runs (here: flock(1)
+    # holding it until its stdin closes, as the installer holds it until apt-get ends).
+    lock = tmp_path / "browser-install.lock"
+    lock.touch()
+    monkeypatch.setenv(INSTALL_LOCK, str(lock))
+    installer = subprocess.Popen(["flock", str(lock), "-c", "echo held; read _ || true"], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True)
+    assert installer.stdout is not None and installer.stdin is not None
+    assert installer.stdout.readline() == "held\n"
+    with open(lock, "rb") as probe, pytest.raises(BlockingIOError):
+        fcntl.flock(probe, fcntl.LOCK_SH | fcntl.LOCK_NB)  # what the test's wait blocks on
+    waiter = threading.Thread(target=wait_for_browser_install)
+    waiter.start()
+    installer.stdin.close()  # the install ends
+    assert installer.wait() == 0
+    waiter.join()
+    with open(lock, "rb") as probe:
+        fcntl.flock(probe, fcntl.LOCK_SH | fcntl.LOCK_NB)  # free again
+    monkeypatch.delenv(INSTALL_LOCK)
+    wait_for_browser_install()  # no install running: returns at once
