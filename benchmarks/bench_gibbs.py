@@ -46,7 +46,10 @@ callback is subtracted; ``--per-sweep-calls`` instead calls ``run_sweeps(state, 
 ``train(1)`` once per sweep (sessions 13-15: topicflow then rebuilt its word lists every sweep).
 ``topicflow-par-<P>`` is the same in-memory chain with partitioned sweeps (``run_sweeps(...,
 partitions=P, threads=2)``: documents and words in P parts, P tasks at a time on two threads), and
-``topicflow-parseq-<P>`` that from the sequential start. ``topicflow-seq`` in ``--target-systems`` is the
+``topicflow-parseq-<P>`` that from the sequential start; ``topicflow-cvb`` and ``topicflow-cvbpar-<P>`` start
+from one SCVB0 pass (``init="scvb0"``, on the clock; the state after any start is scored as sweep 0).
+``topicflow-stream-par-2`` and ``topicflow-stream-cvbpar-2`` run the command with ``--gibbs-partitions 2
+--gibbs-threads 2`` from the random and the SCVB0 start. ``topicflow-seq`` in ``--target-systems`` is the
 one-thread sampler from its sequential start
 (``initial_state(..., init="sequential")``: every token drawn in order given the ones before it, on the
 clock) instead of the random one; ``topicflow-distseq-<n>`` is the distributed route from its sequential
@@ -251,8 +254,9 @@ def run_dist(block: DocBlock, k: int, sweeps: int, seed: int, threads: int, work
 
 
 def run_stream_command(store: Path, k: int, sweeps: int, seed: int, workdir: Path,
-                       start: str) -> tuple[float, float, np.ndarray]:
-    """``topicflow stream --algo gibbs`` for ``sweeps`` sweeps on one thread, in a fresh process.
+                       start: str, parts: int = 1) -> tuple[float, float, np.ndarray]:
+    """``topicflow stream --algo gibbs`` for ``sweeps`` sweeps, in a fresh process: on one thread, or with
+    ``parts`` > 1 partitioned sweeps of ``parts`` parts on two threads.
 
     Returns its training seconds (the trace's clock: the start and the sweeps, evaluation excluded),
     the whole command's wall time, and the saved model's phi.
@@ -267,7 +271,9 @@ def run_stream_command(store: Path, k: int, sweeps: int, seed: int, workdir: Pat
     command = [sys.executable, "-m", "topicflow", "stream", str(store), "--out", str(out), "--algo", "gibbs",
                "--gibbs-start", start, "--topics", str(k), "--doc-topic-prior", str(ALPHA), "--topic-word-prior",
                str(BETA), "--sweeps", str(sweeps), "--eval-every", str(sweeps), "--seed", str(seed),
-               "--local-cluster", "threads", "--workers", "1", "--threads-per-worker", "1"]
+               "--local-cluster", "threads", "--workers", "1", "--threads-per-worker", "1" if parts == 1 else "2"]
+    if parts > 1:
+        command += ["--gibbs-partitions", str(parts), "--gibbs-threads", "2"]
     clock = time.perf_counter()
     subprocess.run(command, check=True, capture_output=True)
     wall = time.perf_counter() - clock
@@ -375,11 +381,13 @@ def time_to_targets(name: str, block: DocBlock, pairs: list, k: int, args: argpa
                      init="sequential" if name.startswith("topicflow-distseq-") else "random")
         except Done:
             pass
-    elif name in ("topicflow-stream", "topicflow-stream-seq"):  # the command: one run per sweep count
+    elif name in ("topicflow-stream", "topicflow-stream-seq", "topicflow-stream-par-2", "topicflow-stream-cvbpar-2"):
+        # the command: one run per sweep count
         store = _store_of(block, workdir)
+        start = "sequential" if name.endswith("-seq") else "scvb0" if "cvb" in name else "random"
         for sweep in range(1, args.max_sweeps + 1):
-            seconds, wall, phi = run_stream_command(store, k, sweep, args.seed, workdir,
-                                                    "sequential" if name.endswith("-seq") else "random")
+            seconds, wall, phi = run_stream_command(store, k, sweep, args.seed, workdir, start,
+                                                    2 if name.endswith("par-2") else 1)
             curve_walls.append((sweep, round(wall, 3)))
             if note(sweep, seconds, phi):
                 break
@@ -394,11 +402,13 @@ def time_to_targets(name: str, block: DocBlock, pairs: list, k: int, args: argpa
             spent += time.perf_counter() - clock
             if note(sweep, spent, topic_word_distribution(state)):
                 break
-    elif name in ("topicflow", "topicflow-seq") or name.startswith(("topicflow-par-", "topicflow-parseq-")):
+    elif name in ("topicflow", "topicflow-seq", "topicflow-cvb") or name.startswith(
+            ("topicflow-par-", "topicflow-parseq-", "topicflow-cvbpar-")):
         # one chain; its evaluation in the per-sweep callback, off the clock
         params = GibbsParams(n_topics=k, doc_topic_prior=ALPHA, topic_word_prior=BETA, seed=args.seed)
-        init = "sequential" if "seq" in name else "random"  # the sequential start is on the clock
-        parts = int(name.rsplit("-", 1)[1]) if name.startswith("topicflow-par") else 1
+        # the sequential and SCVB0 starts are on the clock; the state after the start is "sweep 0"
+        init = "scvb0" if "cvb" in name else "sequential" if "seq" in name else "random"
+        parts = int(name.rsplit("-", 1)[1]) if name.startswith(("topicflow-par", "topicflow-cvbpar")) else 1
         clock, off = time.perf_counter(), 0.0
 
         def on_state(state: GibbsState) -> None:
@@ -410,8 +420,10 @@ def time_to_targets(name: str, block: DocBlock, pairs: list, k: int, args: argpa
                 raise Done
 
         try:
-            run_sweeps(initial_state(block, params, init=init), params, args.max_sweeps, on_sweep=on_state,
-                       partitions=parts, threads=2 if parts > 1 else 1)
+            start = initial_state(block, params, init=init, threads=2 if parts > 1 else 1)
+            on_state(start)
+            run_sweeps(start, params, args.max_sweeps, on_sweep=on_state, partitions=parts,
+                       threads=2 if parts > 1 else 1)
         except Done:
             pass
     elif name.startswith("tomotopy"):

@@ -42,7 +42,7 @@ SGSStopReason = Literal["no_improvement", "max_iter", "empty"]
 #: When a particle filter rejuvenates: after a resampling, or after every token (incremental Gibbs).
 RejuvenateAfter = Literal["resample", "token"]
 #: Start of a collapsed Gibbs chain.
-GibbsInit = Literal["random", "sequential"]
+GibbsInit = Literal["random", "sequential", "scvb0"]
 #: Input formats of ingest and append.
 InputKind = Literal["text", "jsonl", "parquet"]
 #: How a record's position is named in messages: a line of a file, a row of a table, or a whole file.

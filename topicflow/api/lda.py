@@ -234,7 +234,8 @@ class LDA(FittedModelMixin, TopicModelEstimator):
         "sequential" draws every token given the tokens before it, block after block in store order
         (one sweep without parallelism). The sequential start reaches a given held-out perplexity in
         fewer sweeps on real text, but on planted corpora with disjoint topics it can lock two topics
-        together (docs/gibbs.md, "Start").
+        together (docs/gibbs.md, "Start"). "scvb0" is rejected here: it is the in-memory sampler's
+        start (``StreamingLDA("gibbs", gibbs_start="scvb0")``).
 
     Attributes
     ----------

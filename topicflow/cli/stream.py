@@ -96,8 +96,9 @@ from topicflow.pipeline.streaming.config import (
 @click.option("--optimize-every", default=0, show_default=True, type=click.IntRange(min=0),
               help="gibbs: learn asymmetric alpha and beta every N sweeps after 50 burn-in sweeps (0: fixed).")
 @click.option("--gibbs-start", type=click.Choice(choices(GibbsInit)), default="random", show_default=True,
-              help="gibbs: first assignments: uniform topics, or each token drawn from its conditional given the "
-                   "tokens before it (fewer sweeps to a given perplexity).")
+              help="gibbs: first assignments: uniform topics, each token drawn from its conditional given the "
+                   "tokens before it (fewer sweeps to a given perplexity), or that draw after one SCVB0 pass "
+                   "(scvb0: the fastest to the early targets on large corpora; docs/gibbs.md).")
 @click.option("--gibbs-partitions", default=1, show_default=True, type=click.IntRange(min=1),
               help="gibbs: partitioned sweeps over P parts of the documents and of the words, P tasks at a time "
                    "(n_k up to 1/P sweep stale; 1: the sequential sampler). The chain depends on P.")

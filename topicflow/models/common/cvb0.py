@@ -264,7 +264,8 @@ def _global_step(column: FloatArray, totals: FloatArray, scale: float, q: FloatA
 def word_by_word_doc(cols: IntArray, counts: np.ndarray, length: float, doc_topic: FloatArray,
                      prior: FloatArray, work: FloatArray, topic_totals: FloatArray, topic_word: FloatArray,
                      scale: float, beta: float, n_total: float, t_global: int, global_step: FloatArray,
-                     doc_step: FloatArray, burn_in: int, clumping: bool, log_miss: FloatArray) -> float:
+                     doc_step: FloatArray, burn_in: int, clumping: bool, log_miss: FloatArray,
+                     with_tables: bool = True) -> float:
     """One document of the word-by-word algorithm (Bleier Algorithm 1, lines 5-9), in place.
 
     Parameters
@@ -300,6 +301,8 @@ def word_by_word_doc(cols: IntArray, counts: np.ndarray, length: float, doc_topi
         One update per distinct term (count identical updates with q fixed).
     log_miss : ndarray of shape (T,)
         Zeroed, then sum over the final pass of log(1 - q) (times the count).
+    with_tables : bool, default True
+        False: ``log_miss`` stays zero (SCVB0 needs no table counts; skips a K-loop per token).
 
     Returns
     -------
@@ -336,11 +339,12 @@ def word_by_word_doc(cols: IntArray, counts: np.ndarray, length: float, doc_topi
                     scale = _global_step(column, topic_totals, scale, q, n_total, global_step[0], global_step[1],
                                          global_step[2], t, step, work, topic_word)
                     t += step
-                    _add_log_miss(q, step, log_miss, miss_prod)
-                    since_fold += 1
-                    if since_fold == _FOLD_EVERY:
-                        _fold_miss(log_miss, miss_prod)
-                        since_fold = 0
+                    if with_tables:
+                        _add_log_miss(q, step, log_miss, miss_prod)
+                        since_fold += 1
+                        if since_fold == _FOLD_EVERY:
+                            _fold_miss(log_miss, miss_prod)
+                            since_fold = 0
     _fold_miss(log_miss, miss_prod)
     return scale
 
@@ -478,7 +482,8 @@ AfterDocument = Callable[[FloatArray, float], None]
 
 def run_block_word_by_word(state: LazyTopicWord, block: DocBlock, *, topic_word_step: PowerStep,
                            doc_step: PowerStep, burn_in: int, doc_start: DocStart, clumping: bool, seed: int,
-                           doc_topic: FloatArray | None = None, after_document: AfterDocument | None = None) -> float:
+                           doc_topic: FloatArray | None = None, after_document: AfterDocument | None = None,
+                           with_tables: bool = True) -> float:
     """The word-by-word schedule over a block's documents in order (Bleier Algorithm 1, lines 4-12), in place.
 
     The block's columns of n_kw are gathered into a contiguous (n_cols, T) working copy for the duration
@@ -503,6 +508,9 @@ def run_block_word_by_word(state: LazyTopicWord, block: DocBlock, *, topic_word_
     after_document : callable, optional
         ``after_document(tables, n_d)`` after each document, before the next one reads
         ``state.doc_topic_prior()``.
+    with_tables : bool, default True
+        False: skip E[1(n_dk >= 1)] (the HDP's table counts); the return value is then 0 and
+        ``after_document`` sees zeros. The statistics n_kw, n_k and n_dk are the same.
 
     Returns
     -------
@@ -538,7 +546,7 @@ def run_block_word_by_word(state: LazyTopicWord, block: DocBlock, *, topic_word_
             state.scale = word_by_word_doc(cols[lo:hi], block.counts[lo:hi], length, row, state.doc_topic_prior(),
                                            work, state.topic_totals, state.topic_word, state.scale, state.beta,
                                            float(state.n_tokens), state.t_topic_word, global_array, doc_array,
-                                           burn_in, clumping, log_miss)
+                                           burn_in, clumping, log_miss, with_tables)
             state.t_topic_word += int(lengths[d])
             state.docs_seen += 1
             state.tokens_seen += int(lengths[d])

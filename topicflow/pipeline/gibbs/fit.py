@@ -83,6 +83,10 @@ GIBBS_KIND = "gibbs_lda"
 HELDOUT_SEED = 0
 
 
+#: The starts of the distributed chain (the SCVB0 start needs the whole corpus in one process).
+ADLDA_STARTS: tuple[str, ...] = ("random", "sequential")
+
+
 @dataclass(frozen=True)
 class GibbsConfig:
     """Settings of a distributed collapsed Gibbs fit.
@@ -147,6 +151,11 @@ class GibbsConfig:
         if self.init not in choices(GibbsInit):
             raise InvalidParameterError(
                 f"GibbsConfig.init must be one of {', '.join(choices(GibbsInit))}, got {self.init!r}")
+        if self.init not in ADLDA_STARTS:
+            raise InvalidParameterError(
+                f"the distributed sampler (fit --method gibbs) starts {' or '.join(ADLDA_STARTS)}, not "
+                f"{self.init!r}: the SCVB0 start is the in-memory sampler's (topicflow stream --algo gibbs "
+                f"--gibbs-start {self.init}, or StreamingLDA('gibbs', gibbs_start={self.init!r}))")
         for name in ("threads", "block_size"):
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, parse_int(f"GibbsConfig.{name}", getattr(self, name), 1))

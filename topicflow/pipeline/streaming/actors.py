@@ -350,7 +350,7 @@ class GibbsActor(SamplerActor):
             self.state = gibbs_lda_state.from_arrays(own, meta["gibbs"])
         else:
             started = time.perf_counter()
-            self.state = gibbs_lda.initial_state(self.corpus, params, init=start)
+            self.state = gibbs_lda.initial_state(self.corpus, params, init=start, threads=threads)
             self.seconds += time.perf_counter() - started
 
     def advance(self, stop: int, evaluate: bool = False) -> dict[str, Any]:

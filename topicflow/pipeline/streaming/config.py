@@ -74,10 +74,11 @@ class GibbsSettings:
     optimize_every : int
         Learn an asymmetric alpha and a symmetric beta (Minka's fixed point) every this many sweeps
         after the first 50 (0: keep them fixed).
-    gibbs_start : {"random", "sequential"}
-        First assignments of the chain: uniform topics (standard collapsed Gibbs, the default), or
+    gibbs_start : {"random", "sequential", "scvb0"}
+        First assignments of the chain: uniform topics (standard collapsed Gibbs, the default),
         each token drawn in order from its conditional given the tokens before it (fewer sweeps to
-        a given perplexity; ``fit --gibbs-start`` offers the same choice).
+        a given perplexity; ``fit --gibbs-start`` offers the same choice), or that draw against the
+        expected counts of one SCVB0 pass (:mod:`topicflow.models.lda.gibbs.cvb_start`).
     gibbs_partitions : int
         P > 1: partitioned sweeps (documents and words in P parts, P tasks on disjoint documents and
         words at a time, n_k up to one epoch stale; :mod:`topicflow.models.lda.gibbs.partitioned`).

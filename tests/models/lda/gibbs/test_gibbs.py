@@ -129,7 +129,7 @@ def test_one_sweep_follows_the_exact_transition_law() -> None:
     assert chi_square_p(observed, np.array([exact[z] for z in outcomes])) > MIN_P_VALUE
 
 
-@pytest.mark.parametrize("init", ["random", "sequential"])
+@pytest.mark.parametrize("init", ["random", "sequential", "scvb0"])
 def test_chains_reach_the_exact_posterior(init: str) -> None:
     """3000 independent chains of 30 sweeps on 5 tokens, 2 topics, asymmetric alpha, vs enumeration."""
     block = _tiny_block()
@@ -166,7 +166,7 @@ def test_reference_sampler_reaches_the_exact_posterior() -> None:
 
 
 @pytest.mark.parametrize("n_topics", [1, 3, 40])
-@pytest.mark.parametrize("init", ["random", "sequential"])
+@pytest.mark.parametrize("init", ["random", "sequential", "scvb0"])
 def test_counts_equal_recount_after_every_sweep(n_topics: int, init: str) -> None:
     block = random_block(20, 60, seed=5, mean_len=15, empty_rows=(3, 11), max_count=6)
     params = GibbsParams(n_topics=n_topics, doc_topic_prior=0.2, topic_word_prior=0.02, seed=7)
@@ -200,7 +200,7 @@ def test_random_start_of_a_concatenation_is_the_concatenation() -> None:
     assert_array_equal(initial_state(rejoined, params).topics, whole.topics)
 
 
-@pytest.mark.parametrize("init", ["random", "sequential"])
+@pytest.mark.parametrize("init", ["random", "sequential", "scvb0"])
 def test_same_seed_same_chain(init: str) -> None:
     block = random_block(25, 40, seed=6, mean_len=10)
     params = GibbsParams(n_topics=6, doc_topic_prior=0.1, topic_word_prior=0.05, seed=3)
@@ -417,7 +417,7 @@ def test_fold_in_finds_dominant_planted_topics() -> None:
 def test_one_topic_puts_every_token_in_it() -> None:
     block = random_block(8, 12, seed=18, empty_rows=(0,))
     params = GibbsParams(n_topics=1, doc_topic_prior=0.5, topic_word_prior=0.1)
-    for init in ("random", "sequential"):
+    for init in ("random", "sequential", "scvb0"):
         start = initial_state(block, params, init=init)  # type: ignore[arg-type]
         state = run_sweeps(start, params, 3, optimize_every=1)
         assert np.all(state.topics == 0)

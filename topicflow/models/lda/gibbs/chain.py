@@ -11,6 +11,7 @@ from topicflow.errors import InvalidParameterError
 from topicflow.models.common.blocks import DocBlock, expand_tokens
 from topicflow.models.common.special import digamma
 from topicflow.models.common.validation import parse_int
+from topicflow.models.lda.gibbs.cvb_start import scvb0_start
 from topicflow.models.lda.gibbs.partitioned import PartitionedSweeper, plan_partitions
 from topicflow.models.lda.gibbs.scores import _perplexity_from_lists
 from topicflow.models.lda.gibbs.sparse import (
@@ -39,6 +40,7 @@ HYPER_FLOOR = 1e-10
 
 def initial_state(
     block: DocBlock, params: GibbsParams, *, init: GibbsInit = "random", prior: TopicWordPrior | None = None,
+    threads: int | None = 1,
 ) -> GibbsState:
     """Build the Gibbs state of a block: its tokens with their first topic assignments and counts.
 
@@ -48,12 +50,17 @@ def initial_state(
         Its ``first_doc`` keys the random numbers of each document.
     params : GibbsParams
         K, alpha, beta and the seed.
-    init : {"random", "sequential"}, default "random"
+    init : {"random", "sequential", "scvb0"}, default "random"
         ``"random"``: each z uniform on the K topics. ``"sequential"``: the tokens are drawn in order
         from the collapsed conditional given the tokens before them (the "progressive" start).
+        ``"scvb0"``: one SCVB0 pass over the block, then each z drawn from its posterior
+        (:func:`topicflow.models.lda.gibbs.cvb_start.scvb0_start`).
     prior : TopicWordPrior, optional
         Pseudo-counts N_wk (one row per term of the block) that the sequential start conditions on
-        as well ("sampling from the posterior" of Gao et al. 2016); the random start ignores them.
+        as well ("sampling from the posterior" of Gao et al. 2016); the random start ignores them, and
+        the SCVB0 start refuses them.
+    threads : int or None, default 1
+        Threads of the SCVB0 start's draw (None: this process's cores); the state does not depend on it.
 
     Returns
     -------
@@ -63,7 +70,8 @@ def initial_state(
     Raises
     ------
     InvalidParameterError
-        ``init`` unknown, term ids outside ``[0, block.n_terms)``, or a prior of another shape.
+        ``init`` unknown, term ids outside ``[0, block.n_terms)``, a prior of another shape, or a prior
+        given with ``init="scvb0"``.
 
     Notes
     -----
@@ -88,6 +96,10 @@ def initial_state(
         raise InvalidParameterError(f"init must be one of {', '.join(choices(GibbsInit))}, got {init!r}")
     _check_block(block)
     _check_prior(prior, block.n_terms, params.n_topics)
+    if init == "scvb0":
+        if prior is not None:
+            raise InvalidParameterError("init='scvb0' starts from its own SCVB0 pass; give no prior with it")
+        return scvb0_start(block, params, threads=threads)
     token_indptr, token_terms = expand_tokens(block)
     n_topics, first_doc = params.n_topics, int(block.first_doc)
     topics = np.zeros(token_terms.shape[0], dtype=np.int32)
