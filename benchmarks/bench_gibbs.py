@@ -52,8 +52,8 @@ from one SCVB0 pass (``init="scvb0"``, on the clock; the state after any start i
 --gibbs-threads 2`` from the random and the SCVB0 start. ``topicflow-seq`` in ``--target-systems`` is the
 one-thread sampler from its sequential start
 (``initial_state(..., init="sequential")``: every token drawn in order given the ones before it, on the
-clock) instead of the random one; ``topicflow-distseq-<n>`` is the distributed route from its sequential
-start (``fit --method gibbs --gibbs-start sequential``). ``topicflow-stream`` and ``topicflow-stream-seq``
+clock) instead of the random one; ``topicflow-distseq-<n>`` and ``topicflow-distcvb-<n>`` are the distributed
+route from its sequential and its SCVB0 start (``fit --method gibbs --gibbs-start sequential|scvb0``). ``topicflow-stream`` and ``topicflow-stream-seq``
 run the same in-memory sampler through the command, ``topicflow stream --algo gibbs [--gibbs-start
 sequential]`` on one thread, once per sweep count (1, 2, ... until every target is reached; same seed, so
 each run extends the same chain): the training time is the trace's clock (the start and the sweeps), and the
@@ -371,14 +371,15 @@ def time_to_targets(name: str, block: DocBlock, pairs: list, k: int, args: argpa
     class Done(Exception):
         pass
 
-    if name.startswith(("topicflow-dist-", "topicflow-distseq-")):
+    if name.startswith(("topicflow-dist-", "topicflow-distseq-", "topicflow-distcvb-")):
         def on_sweep(record: Any, model: Any) -> None:
             if note(record.sweep, record.elapsed, model.topic_word()["default"]):
                 raise Done
 
         try:
             run_dist(block, k, args.max_sweeps, args.seed, int(name.rsplit("-", 1)[1]), workdir, on_sweep,
-                     init="sequential" if name.startswith("topicflow-distseq-") else "random")
+                     init="sequential" if name.startswith("topicflow-distseq-") else
+                     "scvb0" if name.startswith("topicflow-distcvb-") else "random")
         except Done:
             pass
     elif name in ("topicflow-stream", "topicflow-stream-seq", "topicflow-stream-par-2", "topicflow-stream-cvbpar-2"):

@@ -72,7 +72,7 @@ def test_cli_refuses_options_the_sampler_does_not_read(stores: tuple[Path, Path]
         LDA(n_topics=3, method="gibbs").partial_fit(str(stores[0]))
 
 
-def test_sequential_start_from_the_cli_and_the_api(stores: tuple[Path, Path], tmp_path: Path) -> None:
+def test_gibbs_starts_from_the_cli_and_the_api(stores: tuple[Path, Path], tmp_path: Path) -> None:
     """``--gibbs-start sequential`` is ``LDA(gibbs_start="sequential")`` and ``GibbsConfig(init="sequential")``:
     the same model from both, saved with its start, read back by ``LDA.load``, and not the random start's."""
     from topicflow.io.corpus.reader import Corpus
@@ -81,12 +81,16 @@ def test_sequential_start_from_the_cli_and_the_api(stores: tuple[Path, Path], tm
     train = str(stores[0])
     common = ["--method", "gibbs", "--topics", "3", "--max-iter", "3", "--batch-size", "50", "--seed", "2"]
     # (--local-cluster, a cluster option, was refused with --method gibbs, tree LDA and infvoc before)
-    for start, cluster in (("sequential", ["--executor", "threads"]), ("random", ["--local-cluster", "threads"])):
+    for start, cluster in (("sequential", ["--executor", "threads"]), ("random", ["--local-cluster", "threads"]),
+                           ("scvb0", ["--executor", "threads"])):
         result = CliRunner().invoke(main, ["fit", train, "--model", str(tmp_path / start), *common, *cluster,
                                            "--gibbs-start", start], catch_exceptions=False)
         assert result.exit_code == 0, result.output
     sequential, random = load_model(tmp_path / "sequential"), load_model(tmp_path / "random")
     assert sequential.info.settings["init"] == "sequential" and random.info.settings["init"] == "random"
+    assert load_model(tmp_path / "scvb0").info.settings["init"] == "scvb0"
+    assert not np.array_equal(load_model(tmp_path / "scvb0").state.topic_word_var["default"],
+                              random.state.topic_word_var["default"])
     assert not np.array_equal(sequential.state.topic_word_var["default"], random.state.topic_word_var["default"])
     api = LDA(n_topics=3, method="gibbs", max_iter=3, block_size=50, seed=2, gibbs_start="sequential").fit(train)
     assert_array_equal(api.components_, sequential.state.topic_word_var["default"])

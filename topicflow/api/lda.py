@@ -229,13 +229,13 @@ class LDA(FittedModelMixin, TopicModelEstimator):
     threads : int, optional
         ``method="gibbs"``: blocks of one task sampled at once (default: the cores per task); the
         model does not depend on it.
-    gibbs_start : {"random", "sequential"}, default "random"
+    gibbs_start : {"random", "sequential", "scvb0"}, default "random"
         ``method="gibbs"``: the chain's start. "random" draws every z uniformly (Newman et al.);
         "sequential" draws every token given the tokens before it, block after block in store order
         (one sweep without parallelism). The sequential start reaches a given held-out perplexity in
         fewer sweeps on real text, but on planted corpora with disjoint topics it can lock two topics
-        together (docs/gibbs.md, "Start"). "scvb0" is rejected here: it is the in-memory sampler's
-        start (``StreamingLDA("gibbs", gibbs_start="scvb0")``).
+        together (docs/gibbs.md, "Start"). "scvb0": one serial SCVB0 pass over the store, then every
+        block's z drawn from its posterior (docs/gibbs.md, "The SCVB0 start").
 
     Attributes
     ----------

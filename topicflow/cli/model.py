@@ -268,7 +268,7 @@ def read_seed_words(path: str | None) -> tuple[Any, ...]:
                    "does not depend on it")
 @click.option("--gibbs-start", type=click.Choice(choices(GibbsInit)), default=None,
               help="--method gibbs: the chain's start, uniform topics or every token drawn given those before it "
-                   "(fewer sweeps on real text; see docs/gibbs.md); scvb0 is for `stream --algo gibbs` only  "
+                   "(fewer sweeps on real text), or z drawn after one SCVB0 pass (scvb0; see docs/gibbs.md)  "
                    "[default: random]")
 @click.option("--track-words", default=None, metavar="W1,W2,...",
               help="infvoc: record these words' TOS ranks after every minibatch (the chapter's Figure 7.1, "

@@ -13,6 +13,7 @@ here computes it.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -36,8 +37,11 @@ from topicflow.models.lda.gibbs.adlda import (
     apply_delta,
     sequential_start_block,
     start_block,
+    start_block_from_topics,
     sweep_block,
 )
+from topicflow.models.lda.gibbs.cvb_start import SCVB0Pass, draw_topics
+from topicflow.models.lda.gibbs.state import GibbsParams
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,16 +148,59 @@ def plan_partitions(shards: Sequence[ShardInfo], blocks: Sequence[BlockSpec],
     return partitions
 
 
-def _store_tokens(store: str, partition: Partition, spec: BlockSpec, language: str, n_terms: int,
-                  loaded: dict[int, DocBlock]) -> tuple[np.ndarray, np.ndarray]:
-    """A block's tokens read from the store's shards (the start; ``loaded``: shards read by this task)."""
+def _store_block(store: str, partition: Partition, spec: BlockSpec, language: str, n_terms: int,
+                 loaded: dict[int, DocBlock]) -> DocBlock:
+    """A block's documents read from the store's shards (``loaded``: shards read by this task)."""
     parts = []
     for shard_index, start, stop in spec.pieces:
         if shard_index not in loaded:
             loaded[shard_index] = load_block(store, partition.shards[shard_index], language, n_terms,
                                              with_meta=False)
         parts.append(loaded[shard_index].slice(start, stop))
-    return expand_tokens(parts[0] if len(parts) == 1 else concat_blocks(parts))
+    block = parts[0] if len(parts) == 1 else concat_blocks(parts)
+    assert block.first_doc == spec.first_doc, "a block's documents are numbered from its store position"
+    return block
+
+
+def _store_tokens(store: str, partition: Partition, spec: BlockSpec, language: str, n_terms: int,
+                  loaded: dict[int, DocBlock]) -> tuple[np.ndarray, np.ndarray]:
+    """A block's tokens read from the store's shards (the start)."""
+    return expand_tokens(_store_block(store, partition, spec, language, n_terms, loaded))
+
+
+@dataclass(frozen=True, slots=True)
+class SCVB0Draw:
+    """What every block's SCVB0 start reads besides its own N^theta rows: the pass's word factor and the
+    chain's alpha and seed (:func:`topicflow.models.lda.gibbs.cvb_start.draw_topics`)."""
+
+    factor: np.ndarray
+    params: GibbsParams
+
+
+def scvb0_pass_partition(store: str, partition: Partition, language: str, n_terms: int,
+                         state: SCVB0Pass) -> tuple[SCVB0Pass, list[np.ndarray]]:
+    """Task body: carry the SCVB0 start's pass over a partition's blocks in store order.
+
+    Parameters
+    ----------
+    store : str
+    partition : Partition
+    language : str
+    n_terms : int
+    state : SCVB0Pass
+        The pass after the partitions before this one (not modified: the task works on a copy).
+
+    Returns
+    -------
+    state : SCVB0Pass
+        The pass after this partition.
+    rows : list of ndarray
+        Each block's N^theta rows, in block order.
+    """
+    state = dataclasses.replace(state, topic_word=state.topic_word.copy(), topic_totals=state.topic_totals.copy())
+    loaded: dict[int, DocBlock] = {}
+    rows = [state.visit(_store_block(store, partition, spec, language, n_terms, loaded)) for spec in partition.blocks]
+    return state, rows
 
 
 def _block_tokens(store: str, partition: Partition, spec: BlockSpec, language: str, n_terms: int, layer: str,
@@ -169,9 +216,14 @@ def _block_tokens(store: str, partition: Partition, spec: BlockSpec, language: s
 
 
 def _sample(tokens: tuple[np.ndarray, np.ndarray], spec: BlockSpec, layer: str, sweep: int, view: SweepView | None,
-            n_topics: int, seed: int, sequential: bool) -> tuple[BlockSweep, int]:
+            n_topics: int, seed: int, sequential: bool,
+            scvb0: tuple[np.ndarray, SCVB0Draw] | None = None) -> tuple[BlockSweep, int]:
     token_indptr, token_terms = tokens
-    if sweep == 0 and sequential:
+    if sweep == 0 and scvb0 is not None:
+        rows, draw = scvb0
+        topics = draw_topics(token_indptr, token_terms, rows, draw.factor, draw.params, spec.first_doc)
+        result = start_block_from_topics(token_indptr, token_terms, topics, n_topics)
+    elif sweep == 0 and sequential:
         assert view is not None, "the sequential start needs the counts of the blocks started before"
         result = sequential_start_block(token_indptr, token_terms, spec.first_doc, view)
     elif sweep == 0:
@@ -186,7 +238,8 @@ def _sample(tokens: tuple[np.ndarray, np.ndarray], spec: BlockSpec, layer: str, 
 
 def sweep_partition(store: str, partition: Partition, language: str, n_terms: int, layer: str, sweep: int,
                     view: SweepView | None, n_topics: int, seed: int, threads: int,
-                    sequential: bool = False) -> PartitionResult:
+                    sequential: bool = False, scvb0_rows: Sequence[np.ndarray] | None = None,
+                    scvb0: SCVB0Draw | None = None) -> PartitionResult:
     """Task body: one sweep (or, for sweep 0, the start) of every block of a partition.
 
     Parameters
@@ -211,6 +264,9 @@ def sweep_partition(store: str, partition: Partition, language: str, n_terms: in
         Blocks sampled at once (nogil kernels on a thread pool); the result does not depend on it.
     sequential : bool, default False
         Sweep 0 only: the sequential start, block after block (each given the ones before it).
+    scvb0_rows, scvb0 : optional
+        Sweep 0 only: the SCVB0 start, each block's N^theta rows (in block order, from
+        :func:`scvb0_pass_partition`) and the pass's word factor.
 
     Returns
     -------
@@ -242,9 +298,12 @@ def sweep_partition(store: str, partition: Partition, language: str, n_terms: in
         prepared = {spec.index: tokens_of(spec) for spec in partition.blocks} if sweep == 0 else {}
         loaded.clear()
 
+        rows = {} if scvb0_rows is None else {spec.index: r for spec, r in zip(partition.blocks, scvb0_rows)}
+
         def one(spec: BlockSpec) -> tuple[CountDelta, DocHistograms, int]:
             tokens = prepared.pop(spec.index) if sweep == 0 else tokens_of(spec)
-            result, n = _sample(tokens, spec, layer, sweep, view, n_topics, seed, False)
+            start = (rows[spec.index], scvb0) if sweep == 0 and scvb0 is not None else None
+            result, n = _sample(tokens, spec, layer, sweep, view, n_topics, seed, False, start)
             return result.delta, result.histograms, n  # z is on disk: not kept
 
         if threads > 1 and len(partition.blocks) > 1:

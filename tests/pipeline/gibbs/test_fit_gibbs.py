@@ -97,3 +97,31 @@ def test_resume_after_interruption_equals_uninterrupted(planted: tuple[Corpus, C
 def test_scratch_layer_is_removed(planted: tuple[Corpus, Corpus, np.ndarray], tmp_path: Path) -> None:
     fit_gibbs(planted[0], GibbsConfig(n_topics=3, sweeps=2), scratch_dir=str(tmp_path))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_scvb0_start_is_the_in_memory_start_for_any_blocks_tasks_and_scheduler(
+        tmp_path: Path, client: object) -> None:
+    """``init="scvb0"`` out of core (the pass carried from task to task, then every block drawn at once)
+    gives the z of the in-memory sampler's SCVB0 start on the whole store, whatever the blocks (they
+    are part of the AD-LDA sweeps, not of the start), their grouping into tasks, the threads and the
+    scheduler; the sweeps then run from it."""
+    from topicflow.models.common.blocks import block_from_csr
+    from topicflow.models.lda.gibbs.chain import initial_state
+    from topicflow.models.lda.gibbs.state import GibbsParams
+
+    truth = draw_planted_corpus(n_docs=230, n_topics=4, n_terms=50, doc_length=30, alpha=0.2, seed=8)
+    counts = truth.counts["default"]
+    train = Corpus.open(write_test_store(tmp_path / "train", {"default": counts}, shard_size=70))
+    alpha = 0.3
+    params = GibbsParams(n_topics=4, doc_topic_prior=alpha, topic_word_prior=0.02, seed=5)
+    expected = initial_state(block_from_csr(counts), params, init="scvb0")
+    base = dict(n_topics=4, sweeps=0, doc_topic_prior=alpha, learn_alpha=False, topic_word_prior=0.02, seed=5,
+                init="scvb0")
+    for block_size, per_task, threads, on in ((40, 1, 1, None), (23, 3, 2, None), (100, 2, None, client)):
+        config = GibbsConfig(**base, block_size=block_size, blocks_per_partition=per_task, threads=threads)
+        result = fit_gibbs(train, config, client=on)
+        assert_array_equal(result.term_topic, expected.term_topic_counts)
+        assert_array_equal(result.topic_counts, expected.topic_counts)
+    swept = fit_gibbs(train, GibbsConfig(**{**base, "sweeps": 3}, block_size=40))
+    assert swept.trace[-1].sweep == 3 and int(swept.topic_counts.sum()) == train.n_tokens
+    assert not np.array_equal(swept.term_topic, expected.term_topic_counts)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import operator
 import os
 import time
 import uuid
@@ -61,6 +62,8 @@ from topicflow.models.lda.gibbs.adlda import (
     lda_view,
     optimize_hyperparameters,
 )
+from topicflow.models.lda.gibbs.cvb_start import SCVB0Pass, word_factor
+from topicflow.models.lda.gibbs.state import GibbsParams
 from topicflow.models.lda.state import LDAState
 from topicflow.pipeline.cluster import current_client, settled_on_failure
 from topicflow.pipeline.evaluation import heldout_likelihood
@@ -70,8 +73,10 @@ from topicflow.tasks.estep import graph_token
 from topicflow.tasks.gibbs import (
     Partition,
     PartitionResult,
+    SCVB0Draw,
     plan_blocks,
     plan_partitions,
+    scvb0_pass_partition,
     sweep_partition,
 )
 
@@ -81,10 +86,6 @@ log = logging.getLogger(__name__)
 GIBBS_KIND = "gibbs_lda"
 #: Seed of the held-out token split (the evaluator's random numbers, not the sampler's).
 HELDOUT_SEED = 0
-
-
-#: The starts of the distributed chain (the SCVB0 start needs the whole corpus in one process).
-ADLDA_STARTS: tuple[str, ...] = ("random", "sequential")
 
 
 @dataclass(frozen=True)
@@ -114,10 +115,13 @@ class GibbsConfig:
         Documents per sampling block (consecutive documents of the store, across shards). Part of the
         model: blocks see each other's changes only at sweep ends. None: a quarter of the corpus,
         within [256, 4096] documents (:func:`default_block_size`; the saved settings hold the value used).
-    init : {"random", "sequential"}, default "random"
+    init : {"random", "sequential", "scvb0"}, default "random"
         The start: z uniform (Newman et al.'s), or every token drawn given the tokens before it, block
         after block in store order (one sweep without parallelism; a much better first sweeps'
-        likelihood, but on planted corpora it often locks topics together: docs/gibbs.md).
+        likelihood, but on planted corpora it often locks topics together: docs/gibbs.md), or the SCVB0
+        start: one serial SCVB0 pass over the blocks in store order (one task at a time, N^phi passed
+        from task to task), then every block's z drawn from its posterior at once; the same z as the
+        in-memory sampler's ``init="scvb0"`` on the whole store.
     seed : int, default 0
     eval_every : int, default 10
         With a held-out store: score it every this many sweeps (0: only after the last sweep).
@@ -151,11 +155,6 @@ class GibbsConfig:
         if self.init not in choices(GibbsInit):
             raise InvalidParameterError(
                 f"GibbsConfig.init must be one of {', '.join(choices(GibbsInit))}, got {self.init!r}")
-        if self.init not in ADLDA_STARTS:
-            raise InvalidParameterError(
-                f"the distributed sampler (fit --method gibbs) starts {' or '.join(ADLDA_STARTS)}, not "
-                f"{self.init!r}: the SCVB0 start is the in-memory sampler's (topicflow stream --algo gibbs "
-                f"--gibbs-start {self.init}, or StreamingLDA('gibbs', gibbs_start={self.init!r}))")
         for name in ("threads", "block_size"):
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, parse_int(f"GibbsConfig.{name}", getattr(self, name), 1))
@@ -342,6 +341,19 @@ class _Executor:
                 del futures[future]  # released: its result leaves the worker
                 yield result
 
+    def chain(self, fn: Callable[..., tuple[Any, Any]], step: int, *args: Any) -> tuple[Any, Any]:
+        """``fn(*args)``, one of a serial chain of tasks, split into its two results: values in process, or
+        futures on a cluster (so that the results stay on the workers and feed the next tasks)."""
+        if self.pool is not None:
+            return fn(*args)
+        both = self.client.submit(fn, *args, key=f"gibbs-chain-{self.name}-{step}", pure=False)
+        return (self.client.submit(operator.getitem, both, 0, key=f"gibbs-chain-{self.name}-{step}-0"),
+                self.client.submit(operator.getitem, both, 1, key=f"gibbs-chain-{self.name}-{step}-1"))
+
+    def value(self, result: Any) -> Any:
+        """A result of :meth:`chain` in this process."""
+        return result if self.pool is not None else result.result()
+
     def close(self) -> None:
         """Stop the thread pool, if any."""
         if self.pool is not None:
@@ -487,6 +499,27 @@ def fit_gibbs(
         started = time.perf_counter()
         if not resumed and config.init == "random":
             chain.n_tokens = run(0, None).n_tokens
+        elif not resumed and config.init == "scvb0":  # one serial SCVB0 pass, then every block drawn at once
+            params = GibbsParams(n_topics=config.n_topics, doc_topic_prior=chain.alpha, topic_word_prior=chain.beta,
+                                 seed=config.seed)
+            pass_state: Any = SCVB0Pass.begin(params, n_terms=n_terms, n_tokens=corpus.n_tokens)
+            rows: list[Any] = []
+            for step, partition in enumerate(progress.track(partitions, total=len(partitions), desc="SCVB0 pass",
+                                                            unit="task")):
+                pass_state, part_rows = executor.chain(scvb0_pass_partition, step, str(corpus.path), partition,
+                                                       language, n_terms, pass_state)
+                rows.append(part_rows)
+            final = executor.value(pass_state)
+            draw = executor.share(SCVB0Draw(word_factor(final.expected_counts(), chain.beta), params))
+            position = {id(p): i for i, p in enumerate(partitions)}
+            sums = _SweepSums()
+            for result in executor.run(0, partitions, lambda p: (
+                    str(corpus.path), p, language, n_terms, layer, 0, None, config.n_topics, config.seed, threads,
+                    False, rows[position[id(p)]], draw)):
+                sums.add(result, chain.term_topic, chain.topic_counts)
+                del result
+            chain.n_tokens = sums.n_tokens
+            del rows, final
         elif not resumed:  # partition after partition, each given the counts of the ones before
             for partition in progress.track(partitions, total=len(partitions), desc="Gibbs start", unit="task"):
                 chain.n_tokens += run(0, view(), [partition], True).n_tokens

@@ -28,6 +28,7 @@ from topicflow.models.lda.gibbs.adlda import (
     joint_log_likelihood,
     optimize_hyperparameters,
     start_block,
+    start_block_from_topics,
     sweep_block,
 )
 from topicflow.models.lda.gibbs.chain import initial_state, run_sweeps
@@ -260,3 +261,16 @@ def test_sparse_bookkeeping_matches_numpy() -> None:
     assert_array_equal(delta.keys, terms[rows] * 7 + cols)
     assert_array_equal(delta.values, (counts - np.roll(counts, 1, axis=0))[rows, cols])
     assert delta.values.dtype == np.int32
+
+
+def test_a_start_from_given_topics_is_the_random_start_given_its_topics() -> None:
+    indptr, terms = np.array([0, 3, 3, 7]), np.array([4, 1, 4, 0, 2, 2, 1], dtype=np.int32)
+    random = start_block(indptr, terms, 5, 3, seed=2)
+    given = start_block_from_topics(indptr, terms, random.topics, 3)
+    assert_array_equal(given.topics, random.topics)
+    assert_array_equal(given.delta.keys, random.delta.keys)
+    assert_array_equal(given.delta.values, random.delta.values)
+    assert_array_equal(given.histograms.length_counts, random.histograms.length_counts)
+    for bad in (np.full(7, 3, dtype=np.int32), np.full(7, -1, dtype=np.int32), np.zeros(6, dtype=np.int32)):
+        with pytest.raises(InvalidParameterError, match="one topic in"):
+            start_block_from_topics(indptr, terms, bad, 3)

@@ -148,10 +148,6 @@ def test_refused_inputs() -> None:
     prior = TopicWordPrior(np.ones((10, 3)), np.full(3, 10.0), vocab_size=10)
     with pytest.raises(InvalidParameterError, match="no prior"):
         initial_state(block, params, init="scvb0", prior=prior)
-    from topicflow.pipeline.gibbs import GibbsConfig
-
-    with pytest.raises(InvalidParameterError, match="stream --algo gibbs --gibbs-start scvb0"):
-        GibbsConfig(n_topics=3, init="scvb0")
 
 
 def test_empty_block_and_one_topic() -> None:

@@ -53,7 +53,8 @@ from topicflow.models.lda.gibbs.state import _counts_from_topics, _recount
 from topicflow.models.lda.state import LDAState
 
 __all__ = ["BlockSweep", "CountDelta", "DocHistograms", "SweepView", "apply_delta", "joint_log_likelihood",
-           "lda_view", "optimize_hyperparameters", "sequential_start_block", "start_block", "sweep_block"]
+           "lda_view", "optimize_hyperparameters", "sequential_start_block", "start_block", "start_block_from_topics",
+           "sweep_block"]
 
 _PAIR_SHIFT = 32
 _PAIR_MASK = (1 << _PAIR_SHIFT) - 1
@@ -391,6 +392,37 @@ def start_block(token_indptr: IntArray, token_terms: Int32Array, first_doc: int,
     token_terms = np.ascontiguousarray(token_terms, dtype=np.int32)
     topics = np.zeros(token_terms.shape[0], dtype=np.int32)
     _random_topics(token_indptr, n_topics, seed, first_doc, topics)
+    return start_block_from_topics(token_indptr, token_terms, topics, n_topics)
+
+
+def start_block_from_topics(token_indptr: IntArray, token_terms: Int32Array, topics: Int32Array,
+                            n_topics: int) -> BlockSweep:
+    """A block's start (sweep 0) from topics drawn elsewhere (e.g. the SCVB0 start's draw).
+
+    Parameters
+    ----------
+    token_indptr : ndarray of shape (n_docs + 1,), int64
+    token_terms : ndarray of shape (n_tokens,), int32
+        Global term ids.
+    topics : ndarray of shape (n_tokens,), int32
+        z, each in [0, n_topics).
+    n_topics : int
+
+    Returns
+    -------
+    BlockSweep
+        ``delta`` holds the block's counts n_wk.
+
+    Raises
+    ------
+    InvalidParameterError
+        If a topic is outside [0, n_topics) or the shapes differ.
+    """
+    token_indptr = np.ascontiguousarray(token_indptr, dtype=np.int64)
+    token_terms = np.ascontiguousarray(token_terms, dtype=np.int32)
+    topics = np.ascontiguousarray(topics, dtype=np.int32)
+    if topics.shape != token_terms.shape or (topics.size and (topics.min() < 0 or topics.max() >= n_topics)):
+        raise InvalidParameterError(f"a block's start needs one topic in [0, {n_topics}) per token")
     terms, local = _local_terms(token_terms, int(token_terms.max(initial=-1)) + 1)
     doc_topic, own, _ = _counts_from_topics(token_indptr, local, topics, max(1, terms.shape[0]), n_topics)
     return BlockSweep(topics, CountDelta.from_dense(terms.astype(np.int64), own[:terms.shape[0]]),

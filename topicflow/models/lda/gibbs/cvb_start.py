@@ -38,15 +38,21 @@ from topicflow.models.common.threads import run_chunks
 from topicflow.models.lda.gibbs.state import GibbsParams, GibbsState, state_from_topics
 from topicflow.models.lda.scvb0 import SCVB0Params, SCVB0State
 
-__all__ = ["SCVB0_START_BURN_IN", "scvb0_posterior", "scvb0_start"]
+__all__ = ["SCVB0_START_BURN_IN", "SCVB0Pass", "draw_topics", "scvb0_posterior", "scvb0_start", "word_factor"]
 
 #: Passes over each document that update only its N^theta before the pass that also updates N^phi.
 SCVB0_START_BURN_IN = 0
 
 
 @dataclass
-class _StartCounts:
-    """The lazy-scaled counts the word-by-word driver updates, with the chain's (possibly asymmetric) alpha."""
+class SCVB0Pass:
+    """One word-by-word SCVB0 pass in progress: the lazy-scaled N^phi that :meth:`visit` carries from block
+    to block, so a pass over consecutive blocks equals the pass over their concatenation.
+
+    Create it with :meth:`begin`. The fields are what the word-by-word driver of
+    :mod:`topicflow.models.common.cvb0` reads and updates; ``alpha`` is the chain's (possibly asymmetric)
+    prior and ``burn_in`` the passes over a document before the one that updates N^phi.
+    """
 
     topic_word: FloatArray
     topic_totals: FloatArray
@@ -54,13 +60,74 @@ class _StartCounts:
     beta: float
     n_tokens: int
     alpha: FloatArray
+    seed: int
+    burn_in: int = SCVB0_START_BURN_IN
     t_topic_word: int = 0
     docs_seen: int = 0
     tokens_seen: int = 0
 
+    @classmethod
+    def begin(cls, params: GibbsParams, *, n_terms: int, n_tokens: int,
+              burn_in: int = SCVB0_START_BURN_IN) -> SCVB0Pass:
+        """The start of a pass over ``n_tokens`` tokens: N^phi as :meth:`SCVB0State.initial` draws it.
+
+        Parameters
+        ----------
+        params : GibbsParams
+            K, alpha, beta and the seed.
+        n_terms : int
+            V.
+        n_tokens : int
+            C, the tokens of the whole pass (the scale of N^phi and of its steps).
+        burn_in : int, default 0
+
+        Returns
+        -------
+        SCVB0Pass
+        """
+        settings = _settings(params, burn_in)
+        start = SCVB0State.initial(settings, n_terms=n_terms, n_tokens=max(int(n_tokens), 1), n_docs=1)
+        return cls(start.topic_word, start.topic_totals, start.scale, start.beta, start.n_tokens,
+                   np.ascontiguousarray(params.alpha, dtype=np.float64), params.seed, burn_in)
+
     def doc_topic_prior(self) -> FloatArray:
         """alpha_k, the Gibbs chain's document-topic prior."""
         return self.alpha
+
+    def visit(self, block: DocBlock) -> FloatArray:
+        """Carry the pass over ``block``'s documents in order; return their final N^theta rows.
+
+        Parameters
+        ----------
+        block : DocBlock
+            The next documents of the pass (its ``first_doc`` keys their random N^theta starts).
+
+        Returns
+        -------
+        ndarray of shape (block.n_docs, K)
+        """
+        settings = _settings_of(self)
+        doc_topic = start_doc_topic(block, self.alpha.shape[0], doc_start=settings.doc_start, seed=self.seed)
+        if block.n_tokens:
+            run_block_word_by_word(self, block, topic_word_step=settings.topic_word_step,
+                                   doc_step=settings.doc_step, burn_in=self.burn_in, doc_start=settings.doc_start,
+                                   clumping=settings.clumping, seed=self.seed, doc_topic=doc_topic,
+                                   with_tables=False)
+        return doc_topic
+
+    def expected_counts(self) -> FloatArray:
+        """N^phi, shape (K, V), unscaled."""
+        return self.topic_word * self.scale
+
+
+def _settings(params: GibbsParams, burn_in: int) -> SCVB0Params:
+    return SCVB0Params(n_topics=params.n_topics, alpha=float(np.mean(params.alpha)),
+                       beta=float(params.topic_word_prior), burn_in=burn_in, seed=params.seed)
+
+
+def _settings_of(state: SCVB0Pass) -> SCVB0Params:
+    return SCVB0Params(n_topics=state.alpha.shape[0], alpha=float(state.alpha.mean()), beta=state.beta,
+                       burn_in=state.burn_in, seed=state.seed)
 
 
 def scvb0_posterior(block: DocBlock, params: GibbsParams, *,
@@ -92,18 +159,15 @@ def scvb0_posterior(block: DocBlock, params: GibbsParams, *,
         n_dk = (1 - rho_d) * n_dk + rho_d * n_d * q
         N *= 1 - rho_c; N[:, w] += rho_c * C * q
     """
-    alpha = np.ascontiguousarray(params.alpha, dtype=np.float64)
-    settings = SCVB0Params(n_topics=params.n_topics, alpha=float(alpha.mean()), beta=float(params.topic_word_prior),
-                           burn_in=burn_in, seed=params.seed)
-    start = SCVB0State.initial(settings, n_terms=block.n_terms, n_tokens=max(block.n_tokens, 1),
-                               n_docs=block.n_docs)
-    counts = _StartCounts(start.topic_word, start.topic_totals, start.scale, start.beta, start.n_tokens, alpha)
-    doc_topic = start_doc_topic(block, params.n_topics, doc_start=settings.doc_start, seed=settings.seed)
-    if block.n_tokens:
-        run_block_word_by_word(counts, block, topic_word_step=settings.topic_word_step, doc_step=settings.doc_step,
-                               burn_in=settings.burn_in, doc_start=settings.doc_start, clumping=settings.clumping,
-                               seed=settings.seed, doc_topic=doc_topic, with_tables=False)
-    return doc_topic, counts.topic_word * counts.scale
+    state = SCVB0Pass.begin(params, n_terms=block.n_terms, n_tokens=block.n_tokens, burn_in=burn_in)
+    doc_topic = state.visit(block)
+    return doc_topic, state.expected_counts()
+
+
+def word_factor(topic_word: FloatArray, beta: float) -> FloatArray:
+    """(N^phi_kw + beta) / (N^Z_k + V beta), term-major: shape (V, K), the layout of the draw."""
+    n_terms = topic_word.shape[1]
+    return np.ascontiguousarray(((topic_word + beta) / (topic_word.sum(axis=1, keepdims=True) + n_terms * beta)).T)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -129,6 +193,41 @@ def _draw_topics(token_indptr: IntArray, token_terms: Int32Array, doc_topic: Flo
                     chosen = k
                     break
             topics[t] = chosen
+
+
+def draw_topics(token_indptr: IntArray, token_terms: Int32Array, doc_topic: FloatArray, factor: FloatArray,
+                params: GibbsParams, first_doc: int, *, threads: int | None = 1) -> Int32Array:
+    """Every token's topic from ``(doc_topic[d] + alpha) * factor[w]`` by inverse CDF, documents on threads.
+
+    Parameters
+    ----------
+    token_indptr : ndarray of shape (n_docs + 1,), int64
+    token_terms : ndarray of shape (n_tokens,), int32
+    doc_topic : ndarray of shape (n_docs, K)
+        N^theta of the documents.
+    factor : ndarray of shape (V, K)
+        :func:`word_factor`.
+    params : GibbsParams
+        alpha and the seed.
+    first_doc : int
+        Global index of the first document (keys its uniforms).
+    threads : int or None, default 1
+        The result does not depend on it.
+
+    Returns
+    -------
+    ndarray of shape (n_tokens,), int32
+    """
+    topics = np.zeros(token_terms.shape[0], dtype=np.int32)
+    alpha = np.ascontiguousarray(params.alpha, dtype=np.float64)
+    indptr = np.ascontiguousarray(token_indptr, dtype=np.int64)
+    terms = np.ascontiguousarray(token_terms, dtype=np.int32)
+
+    def draw(start: int, stop: int) -> None:
+        _draw_topics(indptr, terms, doc_topic, alpha, factor, params.seed, int(first_doc), start, stop, topics)
+
+    run_chunks(draw, indptr.shape[0] - 1, work=terms.shape[0] * params.n_topics, threads=threads)
+    return topics
 
 
 def scvb0_start(block: DocBlock, params: GibbsParams, *, threads: int | None = 1,
@@ -159,17 +258,8 @@ def scvb0_start(block: DocBlock, params: GibbsParams, *, threads: int | None = 1
         z = min(np.searchsorted(cdf, u * cdf[-1], side="right"), K - 1)
     """
     doc_topic, topic_word = scvb0_posterior(block, params, burn_in=burn_in)
-    beta = float(params.topic_word_prior)
-    word_factor = np.ascontiguousarray(
-        ((topic_word + beta) / (topic_word.sum(axis=1, keepdims=True) + block.n_terms * beta)).T)
     token_indptr, token_terms = expand_tokens(block)
-    topics = np.zeros(token_terms.shape[0], dtype=np.int32)
-    alpha = np.ascontiguousarray(params.alpha, dtype=np.float64)
     first_doc = int(block.first_doc)
-
-    def draw(start: int, stop: int) -> None:
-        _draw_topics(token_indptr, token_terms, doc_topic, alpha, word_factor, params.seed, first_doc, start, stop,
-                     topics)
-
-    run_chunks(draw, block.n_docs, work=token_terms.shape[0] * params.n_topics, threads=threads)
+    topics = draw_topics(token_indptr, token_terms, doc_topic, word_factor(topic_word, params.topic_word_prior),
+                         params, first_doc, threads=threads)
     return state_from_topics(token_indptr, token_terms, topics, block.n_terms, params, first_doc=first_doc)
