@@ -258,6 +258,9 @@ def test_gibbs_and_pcvb0_keep_their_per_token_state_on_s3(setting: dict[str, Any
     monkeypatch.setattr(assignment_layer, "scratch_location", recording(assignment_layer.scratch_location))
     monkeypatch.setattr(assignment_scratch, "scratch_location", recording(assignment_scratch.scratch_location))
     methods = {"gibbs": (["--method", "gibbs", "--topics", "2", "--max-iter", "2"], ["--executor", "threads"]),
+               # the SCVB0 start keeps each block's N^theta rows in the run directory between its pass and draw
+               "gibbs-scvb0": (["--method", "gibbs", "--topics", "2", "--max-iter", "2", "--gibbs-start", "scvb0"],
+                               ["--executor", "threads"]),
                "pcvb0": (["--family", "hdp", "--method", "pcvb0", "--truncation", "4", "--passes", "2"],
                          ["--local-cluster", "threads"])}
     for name, (options, threads) in methods.items():
@@ -268,7 +271,7 @@ def test_gibbs_and_pcvb0_keep_their_per_token_state_on_s3(setting: dict[str, Any
         assert_array_equal(got.state.topic_word_var["default"], expected.state.topic_word_var["default"])
         assert_array_equal(np.asarray(got.state.doc_topic_prior), np.asarray(expected.state.doc_topic_prior))
     remote_runs = [r for r in runs if isinstance(r, StoragePath)]
-    assert len(remote_runs) == 2 and all(r.url.startswith(f"s3://{bucket}/stores/.topicflow-scratch-")
+    assert len(remote_runs) == 3 and all(r.url.startswith(f"s3://{bucket}/stores/.topicflow-scratch-")
                                          for r in remote_runs)
     assert not any(r.exists() for r in remote_runs)  # removed when the fit ended
 

@@ -24,8 +24,10 @@ from topicflow.io.corpus.layout import ShardInfo
 from topicflow.io.corpus.reader import load_block
 from topicflow.io.outputs.assignment_layer import (
     read_block,
+    read_doc_topic,
     read_tokens,
     write_block,
+    write_doc_topic,
     write_tokens,
 )
 from topicflow.models.common.blocks import DocBlock, concat_blocks, expand_tokens
@@ -177,9 +179,12 @@ class SCVB0Draw:
     params: GibbsParams
 
 
-def scvb0_pass_partition(store: str, partition: Partition, language: str, n_terms: int,
-                         state: SCVB0Pass) -> tuple[SCVB0Pass, list[np.ndarray]]:
+def scvb0_pass_partition(store: str, partition: Partition, language: str, n_terms: int, layer: str,
+                         state: SCVB0Pass) -> SCVB0Pass:
     """Task body: carry the SCVB0 start's pass over a partition's blocks in store order.
+
+    Each block's N^theta rows go to the run directory (:func:`write_doc_topic`), where the block's draw
+    reads them, so that nothing of size D waits in memory between the pass and the draw.
 
     Parameters
     ----------
@@ -187,20 +192,21 @@ def scvb0_pass_partition(store: str, partition: Partition, language: str, n_term
     partition : Partition
     language : str
     n_terms : int
+    layer : str
+        The run directory (local path or URL).
     state : SCVB0Pass
         The pass after the partitions before this one (not modified: the task works on a copy).
 
     Returns
     -------
-    state : SCVB0Pass
+    SCVB0Pass
         The pass after this partition.
-    rows : list of ndarray
-        Each block's N^theta rows, in block order.
     """
     state = dataclasses.replace(state, topic_word=state.topic_word.copy(), topic_totals=state.topic_totals.copy())
     loaded: dict[int, DocBlock] = {}
-    rows = [state.visit(_store_block(store, partition, spec, language, n_terms, loaded)) for spec in partition.blocks]
-    return state, rows
+    for spec in partition.blocks:
+        write_doc_topic(layer, spec.index, state.visit(_store_block(store, partition, spec, language, n_terms, loaded)))
+    return state
 
 
 def _block_tokens(store: str, partition: Partition, spec: BlockSpec, language: str, n_terms: int, layer: str,
@@ -217,11 +223,11 @@ def _block_tokens(store: str, partition: Partition, spec: BlockSpec, language: s
 
 def _sample(tokens: tuple[np.ndarray, np.ndarray], spec: BlockSpec, layer: str, sweep: int, view: SweepView | None,
             n_topics: int, seed: int, sequential: bool,
-            scvb0: tuple[np.ndarray, SCVB0Draw] | None = None) -> tuple[BlockSweep, int]:
+            scvb0: SCVB0Draw | None = None) -> tuple[BlockSweep, int]:
     token_indptr, token_terms = tokens
     if sweep == 0 and scvb0 is not None:
-        rows, draw = scvb0
-        topics = draw_topics(token_indptr, token_terms, rows, draw.factor, draw.params, spec.first_doc)
+        rows = read_doc_topic(layer, spec.index, spec.n_docs, n_topics)
+        topics = draw_topics(token_indptr, token_terms, rows, scvb0.factor, scvb0.params, spec.first_doc)
         result = start_block_from_topics(token_indptr, token_terms, topics, n_topics)
     elif sweep == 0 and sequential:
         assert view is not None, "the sequential start needs the counts of the blocks started before"
@@ -238,8 +244,7 @@ def _sample(tokens: tuple[np.ndarray, np.ndarray], spec: BlockSpec, layer: str, 
 
 def sweep_partition(store: str, partition: Partition, language: str, n_terms: int, layer: str, sweep: int,
                     view: SweepView | None, n_topics: int, seed: int, threads: int,
-                    sequential: bool = False, scvb0_rows: Sequence[np.ndarray] | None = None,
-                    scvb0: SCVB0Draw | None = None) -> PartitionResult:
+                    sequential: bool = False, scvb0: SCVB0Draw | None = None) -> PartitionResult:
     """Task body: one sweep (or, for sweep 0, the start) of every block of a partition.
 
     Parameters
@@ -264,9 +269,9 @@ def sweep_partition(store: str, partition: Partition, language: str, n_terms: in
         Blocks sampled at once (nogil kernels on a thread pool); the result does not depend on it.
     sequential : bool, default False
         Sweep 0 only: the sequential start, block after block (each given the ones before it).
-    scvb0_rows, scvb0 : optional
-        Sweep 0 only: the SCVB0 start, each block's N^theta rows (in block order, from
-        :func:`scvb0_pass_partition`) and the pass's word factor.
+    scvb0 : SCVB0Draw, optional
+        Sweep 0 only: the SCVB0 start, the pass's word factor (each block's N^theta rows are read from
+        the run directory, where :func:`scvb0_pass_partition` wrote them).
 
     Returns
     -------
@@ -298,12 +303,9 @@ def sweep_partition(store: str, partition: Partition, language: str, n_terms: in
         prepared = {spec.index: tokens_of(spec) for spec in partition.blocks} if sweep == 0 else {}
         loaded.clear()
 
-        rows = {} if scvb0_rows is None else {spec.index: r for spec, r in zip(partition.blocks, scvb0_rows)}
-
         def one(spec: BlockSpec) -> tuple[CountDelta, DocHistograms, int]:
             tokens = prepared.pop(spec.index) if sweep == 0 else tokens_of(spec)
-            start = (rows[spec.index], scvb0) if sweep == 0 and scvb0 is not None else None
-            result, n = _sample(tokens, spec, layer, sweep, view, n_topics, seed, False, start)
+            result, n = _sample(tokens, spec, layer, sweep, view, n_topics, seed, False, scvb0)
             return result.delta, result.histograms, n  # z is on disk: not kept
 
         if threads > 1 and len(partition.blocks) > 1:

@@ -122,6 +122,10 @@ def test_scvb0_start_is_the_in_memory_start_for_any_blocks_tasks_and_scheduler(
         result = fit_gibbs(train, config, client=on)
         assert_array_equal(result.term_topic, expected.term_topic_counts)
         assert_array_equal(result.topic_counts, expected.topic_counts)
-    swept = fit_gibbs(train, GibbsConfig(**{**base, "sweeps": 3}, block_size=40))
+    policy = CheckpointPolicy(tmp_path / "ckpt", every=1)
+    swept = fit_gibbs(train, GibbsConfig(**{**base, "sweeps": 3}, block_size=40), checkpoint=policy)
     assert swept.trace[-1].sweep == 3 and int(swept.topic_counts.sum()) == train.n_tokens
     assert not np.array_equal(swept.term_topic, expected.term_topic_counts)
+    # the pass's N^theta rows lived in the run directory until the draw, and are gone after it
+    assert (assignment_layer.layer_path(policy.path) / "sweep-3").is_dir()
+    assert not (assignment_layer.layer_path(policy.path) / "scvb0-start").exists()

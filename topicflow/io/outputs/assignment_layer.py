@@ -343,6 +343,83 @@ def read_tokens(directory: str | Path | StoragePath, block: int, n_docs: int) ->
     return indptr, terms.astype(np.int32)
 
 
+def doc_topic_path(directory: str | Path | StoragePath, block: int) -> Location:
+    """Where the SCVB0 start keeps block ``block``'s N^theta rows between its pass and its draw.
+
+    Parameters
+    ----------
+    directory : str, Path or StoragePath
+    block : int
+
+    Returns
+    -------
+    Path or StoragePath
+    """
+    return layer_path(directory) / "scvb0-start" / f"block-{int(block)}"
+
+
+def write_doc_topic(directory: str | Path | StoragePath, block: int, rows: np.ndarray) -> None:
+    """Write one block's N^theta rows (float64, flattened row by row) atomically, as :func:`write_block` does.
+
+    Parameters
+    ----------
+    directory : str, Path or StoragePath
+    block : int
+    rows : ndarray of shape (n_docs, K), float
+    """
+    final = doc_topic_path(directory, block)
+    values = np.ascontiguousarray(rows, dtype=np.float64).reshape(-1)
+    if isinstance(final, StoragePath):
+        _put_array(final, values, "float64")
+        return
+    tmp = _temporary(final)
+    _write_array(tmp, values, "float64")
+    _publish(tmp, final)
+
+
+def read_doc_topic(directory: str | Path | StoragePath, block: int, n_docs: int, n_topics: int) -> np.ndarray:
+    """One block's N^theta rows as :func:`write_doc_topic` wrote them.
+
+    Parameters
+    ----------
+    directory : str, Path or StoragePath
+    block : int
+    n_docs, n_topics : int
+        The shape the caller expects.
+
+    Returns
+    -------
+    ndarray of shape (n_docs, n_topics), float64
+
+    Raises
+    ------
+    ModelFormatError
+        The array is missing or has another length.
+    """
+    path = doc_topic_path(directory, block)
+    try:
+        values = _read_array(path, int(n_docs) * int(n_topics))
+    except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+        raise ModelFormatError(f"the SCVB0 start's document rows {str(path)!r} are missing, damaged or of another "
+                               f"shape ({exc}); delete {str(directory)!r} and fit again (without --resume).",
+                               path=str(path)) from exc
+    return values.reshape(int(n_docs), int(n_topics))
+
+
+def drop_doc_topics(directory: str | Path | StoragePath) -> None:
+    """Delete the SCVB0 start's document rows of a run directory (once its draw is done).
+
+    Parameters
+    ----------
+    directory : str, Path or StoragePath
+    """
+    path = layer_path(directory) / "scvb0-start"
+    if isinstance(path, StoragePath):
+        remove_prefix(path.url)
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def sweeps_on_disk(directory: str | Path | StoragePath) -> list[int]:
     """The sweeps with a directory in the layer (complete or not), ascending.
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-import operator
 import os
 import time
 import uuid
@@ -341,14 +340,12 @@ class _Executor:
                 del futures[future]  # released: its result leaves the worker
                 yield result
 
-    def chain(self, fn: Callable[..., tuple[Any, Any]], step: int, *args: Any) -> tuple[Any, Any]:
-        """``fn(*args)``, one of a serial chain of tasks, split into its two results: values in process, or
-        futures on a cluster (so that the results stay on the workers and feed the next tasks)."""
+    def chain(self, fn: Callable[..., Any], step: int, *args: Any) -> Any:
+        """``fn(*args)``, one of a serial chain of tasks: its value in process, or a future on a cluster
+        (so that the result stays on the workers and feeds the next task)."""
         if self.pool is not None:
             return fn(*args)
-        both = self.client.submit(fn, *args, key=f"gibbs-chain-{self.name}-{step}", pure=False)
-        return (self.client.submit(operator.getitem, both, 0, key=f"gibbs-chain-{self.name}-{step}-0"),
-                self.client.submit(operator.getitem, both, 1, key=f"gibbs-chain-{self.name}-{step}-1"))
+        return self.client.submit(fn, *args, key=f"gibbs-chain-{self.name}-{step}", pure=False)
 
     def value(self, result: Any) -> Any:
         """A result of :meth:`chain` in this process."""
@@ -503,23 +500,21 @@ def fit_gibbs(
             params = GibbsParams(n_topics=config.n_topics, doc_topic_prior=chain.alpha, topic_word_prior=chain.beta,
                                  seed=config.seed)
             pass_state: Any = SCVB0Pass.begin(params, n_terms=n_terms, n_tokens=corpus.n_tokens)
-            rows: list[Any] = []
             for step, partition in enumerate(progress.track(partitions, total=len(partitions), desc="SCVB0 pass",
                                                             unit="task")):
-                pass_state, part_rows = executor.chain(scvb0_pass_partition, step, str(corpus.path), partition,
-                                                       language, n_terms, pass_state)
-                rows.append(part_rows)
+                pass_state = executor.chain(scvb0_pass_partition, step, str(corpus.path), partition, language,
+                                            n_terms, layer, pass_state)
             final = executor.value(pass_state)
             draw = executor.share(SCVB0Draw(word_factor(final.expected_counts(), chain.beta), params))
-            position = {id(p): i for i, p in enumerate(partitions)}
+            del pass_state, final
             sums = _SweepSums()
             for result in executor.run(0, partitions, lambda p: (
                     str(corpus.path), p, language, n_terms, layer, 0, None, config.n_topics, config.seed, threads,
-                    False, rows[position[id(p)]], draw)):
+                    False, draw)):
                 sums.add(result, chain.term_topic, chain.topic_counts)
                 del result
             chain.n_tokens = sums.n_tokens
-            del rows, final
+            assignment_layer.drop_doc_topics(directory)
         elif not resumed:  # partition after partition, each given the counts of the ones before
             for partition in progress.track(partitions, total=len(partitions), desc="Gibbs start", unit="task"):
                 chain.n_tokens += run(0, view(), [partition], True).n_tokens
