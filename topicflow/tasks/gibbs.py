@@ -172,8 +172,11 @@ def _store_tokens(store: str, partition: Partition, spec: BlockSpec, language: s
 
 @dataclass(frozen=True, slots=True)
 class SCVB0Draw:
-    """What every block's SCVB0 start reads besides its own N^theta rows: the pass's word factor and the
-    chain's alpha and seed (:func:`topicflow.models.lda.gibbs.cvb_start.draw_topics`)."""
+    """What every block's SCVB0 start reads besides its own N^theta rows.
+
+    The pass's word factor and the chain's alpha and seed
+    (:func:`topicflow.models.lda.gibbs.cvb_start.draw_topics`).
+    """
 
     factor: np.ndarray
     params: GibbsParams

@@ -308,8 +308,9 @@ class _Executor:
         self.name = f"{name}-{uuid.uuid4().hex[:8]}"  # keys of one fit: never another fit's results
         self.pool = ThreadPoolExecutor(max_workers=_local_slots()) if client is None else None
 
-    def share(self, view: SweepView) -> Any:
-        """The sweep-start counts as every task receives them (one scatter on a cluster)."""
+    def share(self, view: SweepView | SCVB0Draw) -> Any:
+        """The sweep-start counts (or the SCVB0 start's word factor) as every task receives them (one
+        scatter on a cluster)."""
         if self.client is not None:
             return self.client.scatter(view, broadcast=True, hash=False)
         return view
@@ -507,13 +508,13 @@ def fit_gibbs(
             final = executor.value(pass_state)
             draw = executor.share(SCVB0Draw(word_factor(final.expected_counts(), chain.beta), params))
             del pass_state, final
-            sums = _SweepSums()
-            for result in executor.run(0, partitions, lambda p: (
+            drawn = _SweepSums()
+            for part in executor.run(0, partitions, lambda p: (
                     str(corpus.path), p, language, n_terms, layer, 0, None, config.n_topics, config.seed, threads,
                     False, draw)):
-                sums.add(result, chain.term_topic, chain.topic_counts)
-                del result
-            chain.n_tokens = sums.n_tokens
+                drawn.add(part, chain.term_topic, chain.topic_counts)
+                del part
+            chain.n_tokens = drawn.n_tokens
             assignment_layer.drop_doc_topics(directory)
         elif not resumed:  # partition after partition, each given the counts of the ones before
             for partition in progress.track(partitions, total=len(partitions), desc="Gibbs start", unit="task"):

@@ -405,7 +405,7 @@ def start_block_from_topics(token_indptr: IntArray, token_terms: Int32Array, top
     token_terms : ndarray of shape (n_tokens,), int32
         Global term ids.
     topics : ndarray of shape (n_tokens,), int32
-        z, each in [0, n_topics).
+        The z, each in [0, n_topics).
     n_topics : int
 
     Returns

@@ -46,10 +46,10 @@ SCVB0_START_BURN_IN = 0
 
 @dataclass
 class SCVB0Pass:
-    """One word-by-word SCVB0 pass in progress: the lazy-scaled N^phi that :meth:`visit` carries from block
-    to block, so a pass over consecutive blocks equals the pass over their concatenation.
+    """One word-by-word SCVB0 pass in progress.
 
-    Create it with :meth:`begin`. The fields are what the word-by-word driver of
+    The lazy-scaled N^phi that :meth:`visit` carries from block to block, so a pass over consecutive
+    blocks equals the pass over their concatenation. Create it with :meth:`begin`. The fields are what the word-by-word driver of
     :mod:`topicflow.models.common.cvb0` reads and updates; ``alpha`` is the chain's (possibly asymmetric)
     prior and ``burn_in`` the passes over a document before the one that updates N^phi.
     """
@@ -208,7 +208,7 @@ def draw_topics(token_indptr: IntArray, token_terms: Int32Array, doc_topic: Floa
     factor : ndarray of shape (V, K)
         :func:`word_factor`.
     params : GibbsParams
-        alpha and the seed.
+        The chain's alpha and seed.
     first_doc : int
         Global index of the first document (keys its uniforms).
     threads : int or None, default 1
