@@ -53,7 +53,8 @@ from one SCVB0 pass (``init="scvb0"``, on the clock; the state after any start i
 one-thread sampler from its sequential start
 (``initial_state(..., init="sequential")``: every token drawn in order given the ones before it, on the
 clock) instead of the random one; ``topicflow-distseq-<n>`` and ``topicflow-distcvb-<n>`` are the distributed
-route from its sequential and its SCVB0 start (``fit --method gibbs --gibbs-start sequential|scvb0``). ``topicflow-stream`` and ``topicflow-stream-seq``
+route from its sequential and its SCVB0 start (``fit --method gibbs --gibbs-start sequential|scvb0``).
+``topicflow-stream`` and ``topicflow-stream-seq``
 run the same in-memory sampler through the command, ``topicflow stream --algo gibbs [--gibbs-start
 sequential]`` on one thread, once per sweep count (1, 2, ... until every target is reached; same seed, so
 each run extends the same chain): the training time is the trace's clock (the start and the sweeps), and the

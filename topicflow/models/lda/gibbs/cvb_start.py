@@ -49,7 +49,8 @@ class SCVB0Pass:
     """One word-by-word SCVB0 pass in progress.
 
     The lazy-scaled N^phi that :meth:`visit` carries from block to block, so a pass over consecutive
-    blocks equals the pass over their concatenation. Create it with :meth:`begin`. The fields are what the word-by-word driver of
+    blocks equals the pass over their concatenation (the out-of-core start hands it from task to task).
+    Create it with :meth:`begin`. The fields are what the word-by-word driver of
     :mod:`topicflow.models.common.cvb0` reads and updates; ``alpha`` is the chain's (possibly asymmetric)
     prior and ``burn_in`` the passes over a document before the one that updates N^phi.
     """
