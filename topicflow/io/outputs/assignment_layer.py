@@ -221,6 +221,25 @@ def _put_array(path: StoragePath, values: np.ndarray, dtype: str) -> None:
     write_object(f"{path.url}/zarr.json", json.dumps(_metadata(n, dtype)).encode())
 
 
+def _store_array(final: Location, values: np.ndarray, dtype: str) -> None:
+    """Write a one-chunk array at ``final`` atomically: objects with the metadata last, or a temporary
+    directory renamed into place."""
+    if isinstance(final, StoragePath):  # one PUT per object: the metadata last marks it complete
+        _put_array(final, values, dtype)
+        return
+    tmp = _temporary(final)
+    _write_array(tmp, values, dtype)
+    _publish(tmp, final)
+
+
+def _remove(path: Location) -> None:
+    """Delete a directory or an object prefix; missing files are ignored."""
+    if isinstance(path, StoragePath):
+        remove_prefix(path.url)
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def write_block(directory: str | Path | StoragePath, sweep: int, block: int, topics: np.ndarray, n_topics: int) -> None:
     """Write one block's z of ``sweep`` atomically (temporary directory, then rename).
 
@@ -237,13 +256,7 @@ def write_block(directory: str | Path | StoragePath, sweep: int, block: int, top
     n_topics : int
         K (chooses the stored dtype).
     """
-    final = block_path(directory, sweep, block)
-    if isinstance(final, StoragePath):  # one PUT per object: the metadata last marks it complete
-        _put_array(final, topics, _dtype(n_topics))
-        return
-    tmp = _temporary(final)
-    _write_array(tmp, topics, _dtype(n_topics))
-    _publish(tmp, final)
+    _store_array(block_path(directory, sweep, block), topics, _dtype(n_topics))
 
 
 def read_block(directory: str | Path | StoragePath, sweep: int, block: int, n_tokens: int) -> np.ndarray:
@@ -367,14 +380,7 @@ def write_doc_topic(directory: str | Path | StoragePath, block: int, rows: np.nd
     block : int
     rows : ndarray of shape (n_docs, K), float
     """
-    final = doc_topic_path(directory, block)
-    values = np.ascontiguousarray(rows, dtype=np.float64).reshape(-1)
-    if isinstance(final, StoragePath):
-        _put_array(final, values, "float64")
-        return
-    tmp = _temporary(final)
-    _write_array(tmp, values, "float64")
-    _publish(tmp, final)
+    _store_array(doc_topic_path(directory, block), np.ascontiguousarray(rows, dtype=np.float64).reshape(-1), "float64")
 
 
 def read_doc_topic(directory: str | Path | StoragePath, block: int, n_docs: int, n_topics: int) -> np.ndarray:
@@ -413,11 +419,7 @@ def drop_doc_topics(directory: str | Path | StoragePath) -> None:
     ----------
     directory : str, Path or StoragePath
     """
-    path = layer_path(directory) / "scvb0-start"
-    if isinstance(path, StoragePath):
-        remove_prefix(path.url)
-    else:
-        shutil.rmtree(path, ignore_errors=True)
+    _remove(layer_path(directory) / "scvb0-start")
 
 
 def sweeps_on_disk(directory: str | Path | StoragePath) -> list[int]:
@@ -454,11 +456,7 @@ def drop_sweeps(directory: str | Path | StoragePath, keep: set[int]) -> None:
     """
     for sweep in sweeps_on_disk(directory):
         if sweep not in keep:
-            path = layer_path(directory) / f"sweep-{sweep}"
-            if isinstance(path, StoragePath):
-                remove_prefix(path.url)
-            else:
-                shutil.rmtree(path, ignore_errors=True)
+            _remove(layer_path(directory) / f"sweep-{sweep}")
 
 
 def remove_layer(directory: str | Path | StoragePath) -> None:
@@ -468,8 +466,4 @@ def remove_layer(directory: str | Path | StoragePath) -> None:
     ----------
     directory : str, Path or StoragePath
     """
-    path = layer_path(directory)
-    if isinstance(path, StoragePath):
-        remove_prefix(path.url)
-    else:
-        shutil.rmtree(path, ignore_errors=True)
+    _remove(layer_path(directory))

@@ -86,7 +86,7 @@ class SCVB0Pass:
         -------
         SCVB0Pass
         """
-        settings = _settings(params, burn_in)
+        settings = _settings(params.n_topics, params.alpha, params.topic_word_prior, params.seed, burn_in)
         start = SCVB0State.initial(settings, n_terms=n_terms, n_tokens=max(int(n_tokens), 1), n_docs=1)
         return cls(start.topic_word, start.topic_totals, start.scale, start.beta, start.n_tokens,
                    np.ascontiguousarray(params.alpha, dtype=np.float64), params.seed, burn_in)
@@ -107,7 +107,7 @@ class SCVB0Pass:
         -------
         ndarray of shape (block.n_docs, K)
         """
-        settings = _settings_of(self)
+        settings = _settings(self.alpha.shape[0], self.alpha, self.beta, self.seed, self.burn_in)
         doc_topic = start_doc_topic(block, self.alpha.shape[0], doc_start=settings.doc_start, seed=self.seed)
         if block.n_tokens:
             run_block_word_by_word(self, block, topic_word_step=settings.topic_word_step,
@@ -121,14 +121,11 @@ class SCVB0Pass:
         return self.topic_word * self.scale
 
 
-def _settings(params: GibbsParams, burn_in: int) -> SCVB0Params:
-    return SCVB0Params(n_topics=params.n_topics, alpha=float(np.mean(params.alpha)),
-                       beta=float(params.topic_word_prior), burn_in=burn_in, seed=params.seed)
-
-
-def _settings_of(state: SCVB0Pass) -> SCVB0Params:
-    return SCVB0Params(n_topics=state.alpha.shape[0], alpha=float(state.alpha.mean()), beta=state.beta,
-                       burn_in=state.burn_in, seed=state.seed)
+def _settings(n_topics: int, alpha: FloatArray, beta: float, seed: int, burn_in: int) -> SCVB0Params:
+    """SCVB0's settings for the pass (the prior it applies is :meth:`SCVB0Pass.doc_topic_prior`, alpha_k;
+    the scalar ``alpha`` here only has to be valid)."""
+    return SCVB0Params(n_topics=int(n_topics), alpha=float(np.mean(alpha)), beta=float(beta), burn_in=burn_in,
+                       seed=seed)
 
 
 def scvb0_posterior(block: DocBlock, params: GibbsParams, *,
